@@ -1,0 +1,47 @@
+/*
+ * Memory classification through the CUDA driver, without ever initializing CUDA.
+ *
+ * The driver is looked up only once the application itself has loaded libcuda: until then no device
+ * pointer can exist, and the check costs one dl_iterate_phdr() call (no lookup unless a library was
+ * loaded since the last check). No MPI here.
+ */
+#ifndef COLL_GPU_KERNELS_GPU_MEM_H
+#define COLL_GPU_KERNELS_GPU_MEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  COLL_GPU_MEM_HOST = 0,   /* pageable or pinned host memory: the CPU may touch it directly */
+  COLL_GPU_MEM_DEVICE = 1, /* cudaMalloc, cudaMallocAsync (pools), cuMemCreate mappings */
+  COLL_GPU_MEM_MANAGED = 2 /* cudaMallocManaged */
+} coll_gpu_memkind_t;
+
+typedef struct {
+  coll_gpu_memkind_t kind;
+  int device; /* CUDA ordinal owning the memory, -1 for host memory */
+  void *ctx;  /* CUcontext the memory belongs to (NULL for pool/VMM allocations and host memory) */
+} coll_gpu_meminfo_t;
+
+/* True once libcuda is loaded in this process (then device pointers may exist). Cheap; thread safe. */
+bool coll_gpu_mem_cuda_loaded(void);
+
+/* Classifies ptr. Host memory when CUDA is not loaded or not initialized. Never initializes CUDA. */
+void coll_gpu_mem_classify(const void *ptr, coll_gpu_meminfo_t *info);
+
+/* Makes the context that owns `info`'s memory current on this thread; *saved receives what was
+ * current, for coll_gpu_mem_ctx_leave. Returns 0 or a CUresult. */
+int coll_gpu_mem_ctx_enter(const coll_gpu_meminfo_t *info, void **saved);
+void coll_gpu_mem_ctx_leave(void *saved);
+
+/* Releases the primary contexts retained by coll_gpu_mem_ctx_enter (at component close). */
+void coll_gpu_mem_fini(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,26 @@
+/*
+ * Host staging copies for device buffers, through the CUDA runtime linked statically.
+ *
+ * Copies run on the legacy default stream of the current context, so they are ordered after the
+ * application's work on blocking streams, as CUDA-aware MPI users expect. Pinned bounce buffers are
+ * portable: usable from every context of the process.
+ */
+#include <cuda_runtime.h>
+
+#include "staging.h"
+
+extern "C" int coll_gpu_staging_host_alloc(void **ptr, size_t bytes) {
+  return (int)cudaHostAlloc(ptr, bytes, cudaHostAllocPortable);
+}
+
+extern "C" int coll_gpu_staging_host_free(void *ptr) { return (int)cudaFreeHost(ptr); }
+
+extern "C" int coll_gpu_staging_copy(void *dst, const void *src, size_t bytes) {
+  // cudaMemcpy from or to pinned memory returns once the copy is complete (CUDA runtime API docs,
+  // "API synchronization behavior"); the explicit synchronize also covers pageable fallbacks.
+  cudaError_t err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, 0);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(0);
+  return (int)err;
+}
+
+extern "C" const char *coll_gpu_staging_error_string(int err) { return cudaGetErrorString((cudaError_t)err); }

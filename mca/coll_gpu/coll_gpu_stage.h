@@ -1,0 +1,96 @@
+/*
+ * Staging of device buffers through host memory: byte spans of datatype layouts, a cache of bounce
+ * buffers, and the copy engines. Plain C, no Open MPI headers: the unit tests drive it on host memory
+ * through the host copy engine.
+ */
+#ifndef MCA_COLL_GPU_STAGE_H
+#define MCA_COLL_GPU_STAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "kernels/gpu_mem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bytes [lo, lo + len) relative to a buffer's base pointer. len == 0: nothing is touched. */
+typedef struct {
+  ptrdiff_t lo;
+  size_t len;
+} coll_gpu_span_t;
+
+/* The span of `count` elements of a datatype with the given true lower bound, true extent and extent
+ * (the extent may be negative or smaller than the true extent). */
+coll_gpu_span_t coll_gpu_span_of(ptrdiff_t true_lb, ptrdiff_t true_extent, ptrdiff_t extent, size_t count);
+/* The span moved by `shift` bytes. */
+coll_gpu_span_t coll_gpu_span_shift(coll_gpu_span_t s, ptrdiff_t shift);
+/* The smallest span covering both; an empty span is ignored. */
+coll_gpu_span_t coll_gpu_span_union(coll_gpu_span_t a, coll_gpu_span_t b);
+
+/* How a collective uses a buffer. */
+typedef enum {
+  COLL_GPU_IN = 1,   /* read only: copied to the host before */
+  COLL_GPU_OUT = 2,  /* written only: copied back after */
+  COLL_GPU_INOUT = 3 /* read and written, or written with holes that must keep their bytes */
+} coll_gpu_dir_t;
+
+/* Moves bytes between a user buffer and host bounce memory. Returns 0 or an engine error code. */
+typedef struct coll_gpu_copy_engine {
+  const char *name;
+  int (*alloc)(void **ptr, size_t bytes, const coll_gpu_meminfo_t *owner);
+  void (*release)(void *ptr, const coll_gpu_meminfo_t *owner);
+  int (*copy)(void *dst, const void *src, size_t bytes, const coll_gpu_meminfo_t *owner);
+  const char *(*error_string)(int err);
+} coll_gpu_copy_engine_t;
+
+/* Device and managed memory, through the CUDA runtime, in the context that owns the buffer. */
+extern const coll_gpu_copy_engine_t coll_gpu_cuda_engine;
+/* Host memory with malloc and memcpy: the staging path without a GPU (tests, coll_gpu_force_staging). */
+extern const coll_gpu_copy_engine_t coll_gpu_host_engine;
+
+/* Bounce buffers are kept for reuse up to this many bytes in all (coll_gpu_stage_cache_size). */
+void coll_gpu_stage_cache_limit(size_t bytes);
+/* Frees every cached bounce buffer. */
+void coll_gpu_stage_cache_flush(void);
+/* Bytes now held in the cache, and buffers allocated since start (for tests and verbose output). */
+size_t coll_gpu_stage_cache_bytes(void);
+size_t coll_gpu_stage_cache_allocs(void);
+
+/* One staged buffer of a collective call. */
+typedef struct {
+  void *user;      /* the user's base pointer */
+  char *bounce;    /* host memory holding span.len bytes */
+  size_t capacity; /* bytes allocated at bounce */
+  coll_gpu_span_t span;
+  coll_gpu_dir_t dir;
+  coll_gpu_meminfo_t mem;
+  const coll_gpu_copy_engine_t *engine;
+} coll_gpu_staged_t;
+
+/* The staged buffers of one collective call (at most a send and a receive buffer). */
+#define COLL_GPU_STAGE_MAX 2
+typedef struct {
+  int count;
+  coll_gpu_staged_t buf[COLL_GPU_STAGE_MAX];
+  int error;          /* first engine error, 0 if none */
+  const char *failed; /* what failed: "allocate", "copy to host", "copy to device" */
+  const coll_gpu_copy_engine_t *failed_engine;
+} coll_gpu_stage_t;
+
+void coll_gpu_stage_init(coll_gpu_stage_t *st);
+/* Stages `user` (memory described by mem, copied by engine) for a collective that touches `span`
+ * bytes of it in direction dir. *host receives the pointer to hand to the host collective in its
+ * place (it addresses the same span inside bounce memory). Returns 0, or -1 with st->error set. */
+int coll_gpu_stage_buffer(coll_gpu_stage_t *st, void *user, coll_gpu_span_t span, coll_gpu_dir_t dir,
+                          const coll_gpu_meminfo_t *mem, const coll_gpu_copy_engine_t *engine, void **host);
+/* Copies OUT and INOUT buffers back when `copy_back`, then returns every bounce buffer to the cache.
+ * Returns 0, or -1 with st->error set. */
+int coll_gpu_stage_finish(coll_gpu_stage_t *st, bool copy_back);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

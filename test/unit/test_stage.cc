@@ -1,0 +1,292 @@
+// Unit tests of the MPI-free staging core: spans of datatype layouts, staging through the host copy
+// engine (what runs for device buffers, with memcpy in place of CUDA copies), the bounce buffer cache,
+// error paths through a failing engine, and memory classification in a process without CUDA.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "mca/coll_gpu/coll_gpu_stage.h"
+
+namespace {
+
+std::mt19937_64 &rng() {
+  static std::mt19937_64 r{std::random_device{}()};
+  return r;
+}
+
+std::vector<unsigned char> random_bytes(size_t n) {
+  std::vector<unsigned char> v(n);
+  for (auto &b : v) b = static_cast<unsigned char>(rng()());
+  return v;
+}
+
+const coll_gpu_meminfo_t kHost = {COLL_GPU_MEM_HOST, -1, nullptr};
+
+TEST(Span, ContiguousType) {
+  coll_gpu_span_t s = coll_gpu_span_of(0, 8, 8, 10);
+  EXPECT_EQ(s.lo, 0);
+  EXPECT_EQ(s.len, 80u);
+}
+
+TEST(Span, ZeroCountAndZeroSizeTouchNothing) {
+  EXPECT_EQ(coll_gpu_span_of(0, 8, 8, 0).len, 0u);
+  EXPECT_EQ(coll_gpu_span_of(0, 0, 0, 5).len, 0u);
+}
+
+TEST(Span, HolesInsideAndAfterEachElement) {
+  // two ints at 0 and 8, extent resized to 16: the last element ends at its true extent (12)
+  coll_gpu_span_t s = coll_gpu_span_of(0, 12, 16, 3);
+  EXPECT_EQ(s.lo, 0);
+  EXPECT_EQ(s.len, 2u * 16 + 12);
+}
+
+TEST(Span, NegativeLowerBound) {
+  // ints at -8 and +4: true lb -8, true extent 16, extent 16
+  coll_gpu_span_t s = coll_gpu_span_of(-8, 16, 16, 4);
+  EXPECT_EQ(s.lo, -8);
+  EXPECT_EQ(s.len, 64u);
+}
+
+TEST(Span, NegativeExtentRunsDownwards) {
+  coll_gpu_span_t s = coll_gpu_span_of(0, 4, -4, 3);
+  EXPECT_EQ(s.lo, -8);
+  EXPECT_EQ(s.len, 12u);
+}
+
+TEST(Span, AboveTwoGigabytes) {
+  size_t count = (size_t{1} << 28) + 3;  // doubles: 2^31 + 24 bytes
+  coll_gpu_span_t s = coll_gpu_span_of(0, 8, 8, count);
+  EXPECT_EQ(s.len, count * 8);
+  EXPECT_GT(s.len, size_t{1} << 31);
+}
+
+TEST(Span, ShiftAndUnion) {
+  coll_gpu_span_t a = coll_gpu_span_shift(coll_gpu_span_of(0, 4, 4, 2), 100);  // [100, 108)
+  coll_gpu_span_t b = coll_gpu_span_of(0, 4, 4, 1);                            // [0, 4)
+  coll_gpu_span_t u = coll_gpu_span_union(a, b);
+  EXPECT_EQ(u.lo, 0);
+  EXPECT_EQ(u.len, 108u);
+  coll_gpu_span_t empty = {0, 0};
+  EXPECT_EQ(coll_gpu_span_union(empty, a).lo, 100);
+  EXPECT_EQ(coll_gpu_span_union(a, empty).len, 8u);
+  EXPECT_EQ(coll_gpu_span_shift(empty, 50).lo, 0);  // an empty span stays empty at 0
+}
+
+// Stages a buffer of `bytes` at offset lo of an allocation, like a datatype with a negative lower bound.
+struct Staged {
+  std::vector<unsigned char> user;
+  coll_gpu_span_t span;
+  char *base;
+  Staged(ptrdiff_t lo, size_t bytes) : user(random_bytes(bytes + 64)), span{lo, bytes} {
+    base = reinterpret_cast<char *>(user.data()) + 32 - lo;  // base + lo is 32 bytes into user
+  }
+};
+
+TEST(Stage, InCopiesTheSpanAndMapsTheBase) {
+  Staged b(-8, 100);
+  coll_gpu_stage_t st;
+  coll_gpu_stage_init(&st);
+  void *host = nullptr;
+  ASSERT_EQ(coll_gpu_stage_buffer(&st, b.base, b.span, COLL_GPU_IN, &kHost, &coll_gpu_host_engine, &host), 0);
+  ASSERT_NE(host, b.base);
+  // every byte of the span reads the same through the host pointer
+  EXPECT_EQ(0, memcmp(static_cast<char *>(host) - 8, b.base - 8, 100));
+  std::vector<unsigned char> before = b.user;
+  memset(static_cast<char *>(host) - 8, 0x5a, 100);  // a collective writing an IN buffer: never copied back
+  ASSERT_EQ(coll_gpu_stage_finish(&st, true), 0);
+  EXPECT_EQ(before, b.user);
+}
+
+TEST(Stage, OutCopiesBackOnlyOnSuccess) {
+  for (bool ok : {true, false}) {
+    Staged b(0, 4096 + 7);
+    std::vector<unsigned char> before = b.user;
+    coll_gpu_stage_t st;
+    coll_gpu_stage_init(&st);
+    void *host = nullptr;
+    ASSERT_EQ(coll_gpu_stage_buffer(&st, b.base, b.span, COLL_GPU_OUT, &kHost, &coll_gpu_host_engine, &host), 0);
+    std::vector<unsigned char> result = random_bytes(b.span.len);
+    memcpy(host, result.data(), result.size());
+    ASSERT_EQ(coll_gpu_stage_finish(&st, ok), 0);
+    if (ok) {
+      EXPECT_EQ(0, memcmp(b.base, result.data(), result.size()));
+    } else {
+      EXPECT_EQ(before, b.user);
+    }
+    // nothing outside the span is touched
+    EXPECT_EQ(0, memcmp(b.user.data(), before.data(), 32));
+    EXPECT_EQ(0, memcmp(b.user.data() + 32 + b.span.len, before.data() + 32 + b.span.len, 32));
+  }
+}
+
+TEST(Stage, InOutKeepsBytesTheCollectiveDoesNotWrite) {
+  Staged b(0, 64);
+  std::vector<unsigned char> before = b.user;
+  coll_gpu_stage_t st;
+  coll_gpu_stage_init(&st);
+  void *host = nullptr;
+  ASSERT_EQ(coll_gpu_stage_buffer(&st, b.base, b.span, COLL_GPU_INOUT, &kHost, &coll_gpu_host_engine, &host), 0);
+  static_cast<char *>(host)[10] = 42;  // the collective writes one byte; the holes keep theirs
+  ASSERT_EQ(coll_gpu_stage_finish(&st, true), 0);
+  before[32 + 10] = 42;
+  EXPECT_EQ(before, b.user);
+}
+
+TEST(Stage, EmptySpanPassesThePointerUnchanged) {
+  coll_gpu_stage_t st;
+  coll_gpu_stage_init(&st);
+  char x;
+  void *host = nullptr;
+  coll_gpu_span_t empty = {0, 0};
+  ASSERT_EQ(coll_gpu_stage_buffer(&st, &x, empty, COLL_GPU_INOUT, &kHost, &coll_gpu_host_engine, &host), 0);
+  EXPECT_EQ(host, &x);
+  EXPECT_EQ(st.count, 0);
+}
+
+TEST(Stage, AboveTwoGigabytes) {
+  const size_t n = (size_t{1} << 31) + 4096 + 3;
+  std::vector<unsigned char> user(n);
+  for (size_t i = 0; i < n; i += 4093) user[i] = static_cast<unsigned char>(i * 7 + 1);
+  user[n - 1] = 0x77;
+  coll_gpu_stage_t st;
+  coll_gpu_stage_init(&st);
+  void *host = nullptr;
+  coll_gpu_span_t span = {0, n};
+  ASSERT_EQ(coll_gpu_stage_buffer(&st, user.data(), span, COLL_GPU_INOUT, &kHost, &coll_gpu_host_engine, &host), 0);
+  auto *h = static_cast<unsigned char *>(host);
+  EXPECT_EQ(h[n - 1], 0x77);
+  EXPECT_EQ(h[4093 * 3], user[4093 * 3]);
+  h[n - 2] = 0x66;
+  ASSERT_EQ(coll_gpu_stage_finish(&st, true), 0);
+  EXPECT_EQ(user[n - 2], 0x66);
+  EXPECT_EQ(user[n - 1], 0x77);
+  coll_gpu_stage_cache_flush();
+}
+
+TEST(Cache, ReusesBounceBuffersWithinTheLimit) {
+  coll_gpu_stage_cache_flush();
+  coll_gpu_stage_cache_limit(size_t{64} << 20);
+  std::vector<unsigned char> user = random_bytes(10000);
+  coll_gpu_span_t span = {0, user.size()};
+  size_t allocs0 = coll_gpu_stage_cache_allocs();
+  for (int i = 0; i < 5; ++i) {
+    coll_gpu_stage_t st;
+    coll_gpu_stage_init(&st);
+    void *host = nullptr;
+    ASSERT_EQ(coll_gpu_stage_buffer(&st, user.data(), span, COLL_GPU_IN, &kHost, &coll_gpu_host_engine, &host), 0);
+    ASSERT_EQ(coll_gpu_stage_finish(&st, true), 0);
+  }
+  EXPECT_EQ(coll_gpu_stage_cache_allocs(), allocs0 + 1);
+  EXPECT_EQ(coll_gpu_stage_cache_bytes(), 16384u);  // 10000 rounded up to a power of two
+  coll_gpu_stage_cache_flush();
+  EXPECT_EQ(coll_gpu_stage_cache_bytes(), 0u);
+}
+
+TEST(Cache, EverySizeReusesItsBuffer) {
+  // sizes far below a rounded bounce buffer (8 bytes in 4 KiB) must reuse it too
+  for (size_t n : {size_t{1}, size_t{8}, size_t{4095}, size_t{4096}, size_t{5000}, (size_t{64} << 20) + 1}) {
+    coll_gpu_stage_cache_flush();
+    coll_gpu_stage_cache_limit(size_t{256} << 20);
+    std::vector<unsigned char> user = random_bytes(n);
+    coll_gpu_span_t span = {0, n};
+    size_t allocs0 = coll_gpu_stage_cache_allocs();
+    for (int i = 0; i < 3; ++i) {
+      coll_gpu_stage_t st;
+      coll_gpu_stage_init(&st);
+      void *host = nullptr;
+      ASSERT_EQ(coll_gpu_stage_buffer(&st, user.data(), span, COLL_GPU_IN, &kHost, &coll_gpu_host_engine, &host), 0);
+      ASSERT_EQ(coll_gpu_stage_finish(&st, true), 0);
+    }
+    EXPECT_EQ(coll_gpu_stage_cache_allocs(), allocs0 + 1) << "size " << n;
+  }
+  coll_gpu_stage_cache_flush();
+}
+
+TEST(Cache, LimitZeroKeepsNothing) {
+  coll_gpu_stage_cache_flush();
+  coll_gpu_stage_cache_limit(0);
+  std::vector<unsigned char> user = random_bytes(5000);
+  coll_gpu_span_t span = {0, user.size()};
+  coll_gpu_stage_t st;
+  coll_gpu_stage_init(&st);
+  void *host = nullptr;
+  ASSERT_EQ(coll_gpu_stage_buffer(&st, user.data(), span, COLL_GPU_IN, &kHost, &coll_gpu_host_engine, &host), 0);
+  ASSERT_EQ(coll_gpu_stage_finish(&st, true), 0);
+  EXPECT_EQ(coll_gpu_stage_cache_bytes(), 0u);
+  coll_gpu_stage_cache_limit(size_t{256} << 20);
+}
+
+// An engine that fails on demand, for the error paths.
+int fail_alloc_after = 1000, fail_copy_after = 1000, releases = 0;
+int flaky_alloc(void **p, size_t n, const coll_gpu_meminfo_t *o) {
+  if (fail_alloc_after-- <= 0) return 2;
+  return coll_gpu_host_engine.alloc(p, n, o);
+}
+void flaky_release(void *p, const coll_gpu_meminfo_t *o) {
+  ++releases;
+  coll_gpu_host_engine.release(p, o);
+}
+int flaky_copy(void *d, const void *s, size_t n, const coll_gpu_meminfo_t *o) {
+  if (fail_copy_after-- <= 0) return 700;
+  return coll_gpu_host_engine.copy(d, s, n, o);
+}
+const char *flaky_error(int e) { return e == 2 ? "no memory" : "copy failed"; }
+const coll_gpu_copy_engine_t kFlaky = {"flaky", flaky_alloc, flaky_release, flaky_copy, flaky_error};
+
+TEST(Errors, FailedAllocationIsReported) {
+  coll_gpu_stage_cache_flush();
+  fail_alloc_after = 0;
+  fail_copy_after = 1000;
+  std::vector<unsigned char> user = random_bytes(100);
+  coll_gpu_span_t span = {0, user.size()};
+  coll_gpu_stage_t st;
+  coll_gpu_stage_init(&st);
+  void *host = nullptr;
+  EXPECT_EQ(coll_gpu_stage_buffer(&st, user.data(), span, COLL_GPU_IN, &kHost, &kFlaky, &host), -1);
+  EXPECT_EQ(st.error, 2);
+  EXPECT_STREQ(st.failed, "allocate");
+  EXPECT_EQ(coll_gpu_stage_finish(&st, false), -1);
+}
+
+TEST(Errors, FailedCopyBackIsReportedAndEveryBufferReturned) {
+  coll_gpu_stage_cache_flush();
+  coll_gpu_stage_cache_limit(0);
+  releases = 0;
+  fail_alloc_after = 1000;
+  fail_copy_after = 1;  // the copy in works, the copy back fails
+  std::vector<unsigned char> a = random_bytes(100), b = random_bytes(100);
+  coll_gpu_span_t span = {0, 100};
+  coll_gpu_stage_t st;
+  coll_gpu_stage_init(&st);
+  void *ha = nullptr, *hb = nullptr;
+  ASSERT_EQ(coll_gpu_stage_buffer(&st, a.data(), span, COLL_GPU_IN, &kHost, &kFlaky, &ha), 0);
+  ASSERT_EQ(coll_gpu_stage_buffer(&st, b.data(), span, COLL_GPU_OUT, &kHost, &kFlaky, &hb), 0);
+  EXPECT_EQ(coll_gpu_stage_finish(&st, true), -1);
+  EXPECT_EQ(st.error, 700);
+  EXPECT_STREQ(st.failed, "copy to device");
+  EXPECT_EQ(releases, 2);
+  coll_gpu_stage_cache_limit(size_t{256} << 20);
+}
+
+TEST(Classify, ProcessWithoutCudaSeesHostMemoryOnly) {
+  // the unit tests never load libcuda (the CUDA runtime is linked but not called)
+  ASSERT_EQ(dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD), nullptr);
+  EXPECT_FALSE(coll_gpu_mem_cuda_loaded());
+  // loading another library moves the loader's counter and triggers one new look, which finds none
+  void *h = dlopen("libm.so.6", RTLD_NOW);
+  EXPECT_FALSE(coll_gpu_mem_cuda_loaded());
+  if (h) dlclose(h);
+  std::vector<int> v(10);
+  coll_gpu_meminfo_t info;
+  coll_gpu_mem_classify(v.data(), &info);
+  EXPECT_EQ(info.kind, COLL_GPU_MEM_HOST);
+  EXPECT_EQ(info.device, -1);
+  coll_gpu_mem_classify(nullptr, &info);
+  EXPECT_EQ(info.kind, COLL_GPU_MEM_HOST);
+}
+
+}  // namespace
