@@ -1,0 +1,203 @@
+/*
+ * coll/gpu: the Open MPI coll component for collectives on CUDA device buffers.
+ *
+ * Glue layer: the only code that includes Open MPI's internal headers. A module sits on top of the
+ * previous coll module of each intra-communicator; collectives on host buffers go straight to the
+ * previous functions, collectives on device or managed buffers are staged through host memory.
+ */
+#ifndef MCA_COLL_GPU_H
+#define MCA_COLL_GPU_H
+
+#include "ompi_config.h"
+
+#include "mca/coll_gpu/coll_gpu_stage.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/mca/coll/coll.h"
+#include "ompi/request/request.h"
+
+BEGIN_C_DECLS
+
+/* The wrapped collectives. X(name) for the blocking ones; the nonblocking ones are i##name. Barrier and
+ * ibarrier carry no buffer and stay with the previous module. */
+// clang-format off
+#define COLL_GPU_FOREACH(X)                                                                        \
+  X(allgather) X(allgatherv) X(allreduce) X(alltoall) X(alltoallv) X(alltoallw) X(bcast) X(exscan) \
+  X(gather) X(gatherv) X(reduce) X(reduce_scatter) X(reduce_scatter_block) X(scan) X(scatter)      \
+  X(scatterv)
+// clang-format on
+
+/* Logging subsystems, for coll_gpu_verbose_subsys. */
+enum { COLL_GPU_LOG_INIT = 1, COLL_GPU_LOG_COLL = 2, COLL_GPU_LOG_STAGE = 4, COLL_GPU_LOG_ALL = 7 };
+/* Verbosity thresholds of coll_gpu_verbose. */
+enum { COLL_GPU_LVL_WARN = 1, COLL_GPU_LVL_INFO = 10, COLL_GPU_LVL_DEBUG = 50, COLL_GPU_LVL_TRACE = 100 };
+
+typedef struct {
+  mca_coll_base_component_2_0_0_t super;
+  /* parameters: coll_gpu_params.c registers and checks them all */
+  int priority;
+  bool enable;
+  int verbose;
+  char *verbose_subsys;
+  int subsys_mask; /* parsed verbose_subsys */
+  size_t stage_cache_size;
+  bool force_staging;
+  int output; /* opal_output stream */
+} mca_coll_gpu_component_t;
+
+OMPI_MODULE_DECLSPEC extern mca_coll_gpu_component_t mca_coll_gpu_component;
+
+typedef struct {
+  mca_coll_base_module_t super;
+#define COLL_GPU_DECLARE_PREVIOUS(name)                 \
+  mca_coll_base_module_##name##_fn_t previous_##name;   \
+  mca_coll_base_module_t *previous_##name##_module;     \
+  mca_coll_base_module_i##name##_fn_t previous_i##name; \
+  mca_coll_base_module_t *previous_i##name##_module;
+  COLL_GPU_FOREACH(COLL_GPU_DECLARE_PREVIOUS)
+#undef COLL_GPU_DECLARE_PREVIOUS
+} mca_coll_gpu_module_t;
+
+OBJ_CLASS_DECLARATION(mca_coll_gpu_module_t);
+
+/* coll_gpu_params.c */
+int mca_coll_gpu_register_params(void);
+
+/* coll_gpu_module.c */
+int mca_coll_gpu_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+mca_coll_base_module_t *mca_coll_gpu_comm_query(struct ompi_communicator_t *comm, int *priority);
+
+/* coll_gpu_log.c */
+void mca_coll_gpu_log(int level, int subsys, const char *fmt, ...) __opal_attribute_format__(__printf__, 3, 4);
+#define COLL_GPU_LOG(level, subsys, ...)                                                              \
+  do {                                                                                                \
+    if (mca_coll_gpu_component.verbose >= (level) && (mca_coll_gpu_component.subsys_mask & (subsys))) \
+      mca_coll_gpu_log((level), (subsys), __VA_ARGS__);                                               \
+  } while (0)
+
+/* coll_gpu_staging.c: what every collective entry uses */
+
+/* Can any buffer need staging in this process? False, at the cost of one library-count check, until
+ * the application has loaded CUDA. */
+static inline bool mca_coll_gpu_staging_possible(void) {
+  return mca_coll_gpu_component.force_staging || coll_gpu_mem_cuda_loaded();
+}
+
+/* The bytes `count` elements of dt cover, and in *bytes the bytes of data among them. */
+coll_gpu_span_t mca_coll_gpu_span(struct ompi_datatype_t *dt, size_t count, size_t *bytes);
+/* The same for blocks counts[i] at displs[i] elements of dt, i < n (the v collectives). */
+coll_gpu_span_t mca_coll_gpu_span_v(struct ompi_datatype_t *dt, int n, const int *counts, const int *displs,
+                                    size_t *bytes);
+/* The same for blocks of types[i] at displs[i] bytes (alltoallw). */
+coll_gpu_span_t mca_coll_gpu_span_w(struct ompi_datatype_t *const *types, int n, const int *counts, const int *displs,
+                                    size_t *bytes);
+
+/* Stages buf when it is device or managed memory (or always, with coll_gpu_force_staging): *host is
+ * what to pass to the previous module instead. MPI_IN_PLACE, NULL and empty spans pass unchanged. An
+ * OUT buffer whose span has holes (bytes < span.len) is staged INOUT so the holes keep their bytes. */
+int mca_coll_gpu_stage(coll_gpu_stage_t *st, const void *buf, coll_gpu_span_t span, size_t bytes, coll_gpu_dir_t dir,
+                       void **host);
+/* Ends a blocking call: copies results back when rc is OMPI_SUCCESS, releases the bounce buffers,
+ * reports a staging failure. Returns rc, or the staging error. */
+int mca_coll_gpu_unstage(coll_gpu_stage_t *st, int rc, struct ompi_communicator_t *comm, const char *op);
+/* Nonblocking entries: before starting the previous collective, mca_coll_gpu_ibegin reserves what
+ * tracks the staged buffers (nothing when none is staged); after it, mca_coll_gpu_iend arranges the
+ * copy back for when *request completes, or finishes at once when the start failed. */
+int mca_coll_gpu_ibegin(const coll_gpu_stage_t *st, void **pending);
+int mca_coll_gpu_iend(coll_gpu_stage_t *st, int rc, void *pending, struct ompi_communicator_t *comm, const char *op,
+                      ompi_request_t **request);
+
+/* The entry points, one file per collective. */
+
+int mca_coll_gpu_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                           struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                           mca_coll_base_module_t *module);
+int mca_coll_gpu_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                            struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm, ompi_request_t **request,
+                            mca_coll_base_module_t *module);
+int mca_coll_gpu_allgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                            const int *rcounts, const int *displs, struct ompi_datatype_t *rdtype,
+                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_iallgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                             const int *rcounts, const int *displs, struct ompi_datatype_t *rdtype,
+                             struct ompi_communicator_t *comm, ompi_request_t **request,
+                             mca_coll_base_module_t *module);
+int mca_coll_gpu_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                            struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
+                            mca_coll_base_module_t *module);
+int mca_coll_gpu_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                          struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                          mca_coll_base_module_t *module);
+int mca_coll_gpu_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                           struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm, ompi_request_t **request,
+                           mca_coll_base_module_t *module);
+int mca_coll_gpu_alltoallv(const void *sbuf, const int *scounts, const int *sdispls, struct ompi_datatype_t *sdtype,
+                           void *rbuf, const int *rcounts, const int *rdispls, struct ompi_datatype_t *rdtype,
+                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_ialltoallv(const void *sbuf, const int *scounts, const int *sdispls, struct ompi_datatype_t *sdtype,
+                            void *rbuf, const int *rcounts, const int *rdispls, struct ompi_datatype_t *rdtype,
+                            struct ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_alltoallw(const void *sbuf, const int *scounts, const int *sdispls,
+                           struct ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts, const int *rdispls,
+                           struct ompi_datatype_t *const *rdtypes, struct ompi_communicator_t *comm,
+                           mca_coll_base_module_t *module);
+int mca_coll_gpu_ialltoallw(const void *sbuf, const int *scounts, const int *sdispls,
+                            struct ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts, const int *rdispls,
+                            struct ompi_datatype_t *const *rdtypes, struct ompi_communicator_t *comm,
+                            ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root, struct ompi_communicator_t *comm,
+                       mca_coll_base_module_t *module);
+int mca_coll_gpu_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root, struct ompi_communicator_t *comm,
+                        ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_exscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                        struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_iexscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                         struct ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_gather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                        struct ompi_datatype_t *rdtype, int root, struct ompi_communicator_t *comm,
+                        mca_coll_base_module_t *module);
+int mca_coll_gpu_igather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                         struct ompi_datatype_t *rdtype, int root, struct ompi_communicator_t *comm,
+                         ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_gatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                         const int *displs, struct ompi_datatype_t *rdtype, int root, struct ompi_communicator_t *comm,
+                         mca_coll_base_module_t *module);
+int mca_coll_gpu_igatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                          const int *displs, struct ompi_datatype_t *rdtype, int root, struct ompi_communicator_t *comm,
+                          ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                        int root, struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_ireduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                         int root, struct ompi_communicator_t *comm, ompi_request_t **request,
+                         mca_coll_base_module_t *module);
+int mca_coll_gpu_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, struct ompi_datatype_t *dtype,
+                                struct ompi_op_t *op, struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, struct ompi_datatype_t *dtype,
+                                 struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
+                                 mca_coll_base_module_t *module);
+int mca_coll_gpu_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype,
+                                      struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                      mca_coll_base_module_t *module);
+int mca_coll_gpu_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype,
+                                       struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
+                                       mca_coll_base_module_t *module);
+int mca_coll_gpu_scan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                      struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_iscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                       struct ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_scatter(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                         struct ompi_datatype_t *rdtype, int root, struct ompi_communicator_t *comm,
+                         mca_coll_base_module_t *module);
+int mca_coll_gpu_iscatter(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                          struct ompi_datatype_t *rdtype, int root, struct ompi_communicator_t *comm,
+                          ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_gpu_scatterv(const void *sbuf, const int *scounts, const int *displs, struct ompi_datatype_t *sdtype,
+                          void *rbuf, int rcount, struct ompi_datatype_t *rdtype, int root,
+                          struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_gpu_iscatterv(const void *sbuf, const int *scounts, const int *displs, struct ompi_datatype_t *sdtype,
+                           void *rbuf, int rcount, struct ompi_datatype_t *rdtype, int root,
+                           struct ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
+
+END_C_DECLS
+#endif

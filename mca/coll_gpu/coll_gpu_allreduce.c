@@ -1,0 +1,45 @@
+/*
+ * MPI_Allreduce: the send buffer in, the receive buffer out (in and out when in place).
+ */
+#include "coll_gpu.h"
+
+static int stage(coll_gpu_stage_t *st, const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                 void **hs, void **hr) {
+  size_t bytes;
+  coll_gpu_span_t span = mca_coll_gpu_span(dtype, (size_t)count, &bytes);
+  int rc = mca_coll_gpu_stage(st, sbuf, span, bytes, COLL_GPU_IN, hs);
+  if (rc != OMPI_SUCCESS) return rc;
+  return mca_coll_gpu_stage(st, rbuf, span, bytes, sbuf == MPI_IN_PLACE ? COLL_GPU_INOUT : COLL_GPU_OUT, hr);
+}
+
+int mca_coll_gpu_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm, m->previous_allreduce_module);
+  }
+  coll_gpu_stage_t st;
+  void *hs = (void *)sbuf, *hr = rbuf;
+  coll_gpu_stage_init(&st);
+  int rc = stage(&st, sbuf, rbuf, count, dtype, &hs, &hr);
+  if (rc == OMPI_SUCCESS) rc = m->previous_allreduce(hs, hr, count, dtype, op, comm, m->previous_allreduce_module);
+  return mca_coll_gpu_unstage(&st, rc, comm, "MPI_Allreduce");
+}
+
+int mca_coll_gpu_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                            struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
+                            mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    return m->previous_iallreduce(sbuf, rbuf, count, dtype, op, comm, request, m->previous_iallreduce_module);
+  }
+  coll_gpu_stage_t st;
+  void *hs = (void *)sbuf, *hr = rbuf;
+  void *pending = NULL;
+  coll_gpu_stage_init(&st);
+  int rc = stage(&st, sbuf, rbuf, count, dtype, &hs, &hr);
+  if (rc == OMPI_SUCCESS) rc = mca_coll_gpu_ibegin(&st, &pending);
+  if (rc == OMPI_SUCCESS)
+    rc = m->previous_iallreduce(hs, hr, count, dtype, op, comm, request, m->previous_iallreduce_module);
+  return mca_coll_gpu_iend(&st, rc, pending, comm, "MPI_Iallreduce", request);
+}

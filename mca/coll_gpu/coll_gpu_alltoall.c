@@ -1,0 +1,50 @@
+/*
+ * MPI_Alltoall: the send blocks in, the receive blocks out; in place, the receive buffer is in and out.
+ */
+#include "coll_gpu.h"
+
+static int stage(coll_gpu_stage_t *st, const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                 int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm, void **hs, void **hr) {
+  size_t sbytes, rbytes;
+  size_t n = (size_t)ompi_comm_size(comm);
+  coll_gpu_span_t sspan = mca_coll_gpu_span(sdtype, (size_t)scount * n, &sbytes);
+  coll_gpu_span_t rspan = mca_coll_gpu_span(rdtype, (size_t)rcount * n, &rbytes);
+  int rc = mca_coll_gpu_stage(st, sbuf, sspan, sbytes, COLL_GPU_IN, hs);
+  if (rc != OMPI_SUCCESS) return rc;
+  return mca_coll_gpu_stage(st, rbuf, rspan, rbytes, sbuf == MPI_IN_PLACE ? COLL_GPU_INOUT : COLL_GPU_OUT, hr);
+}
+
+int mca_coll_gpu_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                          struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                          mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    return m->previous_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, m->previous_alltoall_module);
+  }
+  coll_gpu_stage_t st;
+  void *hs = (void *)sbuf, *hr = rbuf;
+  coll_gpu_stage_init(&st);
+  int rc = stage(&st, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, &hs, &hr);
+  if (rc == OMPI_SUCCESS)
+    rc = m->previous_alltoall(hs, scount, sdtype, hr, rcount, rdtype, comm, m->previous_alltoall_module);
+  return mca_coll_gpu_unstage(&st, rc, comm, "MPI_Alltoall");
+}
+
+int mca_coll_gpu_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                           struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm, ompi_request_t **request,
+                           mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    return m->previous_ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
+                                 m->previous_ialltoall_module);
+  }
+  coll_gpu_stage_t st;
+  void *hs = (void *)sbuf, *hr = rbuf;
+  void *pending = NULL;
+  coll_gpu_stage_init(&st);
+  int rc = stage(&st, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, &hs, &hr);
+  if (rc == OMPI_SUCCESS) rc = mca_coll_gpu_ibegin(&st, &pending);
+  if (rc == OMPI_SUCCESS)
+    rc = m->previous_ialltoall(hs, scount, sdtype, hr, rcount, rdtype, comm, request, m->previous_ialltoall_module);
+  return mca_coll_gpu_iend(&st, rc, pending, comm, "MPI_Ialltoall", request);
+}

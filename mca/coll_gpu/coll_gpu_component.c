@@ -1,0 +1,73 @@
+/*
+ * coll/gpu component: registration, open and close.
+ */
+#include <stdio.h>
+
+#include "coll_gpu.h"
+#include "mpi.h"
+#include "opal/util/output.h"
+#include "opal/util/show_help.h"
+
+static int gpu_register(void);
+static int gpu_open(void);
+static int gpu_close(void);
+
+mca_coll_gpu_component_t mca_coll_gpu_component = {
+    .super =
+        {
+            .collm_version =
+                {
+                    MCA_COLL_BASE_VERSION_2_0_0,
+                    .mca_component_name = "gpu",
+                    MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+                    .mca_open_component = gpu_open,
+                    .mca_close_component = gpu_close,
+                    .mca_register_component_params = gpu_register,
+                },
+            .collm_data = {MCA_BASE_METADATA_PARAM_CHECKPOINT},
+            .collm_init_query = mca_coll_gpu_init_query,
+            .collm_comm_query = mca_coll_gpu_comm_query,
+        },
+    .output = -1,
+};
+
+/* Help texts: where make install puts them, and beside the sources for runs from a build tree. */
+static void add_help_dirs(void) {
+  opal_show_help_add_dir(COLL_GPU_HELPDIR);
+  opal_show_help_add_dir(COLL_GPU_SRC_HELPDIR);
+}
+
+static int gpu_register(void) {
+  add_help_dirs(); /* parameter checks may already need them */
+  return mca_coll_gpu_register_params();
+}
+
+/* Internal structure layouts differ between 4.1.x releases: refuse to run inside another one. */
+static int check_ompi_version(void) {
+  char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  int major = 0, minor = 0, release = 0;
+  MPI_Get_library_version(lib, &len);
+  if (sscanf(lib, "Open MPI v%d.%d.%d", &major, &minor, &release) != 3) return OMPI_SUCCESS;
+  char running[64];
+  snprintf(running, sizeof(running), "%d.%d.%d", major, minor, release);
+  if (strcmp(running, COLL_GPU_OMPI_VERSION) == 0) return OMPI_SUCCESS;
+  opal_show_help("help-mpi-coll-gpu.txt", "version mismatch", true, COLL_GPU_OMPI_VERSION, running);
+  return OMPI_ERROR;
+}
+
+static int gpu_open(void) {
+  mca_coll_gpu_component.output = opal_output_open(NULL);
+  if (!mca_coll_gpu_component.enable) return OMPI_SUCCESS; /* comm_query declines every communicator */
+  if (check_ompi_version() != OMPI_SUCCESS) return OMPI_ERROR;
+  coll_gpu_stage_cache_limit(mca_coll_gpu_component.stage_cache_size);
+  return OMPI_SUCCESS;
+}
+
+static int gpu_close(void) {
+  coll_gpu_stage_cache_flush();
+  coll_gpu_mem_fini();
+  if (mca_coll_gpu_component.output >= 0) opal_output_close(mca_coll_gpu_component.output);
+  mca_coll_gpu_component.output = -1;
+  return OMPI_SUCCESS;
+}

@@ -1,0 +1,53 @@
+/*
+ * MPI_Gatherv: the send buffer in; at the root the receive blocks out, in and out when in place.
+ * Arguments that are not significant pass unchanged.
+ */
+#include "coll_gpu.h"
+
+static int stage(coll_gpu_stage_t *st, const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                 const int *rcounts, const int *displs, struct ompi_datatype_t *rdtype, int root,
+                 struct ompi_communicator_t *comm, void **hs, void **hr) {
+  size_t sbytes, rbytes;
+  coll_gpu_span_t sspan = mca_coll_gpu_span(sdtype, (size_t)scount, &sbytes);
+  int rc = mca_coll_gpu_stage(st, sbuf, sspan, sbytes, COLL_GPU_IN, hs);
+  if (rc != OMPI_SUCCESS || ompi_comm_rank(comm) != root) return rc;
+  coll_gpu_span_t rspan = mca_coll_gpu_span_v(rdtype, ompi_comm_size(comm), rcounts, displs, &rbytes);
+  return mca_coll_gpu_stage(st, rbuf, rspan, rbytes, sbuf == MPI_IN_PLACE ? COLL_GPU_INOUT : COLL_GPU_OUT, hr);
+}
+
+int mca_coll_gpu_gatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                         const int *displs, struct ompi_datatype_t *rdtype, int root, struct ompi_communicator_t *comm,
+                         mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    return m->previous_gatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, comm,
+                               m->previous_gatherv_module);
+  }
+  coll_gpu_stage_t st;
+  void *hs = (void *)sbuf, *hr = rbuf;
+  coll_gpu_stage_init(&st);
+  int rc = stage(&st, sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, comm, &hs, &hr);
+  if (rc == OMPI_SUCCESS)
+    rc = m->previous_gatherv(hs, scount, sdtype, hr, rcounts, displs, rdtype, root, comm, m->previous_gatherv_module);
+  return mca_coll_gpu_unstage(&st, rc, comm, "MPI_Gatherv");
+}
+
+int mca_coll_gpu_igatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                          const int *displs, struct ompi_datatype_t *rdtype, int root, struct ompi_communicator_t *comm,
+                          ompi_request_t **request, mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    return m->previous_igatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, comm, request,
+                                m->previous_igatherv_module);
+  }
+  coll_gpu_stage_t st;
+  void *hs = (void *)sbuf, *hr = rbuf;
+  void *pending = NULL;
+  coll_gpu_stage_init(&st);
+  int rc = stage(&st, sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, comm, &hs, &hr);
+  if (rc == OMPI_SUCCESS) rc = mca_coll_gpu_ibegin(&st, &pending);
+  if (rc == OMPI_SUCCESS)
+    rc = m->previous_igatherv(hs, scount, sdtype, hr, rcounts, displs, rdtype, root, comm, request,
+                              m->previous_igatherv_module);
+  return mca_coll_gpu_iend(&st, rc, pending, comm, "MPI_Igatherv", request);
+}

@@ -1,0 +1,116 @@
+/*
+ * The one parameter registry: every coll_gpu_* MCA variable is registered and checked here.
+ * A value out of range is reported with the allowed range and replaced by the default.
+ */
+#include <ctype.h>
+#include <string.h>
+#include <strings.h>
+
+#include "coll_gpu.h"
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/util/show_help.h"
+
+#define DEFAULT_PRIORITY 80 /* above tuned (30), sync (50) and self (75): this module wraps them */
+#define DEFAULT_CACHE ((size_t)256 << 20)
+
+static const mca_base_component_t *component(void) { return &mca_coll_gpu_component.super.collm_version; }
+
+/* Parses a comma-separated list of subsystem names, NCCL_DEBUG_SUBSYS style: "all", "INIT,COLL",
+ * "^STAGE" (all but). Returns the mask, or -1 on an unknown name. */
+static int parse_subsys(const char *s) {
+  static const struct {
+    const char *name;
+    int bit;
+  } names[] = {{"INIT", COLL_GPU_LOG_INIT},
+               {"COLL", COLL_GPU_LOG_COLL},
+               {"STAGE", COLL_GPU_LOG_STAGE},
+               {"ALL", COLL_GPU_LOG_ALL}};
+  if (s == NULL || *s == '\0') return COLL_GPU_LOG_ALL;
+  int invert = (*s == '^');
+  if (invert) ++s;
+  int mask = 0;
+  while (*s != '\0') {
+    size_t n = strcspn(s, ",");
+    int found = 0;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i) {
+      if (strlen(names[i].name) == n && strncasecmp(s, names[i].name, n) == 0) {
+        mask |= names[i].bit;
+        found = 1;
+      }
+    }
+    if (!found) return -1;
+    s += n;
+    if (*s == ',') ++s;
+  }
+  return invert ? (COLL_GPU_LOG_ALL & ~mask) : mask;
+}
+
+static void bad_value(const char *name, const char *value, const char *allowed, const char *used) {
+  opal_show_help("help-mpi-coll-gpu.txt", "bad parameter", true, name, value, allowed, used);
+}
+
+int mca_coll_gpu_register_params(void) {
+  mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
+
+  c->enable = true;
+  mca_base_component_var_register(component(), "enable",
+                                  "Enable coll/gpu. When false the component takes no communicator, and "
+                                  "collectives on device buffers reach a coll component that is not CUDA-aware",
+                                  MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_2, MCA_BASE_VAR_SCOPE_READONLY,
+                                  &c->enable);
+
+  c->priority = DEFAULT_PRIORITY;
+  mca_base_component_var_register(component(), "priority",
+                                  "Priority of coll/gpu (0-100). It must be above the priority of every coll "
+                                  "component it should wrap (tuned 30, sync 50, self 75)",
+                                  MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+                                  &c->priority);
+  if (c->priority < 0 || c->priority > 100) {
+    char v[32];
+    snprintf(v, sizeof(v), "%d", c->priority);
+    bad_value("coll_gpu_priority", v, "an integer from 0 to 100", "80");
+    c->priority = DEFAULT_PRIORITY;
+  }
+
+  c->verbose = 0;
+  mca_base_component_var_register(component(), "verbose",
+                                  "Verbosity of coll/gpu (0-100): 0 silent, 1 warnings, 10 info (selection per "
+                                  "communicator, staging decisions), 50 debug, 100 trace (every staged call)",
+                                  MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
+                                  &c->verbose);
+  if (c->verbose < 0 || c->verbose > 100) {
+    char v[32];
+    snprintf(v, sizeof(v), "%d", c->verbose);
+    bad_value("coll_gpu_verbose", v, "an integer from 0 to 100", "0");
+    c->verbose = 0;
+  }
+
+  c->verbose_subsys = "all";
+  mca_base_component_var_register(component(), "verbose_subsys",
+                                  "Subsystems that coll_gpu_verbose reports, comma-separated: INIT (component "
+                                  "and communicator set-up), COLL (collective calls), STAGE (staging through "
+                                  "host memory), or all; a leading ^ reports all but the ones listed",
+                                  MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
+                                  &c->verbose_subsys);
+  c->subsys_mask = parse_subsys(c->verbose_subsys);
+  if (c->subsys_mask < 0) {
+    bad_value("coll_gpu_verbose_subsys", c->verbose_subsys, "all, or a comma-separated list of INIT, COLL, STAGE",
+              "all");
+    c->subsys_mask = COLL_GPU_LOG_ALL;
+  }
+
+  c->stage_cache_size = DEFAULT_CACHE;
+  mca_base_component_var_register(component(), "stage_cache_size",
+                                  "Bytes of pinned host memory kept for reuse by the staging of device buffers "
+                                  "(0 frees every bounce buffer after its collective)",
+                                  MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL,
+                                  &c->stage_cache_size);
+
+  c->force_staging = false;
+  mca_base_component_var_register(component(), "force_staging",
+                                  "Stage host buffers through bounce buffers as if they were device memory: "
+                                  "tests the staging path on machines without a GPU (slower; debugging only)",
+                                  MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+                                  &c->force_staging);
+  return OMPI_SUCCESS;
+}

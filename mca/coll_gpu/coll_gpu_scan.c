@@ -1,0 +1,43 @@
+/*
+ * MPI_Scan: the send buffer in, the receive buffer out (in and out when in place).
+ */
+#include "coll_gpu.h"
+
+static int stage(coll_gpu_stage_t *st, const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                 void **hs, void **hr) {
+  size_t bytes;
+  coll_gpu_span_t span = mca_coll_gpu_span(dtype, (size_t)count, &bytes);
+  int rc = mca_coll_gpu_stage(st, sbuf, span, bytes, COLL_GPU_IN, hs);
+  if (rc != OMPI_SUCCESS) return rc;
+  return mca_coll_gpu_stage(st, rbuf, span, bytes, sbuf == MPI_IN_PLACE ? COLL_GPU_INOUT : COLL_GPU_OUT, hr);
+}
+
+int mca_coll_gpu_scan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                      struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    return m->previous_scan(sbuf, rbuf, count, dtype, op, comm, m->previous_scan_module);
+  }
+  coll_gpu_stage_t st;
+  void *hs = (void *)sbuf, *hr = rbuf;
+  coll_gpu_stage_init(&st);
+  int rc = stage(&st, sbuf, rbuf, count, dtype, &hs, &hr);
+  if (rc == OMPI_SUCCESS) rc = m->previous_scan(hs, hr, count, dtype, op, comm, m->previous_scan_module);
+  return mca_coll_gpu_unstage(&st, rc, comm, "MPI_Scan");
+}
+
+int mca_coll_gpu_iscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                       struct ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    return m->previous_iscan(sbuf, rbuf, count, dtype, op, comm, request, m->previous_iscan_module);
+  }
+  coll_gpu_stage_t st;
+  void *hs = (void *)sbuf, *hr = rbuf;
+  void *pending = NULL;
+  coll_gpu_stage_init(&st);
+  int rc = stage(&st, sbuf, rbuf, count, dtype, &hs, &hr);
+  if (rc == OMPI_SUCCESS) rc = mca_coll_gpu_ibegin(&st, &pending);
+  if (rc == OMPI_SUCCESS) rc = m->previous_iscan(hs, hr, count, dtype, op, comm, request, m->previous_iscan_module);
+  return mca_coll_gpu_iend(&st, rc, pending, comm, "MPI_Iscan", request);
+}

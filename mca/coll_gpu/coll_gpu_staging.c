@@ -1,0 +1,152 @@
+/*
+ * Staging decisions and completion for the collective entry points.
+ *
+ * Each rank decides for its own buffers: MPI lets one rank pass device memory and another host
+ * memory to the same collective, and the previous module only ever sees host memory.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "coll_gpu.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "opal/util/show_help.h"
+
+coll_gpu_span_t mca_coll_gpu_span(struct ompi_datatype_t *dt, size_t count, size_t *bytes) {
+  ptrdiff_t lb, extent, true_lb, true_extent;
+  size_t size;
+  ompi_datatype_get_extent(dt, &lb, &extent);
+  ompi_datatype_get_true_extent(dt, &true_lb, &true_extent);
+  ompi_datatype_type_size(dt, &size);
+  *bytes = size * count;
+  return coll_gpu_span_of(true_lb, true_extent, extent, size == 0 ? 0 : count);
+}
+
+coll_gpu_span_t mca_coll_gpu_span_v(struct ompi_datatype_t *dt, int n, const int *counts, const int *displs,
+                                    size_t *bytes) {
+  ptrdiff_t lb, extent;
+  ompi_datatype_get_extent(dt, &lb, &extent);
+  coll_gpu_span_t all = {0, 0};
+  *bytes = 0;
+  for (int i = 0; i < n; ++i) {
+    size_t b;
+    coll_gpu_span_t s = mca_coll_gpu_span(dt, (size_t)counts[i], &b);
+    all = coll_gpu_span_union(all, coll_gpu_span_shift(s, (ptrdiff_t)displs[i] * extent));
+    *bytes += b;
+  }
+  return all;
+}
+
+coll_gpu_span_t mca_coll_gpu_span_w(struct ompi_datatype_t *const *types, int n, const int *counts, const int *displs,
+                                    size_t *bytes) {
+  coll_gpu_span_t all = {0, 0};
+  *bytes = 0;
+  for (int i = 0; i < n; ++i) {
+    size_t b;
+    coll_gpu_span_t s = mca_coll_gpu_span(types[i], (size_t)counts[i], &b);
+    all = coll_gpu_span_union(all, coll_gpu_span_shift(s, (ptrdiff_t)displs[i]));
+    *bytes += b;
+  }
+  return all;
+}
+
+static const char *kind_name(coll_gpu_memkind_t kind) {
+  return kind == COLL_GPU_MEM_DEVICE ? "device" : kind == COLL_GPU_MEM_MANAGED ? "managed" : "host";
+}
+
+int mca_coll_gpu_stage(coll_gpu_stage_t *st, const void *buf, coll_gpu_span_t span, size_t bytes, coll_gpu_dir_t dir,
+                       void **host) {
+  *host = (void *)buf;
+  if (buf == NULL || buf == MPI_IN_PLACE || span.len == 0) return OMPI_SUCCESS;
+  coll_gpu_meminfo_t mem;
+  coll_gpu_mem_classify(buf, &mem);
+  const coll_gpu_copy_engine_t *engine = &coll_gpu_cuda_engine;
+  if (mem.kind == COLL_GPU_MEM_HOST) {
+    if (!mca_coll_gpu_component.force_staging) return OMPI_SUCCESS;
+    engine = &coll_gpu_host_engine;
+  }
+  if (dir == COLL_GPU_OUT && bytes < span.len) dir = COLL_GPU_INOUT;
+  COLL_GPU_LOG(COLL_GPU_LVL_TRACE, COLL_GPU_LOG_STAGE, "%s buffer %p (device %d): %zu bytes at offset %td, %s",
+               kind_name(mem.kind), buf, mem.device, span.len, span.lo,
+               dir == COLL_GPU_IN    ? "in"
+               : dir == COLL_GPU_OUT ? "out"
+                                     : "in and out");
+  return coll_gpu_stage_buffer(st, (void *)buf, span, dir, &mem, engine, host) == 0 ? OMPI_SUCCESS : OMPI_ERROR;
+}
+
+static void report(const coll_gpu_stage_t *st, struct ompi_communicator_t *comm, const char *op) {
+  opal_show_help("help-mpi-coll-gpu.txt", "staging failed", true, op, comm->c_name, st->failed, st->failed_engine->name,
+                 st->error, st->failed_engine->error_string(st->error));
+}
+
+int mca_coll_gpu_unstage(coll_gpu_stage_t *st, int rc, struct ompi_communicator_t *comm, const char *op) {
+  if (coll_gpu_stage_finish(st, rc == OMPI_SUCCESS) != 0) {
+    report(st, comm, op);
+    return OMPI_ERROR;
+  }
+  return rc;
+}
+
+/* A nonblocking collective whose buffers go back when its request completes. */
+#define PENDING_MAGIC 0x636f6c6c67707521ull /* "collgpu!": tells our data from a request */
+typedef struct {
+  uint64_t magic;
+  ompi_request_t *request;
+  coll_gpu_stage_t st;
+  struct ompi_communicator_t *comm;
+  const char *op;
+  ompi_request_complete_fn_t chained_cb; /* a callback the request had before ours */
+  void *chained_data;
+} pending_t;
+
+/* Completion callback. Open MPI calls it with the request; but the MPI bindings of 4.1 wrap it after
+ * the collective returns (to release datatypes) and then call it with its data instead. */
+static int pending_complete(ompi_request_t *arg) {
+  pending_t *p = (pending_t *)arg;
+  if (p->magic != PENDING_MAGIC) p = (pending_t *)arg->req_complete_cb_data;
+  ompi_request_t *request = p->request;
+  if (p->chained_cb != NULL) {
+    request->req_complete_cb_data = p->chained_data;
+    int again = p->chained_cb(request);
+    if (again != 0) {
+      /* its owner restarted the request: wait for the next completion, behind what it installed */
+      p->chained_cb = request->req_complete_cb;
+      p->chained_data = request->req_complete_cb_data;
+      request->req_complete_cb_data = p;
+      request->req_complete_cb = pending_complete;
+      return again;
+    }
+  }
+  if (coll_gpu_stage_finish(&p->st, request->req_status.MPI_ERROR == MPI_SUCCESS) != 0) {
+    report(&p->st, p->comm, p->op);
+    request->req_status.MPI_ERROR = MPI_ERR_OTHER;
+  }
+  p->magic = 0;
+  free(p);
+  return 0;
+}
+
+int mca_coll_gpu_ibegin(const coll_gpu_stage_t *st, void **pending) {
+  *pending = NULL;
+  if (st->count == 0) return OMPI_SUCCESS;
+  *pending = malloc(sizeof(pending_t));
+  return *pending == NULL ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_SUCCESS;
+}
+
+int mca_coll_gpu_iend(coll_gpu_stage_t *st, int rc, void *pending, struct ompi_communicator_t *comm, const char *op,
+                      ompi_request_t **request) {
+  if (rc != OMPI_SUCCESS || pending == NULL) {
+    free(pending);
+    return mca_coll_gpu_unstage(st, rc, comm, op);
+  }
+  pending_t *p = (pending_t *)pending;
+  p->magic = PENDING_MAGIC;
+  p->request = *request;
+  p->st = *st;
+  p->comm = comm;
+  p->op = op;
+  p->chained_cb = (*request)->req_complete_cb;
+  p->chained_data = (*request)->req_complete_cb_data;
+  /* runs pending_complete at once if the request has completed already */
+  ompi_request_set_callback(*request, pending_complete, p);
+  return OMPI_SUCCESS;
+}
