@@ -1,0 +1,103 @@
+/*
+ * Test buffers of a chosen memory kind. Built without TEST_WITH_CUDA only host memory exists; with it,
+ * device, managed, pinned and per-rank mixed kinds too.
+ */
+#ifndef COLL_GPU_TEST_TBUF_H
+#define COLL_GPU_TEST_TBUF_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef TEST_WITH_CUDA
+#include <cuda_runtime.h>
+#define TBUF_CHECK(call)                                                                            \
+  do {                                                                                              \
+    cudaError_t e_ = (call);                                                                        \
+    if (e_ != cudaSuccess) {                                                                        \
+      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      abort();                                                                                      \
+    }                                                                                               \
+  } while (0)
+#endif
+
+typedef enum { TBUF_HOST, TBUF_DEVICE, TBUF_MANAGED, TBUF_PINNED, TBUF_MIXED } tbuf_kind_t;
+
+static inline const char *tbuf_kind_name(tbuf_kind_t k) {
+  static const char *names[] = {"host", "device", "managed", "pinned", "mixed"};
+  return names[k];
+}
+
+static inline int tbuf_parse_kind(const char *s, tbuf_kind_t *k) {
+  for (int i = 0; i <= TBUF_MIXED; ++i) {
+    if (strcmp(s, tbuf_kind_name((tbuf_kind_t)i)) == 0) {
+#ifndef TEST_WITH_CUDA
+      if (i != TBUF_HOST) return -1;
+#endif
+      *k = (tbuf_kind_t)i;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+/* The kind a rank actually uses: mixed cycles device, host, managed, pinned over the ranks. */
+static inline tbuf_kind_t tbuf_rank_kind(tbuf_kind_t k, int rank) {
+  static const tbuf_kind_t cycle[] = {TBUF_DEVICE, TBUF_HOST, TBUF_MANAGED, TBUF_PINNED};
+  return k == TBUF_MIXED ? cycle[rank % 4] : k;
+}
+
+static inline void *tbuf_alloc(tbuf_kind_t k, size_t bytes) {
+  void *p = NULL;
+  if (bytes == 0) bytes = 1;
+  switch (k) {
+#ifdef TEST_WITH_CUDA
+    case TBUF_DEVICE:
+      TBUF_CHECK(cudaMalloc(&p, bytes));
+      break;
+    case TBUF_MANAGED:
+      TBUF_CHECK(cudaMallocManaged(&p, bytes, cudaMemAttachGlobal));
+      break;
+    case TBUF_PINNED:
+      TBUF_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
+      break;
+#endif
+    default:
+      p = malloc(bytes);
+      if (p == NULL) abort();
+  }
+  return p;
+}
+
+static inline void tbuf_free(tbuf_kind_t k, void *p) {
+  switch (k) {
+#ifdef TEST_WITH_CUDA
+    case TBUF_DEVICE:
+    case TBUF_MANAGED:
+      TBUF_CHECK(cudaFree(p));
+      break;
+    case TBUF_PINNED:
+      TBUF_CHECK(cudaFreeHost(p));
+      break;
+#endif
+    default:
+      free(p);
+  }
+}
+
+/* Copies between a test buffer and host memory. */
+static inline void tbuf_put(tbuf_kind_t k, void *dst, const void *src, size_t bytes) {
+#ifdef TEST_WITH_CUDA
+  if (k == TBUF_DEVICE || k == TBUF_MANAGED) {
+    TBUF_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+    return;
+  }
+#endif
+  (void)k;
+  memcpy(dst, src, bytes);
+}
+
+static inline void tbuf_get(tbuf_kind_t k, void *dst, const void *src, size_t bytes) { tbuf_put(k, dst, src, bytes); }
+
+#endif
