@@ -1,0 +1,10 @@
+#!/bin/sh
+# Installs what building and testing coll/gpu needs on Debian 12 or Ubuntu 24.04 (as root).
+# The CUDA toolkit (nvcc, cudart) is expected under /usr/local/cuda; pass --with-cuda to configure
+# for another place.
+set -e
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends \
+  build-essential autoconf automake libtool pkg-config \
+  openmpi-bin libopenmpi-dev libhwloc-dev libucx-dev libgtest-dev
