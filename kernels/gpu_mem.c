@@ -9,6 +9,8 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 typedef CUresult (*get_attrs_fn)(unsigned, CUpointer_attribute *, void **, CUdeviceptr);
 typedef CUresult (*ctx_get_fn)(CUcontext *);
@@ -28,6 +30,9 @@ static struct {
 
 static int cuda_loaded;              /* 1 once the driver entry points are resolved */
 static unsigned long long seen_adds; /* dlpi_adds at the last look for libcuda */
+static struct link_map *sentinel;    /* our never-unloaded object; NULL without one */
+static char *sentinel_file;          /* its path, until the first check loads it */
+static unsigned long slow_checks;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Primary contexts retained for pool/VMM memory, which carries no context of its own. */
@@ -52,12 +57,44 @@ static int resolve(void *h) {
   return drv.get_attrs && drv.ctx_get && drv.ctx_set && drv.primary_retain && drv.primary_release && drv.device_get;
 }
 
+void coll_gpu_mem_init(const char *sentinel_path) {
+  pthread_mutex_lock(&lock);
+  if (sentinel_file == NULL && sentinel_path != NULL)
+    __atomic_store_n(&sentinel_file, strdup(sentinel_path), __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&lock);
+}
+
+/* Loads the sentinel, once, under the lock. */
+static void load_sentinel(void) {
+  void *h = dlopen(sentinel_file, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  struct link_map *lm = NULL;
+  if (h != NULL && dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0) {
+    /* a look for libcuda made before the sentinel was loaded must not validate the fast path */
+    __atomic_store_n(&seen_adds, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&sentinel, lm, __ATOMIC_RELEASE);
+  }
+  free(sentinel_file); /* one try: without a sentinel the counter check serves */
+  __atomic_store_n(&sentinel_file, NULL, __ATOMIC_RELAXED);
+}
+
+unsigned long coll_gpu_mem_slow_checks(void) { return __atomic_load_n(&slow_checks, __ATOMIC_RELAXED); }
+
 bool coll_gpu_mem_cuda_loaded(void) {
   if (__atomic_load_n(&cuda_loaded, __ATOMIC_ACQUIRE)) return true;
+  /* glibc appends newly loaded objects at the end of the list: nothing after the sentinel means nothing
+   * loaded since; seen_adds != 0 means libcuda was looked for (below) after the sentinel was loaded */
+  struct link_map *s = __atomic_load_n(&sentinel, __ATOMIC_ACQUIRE);
+  if (s != NULL && __atomic_load_n(&s->l_next, __ATOMIC_RELAXED) == NULL &&
+      __atomic_load_n(&seen_adds, __ATOMIC_RELAXED) != 0)
+    return false;
+  __atomic_fetch_add(&slow_checks, 1, __ATOMIC_RELAXED);
   unsigned long long adds = 0;
   dl_iterate_phdr(read_adds, &adds);
-  if (adds == __atomic_load_n(&seen_adds, __ATOMIC_RELAXED)) return false;
+  if (adds == __atomic_load_n(&seen_adds, __ATOMIC_RELAXED) &&
+      __atomic_load_n(&sentinel_file, __ATOMIC_RELAXED) == NULL)
+    return false;
   pthread_mutex_lock(&lock);
+  if (sentinel_file != NULL) load_sentinel();
   if (!cuda_loaded) {
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     if (h != NULL) {

@@ -2,8 +2,9 @@
  * Memory classification through the CUDA driver, without ever initializing CUDA.
  *
  * The driver is looked up only once the application itself has loaded libcuda: until then no device
- * pointer can exist, and the check costs one dl_iterate_phdr() call (no lookup unless a library was
- * loaded since the last check). No MPI here.
+ * pointer can exist. The check costs one pointer read while no library has been loaded after the
+ * sentinel object (coll_gpu_mem_init); after that, one dl_iterate_phdr() call (the loader's counter,
+ * no lookup unless it moved). No MPI here.
  */
 #ifndef COLL_GPU_KERNELS_GPU_MEM_H
 #define COLL_GPU_KERNELS_GPU_MEM_H
@@ -27,6 +28,11 @@ typedef struct {
   void *ctx;  /* CUcontext the memory belongs to (NULL for pool/VMM allocations and host memory) */
 } coll_gpu_meminfo_t;
 
+/* Names the sentinel object, which the first coll_gpu_mem_cuda_loaded() loads: call it at start-up,
+ * and the first check should come after the start-up's own library loading. Without a sentinel (no
+ * call, or it cannot be loaded) every check uses the counter. */
+void coll_gpu_mem_init(const char *sentinel_path);
+
 /* True once libcuda is loaded in this process (then device pointers may exist). Cheap; thread safe. */
 bool coll_gpu_mem_cuda_loaded(void);
 
@@ -37,6 +43,9 @@ void coll_gpu_mem_classify(const void *ptr, coll_gpu_meminfo_t *info);
  * current, for coll_gpu_mem_ctx_leave. Returns 0 or a CUresult. */
 int coll_gpu_mem_ctx_enter(const coll_gpu_meminfo_t *info, void **saved);
 void coll_gpu_mem_ctx_leave(void *saved);
+
+/* How many times the check took its slow path (it looked at the loader's counter): for tests. */
+unsigned long coll_gpu_mem_slow_checks(void);
 
 /* Releases the primary contexts retained by coll_gpu_mem_ctx_enter (at component close). */
 void coll_gpu_mem_fini(void);

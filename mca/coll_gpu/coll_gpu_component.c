@@ -1,7 +1,11 @@
 /*
  * coll/gpu component: registration, open and close.
  */
+#define _GNU_SOURCE /* dladdr */
+#include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "coll_gpu.h"
 #include "mpi.h"
@@ -56,11 +60,23 @@ static int check_ompi_version(void) {
   return OMPI_ERROR;
 }
 
+/* The loader sentinel (kernels/sentinel.c) is installed beside this component. */
+static void name_sentinel(void) {
+  Dl_info info;
+  char path[PATH_MAX];
+  if (dladdr((void *)&mca_coll_gpu_component, &info) == 0 || info.dli_fname == NULL) return;
+  snprintf(path, sizeof(path), "%s", info.dli_fname);
+  char *slash = strrchr(path, '/');
+  if (slash == NULL) return;
+  snprintf(slash + 1, sizeof(path) - (size_t)(slash + 1 - path), "coll_gpu_sentinel.so");
+  coll_gpu_mem_init(path);
+}
+
 static int gpu_open(void) {
   mca_coll_gpu_component.output = opal_output_open(NULL);
-  if (!mca_coll_gpu_component.enable) return OMPI_SUCCESS; /* comm_query declines every communicator */
   if (check_ompi_version() != OMPI_SUCCESS) return OMPI_ERROR;
   coll_gpu_stage_cache_limit(mca_coll_gpu_component.stage_cache_size);
+  name_sentinel();
   return OMPI_SUCCESS;
 }
 

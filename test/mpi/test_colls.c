@@ -817,12 +817,13 @@ int main(int argc, char **argv) {
     if (opt == 's') s = strtoull(optarg, NULL, 0);
     if (opt == 'v') verbose = true;
   }
+  /* a collective before CUDA is loaded: coll/gpu must notice libcuda arriving after it started */
+  MPI_Bcast(&s, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
 #ifdef TEST_WITH_CUDA
   int ndev = 0;
   TBUF_CHECK(cudaGetDeviceCount(&ndev));
   TBUF_CHECK(cudaSetDevice(rank % ndev));
 #endif
-  MPI_Bcast(&s, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
   seed = s;
   alarm(600); /* a hang becomes a failure, never a stuck test run */
   make_layouts();

@@ -289,4 +289,21 @@ TEST(Classify, ProcessWithoutCudaSeesHostMemoryOnly) {
   EXPECT_EQ(info.kind, COLL_GPU_MEM_HOST);
 }
 
+// Runs after the test above (same file, declared later): the sentinel is named only now.
+TEST(Classify, SentinelMakesTheCheckOnePointerRead) {
+  coll_gpu_mem_init(COLL_GPU_TEST_SENTINEL);
+  EXPECT_FALSE(coll_gpu_mem_cuda_loaded());  // loads the sentinel, looks for libcuda once more
+  unsigned long slow = coll_gpu_mem_slow_checks();
+  for (int i = 0; i < 1000; ++i) ASSERT_FALSE(coll_gpu_mem_cuda_loaded());
+  EXPECT_EQ(coll_gpu_mem_slow_checks(), slow) << "nothing was loaded: the fast path must answer";
+  // a library loaded after the sentinel sends every later check to the counter, which finds no libcuda
+  void *h = nullptr;
+  for (const char *lib : {"libhwloc.so.15", "libz.so.1", "libgomp.so.1"}) {
+    if (dlopen(lib, RTLD_NOW | RTLD_NOLOAD) == nullptr && (h = dlopen(lib, RTLD_NOW)) != nullptr) break;
+  }
+  if (h == nullptr) GTEST_SKIP() << "no library here that is not loaded yet";
+  EXPECT_FALSE(coll_gpu_mem_cuda_loaded());
+  EXPECT_GT(coll_gpu_mem_slow_checks(), slow);
+}
+
 }  // namespace
