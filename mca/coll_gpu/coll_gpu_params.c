@@ -55,9 +55,10 @@ int mca_coll_gpu_register_params(void) {
   c->enable = true;
   mca_base_component_var_register(component(), "enable",
                                   "Enable coll/gpu. When false the component takes no communicator, and "
-                                  "collectives on device buffers reach a coll component that is not CUDA-aware",
-                                  MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_2, MCA_BASE_VAR_SCOPE_READONLY,
-                                  &c->enable);
+                                  "collectives on device buffers reach a coll component that is not CUDA-aware. "
+                                  "Settable through MPI_T: a change applies to communicators created after it",
+                                  MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_2,
+                                  MCA_BASE_VAR_SCOPE_ALL_EQ, &c->enable);
 
   c->priority = DEFAULT_PRIORITY;
   mca_base_component_var_register(component(), "priority",

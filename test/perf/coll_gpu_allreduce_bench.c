@@ -1,11 +1,15 @@
 /*
  * MPI_Allreduce latency and bandwidth, OSU style, on host or CUDA device buffers.
  *
- * usage: coll_gpu_allreduce_bench [-d host|cuda] [-m MIN] [-M MAX] [-i ITERS] [-c]
+ * usage: coll_gpu_allreduce_bench [-d host|cuda] [-m MIN] [-M MAX] [-i ITERS] [-c] [-O ROUNDS]
  *   -d  buffer memory (default cuda when built with CUDA, else host)
  *   -m, -M  smallest and largest message in bytes (default 8 and 64 MiB), doubling
  *   -i  iterations per size (default 1000 up to 1 MiB, 100 above); a tenth of them warm up first
  *   -c  validate every size (float sums of small integers: exact)
+ *   -O  overhead of coll/gpu instead: MIN-byte allreduces on a communicator created with coll/gpu and
+ *       one created without it (coll_gpu_enable set false through MPI_T in between), timed in
+ *       alternation for ROUNDS rounds of ITERS calls in this one process, so that drift and
+ *       placement hit both alike; prints both medians and their ratio
  * Prints per size the average latency (the slowest rank's mean), algbw = size / time and
  * busbw = algbw * 2 (n - 1) / n, as nccl-tests defines them.
  */
@@ -17,6 +21,70 @@
 #include <unistd.h>
 
 #include "test/common/tbuf.h"
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Sets coll_gpu_enable through MPI_T; returns 0, or -1 when coll/gpu is not loaded. */
+static int set_enable(int on) {
+  int index, count;
+  MPI_T_cvar_handle h;
+  if (MPI_T_cvar_get_index("coll_gpu_enable", &index) != MPI_SUCCESS) return -1;
+  if (MPI_T_cvar_handle_alloc(index, NULL, &h, &count) != MPI_SUCCESS) return -1;
+  int rc = MPI_T_cvar_write(h, &on);
+  MPI_T_cvar_handle_free(&h);
+  return rc == MPI_SUCCESS ? 0 : -1;
+}
+
+/* The -O mode: host-path overhead of the component, A/B in one process. */
+static int overhead(void *s, void *r, size_t bytes, int rounds, int iters, int rank) {
+  int provided;
+  MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+  MPI_Comm with, without;
+  MPI_Comm_dup(MPI_COMM_WORLD, &with);
+  int rc = set_enable(0);
+  MPI_Comm_dup(MPI_COMM_WORLD, &without);
+  if (rc == 0) set_enable(1);
+  MPI_T_finalize();
+  if (rc != 0) {
+    if (rank == 0) printf("coll/gpu is not loaded (no coll_gpu_enable variable): nothing to compare\n");
+    return 1;
+  }
+  int count = (int)(bytes / sizeof(float));
+  double *t[2] = {calloc(rounds, sizeof(double)), calloc(rounds, sizeof(double))};
+  MPI_Comm comms[2] = {with, without};
+  for (int k = 0; k < 2; ++k)
+    for (int i = 0; i < iters / 10 + 1; ++i) MPI_Allreduce(s, r, count, MPI_FLOAT, MPI_SUM, comms[k]);
+  for (int round = 0; round < rounds; ++round) {
+    for (int j = 0; j < 2; ++j) {
+      int k = (round + j) % 2; /* alternate which goes first */
+      MPI_Barrier(comms[k]);
+      double t0 = MPI_Wtime();
+      for (int i = 0; i < iters; ++i) MPI_Allreduce(s, r, count, MPI_FLOAT, MPI_SUM, comms[k]);
+      double us = (MPI_Wtime() - t0) * 1e6 / iters;
+      MPI_Allreduce(&us, &t[k][round], 1, MPI_DOUBLE, MPI_MAX, comms[k]);
+    }
+  }
+  if (rank == 0) {
+    double ratio[rounds];
+    for (int i = 0; i < rounds; ++i) ratio[i] = t[0][i] / t[1][i];
+    qsort(t[0], rounds, sizeof(double), cmp_double);
+    qsort(t[1], rounds, sizeof(double), cmp_double);
+    qsort(ratio, rounds, sizeof(double), cmp_double);
+    printf("# %zu-byte MPI_Allreduce, %d rounds of %d calls, alternating\n", bytes, rounds, iters);
+    printf("with coll/gpu:    median %.3f us (min %.3f)\n", t[0][rounds / 2], t[0][0]);
+    printf("without coll/gpu: median %.3f us (min %.3f)\n", t[1][rounds / 2], t[1][0]);
+    printf("ratio with/without: median of per-round ratios %.3f (quartiles %.3f %.3f)\n", ratio[rounds / 2],
+           ratio[rounds / 4], ratio[3 * rounds / 4]);
+  }
+  free(t[0]);
+  free(t[1]);
+  MPI_Comm_free(&with);
+  MPI_Comm_free(&without);
+  return 0;
+}
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
@@ -31,8 +99,9 @@ int main(int argc, char **argv) {
   size_t min = 8, max = (size_t)64 << 20;
   int iters_arg = 0;
   bool check = false;
+  int rounds = 0;
   int opt;
-  while ((opt = getopt(argc, argv, "d:m:M:i:c")) != -1) {
+  while ((opt = getopt(argc, argv, "d:m:M:i:cO:")) != -1) {
     switch (opt) {
       case 'd':
         if (strcmp(optarg, "cuda") == 0) optarg = "device";
@@ -53,8 +122,12 @@ int main(int argc, char **argv) {
       case 'c':
         check = true;
         break;
+      case 'O':
+        rounds = atoi(optarg);
+        break;
       default:
-        if (rank == 0) fprintf(stderr, "usage: %s [-d host|cuda] [-m MIN] [-M MAX] [-i ITERS] [-c]\n", argv[0]);
+        if (rank == 0)
+          fprintf(stderr, "usage: %s [-d host|cuda] [-m MIN] [-M MAX] [-i ITERS] [-c] [-O ROUNDS]\n", argv[0]);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
   }
@@ -66,6 +139,15 @@ int main(int argc, char **argv) {
 #endif
   float *hs = malloc(max), *hr = malloc(max);
   void *s = tbuf_alloc(kind, max), *r = tbuf_alloc(kind, max);
+  if (rounds > 0) {
+    int rc = overhead(s, r, min, rounds, iters_arg > 0 ? iters_arg : 100000, rank);
+    tbuf_free(kind, s);
+    tbuf_free(kind, r);
+    free(hs);
+    free(hr);
+    MPI_Finalize();
+    return rc;
+  }
   if (rank == 0) {
     printf("# coll/gpu allreduce benchmark: %d ranks, %s memory, MPI_FLOAT MPI_SUM%s\n", n, tbuf_kind_name(kind),
            check ? ", validated" : "");
