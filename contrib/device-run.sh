@@ -25,7 +25,7 @@ cp test-suite.log "$out/" 2>/dev/null
 grep -A30 '^FAIL:' test-suite.log | head -60
 sysdir=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
 path="--mca mca_base_component_path $PWD/.libs:$sysdir"
-for np in ${1:-2 $ngpu}; do
+for np in $(echo ${1:-2 $ngpu} | tr " " "\n" | sort -nu); do
   echo "== allreduce on device buffers through coll/gpu, $np ranks"
   mpirun -np "$np" --bind-to none $path --mca coll gpu,tuned,libnbc,basic,self,inter \
     test/perf/coll_gpu_allreduce_bench -d cuda -c -M $((64 << 20)) 2>&1 | tee "$out/bench_np$np.txt"
