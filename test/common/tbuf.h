@@ -22,10 +22,10 @@
   } while (0)
 #endif
 
-typedef enum { TBUF_HOST, TBUF_DEVICE, TBUF_MANAGED, TBUF_PINNED, TBUF_MIXED } tbuf_kind_t;
+typedef enum { TBUF_HOST, TBUF_DEVICE, TBUF_MANAGED, TBUF_PINNED, TBUF_POOL, TBUF_MIXED } tbuf_kind_t;
 
 static inline const char *tbuf_kind_name(tbuf_kind_t k) {
-  static const char *names[] = {"host", "device", "managed", "pinned", "mixed"};
+  static const char *names[] = {"host", "device", "managed", "pinned", "pool", "mixed"};
   return names[k];
 }
 
@@ -42,10 +42,10 @@ static inline int tbuf_parse_kind(const char *s, tbuf_kind_t *k) {
   return -1;
 }
 
-/* The kind a rank actually uses: mixed cycles device, host, managed, pinned over the ranks. */
+/* The kind a rank actually uses: mixed cycles device, host, managed, pinned, pool over the ranks. */
 static inline tbuf_kind_t tbuf_rank_kind(tbuf_kind_t k, int rank) {
-  static const tbuf_kind_t cycle[] = {TBUF_DEVICE, TBUF_HOST, TBUF_MANAGED, TBUF_PINNED};
-  return k == TBUF_MIXED ? cycle[rank % 4] : k;
+  static const tbuf_kind_t cycle[] = {TBUF_DEVICE, TBUF_HOST, TBUF_MANAGED, TBUF_PINNED, TBUF_POOL};
+  return k == TBUF_MIXED ? cycle[rank % 5] : k;
 }
 
 static inline void *tbuf_alloc(tbuf_kind_t k, size_t bytes) {
@@ -61,6 +61,10 @@ static inline void *tbuf_alloc(tbuf_kind_t k, size_t bytes) {
       break;
     case TBUF_PINNED:
       TBUF_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
+      break;
+    case TBUF_POOL: /* stream-ordered allocation from the device's default memory pool */
+      TBUF_CHECK(cudaMallocAsync(&p, bytes, 0));
+      TBUF_CHECK(cudaStreamSynchronize(0));
       break;
 #endif
     default:
@@ -80,6 +84,10 @@ static inline void tbuf_free(tbuf_kind_t k, void *p) {
     case TBUF_PINNED:
       TBUF_CHECK(cudaFreeHost(p));
       break;
+    case TBUF_POOL:
+      TBUF_CHECK(cudaFreeAsync(p, 0));
+      TBUF_CHECK(cudaStreamSynchronize(0));
+      break;
 #endif
     default:
       free(p);
@@ -89,7 +97,7 @@ static inline void tbuf_free(tbuf_kind_t k, void *p) {
 /* Copies between a test buffer and host memory. */
 static inline void tbuf_put(tbuf_kind_t k, void *dst, const void *src, size_t bytes) {
 #ifdef TEST_WITH_CUDA
-  if (k == TBUF_DEVICE || k == TBUF_MANAGED) {
+  if (k == TBUF_DEVICE || k == TBUF_MANAGED || k == TBUF_POOL) {
     TBUF_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
     return;
   }

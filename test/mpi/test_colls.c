@@ -4,7 +4,7 @@
  * derived datatypes (holes, negative lower bound), in place and not, counts 0, 1 and more, every root.
  * Outputs are poisoned first; receive images are compared byte for byte, holes included.
  *
- * usage: test_colls [-m host|device|managed|pinned|mixed] [-s seed] [-v] [-L]
+ * usage: test_colls [-m host|device|managed|pinned|pool|mixed] [-s seed] [-v] [-L]
  * -L runs only a broadcast of more than 2^31 bytes (several GiB of memory per rank).
  * -v names every case before running it (to find a case that crashes).
  * The seed is random unless given (TEST_SEED also sets it); it is printed for reproduction.
