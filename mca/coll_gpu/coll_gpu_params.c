@@ -75,8 +75,8 @@ int mca_coll_gpu_register_params(void) {
 
   c->verbose = 0;
   mca_base_component_var_register(component(), "verbose",
-                                  "Verbosity of coll/gpu (0-100): 0 silent, 1 warnings, 10 info (selection per "
-                                  "communicator, staging decisions), 50 debug, 100 trace (every staged call)",
+                                  "Verbosity of coll/gpu (0-100): 0 silent, 1 warnings, 10 info (one line per "
+                                  "communicator), 50 debug (each staged collective), 100 trace (each staged buffer)",
                                   MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
                                   &c->verbose);
   if (c->verbose < 0 || c->verbose > 100) {

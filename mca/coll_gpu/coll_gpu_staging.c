@@ -79,6 +79,9 @@ static void report(const coll_gpu_stage_t *st, struct ompi_communicator_t *comm,
 }
 
 int mca_coll_gpu_unstage(coll_gpu_stage_t *st, int rc, struct ompi_communicator_t *comm, const char *op) {
+  if (st->count > 0)
+    COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "%s on comm %s: %d buffer(s) staged through host memory", op,
+                 comm->c_name, st->count);
   if (coll_gpu_stage_finish(st, rc == OMPI_SUCCESS) != 0) {
     report(st, comm, op);
     return OMPI_ERROR;
@@ -138,6 +141,9 @@ int mca_coll_gpu_iend(coll_gpu_stage_t *st, int rc, void *pending, struct ompi_c
     free(pending);
     return mca_coll_gpu_unstage(st, rc, comm, op);
   }
+  COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL,
+               "%s on comm %s: %d buffer(s) staged through host memory, copied back at completion", op, comm->c_name,
+               st->count);
   pending_t *p = (pending_t *)pending;
   p->magic = PENDING_MAGIC;
   p->request = *request;
