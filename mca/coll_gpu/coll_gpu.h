@@ -96,6 +96,9 @@ coll_gpu_span_t mca_coll_gpu_span_w(struct ompi_datatype_t *const *types, int n,
  * OUT buffer whose span has holes (bytes < span.len) is staged INOUT so the holes keep their bytes. */
 int mca_coll_gpu_stage(coll_gpu_stage_t *st, const void *buf, coll_gpu_span_t span, size_t bytes, coll_gpu_dir_t dir,
                        void **host);
+/* The usual pair: the send buffer in, the receive buffer out, or in and out when sbuf is MPI_IN_PLACE. */
+int mca_coll_gpu_stage_pair(coll_gpu_stage_t *st, const void *sbuf, coll_gpu_span_t sspan, size_t sbytes, void *rbuf,
+                            coll_gpu_span_t rspan, size_t rbytes, void **hs, void **hr);
 /* Ends a blocking call: copies results back when rc is OMPI_SUCCESS, releases the bounce buffers,
  * reports a staging failure. Returns rc, or the staging error. */
 int mca_coll_gpu_unstage(coll_gpu_stage_t *st, int rc, struct ompi_communicator_t *comm, const char *op);

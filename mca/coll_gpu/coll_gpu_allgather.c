@@ -9,9 +9,7 @@ static int stage(coll_gpu_stage_t *st, const void *sbuf, int scount, struct ompi
   size_t sbytes, rbytes;
   coll_gpu_span_t sspan = mca_coll_gpu_span(sdtype, (size_t)scount, &sbytes);
   coll_gpu_span_t rspan = mca_coll_gpu_span(rdtype, (size_t)rcount * ompi_comm_size(comm), &rbytes);
-  int rc = mca_coll_gpu_stage(st, sbuf, sspan, sbytes, COLL_GPU_IN, hs);
-  if (rc != OMPI_SUCCESS) return rc;
-  return mca_coll_gpu_stage(st, rbuf, rspan, rbytes, sbuf == MPI_IN_PLACE ? COLL_GPU_INOUT : COLL_GPU_OUT, hr);
+  return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr);
 }
 
 int mca_coll_gpu_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,

@@ -7,9 +7,7 @@ static int stage(coll_gpu_stage_t *st, const void *sbuf, void *rbuf, int count, 
                  void **hs, void **hr) {
   size_t bytes;
   coll_gpu_span_t span = mca_coll_gpu_span(dtype, (size_t)count, &bytes);
-  int rc = mca_coll_gpu_stage(st, sbuf, span, bytes, COLL_GPU_IN, hs);
-  if (rc != OMPI_SUCCESS) return rc;
-  return mca_coll_gpu_stage(st, rbuf, span, bytes, sbuf == MPI_IN_PLACE ? COLL_GPU_INOUT : COLL_GPU_OUT, hr);
+  return mca_coll_gpu_stage_pair(st, sbuf, span, bytes, rbuf, span, bytes, hs, hr);
 }
 
 int mca_coll_gpu_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,

@@ -8,14 +8,10 @@ static int stage(coll_gpu_stage_t *st, const void *sbuf, const int *scounts, con
                  struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm, void **hs, void **hr) {
   size_t sbytes = 0, rbytes;
   int n = ompi_comm_size(comm);
-  int rc = OMPI_SUCCESS;
-  if (sbuf != MPI_IN_PLACE) {
-    coll_gpu_span_t sspan = mca_coll_gpu_span_v(sdtype, n, scounts, sdispls, &sbytes);
-    rc = mca_coll_gpu_stage(st, sbuf, sspan, sbytes, COLL_GPU_IN, hs);
-  }
-  if (rc != OMPI_SUCCESS) return rc;
+  coll_gpu_span_t sspan = {0, 0}; /* counts and displacements of the send side mean nothing in place */
+  if (sbuf != MPI_IN_PLACE) sspan = mca_coll_gpu_span_v(sdtype, n, scounts, sdispls, &sbytes);
   coll_gpu_span_t rspan = mca_coll_gpu_span_v(rdtype, n, rcounts, rdispls, &rbytes);
-  return mca_coll_gpu_stage(st, rbuf, rspan, rbytes, sbuf == MPI_IN_PLACE ? COLL_GPU_INOUT : COLL_GPU_OUT, hr);
+  return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr);
 }
 
 int mca_coll_gpu_alltoallv(const void *sbuf, const int *scounts, const int *sdispls, struct ompi_datatype_t *sdtype,

@@ -9,10 +9,9 @@ static int stage(coll_gpu_stage_t *st, const void *sbuf, int scount, struct ompi
                  void **hr) {
   size_t sbytes, rbytes;
   coll_gpu_span_t sspan = mca_coll_gpu_span(sdtype, (size_t)scount, &sbytes);
-  int rc = mca_coll_gpu_stage(st, sbuf, sspan, sbytes, COLL_GPU_IN, hs);
-  if (rc != OMPI_SUCCESS || ompi_comm_rank(comm) != root) return rc;
+  if (ompi_comm_rank(comm) != root) return mca_coll_gpu_stage(st, sbuf, sspan, sbytes, COLL_GPU_IN, hs);
   coll_gpu_span_t rspan = mca_coll_gpu_span(rdtype, (size_t)rcount * ompi_comm_size(comm), &rbytes);
-  return mca_coll_gpu_stage(st, rbuf, rspan, rbytes, sbuf == MPI_IN_PLACE ? COLL_GPU_INOUT : COLL_GPU_OUT, hr);
+  return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr);
 }
 
 int mca_coll_gpu_gather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,

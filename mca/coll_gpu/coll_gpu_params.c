@@ -49,6 +49,23 @@ static void bad_value(const char *name, const char *value, const char *allowed, 
   opal_show_help("help-mpi-coll-gpu.txt", "bad parameter", true, name, value, allowed, used);
 }
 
+/* Registers an integer parameter and holds it to [min, max]: a value outside is reported and replaced by
+ * the default. */
+static void register_int(const char *name, const char *description, int def, int min, int max,
+                         mca_base_var_info_lvl_t level, mca_base_var_scope_t scope, int *storage) {
+  *storage = def;
+  mca_base_component_var_register(component(), name, description, MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level, scope,
+                                  storage);
+  if (*storage >= min && *storage <= max) return;
+  char full[64], value[32], allowed[64], fallback[32];
+  snprintf(full, sizeof(full), "coll_gpu_%s", name);
+  snprintf(value, sizeof(value), "%d", *storage);
+  snprintf(allowed, sizeof(allowed), "an integer from %d to %d", min, max);
+  snprintf(fallback, sizeof(fallback), "%d", def);
+  bad_value(full, value, allowed, fallback);
+  *storage = def;
+}
+
 int mca_coll_gpu_register_params(void) {
   mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
 
@@ -60,31 +77,14 @@ int mca_coll_gpu_register_params(void) {
                                   MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_2,
                                   MCA_BASE_VAR_SCOPE_ALL_EQ, &c->enable);
 
-  c->priority = DEFAULT_PRIORITY;
-  mca_base_component_var_register(component(), "priority",
-                                  "Priority of coll/gpu (0-100). It must be above the priority of every coll "
-                                  "component it should wrap (tuned 30, sync 50, self 75)",
-                                  MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
-                                  &c->priority);
-  if (c->priority < 0 || c->priority > 100) {
-    char v[32];
-    snprintf(v, sizeof(v), "%d", c->priority);
-    bad_value("coll_gpu_priority", v, "an integer from 0 to 100", "80");
-    c->priority = DEFAULT_PRIORITY;
-  }
-
-  c->verbose = 0;
-  mca_base_component_var_register(component(), "verbose",
-                                  "Verbosity of coll/gpu (0-100): 0 silent, 1 warnings, 10 info (one line per "
-                                  "communicator), 50 debug (each staged collective), 100 trace (each staged buffer)",
-                                  MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
-                                  &c->verbose);
-  if (c->verbose < 0 || c->verbose > 100) {
-    char v[32];
-    snprintf(v, sizeof(v), "%d", c->verbose);
-    bad_value("coll_gpu_verbose", v, "an integer from 0 to 100", "0");
-    c->verbose = 0;
-  }
+  register_int("priority",
+               "Priority of coll/gpu (0-100). It must be above the priority of every coll component it should "
+               "wrap (tuned 30, sync 50, self 75)",
+               DEFAULT_PRIORITY, 0, 100, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, &c->priority);
+  register_int("verbose",
+               "Verbosity of coll/gpu (0-100): 0 silent, 1 warnings, 10 info (one line per communicator), 50 debug "
+               "(each staged collective), 100 trace (each staged buffer)",
+               0, 0, 100, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &c->verbose);
 
   c->verbose_subsys = "all";
   mca_base_component_var_register(component(), "verbose_subsys",

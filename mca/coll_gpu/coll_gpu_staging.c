@@ -73,6 +73,13 @@ int mca_coll_gpu_stage(coll_gpu_stage_t *st, const void *buf, coll_gpu_span_t sp
   return coll_gpu_stage_buffer(st, (void *)buf, span, dir, &mem, engine, host) == 0 ? OMPI_SUCCESS : OMPI_ERROR;
 }
 
+int mca_coll_gpu_stage_pair(coll_gpu_stage_t *st, const void *sbuf, coll_gpu_span_t sspan, size_t sbytes, void *rbuf,
+                            coll_gpu_span_t rspan, size_t rbytes, void **hs, void **hr) {
+  int rc = mca_coll_gpu_stage(st, sbuf, sspan, sbytes, COLL_GPU_IN, hs);
+  if (rc != OMPI_SUCCESS) return rc;
+  return mca_coll_gpu_stage(st, rbuf, rspan, rbytes, sbuf == MPI_IN_PLACE ? COLL_GPU_INOUT : COLL_GPU_OUT, hr);
+}
+
 static void report(const coll_gpu_stage_t *st, struct ompi_communicator_t *comm, const char *op) {
   opal_show_help("help-mpi-coll-gpu.txt", "staging failed", true, op, comm->c_name, st->failed, st->failed_engine->name,
                  st->error, st->failed_engine->error_string(st->error));
