@@ -1,0 +1,81 @@
+/*
+ * Shared by the parts of the collective test: the run's state, the random inputs, byte comparison
+ * and test buffers of the chosen memory kind with their host images.
+ */
+#ifndef COLL_GPU_TEST_COLLS_H
+#define COLL_GPU_TEST_COLLS_H
+
+#include <mpi.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "test/common/tbuf.h"
+
+/* The run's state, defined in test_colls.c. */
+extern int rank, nranks;
+extern uint64_t seed;
+extern tbuf_kind_t kind;
+extern long checks, failures;
+extern bool verbose;
+
+#define POISON 0xA5 /* the byte every output is filled with before a collective */
+
+static inline uint64_t mix(uint64_t x) { /* splitmix64 */
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+static inline uint64_t rnd(uint64_t a, uint64_t b, uint64_t c) { return mix(seed ^ mix(a ^ mix(b ^ mix(c)))); }
+
+static inline void fail(const char *what, const char *detail) {
+  if (failures++ < 20)
+    fprintf(stderr, "[rank %d] FAIL %s: %s (seed %llu)\n", rank, what, detail, (unsigned long long)seed);
+}
+
+static inline void check_bytes(const char *what, const void *got, const void *want, size_t n) {
+  checks++;
+  const unsigned char *g = got, *w = want;
+  for (size_t i = 0; i < n; ++i) {
+    if (g[i] != w[i]) {
+      char d[128];
+      snprintf(d, sizeof(d), "byte %zu of %zu: got 0x%02x, want 0x%02x", i, n, g[i], w[i]);
+      fail(what, d);
+      return;
+    }
+  }
+}
+
+/* A buffer of the rank's memory kind with a host image of the same bytes. */
+typedef struct {
+  char *dev; /* allocation of the test kind */
+  char *img; /* host image */
+  size_t bytes;
+  tbuf_kind_t k;
+} buf_t;
+
+static inline buf_t buf_new(size_t bytes) {
+  buf_t b = {NULL, NULL, bytes, tbuf_rank_kind(kind, rank)};
+  b.dev = tbuf_alloc(b.k, bytes);
+  b.img = malloc(bytes ? bytes : 1);
+  memset(b.img, POISON, bytes);
+  return b;
+}
+static inline void buf_push(buf_t *b) { tbuf_put(b->k, b->dev, b->img, b->bytes); }
+static inline void buf_check(const char *what, buf_t *b, const void *want) {
+  tbuf_get(b->k, b->img, b->dev, b->bytes);
+  check_bytes(what, b->img, want, b->bytes);
+}
+static inline void buf_free(buf_t *b) {
+  tbuf_free(b->k, b->dev);
+  free(b->img);
+}
+
+/* colls_reduce.c: every reduction collective for every predefined type and op pair. */
+void test_reductions(void);
+/* colls_move.c: every data-movement collective over contiguous and derived datatypes. */
+void make_layouts(void);
+void free_layouts(void);
+void test_moves(void);
+
+#endif

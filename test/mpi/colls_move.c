@@ -1,0 +1,291 @@
+/*
+ * Data movement: bcast, gather(v), scatter(v), allgather(v), alltoall(v,w), blocking and nonblocking,
+ * in place and not, every root, over contiguous and derived datatypes (holes, negative lower bound).
+ * Receive images are compared whole: holes and gaps between blocks must keep the poison.
+ */
+#include "test/mpi/colls.h"
+
+/* Layouts of one element: ints at off[j]; base pointers are moved by `shift` so that the lowest byte
+ * touched is the first byte of the allocation. */
+typedef struct {
+  const char *name;
+  MPI_Datatype type;
+  int nint;
+  ptrdiff_t off[2];
+  ptrdiff_t extent;
+  ptrdiff_t shift;
+} layout_t;
+static layout_t layouts[3];
+
+void make_layouts(void) {
+  layouts[0] = (layout_t){"MPI_INT", MPI_INT, 1, {0, 0}, 4, 0};
+  /* two ints with a hole of 4 bytes between, and 4 bytes of tail: extent 16 */
+  MPI_Datatype vec, vecr;
+  MPI_Type_vector(2, 1, 2, MPI_INT, &vec);
+  MPI_Type_create_resized(vec, 0, 16, &vecr);
+  MPI_Type_commit(&vecr);
+  MPI_Type_free(&vec);
+  layouts[1] = (layout_t){"vector with holes", vecr, 2, {0, 8}, 16, 0};
+  /* negative lower bound: ints at -8 and +4, lb -8, extent 16 */
+  MPI_Datatype neg;
+  int bl[2] = {1, 1};
+  MPI_Aint disp[2] = {-8, 4};
+  MPI_Type_create_hindexed(2, bl, disp, MPI_INT, &neg);
+  MPI_Type_commit(&neg);
+  layouts[2] = (layout_t){"negative lb", neg, 2, {-8, 4}, 16, 8};
+}
+
+static int val(int origin, size_t elem, int j, uint64_t salt) {
+  return (int)(rnd(origin, elem * 2 + j, salt) & 0x7fffffff);
+}
+
+/* Writes element `elem` of origin into a host image at element slot `slot`. */
+static void put_elem(const layout_t *L, char *base, size_t slot, int origin, size_t elem, uint64_t salt) {
+  for (int j = 0; j < L->nint; ++j) {
+    int v = val(origin, elem, j, salt);
+    memcpy(base + (ptrdiff_t)slot * L->extent + L->off[j], &v, sizeof(int));
+  }
+}
+
+static size_t alloc_bytes(const layout_t *L, size_t nelem) { return nelem * L->extent + 32; }
+
+typedef enum {
+  D_BCAST,
+  D_GATHER,
+  D_SCATTER,
+  D_ALLGATHER,
+  D_ALLTOALL,
+  D_GATHERV,
+  D_SCATTERV,
+  D_ALLGATHERV,
+  D_ALLTOALLV,
+  D_ALLTOALLW
+} dcoll_t;
+static const char *dcoll_names[] = {"bcast",   "gather",   "scatter",    "allgather", "alltoall",
+                                    "gatherv", "scatterv", "allgatherv", "alltoallv", "alltoallw"};
+
+/* The v collectives use counts c + (r % 3) - 1 and leave one element of gap between blocks. */
+static int vcount(int c, int r) {
+  int n = c + (r % 3) - 1;
+  return n < 0 ? 0 : n;
+}
+
+static void run_move(dcoll_t c, const layout_t *L, int count, bool inplace, bool nb, int root) {
+  char what[256];
+  snprintf(what, sizeof(what), "%s%s %s count %d%s root %d", nb ? "i" : "", dcoll_names[c], L->name, count,
+           inplace ? " in place" : "", root);
+  if (verbose) fprintf(stderr, "[rank %d] %s\n", rank, what);
+  uint64_t salt = rnd(100 + c, count, (uint64_t)(L - layouts) * 7 + inplace);
+  int n = nranks;
+  int *cnt = malloc(sizeof(int) * n), *dsp = malloc(sizeof(int) * n), *rcnt = malloc(sizeof(int) * n),
+      *rdsp = malloc(sizeof(int) * n);
+  MPI_Datatype *types = malloc(sizeof(MPI_Datatype) * n);
+  int vtotal = 0;
+  for (int r = 0; r < n; ++r) {
+    cnt[r] = vcount(count, r);
+    dsp[r] = vtotal;
+    vtotal += cnt[r] + 1;
+    types[r] = L->type;
+  }
+  /* alltoallv/w: rank s sends vcount(count, s + d) elements to d */
+  int stotal = 0, rtotal = 0;
+  int *scnt = malloc(sizeof(int) * n), *sdsp = malloc(sizeof(int) * n);
+  for (int d = 0; d < n; ++d) {
+    scnt[d] = vcount(count, rank + d);
+    sdsp[d] = stotal;
+    stotal += scnt[d] + 1;
+    rcnt[d] = vcount(count, d + rank);
+    rdsp[d] = rtotal;
+    rtotal += rcnt[d] + 1;
+  }
+  size_t selems = 0, relems = 0;
+  switch (c) {
+    case D_BCAST:
+      selems = relems = count;
+      break;
+    case D_GATHER:
+    case D_ALLGATHER:
+      selems = count;
+      relems = (size_t)count * n;
+      break;
+    case D_SCATTER:
+      selems = (size_t)count * n;
+      relems = count;
+      break;
+    case D_ALLTOALL:
+      selems = relems = (size_t)count * n;
+      break;
+    case D_GATHERV:
+    case D_ALLGATHERV:
+      selems = cnt[rank];
+      relems = vtotal;
+      break;
+    case D_SCATTERV:
+      selems = vtotal;
+      relems = cnt[rank];
+      break;
+    case D_ALLTOALLV:
+    case D_ALLTOALLW:
+      selems = stotal;
+      relems = rtotal;
+      break;
+  }
+  buf_t sb = buf_new(alloc_bytes(L, selems)), rb = buf_new(alloc_bytes(L, relems));
+  char *simg = sb.img + L->shift, *rimg = rb.img + L->shift;
+  char *sdev = sb.dev + L->shift, *rdev = rb.dev + L->shift;
+  /* send data: element e of rank r holds val(r, e) */
+  for (size_t e = 0; e < selems; ++e) put_elem(L, simg, e, rank, e, salt);
+  if (c == D_BCAST && rank == root)
+    for (size_t e = 0; e < relems; ++e) put_elem(L, rimg, e, rank, e, salt);
+  /* in place: the receive buffer holds what this rank contributes, where it belongs */
+  if (inplace) {
+    switch (c) {
+      case D_GATHER:
+      case D_ALLGATHER:
+        for (int e = 0; e < count; ++e) put_elem(L, rimg, (size_t)rank * count + e, rank, e, salt);
+        break;
+      case D_GATHERV:
+      case D_ALLGATHERV:
+        for (int e = 0; e < cnt[rank]; ++e) put_elem(L, rimg, dsp[rank] + e, rank, e, salt);
+        break;
+      case D_ALLTOALL:
+        for (size_t e = 0; e < relems; ++e) put_elem(L, rimg, e, rank, e, salt);
+        break;
+      default:
+        break; /* scatter(v): the root's block stays in its send buffer */
+    }
+  }
+  buf_push(&sb);
+  buf_push(&rb);
+  /* expected receive image */
+  char *want = malloc(rb.bytes > sb.bytes ? rb.bytes : sb.bytes);
+  memcpy(want, rb.img, rb.bytes);
+  char *wimg = want + L->shift;
+  switch (c) {
+    case D_BCAST:
+      for (size_t e = 0; e < relems; ++e) put_elem(L, wimg, e, root, e, salt);
+      break;
+    case D_GATHER:
+    case D_ALLGATHER:
+      if (c == D_ALLGATHER || rank == root)
+        for (int r = 0; r < n; ++r)
+          for (int e = 0; e < count; ++e) put_elem(L, wimg, (size_t)r * count + e, r, e, salt);
+      break;
+    case D_SCATTER:
+      if (!(inplace && rank == root))
+        for (int e = 0; e < count; ++e) put_elem(L, wimg, e, root, (size_t)rank * count + e, salt);
+      break;
+    case D_ALLTOALL:
+      for (int r = 0; r < n; ++r)
+        for (int e = 0; e < count; ++e) put_elem(L, wimg, (size_t)r * count + e, r, (size_t)rank * count + e, salt);
+      break;
+    case D_GATHERV:
+    case D_ALLGATHERV:
+      if (c == D_ALLGATHERV || rank == root)
+        for (int r = 0; r < n; ++r)
+          for (int e = 0; e < cnt[r]; ++e) put_elem(L, wimg, dsp[r] + e, r, e, salt);
+      break;
+    case D_SCATTERV:
+      if (!(inplace && rank == root))
+        for (int e = 0; e < cnt[rank]; ++e) put_elem(L, wimg, e, root, dsp[rank] + e, salt);
+      break;
+    case D_ALLTOALLV:
+    case D_ALLTOALLW:
+      for (int s = 0; s < n; ++s) {
+        /* rank s placed our block at its sdsp[rank] = sum over d < rank of (vcount(count, s + d) + 1) */
+        int off = 0;
+        for (int d = 0; d < rank; ++d) off += vcount(count, s + d) + 1;
+        for (int e = 0; e < rcnt[s]; ++e) put_elem(L, wimg, rdsp[s] + e, s, off + e, salt);
+      }
+      break;
+  }
+  const void *s = inplace && (c != D_SCATTER && c != D_SCATTERV) ? MPI_IN_PLACE : sdev;
+  void *r = rdev;
+  if (inplace && (c == D_GATHER || c == D_GATHERV) && rank != root) s = sdev;
+  if (inplace && (c == D_SCATTER || c == D_SCATTERV) && rank == root) r = MPI_IN_PLACE;
+  int *wsd = malloc(sizeof(int) * n), *wrd = malloc(sizeof(int) * n);
+  for (int d = 0; d < n; ++d) {
+    wsd[d] = (int)(sdsp[d] * L->extent);
+    wrd[d] = (int)(rdsp[d] * L->extent);
+  }
+  MPI_Datatype T = L->type;
+  MPI_Comm W = MPI_COMM_WORLD;
+  MPI_Request req;
+  int err = MPI_SUCCESS;
+  switch (c) {
+    case D_BCAST:
+      err = nb ? MPI_Ibcast(rdev, count, T, root, W, &req) : MPI_Bcast(rdev, count, T, root, W);
+      break;
+    case D_GATHER:
+      err = nb ? MPI_Igather(s, count, T, r, count, T, root, W, &req) : MPI_Gather(s, count, T, r, count, T, root, W);
+      break;
+    case D_SCATTER:
+      err = nb ? MPI_Iscatter(s, count, T, r, count, T, root, W, &req) : MPI_Scatter(s, count, T, r, count, T, root, W);
+      break;
+    case D_ALLGATHER:
+      err = nb ? MPI_Iallgather(s, count, T, r, count, T, W, &req) : MPI_Allgather(s, count, T, r, count, T, W);
+      break;
+    case D_ALLTOALL:
+      err = nb ? MPI_Ialltoall(s, count, T, r, count, T, W, &req) : MPI_Alltoall(s, count, T, r, count, T, W);
+      break;
+    case D_GATHERV:
+      err = nb ? MPI_Igatherv(s, cnt[rank], T, r, cnt, dsp, T, root, W, &req)
+               : MPI_Gatherv(s, cnt[rank], T, r, cnt, dsp, T, root, W);
+      break;
+    case D_SCATTERV:
+      err = nb ? MPI_Iscatterv(s, cnt, dsp, T, r, cnt[rank], T, root, W, &req)
+               : MPI_Scatterv(s, cnt, dsp, T, r, cnt[rank], T, root, W);
+      break;
+    case D_ALLGATHERV:
+      err = nb ? MPI_Iallgatherv(s, cnt[rank], T, r, cnt, dsp, T, W, &req)
+               : MPI_Allgatherv(s, cnt[rank], T, r, cnt, dsp, T, W);
+      break;
+    case D_ALLTOALLV:
+      err = nb ? MPI_Ialltoallv(s, scnt, sdsp, T, r, rcnt, rdsp, T, W, &req)
+               : MPI_Alltoallv(s, scnt, sdsp, T, r, rcnt, rdsp, T, W);
+      break;
+    case D_ALLTOALLW:
+      err = nb ? MPI_Ialltoallw(s, scnt, wsd, types, r, rcnt, wrd, types, W, &req)
+               : MPI_Alltoallw(s, scnt, wsd, types, r, rcnt, wrd, types, W);
+      break;
+  }
+  if (err == MPI_SUCCESS && nb) err = MPI_Wait(&req, MPI_STATUS_IGNORE);
+  checks++;
+  if (err != MPI_SUCCESS) fail(what, "returned an error");
+  buf_check(what, &rb, want);
+  /* the send buffer is never written */
+  memcpy(want, sb.img, sb.bytes);
+  buf_check(what, &sb, want);
+  free(want);
+  free(cnt);
+  free(dsp);
+  free(rcnt);
+  free(rdsp);
+  free(scnt);
+  free(sdsp);
+  free(types);
+  free(wsd);
+  free(wrd);
+  buf_free(&sb);
+  buf_free(&rb);
+}
+
+void test_moves(void) {
+  const int counts[] = {0, 1, 5, 300};
+  for (int c = D_BCAST; c <= D_ALLTOALLW; ++c) {
+    for (int l = 0; l < 3; ++l) {
+      for (int v = 0; v < 4; ++v) {
+        bool nb = v & 1, inplace = v & 2;
+        if (inplace && c == D_BCAST) continue;
+        if (inplace && (c == D_ALLTOALLV || c == D_ALLTOALLW))
+          continue; /* in place needs equal send and receive counts */
+        for (int k = 0; k < 4; ++k) run_move((dcoll_t)c, &layouts[l], counts[k], inplace, nb, (c + l + v + k) % nranks);
+      }
+    }
+  }
+}
+
+void free_layouts(void) {
+  MPI_Type_free(&layouts[1].type);
+  MPI_Type_free(&layouts[2].type);
+}
