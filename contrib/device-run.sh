@@ -1,7 +1,8 @@
 #!/bin/bash
 # On a GPU machine: build coll/gpu from the `make dist` tarball against the Open MPI installed there,
 # run the whole test suite (the GPU cases run there), the allreduce benchmark on device buffers
-# through the component, and the same benchmark without it (stock Open MPI). Logs go to $OUT.
+# through the component, and the same benchmark without it (stock Open MPI). Logs go to $OUT
+# (default /tmp/coll-gpu-out).
 # Expects under .carry/: coll-gpu-*.tar.gz and the libgtest-dev .deb (machines without GoogleTest).
 # usage: bash contrib/device-run.sh [NP-LIST]   (ranks for the benchmark, default "2 <GPUs>")
 set -u
