@@ -97,17 +97,18 @@ const coll_gpu_copy_engine_t coll_gpu_host_engine = {"host", host_alloc, host_re
 #define POW2_MAX ((size_t)64 << 20)
 #define LARGE_ROUND ((size_t)2 << 20)
 
-typedef struct cached {
-  struct cached *next;
+/* A bounce buffer: in the cache, or with the staged buffer using it. */
+struct coll_gpu_bounce {
+  coll_gpu_bounce_t *next;
   void *ptr;
   size_t bytes;
-  coll_gpu_meminfo_t owner;
+  coll_gpu_meminfo_t owner; /* what it was allocated for: it is released in that context */
   const coll_gpu_copy_engine_t *engine;
-} cached_t;
+};
 
 static struct {
   pthread_mutex_t lock;
-  cached_t *head;
+  coll_gpu_bounce_t *head;
   size_t bytes;
   size_t limit;
   size_t allocs;
@@ -143,15 +144,15 @@ size_t coll_gpu_stage_cache_allocs(void) {
 
 /* Takes the smallest cached buffer of this engine that holds `bytes` (a rounded size) and is at most
  * twice as large. */
-static cached_t *cache_take(const coll_gpu_copy_engine_t *engine, size_t bytes) {
-  cached_t **best = NULL;
+static coll_gpu_bounce_t *cache_take(const coll_gpu_copy_engine_t *engine, size_t bytes) {
+  coll_gpu_bounce_t **best = NULL;
   pthread_mutex_lock(&cache.lock);
-  for (cached_t **p = &cache.head; *p != NULL; p = &(*p)->next) {
-    cached_t *c = *p;
+  for (coll_gpu_bounce_t **p = &cache.head; *p != NULL; p = &(*p)->next) {
+    coll_gpu_bounce_t *c = *p;
     if (c->engine != engine || c->bytes < bytes || c->bytes / 2 > bytes) continue;
     if (best == NULL || c->bytes < (*best)->bytes) best = p;
   }
-  cached_t *c = NULL;
+  coll_gpu_bounce_t *c = NULL;
   if (best != NULL) {
     c = *best;
     *best = c->next;
@@ -162,16 +163,16 @@ static cached_t *cache_take(const coll_gpu_copy_engine_t *engine, size_t bytes) 
 }
 
 /* Returns a buffer to the cache; buffers beyond the limit are freed, oldest first. */
-static void cache_give(cached_t *c) {
-  cached_t *evict = NULL;
+static void cache_give(coll_gpu_bounce_t *c) {
+  coll_gpu_bounce_t *evict = NULL;
   pthread_mutex_lock(&cache.lock);
   c->next = cache.head;
   cache.head = c;
   cache.bytes += c->bytes;
   while (cache.bytes > cache.limit) {
-    cached_t **p = &cache.head;
+    coll_gpu_bounce_t **p = &cache.head;
     while ((*p)->next != NULL) p = &(*p)->next;
-    cached_t *old = *p;
+    coll_gpu_bounce_t *old = *p;
     *p = NULL;
     cache.bytes -= old->bytes;
     old->next = evict;
@@ -179,7 +180,7 @@ static void cache_give(cached_t *c) {
   }
   pthread_mutex_unlock(&cache.lock);
   while (evict != NULL) {
-    cached_t *next = evict->next;
+    coll_gpu_bounce_t *next = evict->next;
     evict->engine->release(evict->ptr, &evict->owner);
     free(evict);
     evict = next;
@@ -188,12 +189,12 @@ static void cache_give(cached_t *c) {
 
 void coll_gpu_stage_cache_flush(void) {
   pthread_mutex_lock(&cache.lock);
-  cached_t *c = cache.head;
+  coll_gpu_bounce_t *c = cache.head;
   cache.head = NULL;
   cache.bytes = 0;
   pthread_mutex_unlock(&cache.lock);
   while (c != NULL) {
-    cached_t *next = c->next;
+    coll_gpu_bounce_t *next = c->next;
     c->engine->release(c->ptr, &c->owner);
     free(c);
     c = next;
@@ -230,21 +231,24 @@ int coll_gpu_stage_buffer(coll_gpu_stage_t *st, void *user, coll_gpu_span_t span
   b->mem = *mem;
   b->engine = engine;
   size_t bytes = round_size(span.len);
-  cached_t *c = cache_take(engine, bytes);
-  if (c != NULL) {
-    b->bounce = c->ptr;
-    b->capacity = c->bytes;
-    free(c);
-  } else {
-    void *p = NULL;
-    int rc = engine->alloc(&p, bytes, mem);
-    if (rc != 0) return fail(st, rc, "allocate", engine);
-    b->bounce = p;
-    b->capacity = bytes;
+  coll_gpu_bounce_t *c = cache_take(engine, bytes);
+  if (c == NULL) {
+    c = (coll_gpu_bounce_t *)malloc(sizeof(*c));
+    if (c == NULL) return fail(st, 2 /* like cudaErrorMemoryAllocation */, "allocate", engine);
+    int rc = engine->alloc(&c->ptr, bytes, mem);
+    if (rc != 0) {
+      free(c);
+      return fail(st, rc, "allocate", engine);
+    }
+    c->bytes = bytes;
+    c->owner = *mem;
+    c->engine = engine;
     pthread_mutex_lock(&cache.lock);
     cache.allocs++;
     pthread_mutex_unlock(&cache.lock);
   }
+  b->block = c;
+  b->bounce = (char *)c->ptr;
   st->count++;
   if (dir & COLL_GPU_IN) {
     int rc = engine->copy(b->bounce, (char *)user + span.lo, span.len, mem);
@@ -263,16 +267,7 @@ int coll_gpu_stage_finish(coll_gpu_stage_t *st, bool copy_back) {
       int rc = b->engine->copy((char *)b->user + b->span.lo, b->bounce, b->span.len, &b->mem);
       if (rc != 0) fail(st, rc, "copy to device", b->engine);
     }
-    cached_t *c = (cached_t *)malloc(sizeof(*c));
-    if (c == NULL) {
-      b->engine->release(b->bounce, &b->mem);
-      continue;
-    }
-    c->ptr = b->bounce;
-    c->bytes = b->capacity;
-    c->owner = b->mem;
-    c->engine = b->engine;
-    cache_give(c);
+    cache_give(b->block);
   }
   st->count = 0;
   return st->error == 0 ? 0 : -1;

@@ -59,11 +59,14 @@ void coll_gpu_stage_cache_flush(void);
 size_t coll_gpu_stage_cache_bytes(void);
 size_t coll_gpu_stage_cache_allocs(void);
 
+/* A bounce buffer with its cache bookkeeping (coll_gpu_stage.c). */
+typedef struct coll_gpu_bounce coll_gpu_bounce_t;
+
 /* One staged buffer of a collective call. */
 typedef struct {
-  void *user;      /* the user's base pointer */
-  char *bounce;    /* host memory holding span.len bytes */
-  size_t capacity; /* bytes allocated at bounce */
+  void *user;               /* the user's base pointer */
+  coll_gpu_bounce_t *block; /* the bounce buffer it is staged in, back to the cache at finish */
+  char *bounce;             /* block's host memory, holding span.len bytes */
   coll_gpu_span_t span;
   coll_gpu_dir_t dir;
   coll_gpu_meminfo_t mem;
