@@ -67,6 +67,8 @@ int mca_coll_gpu_init_query(bool enable_progress_threads, bool enable_mpi_thread
 mca_coll_base_module_t *mca_coll_gpu_comm_query(struct ompi_communicator_t *comm, int *priority);
 
 /* coll_gpu_log.c */
+/* The name of one subsystem bit, as coll_gpu_verbose_subsys spells it. */
+const char *mca_coll_gpu_subsys_name(int subsys);
 void mca_coll_gpu_log(int level, int subsys, const char *fmt, ...) __opal_attribute_format__(__printf__, 3, 4);
 #define COLL_GPU_LOG(level, subsys, ...)                                                              \
   do {                                                                                                \
@@ -76,8 +78,8 @@ void mca_coll_gpu_log(int level, int subsys, const char *fmt, ...) __opal_attrib
 
 /* coll_gpu_staging.c: what every collective entry uses */
 
-/* Can any buffer need staging in this process? False, at the cost of one library-count check, until
- * the application has loaded CUDA. */
+/* Can any buffer need staging in this process? False until the application has loaded CUDA; while no
+ * library was loaded after coll/gpu's first check, that costs one pointer read (kernels/gpu_mem.h). */
 static inline bool mca_coll_gpu_staging_possible(void) {
   return mca_coll_gpu_component.force_staging || coll_gpu_mem_cuda_loaded();
 }

@@ -16,14 +16,16 @@ static const char *level_name(int level) {
   return "TRACE";
 }
 
-static const char *subsys_name(int subsys) {
+const char *mca_coll_gpu_subsys_name(int subsys) {
   switch (subsys) {
     case COLL_GPU_LOG_INIT:
       return "INIT";
     case COLL_GPU_LOG_COLL:
       return "COLL";
-    default:
+    case COLL_GPU_LOG_STAGE:
       return "STAGE";
+    default:
+      return "?";
   }
 }
 
@@ -34,6 +36,6 @@ void mca_coll_gpu_log(int level, int subsys, const char *fmt, ...) {
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
   int rank = ompi_mpi_comm_world.comm.c_my_rank;
-  opal_output(mca_coll_gpu_component.output, "coll:gpu [%d] %s %s %s", rank, level_name(level), subsys_name(subsys),
-              msg);
+  opal_output(mca_coll_gpu_component.output, "coll:gpu [%d] %s %s %s", rank, level_name(level),
+              mca_coll_gpu_subsys_name(subsys), msg);
 }

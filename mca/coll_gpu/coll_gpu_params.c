@@ -18,27 +18,20 @@ static const mca_base_component_t *component(void) { return &mca_coll_gpu_compon
 /* Parses a comma-separated list of subsystem names, NCCL_DEBUG_SUBSYS style: "all", "INIT,COLL",
  * "^STAGE" (all but). Returns the mask, or -1 on an unknown name. */
 static int parse_subsys(const char *s) {
-  static const struct {
-    const char *name;
-    int bit;
-  } names[] = {{"INIT", COLL_GPU_LOG_INIT},
-               {"COLL", COLL_GPU_LOG_COLL},
-               {"STAGE", COLL_GPU_LOG_STAGE},
-               {"ALL", COLL_GPU_LOG_ALL}};
   if (s == NULL || *s == '\0') return COLL_GPU_LOG_ALL;
   int invert = (*s == '^');
   if (invert) ++s;
   int mask = 0;
   while (*s != '\0') {
     size_t n = strcspn(s, ",");
-    int found = 0;
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i) {
-      if (strlen(names[i].name) == n && strncasecmp(s, names[i].name, n) == 0) {
-        mask |= names[i].bit;
-        found = 1;
-      }
+    int bit = 0;
+    if (n == 3 && strncasecmp(s, "ALL", 3) == 0) bit = COLL_GPU_LOG_ALL;
+    for (int b = 1; b < COLL_GPU_LOG_ALL && bit == 0; b <<= 1) {
+      const char *name = mca_coll_gpu_subsys_name(b);
+      if (strlen(name) == n && strncasecmp(s, name, n) == 0) bit = b;
     }
-    if (!found) return -1;
+    if (bit == 0) return -1;
+    mask |= bit;
     s += n;
     if (*s == ',') ++s;
   }
