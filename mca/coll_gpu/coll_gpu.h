@@ -10,6 +10,8 @@
 
 #include "ompi_config.h"
 
+#include "mca/coll_gpu/coll_gpu_engine.h"
+#include "mca/coll_gpu/coll_gpu_log.h"
 #include "mca/coll_gpu/coll_gpu_stage.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
@@ -26,11 +28,6 @@ BEGIN_C_DECLS
   X(scatterv)
 // clang-format on
 
-/* Logging subsystems, for coll_gpu_verbose_subsys. */
-enum { COLL_GPU_LOG_INIT = 1, COLL_GPU_LOG_COLL = 2, COLL_GPU_LOG_STAGE = 4, COLL_GPU_LOG_ALL = 7 };
-/* Verbosity thresholds of coll_gpu_verbose. */
-enum { COLL_GPU_LVL_WARN = 1, COLL_GPU_LVL_INFO = 10, COLL_GPU_LVL_DEBUG = 50, COLL_GPU_LVL_TRACE = 100 };
-
 typedef struct {
   mca_coll_base_component_2_0_0_t super;
   /* parameters: coll_gpu_params.c registers and checks them all */
@@ -41,6 +38,16 @@ typedef struct {
   int subsys_mask; /* parsed verbose_subsys */
   size_t stage_cache_size;
   bool force_staging;
+  /* the GPU allreduce */
+  int allreduce_algorithm; /* -1 auto, a coll_gpu_algo_t, or COLL_GPU_NALGOS: always stage */
+  int allreduce_protocol;  /* -1 auto, or a coll_gpu_proto_t */
+  int nchannels;           /* 0 auto */
+  int max_channels;
+  size_t oneshot_max_bytes;
+  size_t twoshot_max_bytes;
+  size_t ring_slot_bytes;
+  int timeout; /* seconds */
+  bool uniform_buffers;
   int output; /* opal_output stream */
 } mca_coll_gpu_component_t;
 
@@ -55,7 +62,12 @@ typedef struct {
   mca_coll_base_module_t *previous_i##name##_module;
   COLL_GPU_FOREACH(COLL_GPU_DECLARE_PREVIOUS)
 #undef COLL_GPU_DECLARE_PREVIOUS
+  coll_gpu_engine_t *engine; /* created on the first allreduce every rank passes device buffers to */
+  int engine_state;
 } mca_coll_gpu_module_t;
+
+/* mca_coll_gpu_module_t::engine_state */
+enum { COLL_GPU_ENGINE_NONE = 0, COLL_GPU_ENGINE_READY, COLL_GPU_ENGINE_OFF /* unavailable or failed: stage */ };
 
 OBJ_CLASS_DECLARATION(mca_coll_gpu_module_t);
 
@@ -110,6 +122,12 @@ int mca_coll_gpu_unstage(coll_gpu_stage_t *st, int rc, struct ompi_communicator_
 int mca_coll_gpu_ibegin(const coll_gpu_stage_t *st, void **pending);
 int mca_coll_gpu_iend(coll_gpu_stage_t *st, int rc, void *pending, struct ompi_communicator_t *comm, const char *op,
                       ompi_request_t **request);
+
+/* coll_gpu_gpupath.c: MPI_Allreduce on the GPUs. Returns 1 when it handled the call (result in *rc),
+ * 0 when the call goes on through the previous module, with staging where buffers need it. */
+int mca_coll_gpu_allreduce_gpu(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                               struct ompi_op_t *op, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                               int *rc);
 
 /* The entry points, one file per collective. */
 

@@ -1,5 +1,6 @@
 /*
- * MPI_Allreduce: the send buffer in, the receive buffer out (in and out when in place).
+ * MPI_Allreduce: on the GPUs when every rank passes device buffers (coll_gpu_gpupath.c); otherwise the
+ * send buffer in, the receive buffer out (in and out when in place).
  */
 #include "coll_gpu.h"
 
@@ -16,10 +17,12 @@ int mca_coll_gpu_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
     return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm, m->previous_allreduce_module);
   }
+  int rc;
+  if (mca_coll_gpu_allreduce_gpu(sbuf, rbuf, count, dtype, op, comm, m, &rc)) return rc;
   coll_gpu_stage_t st;
   void *hs = (void *)sbuf, *hr = rbuf;
   coll_gpu_stage_init(&st);
-  int rc = stage(&st, sbuf, rbuf, count, dtype, &hs, &hr);
+  rc = stage(&st, sbuf, rbuf, count, dtype, &hs, &hr);
   if (rc == OMPI_SUCCESS) rc = m->previous_allreduce(hs, hr, count, dtype, op, comm, m->previous_allreduce_module);
   return mca_coll_gpu_unstage(&st, rc, comm, "MPI_Allreduce");
 }

@@ -16,9 +16,12 @@ static void module_construct(mca_coll_gpu_module_t *m) {
   m->previous_i##name##_module = NULL;
   COLL_GPU_FOREACH(COLL_GPU_CLEAR)
 #undef COLL_GPU_CLEAR
+  m->engine = NULL;
+  m->engine_state = COLL_GPU_ENGINE_NONE;
 }
 
 static void module_destruct(mca_coll_gpu_module_t *m) {
+  coll_gpu_engine_destroy(m->engine);
 #define COLL_GPU_RELEASE(name)                                                       \
   if (m->previous_##name##_module != NULL) OBJ_RELEASE(m->previous_##name##_module); \
   if (m->previous_i##name##_module != NULL) OBJ_RELEASE(m->previous_i##name##_module);

@@ -59,6 +59,88 @@ static void register_int(const char *name, const char *description, int def, int
   *storage = def;
 }
 
+/* Registers a size parameter and holds it to [min, max] and to a multiple of `multiple`. */
+static void register_size(const char *name, const char *description, size_t def, size_t min, size_t max,
+                          size_t multiple, mca_base_var_info_lvl_t level, size_t *storage) {
+  *storage = def;
+  mca_base_component_var_register(component(), name, description, MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, level,
+                                  MCA_BASE_VAR_SCOPE_ALL_EQ, storage);
+  if (*storage >= min && *storage <= max && *storage % multiple == 0) return;
+  char full[64], value[32], allowed[128], fallback[32];
+  snprintf(full, sizeof(full), "coll_gpu_%s", name);
+  snprintf(value, sizeof(value), "%zu", *storage);
+  snprintf(allowed, sizeof(allowed), "a multiple of %zu from %zu to %zu", multiple, min, max);
+  snprintf(fallback, sizeof(fallback), "%zu", def);
+  bad_value(full, value, allowed, fallback);
+  *storage = def;
+}
+
+/* Registers an integer parameter whose values are names (Open MPI checks them against the list). */
+static void register_enum(const char *name, const char *description, const mca_base_var_enum_value_t *values, int def,
+                          int *storage) {
+  char full[64];
+  mca_base_var_enum_t *e = NULL;
+  snprintf(full, sizeof(full), "coll_gpu_%s", name);
+  *storage = def;
+  mca_base_var_enum_create(full, values, &e);
+  mca_base_component_var_register(component(), name, description, MCA_BASE_VAR_TYPE_INT, e, 0, 0, OPAL_INFO_LVL_5,
+                                  MCA_BASE_VAR_SCOPE_ALL_EQ, storage);
+  if (e != NULL) OBJ_RELEASE(e);
+}
+
+static void register_allreduce(mca_coll_gpu_component_t *c) {
+  static const mca_base_var_enum_value_t algorithms[] = {{-1, "auto"},
+                                                         {COLL_GPU_ALGO_ONESHOT, "oneshot"},
+                                                         {COLL_GPU_ALGO_TWOSHOT, "twoshot"},
+                                                         {COLL_GPU_ALGO_RING, "ring"},
+                                                         {COLL_GPU_NALGOS, "staged"},
+                                                         {0, NULL}};
+  static const mca_base_var_enum_value_t protocols[] = {
+      {-1, "auto"}, {COLL_GPU_PROTO_LL, "LL"}, {COLL_GPU_PROTO_SIMPLE, "Simple"}, {0, NULL}};
+  register_enum("allreduce_algorithm",
+                "Algorithm of MPI_Allreduce on device buffers: auto (the tuning model picks by size and ranks), "
+                "oneshot (every rank reads all data, up to coll_gpu_oneshot_max_bytes), twoshot (reduce-scatter "
+                "and all-gather in one hop each, up to coll_gpu_twoshot_max_bytes), ring, or staged (through "
+                "host memory and the next coll component). A forced algorithm that does not fit the message "
+                "falls back to auto",
+                algorithms, -1, &c->allreduce_algorithm);
+  register_enum("allreduce_protocol",
+                "Protocol of MPI_Allreduce on device buffers: auto, LL (flags travel with the data: one-shot) or "
+                "Simple (bulk data, fence, flag: two-shot and ring). Restricts the algorithms auto chooses from",
+                protocols, -1, &c->allreduce_protocol);
+  register_int("nchannels",
+               "Thread blocks of the two-shot allreduce and channels (one block each) of the ring; 0 lets the "
+               "tuning model choose by size. The ring takes at most coll_gpu_max_channels",
+               0, 0, 2 * COLL_GPU_MAX_CHANNELS, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->nchannels);
+  register_int("max_channels", "Ring channels each communicator allocates FIFOs for (1-32)", 16, 1,
+               COLL_GPU_MAX_CHANNELS, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->max_channels);
+  register_size("oneshot_max_bytes",
+                "Largest MPI_Allreduce message (bytes) the one-shot LL algorithm takes. Each rank allocates "
+                "4 x ranks x this much device memory for it; 0 disables one-shot",
+                256 << 10, 0, 16 << 20, 16, OPAL_INFO_LVL_5, &c->oneshot_max_bytes);
+  register_size("twoshot_max_bytes",
+                "Largest MPI_Allreduce message (bytes) the two-shot algorithm takes. Each rank allocates 4 x this "
+                "much device memory for it; 0 disables two-shot",
+                16 << 20, 0, (size_t)1 << 30, 16, OPAL_INFO_LVL_5, &c->twoshot_max_bytes);
+  register_size("ring_slot_bytes",
+                "Bytes of one ring FIFO slot (a ring step moves one slot per channel); each rank allocates 8 "
+                "slots per channel",
+                128 << 10, 4 << 10, 4 << 20, 4096, OPAL_INFO_LVL_6, &c->ring_slot_bytes);
+  register_int("timeout",
+               "Seconds a GPU collective waits for its peers before it gives up, reports the ranks that did not "
+               "arrive, and returns an error through the communicator's error handler (1-86400)",
+               300, 1, 86400, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->timeout);
+  c->uniform_buffers = false;
+  mca_base_component_var_register(component(), "uniform_buffers",
+                                  "Assert that in every MPI_Allreduce all ranks pass the same kind of memory (all "
+                                  "host, or all device memory of one GPU per rank). Skips the agreement on the "
+                                  "path each call takes (one shared-memory exchange per call). If a rank breaks "
+                                  "the assertion, the ranks that passed device memory fail the call after "
+                                  "coll_gpu_timeout seconds",
+                                  MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+                                  &c->uniform_buffers);
+}
+
 int mca_coll_gpu_register_params(void) {
   mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
 
@@ -106,5 +188,6 @@ int mca_coll_gpu_register_params(void) {
                                   "tests the staging path on machines without a GPU (slower; debugging only)",
                                   MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
                                   &c->force_staging);
+  register_allreduce(c);
   return OMPI_SUCCESS;
 }

@@ -1,0 +1,137 @@
+/*
+ * The GPU allreduce kernels: a plain C launch interface (no MPI, no CUDA types) over the algorithms in
+ * kernels/allreduce_*.cu. Every function returns 0 or a cudaError_t value.
+ *
+ * Memory each rank exposes to its peers through CUDA IPC (one allocation, coll_gpu_ar_scratch_bytes):
+ *   flags: per-sender step counters and per-sender one-shot/two-shot flags
+ *   ll:    one-shot LL lines, [parity][sender][line]
+ *   simple: two-shot slots, [parity][region][bytes]
+ *   fifo:  ring step FIFOs, [channel][slot][bytes]
+ * Peers write into each other's memory (push); every wait polls local memory only.
+ */
+#ifndef COLL_GPU_KERNELS_ALLREDUCE_H
+#define COLL_GPU_KERNELS_ALLREDUCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define COLL_GPU_MAX_RANKS 8     /* intra-node peers: the NVSwitch nodes this targets have 8 GPUs */
+#define COLL_GPU_MAX_CHANNELS 32 /* as NCCL's MAXCHANNELS on sm_90 */
+
+/* Element types the kernels reduce. Signed and unsigned integers differ only in MAX and MIN. */
+typedef enum {
+  COLL_GPU_INT8,
+  COLL_GPU_UINT8,
+  COLL_GPU_INT16,
+  COLL_GPU_UINT16,
+  COLL_GPU_INT32,
+  COLL_GPU_UINT32,
+  COLL_GPU_INT64,
+  COLL_GPU_UINT64,
+  COLL_GPU_FLOAT,
+  COLL_GPU_DOUBLE,
+  COLL_GPU_BOOL, /* C bool / C++ bool: one byte holding 0 or 1 */
+  COLL_GPU_FLOAT_INT,
+  COLL_GPU_DOUBLE_INT,
+  COLL_GPU_LONG_INT,
+  COLL_GPU_2INT,
+  COLL_GPU_SHORT_INT,
+  COLL_GPU_NTYPES
+} coll_gpu_dtype_t;
+
+typedef enum {
+  COLL_GPU_SUM,
+  COLL_GPU_PROD,
+  COLL_GPU_MAX,
+  COLL_GPU_MIN,
+  COLL_GPU_LAND,
+  COLL_GPU_LOR,
+  COLL_GPU_LXOR,
+  COLL_GPU_BAND,
+  COLL_GPU_BOR,
+  COLL_GPU_BXOR,
+  COLL_GPU_MAXLOC,
+  COLL_GPU_MINLOC,
+  COLL_GPU_NOPS
+} coll_gpu_redop_t;
+
+/* Size in bytes of one element (the MPI extent of the pair types), 0 for an unknown type. */
+size_t coll_gpu_dtype_size(coll_gpu_dtype_t type);
+/* Whether the kernels implement op on type (the pairs MPI allows). */
+int coll_gpu_op_supported(coll_gpu_dtype_t type, coll_gpu_redop_t op);
+/* The same reduction on host memory: dst[i] = a[i] op b[i] (dst may alias a or b). For tests. */
+int coll_gpu_reduce_host(coll_gpu_dtype_t type, coll_gpu_redop_t op, void *dst, const void *a, const void *b,
+                         size_t count);
+
+typedef enum { COLL_GPU_ALGO_ONESHOT, COLL_GPU_ALGO_TWOSHOT, COLL_GPU_ALGO_RING, COLL_GPU_NALGOS } coll_gpu_algo_t;
+typedef enum { COLL_GPU_PROTO_LL, COLL_GPU_PROTO_SIMPLE, COLL_GPU_NPROTOS } coll_gpu_proto_t;
+
+/* Sizes of the shared scratch, fixed when the engine is created. */
+typedef struct {
+  int nranks;
+  size_t ll_bytes;      /* largest one-shot message */
+  size_t twoshot_bytes; /* largest two-shot message */
+  size_t slot_bytes;    /* one ring FIFO slot */
+  int nchannels;        /* ring channels allocated */
+} coll_gpu_ar_layout_t;
+
+/* Ring FIFO depth per channel (NCCL_STEPS in NCCL). */
+#define COLL_GPU_RING_SLOTS 8
+
+/* Bytes of the IPC-shared scratch for a layout, and the offsets of its parts. */
+size_t coll_gpu_ar_scratch_bytes(const coll_gpu_ar_layout_t *l);
+
+/* Host-mapped words through which the kernels report to the host. */
+typedef struct {
+  volatile uint64_t done[COLL_GPU_MAX_CHANNELS * 2]; /* block b writes the call's seq when it finishes */
+  volatile uint32_t error;                           /* COLL_GPU_KERR_*: set on a kernel timeout */
+  volatile uint8_t missing[COLL_GPU_MAX_RANKS];      /* 1: that rank did not arrive in time */
+} coll_gpu_ar_status_t;
+
+enum { COLL_GPU_KERR_NONE = 0, COLL_GPU_KERR_TIMEOUT = 1 };
+
+typedef struct {
+  /* the call */
+  const void *sendbuf;
+  void *recvbuf;
+  size_t count;
+  coll_gpu_dtype_t type;
+  coll_gpu_redop_t op;
+  coll_gpu_algo_t algo;
+  int nchannels; /* ring and two-shot: blocks */
+  uint64_t seq;  /* call number on this communicator, from 1; the same on every rank */
+  uint64_t timeout_ns;
+  /* the communicator */
+  int rank, nranks;
+  coll_gpu_ar_layout_t layout;
+  void *peer_scratch[COLL_GPU_MAX_RANKS];    /* every rank's scratch as mapped here; [rank] is our own */
+  uint64_t ring_step[COLL_GPU_MAX_CHANNELS]; /* ring: steps done so far per channel (updated by launch) */
+  coll_gpu_ar_status_t *status;              /* host-mapped, as a device pointer */
+} coll_gpu_ar_params_t;
+
+/* Launches one allreduce on stream (a cudaStream_t). The blocks that finish write seq into
+ * status->done[0..blocks); coll_gpu_ar_blocks says how many to wait for. */
+int coll_gpu_ar_launch(coll_gpu_ar_params_t *p, void *stream);
+int coll_gpu_ar_blocks(const coll_gpu_ar_params_t *p);
+
+/* Resources, all in the current context. */
+int coll_gpu_dev_alloc(void **ptr, size_t bytes); /* zeroed */
+int coll_gpu_dev_free(void *ptr);
+int coll_gpu_ipc_handle_size(void);
+int coll_gpu_ipc_get(void *ptr, void *handle);
+int coll_gpu_ipc_open(const void *handle, void **ptr);
+int coll_gpu_ipc_close(void *ptr);
+int coll_gpu_stream_create(void **stream); /* non-blocking with respect to the legacy stream */
+int coll_gpu_stream_destroy(void *stream);
+int coll_gpu_host_mapped_alloc(void **host, void **dev, size_t bytes); /* zeroed */
+int coll_gpu_host_mapped_free(void *host);
+int coll_gpu_device_identity(int device, char uuid[16], char busid[32]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

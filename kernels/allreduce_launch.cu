@@ -1,0 +1,85 @@
+/*
+ * The plain launch interface of the allreduce kernels (kernels/allreduce.h) and the CUDA resources the
+ * engine needs: device scratch, IPC handles, a stream, host-mapped status words.
+ */
+#include <cuda_runtime.h>
+#include <string.h>
+
+#include "kernels/primitives.cuh"
+
+extern "C" size_t coll_gpu_ar_scratch_bytes(const coll_gpu_ar_layout_t *l) { return coll_gpu::Layout(*l).total(); }
+
+extern "C" int coll_gpu_ar_blocks(const coll_gpu_ar_params_t *p) {
+  return p->algo == COLL_GPU_ALGO_ONESHOT ? coll_gpu::oneshot_blocks(*p) : p->nchannels;
+}
+
+extern "C" int coll_gpu_ar_launch(coll_gpu_ar_params_t *p, void *stream) {
+  cudaStream_t s = (cudaStream_t)stream;
+  switch (p->algo) {
+    case COLL_GPU_ALGO_ONESHOT:
+      return coll_gpu::oneshot_launch(*p, s);
+    case COLL_GPU_ALGO_TWOSHOT:
+      return coll_gpu::twoshot_launch(*p, s);
+    case COLL_GPU_ALGO_RING: {
+      int rc = coll_gpu::ring_launch(*p, s);
+      // every rank advanced each channel's FIFO by the same number of steps
+      const size_t pack = coll_gpu::kPack / coll_gpu_dtype_size(p->type);
+      const size_t slot = p->layout.slot_bytes / coll_gpu_dtype_size(p->type);
+      for (int ch = 0; ch < p->nchannels; ++ch) {
+        coll_gpu_range_t part = coll_gpu_part(p->count, p->nchannels, ch, pack);
+        p->ring_step[ch] += coll_gpu_ring_rounds(part.count, p->nranks, slot) * 2 * (p->nranks - 1);
+      }
+      return rc;
+    }
+    default:
+      return (int)cudaErrorInvalidValue;
+  }
+}
+
+extern "C" int coll_gpu_dev_alloc(void **ptr, size_t bytes) {
+  cudaError_t err = cudaMalloc(ptr, bytes);
+  if (err == cudaSuccess) err = cudaMemset(*ptr, 0, bytes);
+  if (err == cudaSuccess) err = cudaDeviceSynchronize();
+  return (int)err;
+}
+
+extern "C" int coll_gpu_dev_free(void *ptr) { return (int)cudaFree(ptr); }
+
+extern "C" int coll_gpu_ipc_handle_size(void) { return (int)sizeof(cudaIpcMemHandle_t); }
+
+extern "C" int coll_gpu_ipc_get(void *ptr, void *handle) {
+  return (int)cudaIpcGetMemHandle((cudaIpcMemHandle_t *)handle, ptr);
+}
+
+extern "C" int coll_gpu_ipc_open(const void *handle, void **ptr) {
+  cudaIpcMemHandle_t h;
+  memcpy(&h, handle, sizeof(h));
+  return (int)cudaIpcOpenMemHandle(ptr, h, cudaIpcMemLazyEnablePeerAccess);
+}
+
+extern "C" int coll_gpu_ipc_close(void *ptr) { return (int)cudaIpcCloseMemHandle(ptr); }
+
+// A blocking stream: the kernels start after work the application queued on the legacy default stream,
+// as the staging copies do.
+extern "C" int coll_gpu_stream_create(void **stream) { return (int)cudaStreamCreate((cudaStream_t *)stream); }
+
+extern "C" int coll_gpu_stream_destroy(void *stream) { return (int)cudaStreamDestroy((cudaStream_t)stream); }
+
+extern "C" int coll_gpu_host_mapped_alloc(void **host, void **dev, size_t bytes) {
+  cudaError_t err = cudaHostAlloc(host, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+  if (err != cudaSuccess) return (int)err;
+  memset(*host, 0, bytes);
+  err = cudaHostGetDevicePointer(dev, *host, 0);
+  if (err != cudaSuccess) cudaFreeHost(*host);
+  return (int)err;
+}
+
+extern "C" int coll_gpu_host_mapped_free(void *host) { return (int)cudaFreeHost(host); }
+
+extern "C" int coll_gpu_device_identity(int device, char uuid[16], char busid[32]) {
+  cudaDeviceProp prop;
+  cudaError_t err = cudaGetDeviceProperties(&prop, device);
+  if (err != cudaSuccess) return (int)err;
+  memcpy(uuid, prop.uuid.bytes, 16);
+  return (int)cudaDeviceGetPCIBusId(busid, 32, device);
+}

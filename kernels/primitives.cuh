@@ -1,0 +1,226 @@
+/*
+ * Device-side building blocks shared by the allreduce algorithms: the scratch layout, system-scope
+ * flags, bounded waits, 16-byte packs (vector loads when aligned, byte loads when not) and LL lines.
+ */
+#ifndef COLL_GPU_KERNELS_PRIMITIVES_CUH
+#define COLL_GPU_KERNELS_PRIMITIVES_CUH
+
+#include <stdint.h>
+
+#include "kernels/allreduce.h"
+#include "kernels/partition.h"
+#include "kernels/reduce_ops.cuh"
+
+namespace coll_gpu {
+
+constexpr int kPack = 16;           // bytes of one vector load or store
+constexpr int kLine = 128;          // cache line: every flag gets its own, so polls do not share lines
+constexpr int kThreads = 512;       // threads per block for the Simple kernels
+constexpr int kLLThreads = 256;     // threads per block for the LL one-shot
+constexpr int kSpinsPerCheck = 64;  // polls between two reads of the global timer
+constexpr int kUnroll = 4;          // packs each thread keeps in flight: one load per pack would leave a block
+                                    // latency-bound at about 8 KiB per memory round trip
+
+// Scratch layout (kernels/allreduce.h). Flags first, each on its own line:
+//   tail[ch]: ring steps posted to us by the previous rank; head[ch]: ring slots freed by the next rank;
+//   flag[phase][sender][block]: the seq of the last one-shot/two-shot phase a sender completed.
+struct Layout {
+  coll_gpu_ar_layout_t l;
+  COLL_GPU_HD explicit Layout(const coll_gpu_ar_layout_t &layout) : l(layout) {}
+  COLL_GPU_HD static size_t align(size_t x) { return (x + 255) & ~(size_t)255; }
+  COLL_GPU_HD size_t tail(int ch) const { return (size_t)ch * kLine; }
+  COLL_GPU_HD size_t head(int ch) const { return (size_t)(COLL_GPU_MAX_CHANNELS + ch) * kLine; }
+  COLL_GPU_HD size_t flag(int phase, int sender, int block) const {
+    return (size_t)(2 * COLL_GPU_MAX_CHANNELS + (phase * COLL_GPU_MAX_RANKS + sender) * 2 * COLL_GPU_MAX_CHANNELS +
+                    block) *
+           kLine;
+  }
+  COLL_GPU_HD size_t flags_end() const { return flag(2, 0, 0); }
+  // LL: two 16-byte lines carry one 16-byte unit of data
+  COLL_GPU_HD size_t ll_lines() const { return l.ll_bytes / 8; }
+  COLL_GPU_HD size_t ll(int parity, int sender) const {
+    return align(flags_end()) + ((size_t)parity * l.nranks + sender) * ll_lines() * kPack;
+  }
+  COLL_GPU_HD size_t ll_end() const { return ll(2, 0); }
+  // two-shot: per parity, a reduce-scatter region and an all-gather region, each nranks slots
+  // a chunk is at most bytes / nranks plus one element plus a pack of rounding (kernels/partition.h)
+  COLL_GPU_HD size_t ts_slot() const { return align(l.twoshot_bytes / l.nranks + 4 * kPack); }
+  COLL_GPU_HD size_t ts(int parity, int region, int sender) const {
+    return align(ll_end()) + (((size_t)parity * 2 + region) * l.nranks + sender) * ts_slot();
+  }
+  COLL_GPU_HD size_t ts_end() const { return ts(2, 0, 0); }
+  COLL_GPU_HD size_t fifo(int ch, int slot) const {
+    return align(ts_end()) + ((size_t)ch * COLL_GPU_RING_SLOTS + slot) * l.slot_bytes;
+  }
+  COLL_GPU_HD size_t total() const { return fifo(l.nchannels, 0); }
+};
+
+#ifdef __CUDACC__
+
+__device__ __forceinline__ uint64_t ld_acquire_sys(const uint64_t *p) {
+  uint64_t v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release_sys(uint64_t *p, uint64_t v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ uint64_t global_timer() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// A bounded wait: gives up at the deadline and records which rank did not arrive.
+struct Waiter {
+  uint64_t deadline;
+  coll_gpu_ar_status_t *status;
+  __device__ explicit Waiter(const coll_gpu_ar_params_t &p) : status(p.status) {
+    deadline = global_timer() + p.timeout_ns;
+  }
+  __device__ bool expired(int spins, int peer) const {
+    if (spins % kSpinsPerCheck != 0 || global_timer() < deadline) return false;
+    status->error = COLL_GPU_KERR_TIMEOUT;
+    status->missing[peer] = 1;
+    return true;
+  }
+  // Waits until *flag >= value; false on timeout.
+  __device__ bool wait_geq(const uint64_t *flag, uint64_t value, int peer) const {
+    for (int spins = 1; ld_acquire_sys(flag) < value; ++spins)
+      if (expired(spins, peer)) return false;
+    return true;
+  }
+};
+
+__device__ __forceinline__ uint64_t *flag_at(void *base, size_t off) { return (uint64_t *)((char *)base + off); }
+
+// 16 bytes of data: a vector load when aligned and whole, byte loads otherwise (n < 16 at a buffer end).
+template <bool Aligned>
+__device__ __forceinline__ uint4 load_pack(const char *p, int n) {
+  if (Aligned && n == kPack) return *(const uint4 *)p;
+  uint4 v = make_uint4(0, 0, 0, 0);
+  char *d = (char *)&v;
+  for (int i = 0; i < n; ++i) d[i] = p[i];
+  return v;
+}
+template <bool Aligned>
+__device__ __forceinline__ void store_pack(char *p, uint4 v, int n) {
+  if (Aligned && n == kPack) {
+    *(uint4 *)p = v;
+    return;
+  }
+  const char *s = (const char *)&v;
+  for (int i = 0; i < n; ++i) p[i] = s[i];
+}
+
+// 16 bytes that a peer wrote into our scratch: volatile loads, never an L1 line from an earlier use.
+__device__ __forceinline__ uint4 load_peer_pack(const char *p, int n) {
+  uint4 v = make_uint4(0, 0, 0, 0);
+  if (n == kPack) {
+    asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+                 : "memory");
+    return v;
+  }
+  char *d = (char *)&v;
+  for (int i = 0; i < n; ++i) d[i] = ((const volatile char *)p)[i];
+  return v;
+}
+
+// Applies op elementwise on the 16/sizeof(T) elements of two packs.
+template <typename T, typename Op>
+__device__ __forceinline__ uint4 reduce_pack(uint4 a, uint4 b) {
+  static_assert(kPack % sizeof(T) == 0, "element sizes divide the pack");
+  union U {
+    uint4 v;
+    T e[kPack / sizeof(T)];
+    __device__ U() {}
+  } x, y;
+  x.v = a;
+  y.v = b;
+  Op op;
+#pragma unroll
+  for (int i = 0; i < (int)(kPack / sizeof(T)); ++i) x.e[i] = op(x.e[i], y.e[i]);
+  return x.v;
+}
+
+// LL: a 16-byte line holds 8 data bytes, each 4 next to a copy of the flag; one 16-byte store makes
+// data and flags visible together, so a reader that sees both flags sees the data.
+__device__ __forceinline__ void ll_store(void *line, uint32_t d0, uint32_t d1, uint32_t flag) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(line), "r"(d0), "r"(flag), "r"(d1), "r"(flag)
+               : "memory");
+}
+__device__ __forceinline__ bool ll_load(const void *line, uint32_t flag, uint32_t *d0, uint32_t *d1) {
+  uint32_t f0, f1;
+  asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(*d0), "=r"(f0), "=r"(*d1), "=r"(f1)
+               : "l"(line)
+               : "memory");
+  return f0 == flag && f1 == flag;
+}
+
+// The bytes of an element that are data: the pair types with a hole (MPI_DOUBLE_INT, MPI_LONG_INT: 4 bytes
+// after the index; MPI_SHORT_INT: 2 bytes after the value) must leave the receive buffer's hole alone.
+template <typename T>
+struct Hole {
+  static constexpr int begin = 0, end = 0;  // no hole
+};
+template <>
+struct Hole<DoubleInt> {
+  static constexpr int begin = 12, end = 16;
+};
+template <>
+struct Hole<LongInt> {
+  static constexpr int begin = 12, end = 16;
+};
+template <>
+struct Hole<ShortInt> {
+  static constexpr int begin = 2, end = 4;
+};
+
+// Stores a result pack into the receive buffer; for types with a hole, the hole keeps its bytes.
+template <typename T, bool Aligned>
+__device__ __forceinline__ void store_out(char *p, uint4 v, int n) {
+  if (Hole<T>::end > Hole<T>::begin) {
+    const uint4 old = load_pack<Aligned>(p, n);
+    char *d = (char *)&v;
+    const char *o = (const char *)&old;
+#pragma unroll
+    for (int e = 0; e < kPack; e += (int)sizeof(T))
+      for (int i = Hole<T>::begin; i < Hole<T>::end; ++i) d[e + i] = o[e + i];
+  }
+  store_pack<Aligned>(p, v, n);
+}
+
+// Tells the host this block is done. The release store (after the barrier, which orders every thread's
+// stores before it) makes the block's results visible system-wide before the word; no full fence
+// (fence.sc.sys) is needed for that.
+__device__ __forceinline__ void block_done(const coll_gpu_ar_params_t &p) {
+  __syncthreads();
+  if (threadIdx.x == 0) st_release_sys((uint64_t *)&p.status->done[blockIdx.x], p.seq);
+}
+
+// The algorithms (one file each): launch on a stream, and the blocks a launch runs.
+int oneshot_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream);
+int oneshot_blocks(const coll_gpu_ar_params_t &p);
+int twoshot_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream);
+int ring_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream);
+
+// Instantiates Kernel<T, Op, aligned> for the call's type and op and launches it.
+#define COLL_GPU_DEFINE_LAUNCHER(name, Kernel)                                                 \
+  template <typename T, typename Op>                                                           \
+  int name(const coll_gpu_ar_params_t &p, dim3 grid, dim3 block, cudaStream_t stream) {        \
+    bool aligned = ((uintptr_t)p.sendbuf % kPack) == 0 && ((uintptr_t)p.recvbuf % kPack) == 0; \
+    if (aligned)                                                                               \
+      Kernel<T, Op, true><<<grid, block, 0, stream>>>(p);                                      \
+    else                                                                                       \
+      Kernel<T, Op, false><<<grid, block, 0, stream>>>(p);                                     \
+    return (int)cudaGetLastError();                                                            \
+  }
+
+#endif  // __CUDACC__
+
+}  // namespace coll_gpu
+
+#endif

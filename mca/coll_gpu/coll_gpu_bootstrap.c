@@ -1,0 +1,52 @@
+/*
+ * Bootstrap helpers over the interface of coll_gpu_bootstrap.h: the unique id and the peer exchange.
+ */
+#include "mca/coll_gpu/coll_gpu_bootstrap.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t coll_gpu_hash(const void *data, size_t bytes, uint64_t seed) {
+  /* FNV-1a: offset basis and prime of the 64-bit variant */
+  uint64_t h = 0xcbf29ce484222325ULL ^ seed;
+  const unsigned char *p = (const unsigned char *)data;
+  for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
+  return h;
+}
+
+uint64_t coll_gpu_host_id(void) {
+  char id[256 + 64] = {0};
+  gethostname(id, 256);
+  /* the boot id tells apart containers that share a host name */
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (f != NULL) {
+    if (fgets(id + 256, 64, f) == NULL) id[256] = '\0';
+    fclose(f);
+  }
+  return coll_gpu_hash(id, sizeof(id), 0);
+}
+
+int coll_gpu_unique_id(const coll_gpu_bootstrap_t *b, uint8_t id[COLL_GPU_UNIQUE_ID_BYTES]) {
+  memset(id, 0, COLL_GPU_UNIQUE_ID_BYTES);
+  if (b->rank == 0 && getrandom(id, COLL_GPU_UNIQUE_ID_BYTES, 0) != COLL_GPU_UNIQUE_ID_BYTES) {
+    /* no entropy call: time and pid still make a name no other job uses at the same moment */
+    uint64_t t[2] = {(uint64_t)getpid(), (uint64_t)(uintptr_t)&t};
+    uint64_t h = coll_gpu_hash(t, sizeof(t), (uint64_t)time(NULL));
+    memcpy(id, &h, sizeof(h));
+  }
+  return b->bcast(b->ctx, id, COLL_GPU_UNIQUE_ID_BYTES, 0);
+}
+
+int coll_gpu_peers_exchange(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *mine, coll_gpu_peer_t *peers) {
+  return b->allgather(b->ctx, mine, peers, sizeof(*mine));
+}
+
+bool coll_gpu_peers_one_node(const coll_gpu_peer_t *peers, int size) {
+  for (int r = 1; r < size; ++r)
+    if (peers[r].host != peers[0].host) return false;
+  return true;
+}

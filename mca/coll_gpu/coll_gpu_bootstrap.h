@@ -1,0 +1,55 @@
+/*
+ * The engine's view of MPI: a small bootstrap interface (allgather, broadcast, barrier) and what the
+ * engine learns through it at creation: a random unique id drawn by rank 0 and every rank's peer info.
+ * No MPI here: the glue implements the interface over the communicator (coll_gpu_engine_glue.c), tests
+ * over anything.
+ */
+#ifndef COLL_GPU_BOOTSTRAP_H
+#define COLL_GPU_BOOTSTRAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+  int rank, size;
+  void *ctx;
+  /* each rank contributes `bytes` bytes; recv receives size * bytes, in rank order */
+  int (*allgather)(void *ctx, const void *send, void *recv, size_t bytes);
+  int (*bcast)(void *ctx, void *buf, size_t bytes, int root);
+  int (*barrier)(void *ctx);
+} coll_gpu_bootstrap_t;
+
+#define COLL_GPU_UNIQUE_ID_BYTES 16
+
+typedef struct {
+  uint64_t host; /* hash of the host name and boot id: equal on one node */
+  int32_t pid;
+  int32_t device;       /* CUDA ordinal, -1 when none */
+  uint8_t uuid[16];     /* GPU UUID */
+  char busid[32];       /* GPU PCI bus id */
+  uint64_t config_hash; /* engine parameters: must be equal on every rank */
+  int32_t ok;           /* this rank could take part (device set up) */
+  int32_t pad;
+} coll_gpu_peer_t;
+
+/* Hash of a host identity string (FNV-1a, 64 bits). */
+uint64_t coll_gpu_hash(const void *data, size_t bytes, uint64_t seed);
+/* This machine's identity: host name and kernel boot id, hashed. */
+uint64_t coll_gpu_host_id(void);
+
+/* Rank 0 draws a random unique id and broadcasts it. Returns 0 or an error. */
+int coll_gpu_unique_id(const coll_gpu_bootstrap_t *b, uint8_t id[COLL_GPU_UNIQUE_ID_BYTES]);
+/* Allgathers `mine` into peers[0..size). Returns 0 or an error. */
+int coll_gpu_peers_exchange(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *mine, coll_gpu_peer_t *peers);
+/* Whether every peer is on the same host as peers[0]. */
+bool coll_gpu_peers_one_node(const coll_gpu_peer_t *peers, int size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

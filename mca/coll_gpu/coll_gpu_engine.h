@@ -1,0 +1,58 @@
+/*
+ * The communicator engine: what one communicator needs to run allreduce on its GPUs. Created lazily and
+ * collectively (through the bootstrap interface) on the first allreduce that every rank passes device
+ * buffers to; destroyed with the communicator. No MPI here.
+ *
+ * Per rank it holds one scratch allocation on the buffers' GPU, exchanged with every peer as a CUDA IPC
+ * handle (kernels/allreduce.h gives its layout), a stream, host-mapped status words, and a shared-memory
+ * agreement segment (coll_gpu_agree.h). Only the handles of this exchange are ever opened.
+ */
+#ifndef COLL_GPU_ENGINE_H
+#define COLL_GPU_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/allreduce.h"
+#include "kernels/gpu_mem.h"
+#include "mca/coll_gpu/coll_gpu_bootstrap.h"
+#include "mca/coll_gpu/coll_gpu_log.h"
+#include "mca/coll_gpu/coll_gpu_tune.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+  coll_gpu_tune_config_t tune;
+  uint64_t timeout_ns; /* longest wait for a peer, in the kernels and in the agreement */
+  size_t slot_bytes;   /* ring FIFO slot */
+  coll_gpu_log_fn log;
+  const char *name; /* the communicator, for messages */
+} coll_gpu_engine_config_t;
+
+typedef struct coll_gpu_engine coll_gpu_engine_t;
+
+enum {
+  COLL_GPU_ENGINE_OK = 0,
+  COLL_GPU_ENGINE_UNAVAILABLE = 1, /* creation: the communicator cannot use the GPU path (why says why) */
+  COLL_GPU_ENGINE_ERROR = 2,       /* a call failed: a CUDA error or a timeout (why says which) */
+};
+
+/* Collective over b. On COLL_GPU_ENGINE_UNAVAILABLE every rank got the same answer; why holds the
+ * reason. `mem` is the classification of the first buffer: the engine lives on its device. */
+int coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const coll_gpu_engine_config_t *cfg,
+                           const coll_gpu_meminfo_t *mem, coll_gpu_engine_t **out, char *why, size_t why_len);
+void coll_gpu_engine_destroy(coll_gpu_engine_t *e);
+/* Whether buffer memory `mem` can go through this engine (its device and context). */
+int coll_gpu_engine_owns(const coll_gpu_engine_t *e, const coll_gpu_meminfo_t *mem);
+/* Agreement among the ranks (coll_gpu_agree.h): returns the OR of every rank's bits. */
+int coll_gpu_engine_agree(coll_gpu_engine_t *e, uint32_t bits, uint32_t *all, char *why, size_t why_len);
+/* One allreduce on the GPUs; returns when recvbuf holds the result. sendbuf may equal recvbuf. */
+int coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf, size_t count,
+                              coll_gpu_dtype_t type, coll_gpu_redop_t op, char *why, size_t why_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,235 @@
+/*
+ * The GPU path of MPI_Allreduce: which path a call takes, the same on every rank, and the engine's
+ * bootstrap over the communicator.
+ *
+ * Each rank classifies its own buffers into one bit: HOST (both buffers host memory), GPU (both on the
+ * engine's device, a type and op the kernels implement) or STAGE (anything else on a device). The OR
+ * over all ranks decides: GPU only when every rank said GPU; HOST when every rank said HOST; otherwise
+ * the staging fallback, where device ranks stage and host ranks pass straight through, so all ranks
+ * meet in the same host collective.
+ *
+ * The OR costs, per allreduce in a process that loaded CUDA: before the engine exists, an MPI allreduce
+ * of one int; once it exists, the shared-memory agreement (well under a microsecond). A process that
+ * never loaded CUDA never gets here. coll_gpu_uniform_buffers=1 lets the user assert that all ranks
+ * pass the same kind of memory, and skips the agreement.
+ */
+#include "coll_gpu.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/datatype/ompi_datatype_internal.h"
+#include "opal/util/show_help.h"
+
+enum { PATH_HOST = 1, PATH_GPU = 2, PATH_STAGE = 4 };
+
+/* ------------------------------------------------------------------ bootstrap over the communicator */
+
+typedef struct {
+  struct ompi_communicator_t *comm;
+  mca_coll_gpu_module_t *m;
+} bootstrap_ctx_t;
+
+static int bs_allgather(void *ctx, const void *send, void *recv, size_t bytes) {
+  bootstrap_ctx_t *c = ctx;
+  return c->m->previous_allgather((void *)send, (int)bytes, &ompi_mpi_byte.dt, recv, (int)bytes, &ompi_mpi_byte.dt,
+                                  c->comm, c->m->previous_allgather_module);
+}
+
+static int bs_bcast(void *ctx, void *buf, size_t bytes, int root) {
+  bootstrap_ctx_t *c = ctx;
+  return c->m->previous_bcast(buf, (int)bytes, &ompi_mpi_byte.dt, root, c->comm, c->m->previous_bcast_module);
+}
+
+static int bs_barrier(void *ctx) {
+  bootstrap_ctx_t *c = ctx;
+  return c->comm->c_coll->coll_barrier(c->comm, c->comm->c_coll->coll_barrier_module);
+}
+
+/* ------------------------------------------------------------------ types and ops */
+
+static int map_type(struct ompi_datatype_t *dt, coll_gpu_dtype_t *out) {
+  if (!ompi_datatype_is_predefined(dt)) return 0;
+  switch (dt->id) {
+    case OMPI_DATATYPE_MPI_INT8_T:
+      *out = COLL_GPU_INT8;
+      break;
+    case OMPI_DATATYPE_MPI_UINT8_T:
+      *out = COLL_GPU_UINT8;
+      break;
+    case OMPI_DATATYPE_MPI_INT16_T:
+      *out = COLL_GPU_INT16;
+      break;
+    case OMPI_DATATYPE_MPI_UINT16_T:
+      *out = COLL_GPU_UINT16;
+      break;
+    case OMPI_DATATYPE_MPI_INT32_T:
+      *out = COLL_GPU_INT32;
+      break;
+    case OMPI_DATATYPE_MPI_UINT32_T:
+      *out = COLL_GPU_UINT32;
+      break;
+    case OMPI_DATATYPE_MPI_INT64_T:
+    case OMPI_DATATYPE_MPI_AINT:
+    case OMPI_DATATYPE_MPI_OFFSET:
+    case OMPI_DATATYPE_MPI_COUNT:
+      *out = COLL_GPU_INT64;
+      break;
+    case OMPI_DATATYPE_MPI_UINT64_T:
+      *out = COLL_GPU_UINT64;
+      break;
+    case OMPI_DATATYPE_MPI_LONG:
+      *out = sizeof(long) == 8 ? COLL_GPU_INT64 : COLL_GPU_INT32;
+      break;
+    case OMPI_DATATYPE_MPI_UNSIGNED_LONG:
+      *out = sizeof(long) == 8 ? COLL_GPU_UINT64 : COLL_GPU_UINT32;
+      break;
+    case OMPI_DATATYPE_MPI_FLOAT:
+      *out = COLL_GPU_FLOAT;
+      break;
+    case OMPI_DATATYPE_MPI_DOUBLE:
+      *out = COLL_GPU_DOUBLE;
+      break;
+    case OMPI_DATATYPE_MPI_BOOL:
+    case OMPI_DATATYPE_MPI_C_BOOL:
+      *out = COLL_GPU_BOOL;
+      break;
+    case OMPI_DATATYPE_MPI_FLOAT_INT:
+      *out = COLL_GPU_FLOAT_INT;
+      break;
+    case OMPI_DATATYPE_MPI_DOUBLE_INT:
+      *out = COLL_GPU_DOUBLE_INT;
+      break;
+    case OMPI_DATATYPE_MPI_LONG_INT:
+      *out = COLL_GPU_LONG_INT;
+      break;
+    case OMPI_DATATYPE_MPI_2INT:
+      *out = COLL_GPU_2INT;
+      break;
+    case OMPI_DATATYPE_MPI_SHORT_INT:
+      *out = COLL_GPU_SHORT_INT;
+      break;
+    default:
+      return 0;
+  }
+  /* the kernels step by their element size: it must be this type's extent, from a zero lower bound */
+  ptrdiff_t lb, extent;
+  ompi_datatype_get_extent(dt, &lb, &extent);
+  return lb == 0 && (size_t)extent == coll_gpu_dtype_size(*out);
+}
+
+/* The predefined ops, compared by handle: ompi/op/op.h cannot be included out of tree (it needs Fortran
+ * headers the devel package does not install). */
+static int map_op(struct ompi_op_t *op, coll_gpu_redop_t *out) {
+  static const struct {
+    MPI_Op handle;
+    coll_gpu_redop_t op;
+  } ops[] = {{MPI_SUM, COLL_GPU_SUM},   {MPI_PROD, COLL_GPU_PROD},     {MPI_MAX, COLL_GPU_MAX},
+             {MPI_MIN, COLL_GPU_MIN},   {MPI_LAND, COLL_GPU_LAND},     {MPI_LOR, COLL_GPU_LOR},
+             {MPI_LXOR, COLL_GPU_LXOR}, {MPI_BAND, COLL_GPU_BAND},     {MPI_BOR, COLL_GPU_BOR},
+             {MPI_BXOR, COLL_GPU_BXOR}, {MPI_MAXLOC, COLL_GPU_MAXLOC}, {MPI_MINLOC, COLL_GPU_MINLOC}};
+  for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); ++i)
+    if ((MPI_Op)op == ops[i].handle) {
+      *out = ops[i].op;
+      return 1;
+    }
+  return 0;
+}
+
+/* ------------------------------------------------------------------ the decision */
+
+/* This rank's path bit, and the memory the engine would run on. */
+static int local_path(const void *sbuf, void *rbuf, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                      const mca_coll_gpu_module_t *m, coll_gpu_meminfo_t *mem, coll_gpu_dtype_t *type,
+                      coll_gpu_redop_t *redop) {
+  coll_gpu_meminfo_t smem;
+  coll_gpu_mem_classify(rbuf, mem);
+  if (sbuf == MPI_IN_PLACE)
+    smem = *mem;
+  else
+    coll_gpu_mem_classify(sbuf, &smem);
+  if (mem->kind == COLL_GPU_MEM_HOST && smem.kind == COLL_GPU_MEM_HOST) return PATH_HOST;
+  if (mem->kind != COLL_GPU_MEM_DEVICE || smem.kind != COLL_GPU_MEM_DEVICE || smem.device != mem->device)
+    return PATH_STAGE;
+  if (!map_type(dtype, type) || !map_op(op, redop) || !coll_gpu_op_supported(*type, *redop)) return PATH_STAGE;
+  if (m->engine != NULL && !(coll_gpu_engine_owns(m->engine, mem) && coll_gpu_engine_owns(m->engine, &smem)))
+    return PATH_STAGE;
+  return PATH_GPU;
+}
+
+static void engine_log(int level, int subsys, const char *fmt, ...) {
+  if (mca_coll_gpu_component.verbose < level || !(mca_coll_gpu_component.subsys_mask & subsys)) return;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  mca_coll_gpu_log(level, subsys, "%s", msg);
+}
+
+static int create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, const coll_gpu_meminfo_t *mem) {
+  const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
+  bootstrap_ctx_t bctx = {comm, m};
+  coll_gpu_bootstrap_t b = {ompi_comm_rank(comm), ompi_comm_size(comm), &bctx, bs_allgather, bs_bcast, bs_barrier};
+  coll_gpu_engine_config_t cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  cfg.tune.algorithm = c->allreduce_algorithm;
+  cfg.tune.protocol = c->allreduce_protocol;
+  cfg.tune.nchannels = c->nchannels;
+  cfg.tune.max_channels = c->max_channels;
+  cfg.tune.oneshot_max_bytes = c->oneshot_max_bytes;
+  cfg.tune.twoshot_max_bytes = c->twoshot_max_bytes;
+  cfg.timeout_ns = (uint64_t)c->timeout * 1000000000ULL;
+  cfg.slot_bytes = c->ring_slot_bytes;
+  cfg.log = engine_log;
+  cfg.name = comm->c_name;
+  char why[256];
+  if (coll_gpu_engine_create(&b, &cfg, mem, &m->engine, why, sizeof(why)) == COLL_GPU_ENGINE_OK) {
+    m->engine_state = COLL_GPU_ENGINE_READY;
+    return 1;
+  }
+  m->engine_state = COLL_GPU_ENGINE_OFF;
+  COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT, "comm %s: no GPU allreduce (%s); device buffers are staged",
+               comm->c_name, why);
+  return 0;
+}
+
+/* A failure inside the GPU path: reported, and the communicator stages from now on. */
+static int gpu_failed(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, size_t bytes, const char *why) {
+  m->engine_state = COLL_GPU_ENGINE_OFF;
+  opal_show_help("help-mpi-coll-gpu.txt", "gpu path failed", true, comm->c_name, ompi_comm_rank(comm), bytes, why,
+                 mca_coll_gpu_component.timeout);
+  return OMPI_ERROR;
+}
+
+int mca_coll_gpu_allreduce_gpu(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                               struct ompi_op_t *op, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                               int *rc) {
+  if (m->engine_state == COLL_GPU_ENGINE_OFF || count == 0 ||
+      mca_coll_gpu_component.allreduce_algorithm == COLL_GPU_NALGOS)
+    return 0;
+  coll_gpu_meminfo_t mem;
+  coll_gpu_dtype_t type = COLL_GPU_NTYPES;
+  coll_gpu_redop_t redop = COLL_GPU_NOPS;
+  uint32_t mine = (uint32_t)local_path(sbuf, rbuf, dtype, op, m, &mem, &type, &redop), all = mine;
+  char why[256];
+  const size_t bytes = (size_t)count * coll_gpu_dtype_size(type);
+  if (mca_coll_gpu_component.uniform_buffers) {
+    /* asserted by the user: every rank passes what this one passes */
+  } else if (m->engine == NULL) {
+    int in = (int)mine, out = 0;
+    *rc = m->previous_allreduce(&in, &out, 1, &ompi_mpi_int.dt, (struct ompi_op_t *)MPI_BOR, comm,
+                                m->previous_allreduce_module);
+    if (*rc != OMPI_SUCCESS) return 1;
+    all = (uint32_t)out;
+  } else if (coll_gpu_engine_agree(m->engine, mine, &all, why, sizeof(why)) != COLL_GPU_ENGINE_OK) {
+    *rc = gpu_failed(m, comm, bytes, why);
+    return 1;
+  }
+  if (all != PATH_GPU) return 0;
+  if (m->engine == NULL && !create_engine(m, comm, &mem)) return 0;
+  if (coll_gpu_engine_allreduce(m->engine, sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf, (size_t)count, type, redop, why,
+                                sizeof(why)) != COLL_GPU_ENGINE_OK) {
+    *rc = gpu_failed(m, comm, bytes, why);
+    return 1;
+  }
+  *rc = OMPI_SUCCESS;
+  return 1;
+}

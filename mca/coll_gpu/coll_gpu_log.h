@@ -1,0 +1,15 @@
+/*
+ * Log levels and subsystems shared by the glue and the MPI-free engine.
+ */
+#ifndef COLL_GPU_LOG_H
+#define COLL_GPU_LOG_H
+
+/* Logging subsystems, for coll_gpu_verbose_subsys. */
+enum { COLL_GPU_LOG_INIT = 1, COLL_GPU_LOG_COLL = 2, COLL_GPU_LOG_STAGE = 4, COLL_GPU_LOG_ALL = 7 };
+/* Verbosity thresholds of coll_gpu_verbose. */
+enum { COLL_GPU_LVL_WARN = 1, COLL_GPU_LVL_INFO = 10, COLL_GPU_LVL_DEBUG = 50, COLL_GPU_LVL_TRACE = 100 };
+
+/* A logger: prints when level and subsystem are enabled. */
+typedef void (*coll_gpu_log_fn)(int level, int subsys, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,46 @@
+/*
+ * Algorithm choice for the GPU allreduce: a latency + bandwidth model per algorithm, by message size and
+ * rank count, with the overrides of the MCA parameters. Pure arithmetic: the same inputs give the same
+ * choice on every rank.
+ */
+#ifndef COLL_GPU_TUNE_H
+#define COLL_GPU_TUNE_H
+
+#include <stddef.h>
+
+#include "kernels/allreduce.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+  int algorithm;            /* -1: choose, else a coll_gpu_algo_t */
+  int protocol;             /* -1: any, else a coll_gpu_proto_t (restricts the algorithms) */
+  int nchannels;            /* 0: choose, else the channel (block) count for two-shot and ring */
+  int max_channels;         /* channels allocated */
+  size_t oneshot_max_bytes; /* largest one-shot message (its scratch) */
+  size_t twoshot_max_bytes; /* largest two-shot message (its scratch) */
+} coll_gpu_tune_config_t;
+
+typedef struct {
+  coll_gpu_algo_t algo;
+  coll_gpu_proto_t proto;
+  int nchannels;
+} coll_gpu_choice_t;
+
+/* The protocol an algorithm runs. */
+coll_gpu_proto_t coll_gpu_algo_proto(coll_gpu_algo_t algo);
+/* Modelled time in microseconds of one allreduce of `bytes` on `nranks` ranks, without the launch. */
+double coll_gpu_tune_time_us(coll_gpu_algo_t algo, int nranks, size_t bytes, int nchannels);
+/* Whether the scratch holds `bytes` for the algorithm. */
+int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, size_t bytes);
+/* The choice for one call. A forced algorithm that does not fit falls back to the model. */
+coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, int nranks, size_t bytes);
+const char *coll_gpu_algo_name(coll_gpu_algo_t algo);
+const char *coll_gpu_proto_name(coll_gpu_proto_t proto);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,115 @@
+/*
+ * The engine's bootstrap and path agreement over a real MPI job, without a GPU: the unique id, the
+ * peer exchange, the shared-memory agreement against MPI_Allreduce(MPI_BOR) on fresh random bits, its
+ * segment's lifetime (unlinked once mapped, nothing left behind), and its bounded wait.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mca/coll_gpu/coll_gpu_agree.h"
+#include "mca/coll_gpu/coll_gpu_bootstrap.h"
+
+static int rank, nranks, failures;
+
+#define EXPECT(cond, ...)                                 \
+  do {                                                    \
+    if (!(cond)) {                                        \
+      ++failures;                                         \
+      fprintf(stderr, "rank %d: FAIL %s: ", rank, #cond); \
+      fprintf(stderr, __VA_ARGS__);                       \
+      fprintf(stderr, "\n");                              \
+    }                                                     \
+  } while (0)
+
+static int mpi_allgather(void *ctx, const void *send, void *recv, size_t bytes) {
+  return MPI_Allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, *(MPI_Comm *)ctx);
+}
+static int mpi_bcast(void *ctx, void *buf, size_t bytes, int root) {
+  return MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, *(MPI_Comm *)ctx);
+}
+static int mpi_barrier(void *ctx) { return MPI_Barrier(*(MPI_Comm *)ctx); }
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &nranks);
+  coll_gpu_bootstrap_t b = {rank, nranks, &comm, mpi_allgather, mpi_bcast, mpi_barrier};
+
+  /* the unique id: drawn by rank 0, the same everywhere, fresh per draw */
+  uint8_t id[COLL_GPU_UNIQUE_ID_BYTES], id2[COLL_GPU_UNIQUE_ID_BYTES], root[COLL_GPU_UNIQUE_ID_BYTES];
+  EXPECT(coll_gpu_unique_id(&b, id) == 0, "unique id");
+  EXPECT(coll_gpu_unique_id(&b, id2) == 0, "unique id");
+  memcpy(root, id, sizeof(id));
+  MPI_Bcast(root, sizeof(root), MPI_BYTE, 0, comm);
+  EXPECT(memcmp(root, id, sizeof(id)) == 0, "every rank has rank 0's id");
+  EXPECT(memcmp(id, id2, sizeof(id)) != 0, "two draws differ");
+
+  /* the peer exchange */
+  coll_gpu_peer_t me = {.host = coll_gpu_host_id(), .pid = getpid(), .device = rank, .ok = 1};
+  coll_gpu_peer_t *peers = calloc(nranks, sizeof(*peers));
+  EXPECT(coll_gpu_peers_exchange(&b, &me, peers) == 0, "exchange");
+  for (int r = 0; r < nranks; ++r) {
+    int pid = peers[r].pid;
+    MPI_Bcast(&pid, 1, MPI_INT, r, comm);
+    EXPECT(pid == peers[r].pid && peers[r].device == r, "peer %d's info", r);
+  }
+  EXPECT(coll_gpu_peers_one_node(peers, nranks), "one node");
+  me.host ^= (uint64_t)(rank % 2);
+  coll_gpu_peers_exchange(&b, &me, peers);
+  EXPECT(nranks == 1 || !coll_gpu_peers_one_node(peers, nranks), "two hosts seen as two");
+
+  /* the agreement segment: mapped by all, then gone from the namespace */
+  coll_gpu_agree_t *a = NULL;
+  EXPECT(coll_gpu_agree_create(&b, id, &a) == 0, "create");
+  if (a != NULL) {
+    int fd = shm_open(coll_gpu_agree_name(a), O_RDONLY, 0);
+    EXPECT(fd < 0 && errno == ENOENT, "segment %s unlinked once mapped", coll_gpu_agree_name(a));
+    if (fd >= 0) close(fd);
+    /* agreements against MPI_Allreduce(MPI_BOR) */
+    srand((unsigned)(time(NULL) ^ (rank * 7919)));
+    int wrong = 0;
+    for (int i = 0; i < 5000; ++i) {
+      uint32_t bits = (uint32_t)(rand() % 8), all = 0, ref = 0;
+      uint8_t missing[64] = {0};
+      if (coll_gpu_agree(a, bits, 5000000000ULL, &all, missing) != 0) ++wrong;
+      MPI_Allreduce(&bits, &ref, 1, MPI_UINT32_T, MPI_BOR, comm);
+      if (all != ref) ++wrong;
+    }
+    EXPECT(wrong == 0, "%d of 5000 agreements differ from MPI_BOR", wrong);
+    /* bounded: rank 1 stays away; the others give up and name it */
+    if (nranks > 1) {
+      if (rank != 1) {
+        uint32_t all = 0;
+        uint8_t missing[64] = {0};
+        double t0 = MPI_Wtime();
+        int rc = coll_gpu_agree(a, 1, 300000000ULL, &all, missing);
+        double waited = MPI_Wtime() - t0;
+        EXPECT(rc == ETIMEDOUT && missing[1] == 1, "timeout names rank 1 (rc %d)", rc);
+        for (int r = 0; r < nranks; ++r) EXPECT(r == 1 || missing[r] == 0, "rank %d present", r);
+        EXPECT(waited >= 0.3 && waited < 5, "gave up after %.2f s (limit 0.3 s)", waited);
+      }
+    }
+    coll_gpu_agree_destroy(a);
+  }
+  /* a second segment from the same id cannot be created while the name is free: it can (unlinked) */
+  coll_gpu_agree_t *again = NULL;
+  EXPECT(coll_gpu_agree_create(&b, id, &again) == 0, "the name is free again");
+  coll_gpu_agree_destroy(again);
+
+  int all_failures = 0;
+  MPI_Reduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, 0, comm);
+  if (rank == 0) printf("test_agree: %d ranks, %d failed\n", nranks, all_failures);
+  free(peers);
+  MPI_Comm_free(&comm);
+  MPI_Finalize();
+  return all_failures == 0 ? 0 : 1;
+}

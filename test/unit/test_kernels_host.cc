@@ -1,0 +1,196 @@
+// The reduction functors, compiled for the host, against a reference written here for every type and op
+// MPI allows; and the partition arithmetic the kernels cut buffers with.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/allreduce.h"
+#include "kernels/partition.h"
+
+namespace {
+
+std::mt19937_64 &rng() {
+  static std::mt19937_64 r(std::random_device{}());
+  return r;
+}
+
+template <typename T>
+T ref_int(coll_gpu_redop_t op, T a, T b) {
+  switch (op) {
+    case COLL_GPU_SUM:
+      return (T)((uint64_t)a + (uint64_t)b);
+    case COLL_GPU_PROD:
+      return (T)((uint64_t)a * (uint64_t)b);
+    case COLL_GPU_MAX:
+      return a > b ? a : b;
+    case COLL_GPU_MIN:
+      return a < b ? a : b;
+    case COLL_GPU_LAND:
+      return (T)(a && b);
+    case COLL_GPU_LOR:
+      return (T)(a || b);
+    case COLL_GPU_LXOR:
+      return (T)(!a != !b);
+    case COLL_GPU_BAND:
+      return (T)(a & b);
+    case COLL_GPU_BOR:
+      return (T)(a | b);
+    case COLL_GPU_BXOR:
+      return (T)(a ^ b);
+    default:
+      return 0;
+  }
+}
+
+template <typename T>
+void check_int(coll_gpu_dtype_t type) {
+  const size_t n = 1000;
+  for (int o = COLL_GPU_SUM; o <= COLL_GPU_BXOR; ++o) {
+    auto op = (coll_gpu_redop_t)o;
+    ASSERT_TRUE(coll_gpu_op_supported(type, op)) << type << " " << o;
+    std::vector<T> a(n), b(n), got(n, (T)0x5a);
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t x = rng()(), y = rng()();
+      a[i] = (T)(i % 4 == 0 ? 0 : x);  // zeros for the logical ops
+      b[i] = (T)(i % 5 == 0 ? 0 : i % 7 == 0 ? x : y);
+    }
+    ASSERT_EQ(0, coll_gpu_reduce_host(type, op, got.data(), a.data(), b.data(), n));
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(ref_int<T>(op, a[i], b[i]), got[i]) << "type " << type << " op " << o;
+  }
+  EXPECT_FALSE(coll_gpu_op_supported(type, COLL_GPU_MAXLOC));
+}
+
+template <typename T>
+void check_float(coll_gpu_dtype_t type) {
+  const size_t n = 1000;
+  std::uniform_real_distribution<T> d(-100, 100);
+  for (auto op : {COLL_GPU_SUM, COLL_GPU_PROD, COLL_GPU_MAX, COLL_GPU_MIN}) {
+    ASSERT_TRUE(coll_gpu_op_supported(type, op));
+    std::vector<T> a(n), b(n), got(n);
+    for (size_t i = 0; i < n; ++i) a[i] = d(rng()), b[i] = i % 9 == 0 ? a[i] : d(rng());
+    ASSERT_EQ(0, coll_gpu_reduce_host(type, op, got.data(), a.data(), b.data(), n));
+    for (size_t i = 0; i < n; ++i) {
+      T want = op == COLL_GPU_SUM    ? a[i] + b[i]
+               : op == COLL_GPU_PROD ? a[i] * b[i]
+               : op == COLL_GPU_MAX  ? std::max(a[i], b[i])
+                                     : std::min(a[i], b[i]);
+      ASSERT_EQ(0, memcmp(&want, &got[i], sizeof(T))) << "op " << op;
+    }
+  }
+  for (auto op : {COLL_GPU_LAND, COLL_GPU_BXOR, COLL_GPU_MAXLOC}) EXPECT_FALSE(coll_gpu_op_supported(type, op));
+}
+
+template <typename V>
+struct PairOf {
+  V v;
+  int i;
+};
+
+template <typename V>
+void check_pair(coll_gpu_dtype_t type) {
+  ASSERT_EQ(sizeof(PairOf<V>), coll_gpu_dtype_size(type));
+  const size_t n = 2000;
+  for (auto op : {COLL_GPU_MAXLOC, COLL_GPU_MINLOC}) {
+    std::vector<PairOf<V>> a(n), b(n), got(n);
+    for (size_t i = 0; i < n; ++i) {
+      memset(&a[i], 0, sizeof(a[i]));
+      memset(&b[i], 0, sizeof(b[i]));
+      a[i] = {(V)(rng()() % 5), (int)(rng()() % 8)};
+      b[i] = {(V)(rng()() % 5), (int)(rng()() % 8)};
+    }
+    ASSERT_EQ(0, coll_gpu_reduce_host(type, op, got.data(), a.data(), b.data(), n));
+    for (size_t i = 0; i < n; ++i) {
+      bool b_wins = op == COLL_GPU_MAXLOC ? b[i].v > a[i].v : b[i].v < a[i].v;
+      if (b[i].v == a[i].v) b_wins = b[i].i < a[i].i;  // MPI: the smaller index on a tie
+      const PairOf<V> &w = b_wins ? b[i] : a[i];
+      ASSERT_EQ(w.v, got[i].v);
+      ASSERT_EQ(w.i, got[i].i);
+    }
+    EXPECT_FALSE(coll_gpu_op_supported(type, COLL_GPU_SUM));
+  }
+}
+
+TEST(Functors, Integers) {
+  check_int<int8_t>(COLL_GPU_INT8);
+  check_int<uint8_t>(COLL_GPU_UINT8);
+  check_int<int16_t>(COLL_GPU_INT16);
+  check_int<uint16_t>(COLL_GPU_UINT16);
+  check_int<int32_t>(COLL_GPU_INT32);
+  check_int<uint32_t>(COLL_GPU_UINT32);
+  check_int<int64_t>(COLL_GPU_INT64);
+  check_int<uint64_t>(COLL_GPU_UINT64);
+}
+
+TEST(Functors, Floats) {
+  check_float<float>(COLL_GPU_FLOAT);
+  check_float<double>(COLL_GPU_DOUBLE);
+}
+
+TEST(Functors, Bool) {
+  const size_t n = 64;
+  for (auto op : {COLL_GPU_LAND, COLL_GPU_LOR, COLL_GPU_LXOR}) {
+    std::vector<uint8_t> a(n), b(n), got(n);
+    for (size_t i = 0; i < n; ++i) a[i] = (i >> 0) & 1, b[i] = (i >> 1) & 1;
+    ASSERT_EQ(0, coll_gpu_reduce_host(COLL_GPU_BOOL, op, got.data(), a.data(), b.data(), n));
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_EQ(op == COLL_GPU_LAND ? (a[i] && b[i]) : op == COLL_GPU_LOR ? (a[i] || b[i]) : (a[i] != b[i]), got[i]);
+  }
+  for (auto op : {COLL_GPU_SUM, COLL_GPU_MAX, COLL_GPU_BAND}) EXPECT_FALSE(coll_gpu_op_supported(COLL_GPU_BOOL, op));
+}
+
+TEST(Functors, Pairs) {
+  check_pair<float>(COLL_GPU_FLOAT_INT);
+  check_pair<double>(COLL_GPU_DOUBLE_INT);
+  check_pair<long>(COLL_GPU_LONG_INT);
+  check_pair<int>(COLL_GPU_2INT);
+  check_pair<short>(COLL_GPU_SHORT_INT);
+}
+
+TEST(Functors, UnknownPairsRefused) {
+  EXPECT_EQ(0u, coll_gpu_dtype_size(COLL_GPU_NTYPES));
+  EXPECT_FALSE(coll_gpu_op_supported(COLL_GPU_NTYPES, COLL_GPU_SUM));
+  EXPECT_NE(0, coll_gpu_reduce_host(COLL_GPU_FLOAT, COLL_GPU_BXOR, nullptr, nullptr, nullptr, 0));
+}
+
+// Parts tile [0, count) in order, non-empty ones start on pack boundaries, and none exceeds its share rounded to packs.
+TEST(Partition, PartsTileInWholePacks) {
+  for (size_t count : {0ul, 1ul, 7ul, 15ul, 16ul, 1000ul, 4099ul, 65537ul, (1ul << 20) + 5, (1ul << 33) + 3})
+    for (size_t n : {1ul, 2ul, 3ul, 7ul, 8ul, 32ul})
+      for (size_t pack : {1ul, 2ul, 4ul, 16ul}) {
+        size_t next = 0;
+        const size_t share = coll_gpu_round_up(coll_gpu_div_up(count, n), pack);
+        for (size_t i = 0; i < n; ++i) {
+          coll_gpu_range_t r = coll_gpu_part(count, n, i, pack);
+          ASSERT_EQ(next, r.begin) << count << "/" << n << " part " << i;
+          if (r.count > 0) {
+            ASSERT_EQ(0u, r.begin % pack);
+          }
+          ASSERT_LE(r.count, share);
+          next = r.begin + r.count;
+        }
+        ASSERT_EQ(count, next);
+      }
+}
+
+// The ring moves every element: rounds x ranks x slot covers a channel, one round fewer would not.
+TEST(Partition, RingRoundsCoverTheChannel) {
+  for (size_t count : {0ul, 1ul, 4096ul, 4097ul, 1ul << 30})
+    for (int n : {2, 3, 8})
+      for (size_t slot : {256ul, 32768ul}) {
+        size_t rounds = coll_gpu_ring_rounds(count, n, slot);
+        EXPECT_GE(rounds * n * slot, count);
+        if (rounds > 0) {
+          EXPECT_LT((rounds - 1) * n * slot, count);
+        }
+        // within a round, each rank's chunk fits its slot
+        if (count > 0) {
+          size_t round = coll_gpu_min((size_t)n * slot, count);
+          for (int j = 0; j < n; ++j) EXPECT_LE(coll_gpu_part(round, n, j, 16).count, slot);
+        }
+      }
+}
+
+}  // namespace

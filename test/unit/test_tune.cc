@@ -1,0 +1,105 @@
+// The allreduce tuning model: the choices it makes by size, what the parameters force, what the scratch
+// sizes allow, and the scratch layout it implies.
+#include <gtest/gtest.h>
+
+#include "mca/coll_gpu/coll_gpu_tune.h"
+
+namespace {
+
+coll_gpu_tune_config_t defaults() {
+  coll_gpu_tune_config_t c;
+  c.algorithm = -1;
+  c.protocol = -1;
+  c.nchannels = 0;
+  c.max_channels = 16;
+  c.oneshot_max_bytes = 256 << 10;
+  c.twoshot_max_bytes = 16 << 20;
+  return c;
+}
+
+// As messages grow the choice moves one way: one-shot, then two-shot, then ring; never back.
+TEST(Tune, ChoicesGrowWithSize) {
+  coll_gpu_tune_config_t c = defaults();
+  for (int n : {2, 3, 4, 8}) {
+    int last = COLL_GPU_ALGO_ONESHOT;
+    for (size_t bytes = 8; bytes <= (1ul << 31); bytes *= 2) {
+      coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, n, bytes);
+      EXPECT_GE((int)ch.algo, last) << n << " ranks, " << bytes << " bytes";
+      last = ch.algo;
+      EXPECT_TRUE(coll_gpu_tune_fits(&c, ch.algo, bytes));
+      EXPECT_GE(ch.nchannels, 1);
+      EXPECT_LE(ch.nchannels, ch.algo == COLL_GPU_ALGO_RING ? c.max_channels : 2 * COLL_GPU_MAX_CHANNELS);
+      EXPECT_EQ(coll_gpu_algo_proto(ch.algo), ch.proto);
+    }
+    EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, n, 8).algo);
+    EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, n, 1ul << 30).algo);
+  }
+}
+
+// The model's choice is the algorithm with the least modelled time among those that fit.
+TEST(Tune, ChoiceMinimizesTheModel) {
+  coll_gpu_tune_config_t c = defaults();
+  for (int n : {2, 8})
+    for (size_t bytes = 8; bytes <= (1ul << 28); bytes *= 4) {
+      coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, n, bytes);
+      double t = coll_gpu_tune_time_us(ch.algo, n, bytes, ch.nchannels);
+      for (int a = 0; a < COLL_GPU_NALGOS; ++a) {
+        if (coll_gpu_tune_fits(&c, (coll_gpu_algo_t)a, bytes)) {
+          EXPECT_LE(t, coll_gpu_tune_time_us((coll_gpu_algo_t)a, n, bytes, ch.nchannels));
+        }
+      }
+    }
+}
+
+TEST(Tune, ForcedAlgorithmWhereItFits) {
+  coll_gpu_tune_config_t c = defaults();
+  c.algorithm = COLL_GPU_ALGO_RING;
+  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, 8, 8).algo);
+  c.algorithm = COLL_GPU_ALGO_ONESHOT;
+  EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, 8, c.oneshot_max_bytes).algo);
+  // too large for the one-shot scratch: the model decides
+  EXPECT_NE(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, 8, c.oneshot_max_bytes + 16).algo);
+}
+
+TEST(Tune, ProtocolRestrictsTheChoice) {
+  coll_gpu_tune_config_t c = defaults();
+  c.protocol = COLL_GPU_PROTO_SIMPLE;
+  EXPECT_NE(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, 8, 8).algo);
+  c.protocol = COLL_GPU_PROTO_LL;
+  EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, 8, c.oneshot_max_bytes).algo);
+  // nothing of that protocol fits: any algorithm
+  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, 8, 1ul << 30).algo);
+}
+
+TEST(Tune, ZeroSizesDisableAlgorithms) {
+  coll_gpu_tune_config_t c = defaults();
+  c.oneshot_max_bytes = 0;
+  c.twoshot_max_bytes = 0;
+  for (size_t bytes : {8ul, 1ul << 20}) EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, 4, bytes).algo);
+}
+
+TEST(Tune, ChannelsForcedAndBounded) {
+  coll_gpu_tune_config_t c = defaults();
+  c.nchannels = 5;
+  EXPECT_EQ(5, coll_gpu_tune_choose(&c, 4, 1ul << 30).nchannels);
+  c.nchannels = 32;
+  EXPECT_EQ(c.max_channels, coll_gpu_tune_choose(&c, 4, 1ul << 30).nchannels);  // the ring's FIFOs
+  EXPECT_EQ(32, coll_gpu_tune_choose(&c, 4, 1 << 20).nchannels);                // two-shot: 32 blocks
+  c.nchannels = 0;
+  EXPECT_EQ(16, coll_gpu_tune_choose(&c, 8, 1 << 20).nchannels);  // two-shot: a block per 64 KiB
+}
+
+// Every part of the scratch lies inside it, the parts do not overlap, and they grow with the sizes.
+TEST(Layout, PartsInsideTheScratch) {
+  coll_gpu_ar_layout_t l = {8, 256 << 10, 16 << 20, 128 << 10, 16};
+  size_t total = coll_gpu_ar_scratch_bytes(&l);
+  // one-shot: 2 parities x 8 senders x 2 x bytes; two-shot: 2 x 2 x 8 slots of bytes / 8; FIFOs
+  size_t least = 2 * 8 * 2 * l.ll_bytes + 4 * l.twoshot_bytes + (size_t)16 * COLL_GPU_RING_SLOTS * l.slot_bytes;
+  EXPECT_GE(total, least);
+  EXPECT_LT(total, least + (2 << 20));
+  coll_gpu_ar_layout_t small = l;
+  small.nchannels = 1;
+  EXPECT_LT(coll_gpu_ar_scratch_bytes(&small), total);
+}
+
+}  // namespace
