@@ -5,6 +5,8 @@
 # (default /tmp/coll-gpu-out).
 # Expects under .carry/: coll-gpu-*.tar.gz and the libgtest-dev .deb (machines without GoogleTest).
 # usage: bash contrib/device-run.sh [NP-LIST]   (ranks for the benchmark, default "2 <GPUs>")
+# environment: TESTS_SET=gpu runs only the unit and GPU cases; BENCH_MAX_MB (default 512) bounds the
+# benchmark's largest message. The benchmark runs NCCL beside coll/gpu on the same buffers.
 set -u
 out=${OUT:-/tmp/coll-gpu-out}
 mkdir -p "$out"
@@ -18,19 +20,23 @@ ngpu=$(nvidia-smi -L | grep -c '^GPU')
 echo "== configure and build"
 if ! ./configure --without-ucx >"$out/configure.log" 2>&1; then tail -30 "$out/configure.log"; exit 1; fi
 if ! make -j"$(nproc)" >"$out/build.log" 2>&1; then tail -40 "$out/build.log"; exit 1; fi
-echo "== tests"
-make -j1 check >"$out/check.log" 2>&1
-grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):' "$out/check.log"
-grep -h 'checks,' test/gpu/*.log test/mpi/*.log 2>/dev/null
-cp test-suite.log "$out/" 2>/dev/null
-grep -A30 '^FAIL:' test-suite.log | head -60
 sysdir=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
 path="--mca mca_base_component_path $PWD/.libs:$sysdir"
 for np in $(echo ${1:-2 $ngpu} | tr " " "\n" | sort -nu); do
   echo "== allreduce on device buffers through coll/gpu, $np ranks"
-  mpirun -np "$np" --bind-to none $path --mca coll gpu,tuned,libnbc,basic,self,inter \
-    test/perf/coll_gpu_allreduce_bench -d cuda -c -M $((64 << 20)) 2>&1 | tee "$out/bench_np$np.txt"
+  timeout 150 mpirun -np "$np" --bind-to none $path --mca coll gpu,tuned,libnbc,basic,self,inter \
+    test/perf/coll_gpu_allreduce_bench -d cuda -c -M $((${BENCH_MAX_MB:-512} << 20)) 2>&1 | tee "$out/bench_np$np.txt"
 done
+echo "== tests (${TESTS_SET:-all})"
+if [ "${TESTS_SET:-all}" = gpu ]; then
+  make -j1 check TESTS="test/unit/unit_tests $(ls test/gpu/*.gpu | tr '\n' ' ')" >"$out/check.log" 2>&1
+else
+  make -j1 check >"$out/check.log" 2>&1
+fi
+grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):' "$out/check.log"
+grep -h 'checks,\|returned after' test/gpu/*.log test/mpi/*.log 2>/dev/null
+cp test-suite.log "$out/" 2>/dev/null
+grep -A30 '^FAIL:' test-suite.log | head -60
 echo "== the same on stock Open MPI (no coll/gpu), 2 ranks, 8 bytes"
 timeout 60 mpirun -np 2 --bind-to none --mca coll tuned,libnbc,basic,self,inter \
   test/perf/coll_gpu_allreduce_bench -d cuda -m 8 -M 8 -i 10 >"$out/stock.txt" 2>&1

@@ -11,8 +11,12 @@
  *       alternation for ROUNDS rounds of ITERS calls in this one process, so that drift and
  *       placement hit both alike; prints both medians and their ratio
  * Prints per size the average latency (the slowest rank's mean), algbw = size / time and
- * busbw = algbw * 2 (n - 1) / n, as nccl-tests defines them.
+ * busbw = algbw * 2 (n - 1) / n, as nccl-tests defines them. When built with NCCL and run on CUDA
+ * buffers, each size also runs ncclAllReduce on the same buffers (each call followed by a stream
+ * synchronize, as OSU's NCCL benchmarks do) and prints NCCL's latency, busbw and the ratio ours/NCCL.
  */
+#include "config.h"
+
 #include <mpi.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -21,6 +25,41 @@
 #include <unistd.h>
 
 #include "test/common/tbuf.h"
+
+#if defined(TEST_WITH_CUDA) && defined(COLL_GPU_HAVE_NCCL)
+#include <nccl.h>
+#define WITH_NCCL 1
+
+static ncclComm_t nccl_comm;
+static cudaStream_t nccl_stream;
+
+static void nccl_init(int rank, int n) {
+  ncclUniqueId id;
+  if (rank == 0 && ncclGetUniqueId(&id) != ncclSuccess) MPI_Abort(MPI_COMM_WORLD, 3);
+  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+  TBUF_CHECK(cudaStreamCreate(&nccl_stream));
+  if (ncclCommInitRank(&nccl_comm, n, id, rank) != ncclSuccess) MPI_Abort(MPI_COMM_WORLD, 3);
+}
+
+/* Mean microseconds per ncclAllReduce + stream synchronize, the slowest rank's. */
+static double nccl_time(void *s, void *r, int count, int iters) {
+  for (int i = 0; i < iters / 10 + 1; ++i) {
+    ncclAllReduce(s, r, count, ncclFloat, ncclSum, nccl_comm, nccl_stream);
+    cudaStreamSynchronize(nccl_stream);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t0 = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) {
+    ncclAllReduce(s, r, count, ncclFloat, ncclSum, nccl_comm, nccl_stream);
+    cudaStreamSynchronize(nccl_stream);
+  }
+  double us = (MPI_Wtime() - t0) * 1e6 / iters, worst;
+  MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return worst;
+}
+#else
+#define WITH_NCCL 0
+#endif
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -148,10 +187,17 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return rc;
   }
+  int nccl = 0;
+#if WITH_NCCL
+  nccl = kind == TBUF_DEVICE;
+  if (nccl) nccl_init(rank, n);
+#endif
   if (rank == 0) {
-    printf("# coll/gpu allreduce benchmark: %d ranks, %s memory, MPI_FLOAT MPI_SUM%s\n", n, tbuf_kind_name(kind),
-           check ? ", validated" : "");
-    printf("%-12s %16s %12s %12s %8s\n", "# Size(B)", "Avg lat(us)", "algbw(GB/s)", "busbw(GB/s)", "check");
+    printf("# coll/gpu allreduce benchmark: %d ranks, %s memory, MPI_FLOAT MPI_SUM%s%s\n", n, tbuf_kind_name(kind),
+           check ? ", validated" : "", nccl ? "; NCCL on the same buffers" : "");
+    printf("%-12s %16s %12s %12s %8s", "# Size(B)", "Avg lat(us)", "algbw(GB/s)", "busbw(GB/s)", "check");
+    if (nccl) printf(" %14s %12s %10s", "NCCL lat(us)", "NCCL busbw", "ours/NCCL");
+    printf("\n");
   }
   int bad_total = 0;
   for (size_t bytes = min; bytes <= max; bytes *= 2) {
@@ -174,13 +220,22 @@ int main(int argc, char **argv) {
       bad = all;
       bad_total += bad;
     }
+    double nccl_us = 0;
+#if WITH_NCCL
+    if (nccl) nccl_us = nccl_time(s, r, count, iters);
+#endif
     if (rank == 0) {
       double algbw = bytes / worst / 1e3;
-      printf("%-12zu %16.2f %12.2f %12.2f %8s\n", bytes, worst, algbw, algbw * 2 * (n - 1) / n,
+      printf("%-12zu %16.2f %12.2f %12.2f %8s", bytes, worst, algbw, algbw * 2 * (n - 1) / n,
              check ? (bad ? "FAIL" : "ok") : "-");
+      if (nccl) printf(" %14.2f %12.2f %10.2f", nccl_us, bytes / nccl_us / 1e3 * 2 * (n - 1) / n, worst / nccl_us);
+      printf("\n");
       fflush(stdout);
     }
   }
+#if WITH_NCCL
+  if (nccl) ncclCommDestroy(nccl_comm);
+#endif
   tbuf_free(kind, s);
   tbuf_free(kind, r);
   free(hs);
