@@ -10,6 +10,7 @@
 
 #include "ompi_config.h"
 
+#include "mca/coll_gpu/coll_gpu_agree.h"
 #include "mca/coll_gpu/coll_gpu_engine.h"
 #include "mca/coll_gpu/coll_gpu_log.h"
 #include "mca/coll_gpu/coll_gpu_stage.h"
@@ -64,9 +65,11 @@ typedef struct {
 #undef COLL_GPU_DECLARE_PREVIOUS
   coll_gpu_engine_t *engine; /* created on the first allreduce every rank passes device buffers to */
   int engine_state;
+  coll_gpu_agree_t *agree; /* the allreduce path agreement, created on the first allreduce */
+  int agree_state;
 } mca_coll_gpu_module_t;
 
-/* mca_coll_gpu_module_t::engine_state */
+/* mca_coll_gpu_module_t::engine_state and agree_state */
 enum { COLL_GPU_ENGINE_NONE = 0, COLL_GPU_ENGINE_READY, COLL_GPU_ENGINE_OFF /* unavailable or failed: stage */ };
 
 OBJ_CLASS_DECLARATION(mca_coll_gpu_module_t);
@@ -125,6 +128,12 @@ int mca_coll_gpu_iend(coll_gpu_stage_t *st, int rc, void *pending, struct ompi_c
 
 /* coll_gpu_gpupath.c: MPI_Allreduce on the GPUs. Returns 1 when it handled the call (result in *rc),
  * 0 when the call goes on through the previous module, with staging where buffers need it. */
+/* Whether the communicator can ever take the GPU path (one node, 2 to COLL_GPU_MAX_RANKS ranks): the
+ * same answer on every rank. */
+bool mca_coll_gpu_gpupath_possible(struct ompi_communicator_t *comm);
+/* What a rank that cannot take the GPU path (no CUDA in the process) does in each MPI_Allreduce: it
+ * tells the ranks that may be deciding that it passes host memory. A few stores, once set up. */
+void mca_coll_gpu_allreduce_host(int count, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m);
 int mca_coll_gpu_allreduce_gpu(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                                struct ompi_op_t *op, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
                                int *rc);

@@ -86,11 +86,16 @@ int coll_gpu_agree_create(const coll_gpu_bootstrap_t *b, const uint8_t id[COLL_G
   return 0;
 }
 
-int coll_gpu_agree(coll_gpu_agree_t *a, uint32_t bits, uint64_t timeout_ns, uint32_t *all, uint8_t *missing) {
+void coll_gpu_agree_post(coll_gpu_agree_t *a, uint32_t bits) {
   uint64_t n = ++a->n;
   slot_t *mine = &a->slots[a->rank];
   mine->bits[n % AGREE_DEPTH] = bits;
   atomic_store_explicit(&mine->n, n, memory_order_release);
+}
+
+int coll_gpu_agree(coll_gpu_agree_t *a, uint32_t bits, uint64_t timeout_ns, uint32_t *all, uint8_t *missing) {
+  coll_gpu_agree_post(a, bits);
+  const uint64_t n = a->n;
   uint32_t acc = 0;
   uint64_t deadline = 0;
   int late = 0;

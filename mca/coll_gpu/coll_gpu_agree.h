@@ -22,8 +22,11 @@ typedef struct coll_gpu_agree coll_gpu_agree_t;
 int coll_gpu_agree_create(const coll_gpu_bootstrap_t *b, const uint8_t id[COLL_GPU_UNIQUE_ID_BYTES],
                           coll_gpu_agree_t **out);
 /* Posts `bits` for the next agreement and returns in *all the OR over every rank. Returns 0, or ETIMEDOUT
- * after timeout_ns with missing[r] = 1 for each rank that did not post. */
+ * after timeout_ns with missing[r] = 1 for each rank that did not post (missing[] zeroed by the caller). */
 int coll_gpu_agree(coll_gpu_agree_t *a, uint32_t bits, uint64_t timeout_ns, uint32_t *all, uint8_t *missing);
+/* Posts `bits` for the next agreement without waiting for the others: for a rank whose own path does not
+ * depend on the answer (its bits alone decide it). */
+void coll_gpu_agree_post(coll_gpu_agree_t *a, uint32_t bits);
 void coll_gpu_agree_destroy(coll_gpu_agree_t *a);
 /* The segment's name (for tests: it must be gone once everyone has mapped it). */
 const char *coll_gpu_agree_name(const coll_gpu_agree_t *a);

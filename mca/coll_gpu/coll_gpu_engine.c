@@ -3,12 +3,11 @@
  *
  * Creation, on every rank, in the same order (every bootstrap call is made even after a local failure,
  * so the collective calls always match):
- *   1. rank 0 draws the unique id and broadcasts it;
- *   2. local set-up on the buffer's device: scratch, status words, stream, the scratch's IPC handle;
- *   3. allgather of peer info: one node, at most COLL_GPU_MAX_RANKS ranks, equal parameters, every rank
+ *   1. local set-up on the buffer's device: scratch, status words, stream, the scratch's IPC handle;
+ *   2. allgather of peer info: one node, at most COLL_GPU_MAX_RANKS ranks, equal parameters, every rank
  *      set up; otherwise every rank reaches the same "unavailable";
- *   4. allgather of the IPC handles; each rank opens its peers' handles;
- *   5. allgather of the open results, then the agreement segment (its own collective steps).
+ *   3. allgather of the IPC handles; each rank opens its peers' handles;
+ *   4. allgather of the open results.
  */
 #include "mca/coll_gpu/coll_gpu_engine.h"
 
@@ -21,7 +20,6 @@
 #include <unistd.h>
 
 #include "kernels/staging.h"
-#include "mca/coll_gpu/coll_gpu_agree.h"
 
 #define HOST_GRACE_NS 2000000000ULL /* the host waits this much longer than the kernels' own timeout */
 
@@ -37,7 +35,6 @@ struct coll_gpu_engine {
   void *status_dev;             /* device view */
   uint64_t seq;
   uint64_t ring_step[COLL_GPU_MAX_CHANNELS];
-  coll_gpu_agree_t *agree;
 };
 
 static void say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -105,7 +102,6 @@ static void release(coll_gpu_engine_t *e) {
   if (e->status != NULL) coll_gpu_host_mapped_free((void *)e->status);
   if (e->scratch != NULL) coll_gpu_dev_free(e->scratch);
   if (entered) coll_gpu_mem_ctx_leave(saved);
-  coll_gpu_agree_destroy(e->agree);
   free(e);
 }
 
@@ -128,7 +124,6 @@ int coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const coll_gpu_engine_
   coll_gpu_peer_t *peers = calloc((size_t)b->size, sizeof(*peers));
   const int hsize = coll_gpu_ipc_handle_size();
   char *handles = calloc((size_t)b->size, (size_t)hsize);
-  uint8_t id[COLL_GPU_UNIQUE_ID_BYTES];
   int bad = -1;
   snprintf(why, why_len, "out of host memory");
   /* a local failure still makes every collective step below, with ok = 0 */
@@ -145,13 +140,7 @@ int coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const coll_gpu_engine_
     e->layout.nchannels = cfg->tune.max_channels;
   }
 
-  /* 1. the unique id */
-  if (coll_gpu_unique_id(b, id) != 0) {
-    snprintf(why, why_len, "the unique id broadcast failed");
-    goto unavailable;
-  }
-
-  /* 2. local set-up (only where the communicator can possibly qualify) */
+  /* 1. local set-up (only where the communicator can possibly qualify) */
   coll_gpu_peer_t me = {.host = coll_gpu_host_id(), .pid = 0, .device = mem->device};
   me.pid = (int32_t)getpid();
   me.config_hash = config_hash(cfg);
@@ -161,7 +150,7 @@ int coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const coll_gpu_engine_
   }
   me.ok = local_ok;
 
-  /* 3. peer info */
+  /* 2. peer info */
   if (peers == NULL || coll_gpu_peers_exchange(b, &me, peers) != 0) {
     if (peers != NULL) snprintf(why, why_len, "the peer info allgather failed");
     goto unavailable;
@@ -189,7 +178,7 @@ int coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const coll_gpu_engine_
     }
   }
 
-  /* 4. IPC handles: every rank's, then open the peers' */
+  /* 3. IPC handles: every rank's, then open the peers' */
   if (b->allgather(b->ctx, handles + (size_t)b->rank * hsize, handles, (size_t)hsize) != 0) {
     snprintf(why, why_len, "the IPC handle allgather failed");
     goto unavailable;
@@ -214,14 +203,9 @@ int coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const coll_gpu_engine_
     }
     if (entered) coll_gpu_mem_ctx_leave(saved);
   }
-  /* 5. everyone opened everything, then the agreement segment */
+  /* 4. everyone opened everything */
   if (!all_ok(b, opened ? 0 : 1, &bad)) {
     if (opened) snprintf(why, why_len, "rank %d could not map its peers' memory", bad);
-    goto unavailable;
-  }
-  int rc = coll_gpu_agree_create(b, id, &e->agree);
-  if (rc != 0) {
-    snprintf(why, why_len, "the shared-memory agreement segment failed: %s", strerror(rc));
     goto unavailable;
   }
   if (cfg->log != NULL) {
@@ -261,14 +245,6 @@ static void name_missing(const uint8_t *missing, int n, char *why, size_t len) {
   size_t at = strlen(why);
   for (int r = 0; r < n && at + 8 < len; ++r)
     if (missing[r]) at += (size_t)snprintf(why + at, len - at, " %d", r);
-}
-
-int coll_gpu_engine_agree(coll_gpu_engine_t *e, uint32_t bits, uint32_t *all, char *why, size_t why_len) {
-  uint8_t missing[COLL_GPU_MAX_RANKS] = {0};
-  if (coll_gpu_agree(e->agree, bits, e->cfg.timeout_ns, all, missing) == 0) return COLL_GPU_ENGINE_OK;
-  snprintf(why, why_len, "no answer within %.0f s from ranks", e->cfg.timeout_ns / 1e9);
-  name_missing(missing, e->nranks, why, why_len);
-  return COLL_GPU_ENGINE_ERROR;
 }
 
 int coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf, size_t count,

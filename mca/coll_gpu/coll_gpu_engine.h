@@ -4,8 +4,8 @@
  * buffers to; destroyed with the communicator. No MPI here.
  *
  * Per rank it holds one scratch allocation on the buffers' GPU, exchanged with every peer as a CUDA IPC
- * handle (kernels/allreduce.h gives its layout), a stream, host-mapped status words, and a shared-memory
- * agreement segment (coll_gpu_agree.h). Only the handles of this exchange are ever opened.
+ * handle (kernels/allreduce.h gives its layout), a stream and host-mapped status words. Only the handles
+ * of this exchange are ever opened.
  */
 #ifndef COLL_GPU_ENGINE_H
 #define COLL_GPU_ENGINE_H
@@ -46,8 +46,6 @@ int coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const coll_gpu_engine_
 void coll_gpu_engine_destroy(coll_gpu_engine_t *e);
 /* Whether buffer memory `mem` can go through this engine (its device and context). */
 int coll_gpu_engine_owns(const coll_gpu_engine_t *e, const coll_gpu_meminfo_t *mem);
-/* Agreement among the ranks (coll_gpu_agree.h): returns the OR of every rank's bits. */
-int coll_gpu_engine_agree(coll_gpu_engine_t *e, uint32_t bits, uint32_t *all, char *why, size_t why_len);
 /* One allreduce on the GPUs; returns when recvbuf holds the result. sendbuf may equal recvbuf. */
 int coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf, size_t count,
                               coll_gpu_dtype_t type, coll_gpu_redop_t op, char *why, size_t why_len);

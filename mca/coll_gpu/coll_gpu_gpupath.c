@@ -8,14 +8,19 @@
  * the staging fallback, where device ranks stage and host ranks pass straight through, so all ranks
  * meet in the same host collective.
  *
- * The OR costs, per allreduce in a process that loaded CUDA: before the engine exists, an MPI allreduce
- * of one int; once it exists, the shared-memory agreement (well under a microsecond). A process that
- * never loaded CUDA never gets here. coll_gpu_uniform_buffers=1 lets the user assert that all ranks
+ * The OR goes through a shared-memory segment of the communicator (coll_gpu_agree.h), set up by every
+ * rank in its first MPI_Allreduce with a nonzero count, on communicators that can take the GPU path at
+ * all (one node, 2 to 8 ranks). Every rank posts in every such call, also a rank whose process never
+ * loaded CUDA (mca_coll_gpu_allreduce_host: a few stores, no wait), because another rank may have
+ * loaded CUDA and be waiting for its answer. A rank that may pass device memory posts and reads every
+ * rank's post: one cache line per peer. coll_gpu_uniform_buffers=1 lets the user assert that all ranks
  * pass the same kind of memory, and skips the agreement.
  */
 #include "coll_gpu.h"
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/datatype/ompi_datatype_internal.h"
+#include "ompi/group/group.h"
+#include "ompi/proc/proc.h"
 #include "opal/util/show_help.h"
 
 enum { PATH_HOST = 1, PATH_GPU = 2, PATH_STAGE = 4 };
@@ -133,6 +138,42 @@ static int map_op(struct ompi_op_t *op, coll_gpu_redop_t *out) {
   return 0;
 }
 
+/* ------------------------------------------------------------------ the agreement */
+
+bool mca_coll_gpu_gpupath_possible(struct ompi_communicator_t *comm) {
+  const int size = ompi_comm_size(comm);
+  if (size < 2 || size > COLL_GPU_MAX_RANKS) return false;
+  for (int r = 0; r < size; ++r) {
+    ompi_proc_t *proc = ompi_group_peer_lookup(comm->c_local_group, r);
+    if (proc == NULL || !OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) return false;
+  }
+  return true;
+}
+
+/* The communicator's agreement, set up on first use (collective: every rank comes here in the same
+ * MPI_Allreduce). NULL when it could not be set up, on every rank alike. */
+static coll_gpu_agree_t *agreement(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm) {
+  if (m->agree_state == COLL_GPU_ENGINE_NONE) {
+    bootstrap_ctx_t bctx = {comm, m};
+    coll_gpu_bootstrap_t b = {ompi_comm_rank(comm), ompi_comm_size(comm), &bctx, bs_allgather, bs_bcast, bs_barrier};
+    uint8_t id[COLL_GPU_UNIQUE_ID_BYTES];
+    int rc = coll_gpu_unique_id(&b, id);
+    if (rc == 0) rc = coll_gpu_agree_create(&b, id, &m->agree);
+    m->agree_state = rc == 0 ? COLL_GPU_ENGINE_READY : COLL_GPU_ENGINE_OFF;
+    if (rc != 0)
+      COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
+                   "comm %s: no path agreement segment (%s): allreduce on device buffers is staged", comm->c_name,
+                   strerror(rc));
+  }
+  return m->agree;
+}
+
+void mca_coll_gpu_allreduce_host(int count, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m) {
+  if (count == 0 || mca_coll_gpu_component.uniform_buffers) return;
+  coll_gpu_agree_t *a = agreement(m, comm);
+  if (a != NULL) coll_gpu_agree_post(a, PATH_HOST);
+}
+
 /* ------------------------------------------------------------------ the decision */
 
 /* This rank's path bit, and the memory the engine would run on. */
@@ -193,7 +234,7 @@ static int create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *c
 
 /* A failure inside the GPU path: reported, and the communicator stages from now on. */
 static int gpu_failed(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, size_t bytes, const char *why) {
-  m->engine_state = COLL_GPU_ENGINE_OFF;
+  m->engine_state = m->agree_state = COLL_GPU_ENGINE_OFF;
   opal_show_help("help-mpi-coll-gpu.txt", "gpu path failed", true, comm->c_name, ompi_comm_rank(comm), bytes, why,
                  mca_coll_gpu_component.timeout);
   return OMPI_ERROR;
@@ -202,26 +243,31 @@ static int gpu_failed(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm
 int mca_coll_gpu_allreduce_gpu(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                                struct ompi_op_t *op, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
                                int *rc) {
-  if (m->engine_state == COLL_GPU_ENGINE_OFF || count == 0 ||
-      mca_coll_gpu_component.allreduce_algorithm == COLL_GPU_NALGOS)
-    return 0;
+  const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
+  if (m->agree_state == COLL_GPU_ENGINE_OFF || count == 0) return 0;
   coll_gpu_meminfo_t mem;
   coll_gpu_dtype_t type = COLL_GPU_NTYPES;
   coll_gpu_redop_t redop = COLL_GPU_NOPS;
-  uint32_t mine = (uint32_t)local_path(sbuf, rbuf, dtype, op, m, &mem, &type, &redop), all = mine;
+  uint32_t mine = PATH_STAGE, all;
+  /* no GPU path on this rank (it failed, or was told to stage): the others still get an answer */
+  if (m->engine_state != COLL_GPU_ENGINE_OFF && c->allreduce_algorithm != COLL_GPU_NALGOS)
+    mine = (uint32_t)local_path(sbuf, rbuf, dtype, op, m, &mem, &type, &redop);
   char why[256];
   const size_t bytes = (size_t)count * coll_gpu_dtype_size(type);
-  if (mca_coll_gpu_component.uniform_buffers) {
-    /* asserted by the user: every rank passes what this one passes */
-  } else if (m->engine == NULL) {
-    int in = (int)mine, out = 0;
-    *rc = m->previous_allreduce(&in, &out, 1, &ompi_mpi_int.dt, (struct ompi_op_t *)MPI_BOR, comm,
-                                m->previous_allreduce_module);
-    if (*rc != OMPI_SUCCESS) return 1;
-    all = (uint32_t)out;
-  } else if (coll_gpu_engine_agree(m->engine, mine, &all, why, sizeof(why)) != COLL_GPU_ENGINE_OK) {
-    *rc = gpu_failed(m, comm, bytes, why);
-    return 1;
+  if (c->uniform_buffers) {
+    all = mine; /* asserted by the user: every rank passes what this one passes */
+  } else {
+    coll_gpu_agree_t *a = agreement(m, comm);
+    if (a == NULL) return 0;
+    uint8_t missing[COLL_GPU_MAX_RANKS] = {0};
+    if (coll_gpu_agree(a, mine, (uint64_t)c->timeout * 1000000000ULL, &all, missing) != 0) {
+      size_t at =
+          (size_t)snprintf(why, sizeof(why), "no answer within %d s on the path of the call from ranks", c->timeout);
+      for (int r = 0; r < ompi_comm_size(comm) && at + 8 < sizeof(why); ++r)
+        if (missing[r]) at += (size_t)snprintf(why + at, sizeof(why) - at, " %d", r);
+      *rc = gpu_failed(m, comm, bytes, why);
+      return 1;
+    }
   }
   if (all != PATH_GPU) return 0;
   if (m->engine == NULL && !create_engine(m, comm, &mem)) return 0;

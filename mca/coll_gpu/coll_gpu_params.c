@@ -190,9 +190,10 @@ int mca_coll_gpu_register_params(void) {
   c->force_staging = false;
   mca_base_component_var_register(component(), "force_staging",
                                   "Stage host buffers through bounce buffers as if they were device memory: "
-                                  "tests the staging path on machines without a GPU (slower; debugging only)",
-                                  MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
-                                  &c->force_staging);
+                                  "tests the staging path on machines without a GPU (slower; debugging only). "
+                                  "Settable through MPI_T",
+                                  MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_9,
+                                  MCA_BASE_VAR_SCOPE_LOCAL, &c->force_staging);
   register_allreduce(c);
   return OMPI_SUCCESS;
 }

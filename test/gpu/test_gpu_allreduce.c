@@ -184,12 +184,14 @@ static void ref_apply(const type_t *t, int op, void *acc, const void *v) {
     case 'i':
       if (t->size == 1)
         INT_OP(int8_t)
-        else if (t->size == 2) INT_OP(int16_t) else if (t->size == 4) INT_OP(int32_t) else INT_OP(int64_t) break;
+      else if (t->size == 2)
+        INT_OP(int16_t) else if (t->size == 4) INT_OP(int32_t) else INT_OP(int64_t) break;
     case 'u':
     case 'b':
       if (t->size == 1)
         INT_OP(uint8_t)
-        else if (t->size == 2) INT_OP(uint16_t) else if (t->size == 4) INT_OP(uint32_t) else INT_OP(uint64_t) break;
+      else if (t->size == 2)
+        INT_OP(uint16_t) else if (t->size == 4) INT_OP(uint32_t) else INT_OP(uint64_t) break;
     case 'f':
       FLOAT_OP(float)
       break;

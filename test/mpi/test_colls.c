@@ -4,7 +4,9 @@
  * derived datatypes (holes, negative lower bound), in place and not, counts 0, 1 and more, every root.
  * Outputs are poisoned first; receive images are compared byte for byte, holes included.
  *
- * usage: test_colls [-m host|device|managed|pinned|pool|mixed] [-s seed] [-v] [-L]
+ * usage: test_colls [-m host|device|managed|pinned|pool|mixed] [-s seed] [-v] [-L] [-F]
+ * -F makes odd ranks stage every buffer (coll_gpu_force_staging through MPI_T) and even ranks not, as
+ *    ranks that loaded CUDA beside ranks that did not.
  * -L runs only a broadcast of more than 2^31 bytes (several GiB of memory per rank).
  * -v names every case before running it (to find a case that crashes).
  * The seed is random unless given (TEST_SEED also sets it); it is printed for reproduction.
@@ -65,6 +67,20 @@ static void test_large(void) {
   buf_free(&b);
 }
 
+/* Sets coll_gpu_force_staging in this process through MPI_T; 0 on success. */
+static int set_force_staging(int on) {
+  int provided, index, count, rc = -1;
+  MPI_T_cvar_handle h;
+  MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+  if (MPI_T_cvar_get_index("coll_gpu_force_staging", &index) == MPI_SUCCESS &&
+      MPI_T_cvar_handle_alloc(index, NULL, &h, &count) == MPI_SUCCESS) {
+    rc = MPI_T_cvar_write(h, &on) == MPI_SUCCESS ? 0 : -1;
+    MPI_T_cvar_handle_free(&h);
+  }
+  MPI_T_finalize();
+  return rc;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -75,8 +91,10 @@ int main(int argc, char **argv) {
   if (getenv("TEST_SEED")) s = strtoull(getenv("TEST_SEED"), NULL, 0);
   int opt;
   bool large = false;
-  while ((opt = getopt(argc, argv, "m:s:vL")) != -1) {
+  bool split_staging = false;
+  while ((opt = getopt(argc, argv, "m:s:vLF")) != -1) {
     if (opt == 'L') large = true;
+    if (opt == 'F') split_staging = true;
     if (opt == 'm' && tbuf_parse_kind(optarg, &kind) != 0) {
       fprintf(stderr, "unknown or unavailable memory kind '%s'\n", optarg);
       MPI_Abort(MPI_COMM_WORLD, 2);
@@ -91,6 +109,12 @@ int main(int argc, char **argv) {
   TBUF_CHECK(cudaGetDeviceCount(&ndev));
   TBUF_CHECK(cudaSetDevice(rank % ndev));
 #endif
+  /* -F: odd ranks behave as processes that loaded CUDA (they classify and stage every buffer), even
+   * ranks as processes that did not: every collective must still match up */
+  if (split_staging && rank % 2 == 1 && set_force_staging(1) != 0) {
+    fprintf(stderr, "coll_gpu_force_staging cannot be set through MPI_T\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
   seed = s;
   alarm(600); /* a hang becomes a failure, never a stuck test run */
   make_layouts();
