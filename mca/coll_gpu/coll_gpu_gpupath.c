@@ -253,7 +253,9 @@ int mca_coll_gpu_allreduce_gpu(const void *sbuf, void *rbuf, int count, struct o
   if (m->engine_state != COLL_GPU_ENGINE_OFF && c->allreduce_algorithm != COLL_GPU_NALGOS)
     mine = (uint32_t)local_path(sbuf, rbuf, dtype, op, m, &mem, &type, &redop);
   char why[256];
-  const size_t bytes = (size_t)count * coll_gpu_dtype_size(type);
+  size_t dsize = 0;
+  ompi_datatype_type_size(dtype, &dsize);
+  const size_t bytes = (size_t)count * dsize; /* for messages */
   if (c->uniform_buffers) {
     all = mine; /* asserted by the user: every rank passes what this one passes */
   } else {
