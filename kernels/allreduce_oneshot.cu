@@ -63,11 +63,7 @@ __global__ void __launch_bounds__(kLLThreads) oneshot_ll(coll_gpu_ar_params_t p)
   block_done(p);
 }
 
-COLL_GPU_DEFINE_LAUNCHER(launch_typed, oneshot_ll)
-
-int dispatch(const coll_gpu_ar_params_t &p, dim3 grid, dim3 block, cudaStream_t stream) {
-  COLL_GPU_DISPATCH(launch_typed, (int)cudaErrorInvalidValue, p.type, p.op, p, grid, block, stream);
-}
+COLL_GPU_DEFINE_LAUNCHER(oneshot_ll)
 
 }  // namespace
 

@@ -70,11 +70,11 @@ struct RingChannel {
     for (size_t tile = (size_t)threadIdx.x * kPack; tile < bytes; tile += stride * kUnroll) {
       uint4 v[kUnroll], mine[kUnroll];
       int n[kUnroll];
+      tile_packs(tile, stride, bytes, n);
 #pragma unroll
       for (int k = 0; k < kUnroll; ++k) {
-        const size_t i = tile + k * stride;
-        n[k] = i < bytes ? (int)coll_gpu_min(kPack, bytes - i) : 0;
         if (n[k] == 0) continue;
+        const size_t i = tile + k * stride;
         if (Mode & kRecv) v[k] = load_peer_pack(src + i, n[k]);
         if ((Mode & kReduce) || !(Mode & kRecv)) mine[k] = load_pack<Aligned>(in + i, n[k]);
       }
@@ -134,11 +134,7 @@ __global__ void __launch_bounds__(kThreads) ring(coll_gpu_ar_params_t p) {
   block_done(p);
 }
 
-COLL_GPU_DEFINE_LAUNCHER(launch_typed, ring)
-
-int dispatch(const coll_gpu_ar_params_t &p, dim3 grid, dim3 block, cudaStream_t stream) {
-  COLL_GPU_DISPATCH(launch_typed, (int)cudaErrorInvalidValue, p.type, p.op, p, grid, block, stream);
-}
+COLL_GPU_DEFINE_LAUNCHER(ring)
 
 }  // namespace
 

@@ -74,12 +74,10 @@ __global__ void __launch_bounds__(kThreads) twoshot(coll_gpu_ar_params_t p) {
     for (size_t tile = (size_t)tid * kPack; tile < len; tile += stride * kUnroll) {
       uint4 v[kUnroll];
       int n[kUnroll];
+      tile_packs(tile, stride, len, n);
 #pragma unroll
-      for (int k = 0; k < kUnroll; ++k) {
-        const size_t i = tile + k * stride;
-        n[k] = i < len ? (int)coll_gpu_min(kPack, len - i) : 0;
-        if (n[k]) v[k] = load_pack<Aligned>(in + at + i, n[k]);
-      }
+      for (int k = 0; k < kUnroll; ++k)
+        if (n[k]) v[k] = load_pack<Aligned>(in + at + tile + k * stride, n[k]);
 #pragma unroll
       for (int k = 0; k < kUnroll; ++k)
         if (n[k]) store_pack<true>(dst + tile + k * stride, v[k], n[k]);
@@ -96,11 +94,7 @@ __global__ void __launch_bounds__(kThreads) twoshot(coll_gpu_ar_params_t p) {
     for (size_t tile = (size_t)tid * kPack; tile < len; tile += stride * kUnroll) {
       uint4 acc[kUnroll], v[kUnroll];
       int n[kUnroll];
-#pragma unroll
-      for (int k = 0; k < kUnroll; ++k) {
-        const size_t i = tile + k * stride;
-        n[k] = i < len ? (int)coll_gpu_min(kPack, len - i) : 0;
-      }
+      tile_packs(tile, stride, len, n);
       for (int s = 0; s < p.nranks; ++s) {
         const char *src = s == p.rank ? in + at : mine + L.ts(parity, 0, s) + off;
 #pragma unroll
@@ -136,12 +130,10 @@ __global__ void __launch_bounds__(kThreads) twoshot(coll_gpu_ar_params_t p) {
       for (size_t tile = (size_t)tid * kPack; tile < len; tile += stride * kUnroll) {
         uint4 v[kUnroll];
         int n[kUnroll];
+        tile_packs(tile, stride, len, n);
 #pragma unroll
-        for (int k = 0; k < kUnroll; ++k) {
-          const size_t i = tile + k * stride;
-          n[k] = i < len ? (int)coll_gpu_min(kPack, len - i) : 0;
-          if (n[k]) v[k] = load_peer_pack(src + i, n[k]);
-        }
+        for (int k = 0; k < kUnroll; ++k)
+          if (n[k]) v[k] = load_peer_pack(src + tile + k * stride, n[k]);
 #pragma unroll
         for (int k = 0; k < kUnroll; ++k)
           if (n[k]) store_out<T, Aligned>(out + at + tile + k * stride, v[k], n[k]);
@@ -151,11 +143,7 @@ __global__ void __launch_bounds__(kThreads) twoshot(coll_gpu_ar_params_t p) {
   block_done(p);
 }
 
-COLL_GPU_DEFINE_LAUNCHER(launch_typed, twoshot)
-
-int dispatch(const coll_gpu_ar_params_t &p, dim3 grid, dim3 block, cudaStream_t stream) {
-  COLL_GPU_DISPATCH(launch_typed, (int)cudaErrorInvalidValue, p.type, p.op, p, grid, block, stream);
-}
+COLL_GPU_DEFINE_LAUNCHER(twoshot)
 
 }  // namespace
 

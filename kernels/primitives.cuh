@@ -113,6 +113,17 @@ __device__ __forceinline__ void store_pack(char *p, uint4 v, int n) {
   for (int i = 0; i < n; ++i) p[i] = s[i];
 }
 
+// The bytes of each of this thread's packs in one tile of a block's range [0, len), 0 past its end. A
+// tile holds kUnroll packs per thread, interleaved so that each k is one coalesced sweep of the block;
+// stride is the block's threads times kPack, and pack k starts at tile + k * stride.
+__device__ __forceinline__ void tile_packs(size_t tile, size_t stride, size_t len, int (&n)[kUnroll]) {
+#pragma unroll
+  for (int k = 0; k < kUnroll; ++k) {
+    const size_t i = tile + k * stride;
+    n[k] = i < len ? (int)coll_gpu_min(kPack, len - i) : 0;
+  }
+}
+
 // 16 bytes that a peer wrote into our scratch: volatile loads, never an L1 line from an earlier use.
 __device__ __forceinline__ uint4 load_peer_pack(const char *p, int n) {
   uint4 v = make_uint4(0, 0, 0, 0);
@@ -207,16 +218,20 @@ int oneshot_blocks(const coll_gpu_ar_params_t &p);
 int twoshot_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream);
 int ring_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream);
 
-// Instantiates Kernel<T, Op, aligned> for the call's type and op and launches it.
-#define COLL_GPU_DEFINE_LAUNCHER(name, Kernel)                                                 \
-  template <typename T, typename Op>                                                           \
-  int name(const coll_gpu_ar_params_t &p, dim3 grid, dim3 block, cudaStream_t stream) {        \
-    bool aligned = ((uintptr_t)p.sendbuf % kPack) == 0 && ((uintptr_t)p.recvbuf % kPack) == 0; \
-    if (aligned)                                                                               \
-      Kernel<T, Op, true><<<grid, block, 0, stream>>>(p);                                      \
-    else                                                                                       \
-      Kernel<T, Op, false><<<grid, block, 0, stream>>>(p);                                     \
-    return (int)cudaGetLastError();                                                            \
+// Defines, in an algorithm's file, launch_typed<T, Op> (Kernel<T, Op, aligned> for the call's buffers)
+// and dispatch(), which picks it for the call's type and op.
+#define COLL_GPU_DEFINE_LAUNCHER(Kernel)                                                               \
+  template <typename T, typename Op>                                                                   \
+  int launch_typed(const coll_gpu_ar_params_t &p, dim3 grid, dim3 block, cudaStream_t stream) {        \
+    bool aligned = ((uintptr_t)p.sendbuf % kPack) == 0 && ((uintptr_t)p.recvbuf % kPack) == 0;         \
+    if (aligned)                                                                                       \
+      Kernel<T, Op, true><<<grid, block, 0, stream>>>(p);                                              \
+    else                                                                                               \
+      Kernel<T, Op, false><<<grid, block, 0, stream>>>(p);                                             \
+    return (int)cudaGetLastError();                                                                    \
+  }                                                                                                    \
+  int dispatch(const coll_gpu_ar_params_t &p, dim3 grid, dim3 block, cudaStream_t stream) {            \
+    COLL_GPU_DISPATCH(launch_typed, (int)cudaErrorInvalidValue, p.type, p.op, p, grid, block, stream); \
   }
 
 #endif  // __CUDACC__
