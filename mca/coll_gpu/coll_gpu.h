@@ -70,7 +70,7 @@ typedef struct {
 } mca_coll_gpu_module_t;
 
 /* mca_coll_gpu_module_t::engine_state and agree_state */
-enum { COLL_GPU_ENGINE_NONE = 0, COLL_GPU_ENGINE_READY, COLL_GPU_ENGINE_OFF /* unavailable or failed: stage */ };
+enum { COLL_GPU_STATE_NONE = 0, COLL_GPU_STATE_READY, COLL_GPU_STATE_OFF /* unavailable or failed: stage */ };
 
 OBJ_CLASS_DECLARATION(mca_coll_gpu_module_t);
 

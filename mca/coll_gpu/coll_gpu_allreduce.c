@@ -15,7 +15,7 @@ int mca_coll_gpu_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_
                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_ENGINE_OFF) mca_coll_gpu_allreduce_host(count, comm, m);
+    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_allreduce_host(count, comm, m);
     return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm, m->previous_allreduce_module);
   }
   int rc;

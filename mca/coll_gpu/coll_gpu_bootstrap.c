@@ -45,6 +45,12 @@ int coll_gpu_peers_exchange(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t
   return b->allgather(b->ctx, mine, peers, sizeof(*mine));
 }
 
+void coll_gpu_append_ranks(char *why, size_t len, const uint8_t *marked, int n) {
+  size_t at = strlen(why);
+  for (int r = 0; r < n && at + 8 < len; ++r)
+    if (marked[r]) at += (size_t)snprintf(why + at, len - at, " %d", r);
+}
+
 bool coll_gpu_peers_one_node(const coll_gpu_peer_t *peers, int size) {
   for (int r = 1; r < size; ++r)
     if (peers[r].host != peers[0].host) return false;

@@ -11,7 +11,6 @@
  */
 #include "mca/coll_gpu/coll_gpu_engine.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,13 +239,6 @@ int coll_gpu_engine_owns(const coll_gpu_engine_t *e, const coll_gpu_meminfo_t *m
   return mem->kind == COLL_GPU_MEM_DEVICE && mem->device == e->mem.device && mem->ctx == e->mem.ctx;
 }
 
-/* Names the ranks marked in missing[], into why. */
-static void name_missing(const uint8_t *missing, int n, char *why, size_t len) {
-  size_t at = strlen(why);
-  for (int r = 0; r < n && at + 8 < len; ++r)
-    if (missing[r]) at += (size_t)snprintf(why + at, len - at, " %d", r);
-}
-
 int coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf, size_t count,
                               coll_gpu_dtype_t type, coll_gpu_redop_t op, char *why, size_t why_len) {
   const size_t bytes = count * coll_gpu_dtype_size(type);
@@ -310,7 +302,7 @@ int coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *r
     for (int r = 0; r < COLL_GPU_MAX_RANKS; ++r) missing[r] = e->status->missing[r];
     say(why, why_len, "%s/%s, %zu bytes: no data within %.0f s from ranks", coll_gpu_algo_name(choice.algo),
         coll_gpu_proto_name(choice.proto), bytes, e->cfg.timeout_ns / 1e9);
-    name_missing(missing, e->nranks, why, why_len);
+    coll_gpu_append_ranks(why, why_len, missing, e->nranks);
     return COLL_GPU_ENGINE_ERROR;
   }
   return COLL_GPU_ENGINE_OK;

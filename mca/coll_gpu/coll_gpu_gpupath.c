@@ -153,13 +153,13 @@ bool mca_coll_gpu_gpupath_possible(struct ompi_communicator_t *comm) {
 /* The communicator's agreement, set up on first use (collective: every rank comes here in the same
  * MPI_Allreduce). NULL when it could not be set up, on every rank alike. */
 static coll_gpu_agree_t *agreement(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm) {
-  if (m->agree_state == COLL_GPU_ENGINE_NONE) {
+  if (m->agree_state == COLL_GPU_STATE_NONE) {
     bootstrap_ctx_t bctx = {comm, m};
     coll_gpu_bootstrap_t b = {ompi_comm_rank(comm), ompi_comm_size(comm), &bctx, bs_allgather, bs_bcast, bs_barrier};
     uint8_t id[COLL_GPU_UNIQUE_ID_BYTES];
     int rc = coll_gpu_unique_id(&b, id);
     if (rc == 0) rc = coll_gpu_agree_create(&b, id, &m->agree);
-    m->agree_state = rc == 0 ? COLL_GPU_ENGINE_READY : COLL_GPU_ENGINE_OFF;
+    m->agree_state = rc == 0 ? COLL_GPU_STATE_READY : COLL_GPU_STATE_OFF;
     if (rc != 0)
       COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
                    "comm %s: no path agreement segment (%s): allreduce on device buffers is staged", comm->c_name,
@@ -223,10 +223,10 @@ static int create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *c
   cfg.name = comm->c_name;
   char why[256];
   if (coll_gpu_engine_create(&b, &cfg, mem, &m->engine, why, sizeof(why)) == COLL_GPU_ENGINE_OK) {
-    m->engine_state = COLL_GPU_ENGINE_READY;
+    m->engine_state = COLL_GPU_STATE_READY;
     return 1;
   }
-  m->engine_state = COLL_GPU_ENGINE_OFF;
+  m->engine_state = COLL_GPU_STATE_OFF;
   COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT, "comm %s: no GPU allreduce (%s); device buffers are staged",
                comm->c_name, why);
   return 0;
@@ -234,7 +234,7 @@ static int create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *c
 
 /* A failure inside the GPU path: reported, and the communicator stages from now on. */
 static int gpu_failed(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, size_t bytes, const char *why) {
-  m->engine_state = m->agree_state = COLL_GPU_ENGINE_OFF;
+  m->engine_state = m->agree_state = COLL_GPU_STATE_OFF;
   opal_show_help("help-mpi-coll-gpu.txt", "gpu path failed", true, comm->c_name, ompi_comm_rank(comm), bytes, why,
                  mca_coll_gpu_component.timeout);
   return OMPI_ERROR;
@@ -244,13 +244,13 @@ int mca_coll_gpu_allreduce_gpu(const void *sbuf, void *rbuf, int count, struct o
                                struct ompi_op_t *op, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
                                int *rc) {
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
-  if (m->agree_state == COLL_GPU_ENGINE_OFF || count == 0) return 0;
+  if (m->agree_state == COLL_GPU_STATE_OFF || count == 0) return 0;
   coll_gpu_meminfo_t mem;
   coll_gpu_dtype_t type = COLL_GPU_NTYPES;
   coll_gpu_redop_t redop = COLL_GPU_NOPS;
   uint32_t mine = PATH_STAGE, all;
   /* no GPU path on this rank (it failed, or was told to stage): the others still get an answer */
-  if (m->engine_state != COLL_GPU_ENGINE_OFF && c->allreduce_algorithm != COLL_GPU_NALGOS)
+  if (m->engine_state != COLL_GPU_STATE_OFF && c->allreduce_algorithm != COLL_GPU_NALGOS)
     mine = (uint32_t)local_path(sbuf, rbuf, dtype, op, m, &mem, &type, &redop);
   char why[256];
   size_t dsize = 0;
@@ -263,10 +263,8 @@ int mca_coll_gpu_allreduce_gpu(const void *sbuf, void *rbuf, int count, struct o
     if (a == NULL) return 0;
     uint8_t missing[COLL_GPU_MAX_RANKS] = {0};
     if (coll_gpu_agree(a, mine, (uint64_t)c->timeout * 1000000000ULL, &all, missing) != 0) {
-      size_t at =
-          (size_t)snprintf(why, sizeof(why), "no answer within %d s on the path of the call from ranks", c->timeout);
-      for (int r = 0; r < ompi_comm_size(comm) && at + 8 < sizeof(why); ++r)
-        if (missing[r]) at += (size_t)snprintf(why + at, sizeof(why) - at, " %d", r);
+      snprintf(why, sizeof(why), "no answer within %d s on the path of the call from ranks", c->timeout);
+      coll_gpu_append_ranks(why, sizeof(why), missing, ompi_comm_size(comm));
       *rc = gpu_failed(m, comm, bytes, why);
       return 1;
     }

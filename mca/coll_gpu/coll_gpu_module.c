@@ -17,9 +17,9 @@ static void module_construct(mca_coll_gpu_module_t *m) {
   COLL_GPU_FOREACH(COLL_GPU_CLEAR)
 #undef COLL_GPU_CLEAR
   m->engine = NULL;
-  m->engine_state = COLL_GPU_ENGINE_NONE;
+  m->engine_state = COLL_GPU_STATE_NONE;
   m->agree = NULL;
-  m->agree_state = COLL_GPU_ENGINE_NONE;
+  m->agree_state = COLL_GPU_STATE_NONE;
 }
 
 static void module_destruct(mca_coll_gpu_module_t *m) {
@@ -70,7 +70,7 @@ mca_coll_base_module_t *mca_coll_gpu_comm_query(struct ompi_communicator_t *comm
   if (m == NULL) return NULL;
   *priority = mca_coll_gpu_component.priority;
   m->super.coll_module_enable = module_enable;
-  if (!mca_coll_gpu_gpupath_possible(comm)) m->engine_state = m->agree_state = COLL_GPU_ENGINE_OFF;
+  if (!mca_coll_gpu_gpupath_possible(comm)) m->engine_state = m->agree_state = COLL_GPU_STATE_OFF;
 #define COLL_GPU_INSTALL(name)                \
   m->super.coll_##name = mca_coll_gpu_##name; \
   m->super.coll_i##name = mca_coll_gpu_i##name;
