@@ -104,10 +104,11 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                 "host memory and the next coll component). A forced algorithm that does not fit the message "
                 "falls back to auto",
                 algorithms, -1, &c->allreduce_algorithm);
-  register_enum("allreduce_protocol",
-                "Protocol of MPI_Allreduce on device buffers: auto, LL (flags travel with the data: one-shot) or "
-                "Simple (bulk data, fence, flag: two-shot and ring). Restricts the algorithms auto chooses from",
-                protocols, -1, &c->allreduce_protocol);
+  register_enum(
+      "allreduce_protocol",
+      "Protocol of MPI_Allreduce on device buffers: auto, LL (flags travel with the data: one-shot) or "
+      "Simple (bulk data, then a release flag: two-shot and ring). Restricts the algorithms auto chooses from",
+      protocols, -1, &c->allreduce_protocol);
   register_int("nchannels",
                "Thread blocks of the two-shot allreduce and channels (one block each) of the ring; 0 lets the "
                "tuning model choose by size. The ring takes at most coll_gpu_max_channels",
@@ -162,8 +163,9 @@ int mca_coll_gpu_register_params(void) {
                "wrap (tuned 30, sync 50, self 75)",
                DEFAULT_PRIORITY, 0, 100, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, &c->priority);
   register_int("verbose",
-               "Verbosity of coll/gpu (0-100): 0 silent, 1 warnings, 10 info (one line per communicator), 50 debug "
-               "(each staged collective), 100 trace (each staged buffer)",
+               "Verbosity of coll/gpu (0-100): 0 silent, 1 warnings, 10 info (one line per communicator, the GPU "
+               "allreduce set-up and its channels), 50 debug (each staged collective), 100 trace (each staged "
+               "buffer, each GPU allreduce's algorithm)",
                0, 0, 100, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &c->verbose);
 
   c->verbose_subsys = "all";
