@@ -70,7 +70,13 @@ mca_coll_base_module_t *mca_coll_gpu_comm_query(struct ompi_communicator_t *comm
   if (m == NULL) return NULL;
   *priority = mca_coll_gpu_component.priority;
   m->super.coll_module_enable = module_enable;
-  if (!mca_coll_gpu_gpupath_possible(comm)) m->engine_state = m->agree_state = COLL_GPU_STATE_OFF;
+  if (!mca_coll_gpu_gpupath_possible(comm)) {
+    m->engine_state = m->agree_state = COLL_GPU_STATE_OFF;
+    COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
+                 "comm %s (cid %d) size %d: no GPU allreduce (it needs 2 to %d ranks on one node): allreduce on "
+                 "device buffers is staged",
+                 comm->c_name, comm->c_contextid, ompi_comm_size(comm), COLL_GPU_MAX_RANKS);
+  }
 #define COLL_GPU_INSTALL(name)                \
   m->super.coll_##name = mca_coll_gpu_##name; \
   m->super.coll_i##name = mca_coll_gpu_i##name;
