@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 #define COLL_GPU_MAX_RANKS 8     /* intra-node peers: the NVSwitch nodes this targets have 8 GPUs */
-#define COLL_GPU_MAX_CHANNELS 32 /* as NCCL's MAXCHANNELS on sm_90 */
+#define COLL_GPU_MAX_CHANNELS 64 /* ring channels, one block each: half the SMs of an H200 */
 
 /* Element types the kernels reduce. Signed and unsigned integers differ only in MAX and MIN. */
 typedef enum {

@@ -113,10 +113,11 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                "Thread blocks of the two-shot allreduce and channels (one block each) of the ring; 0 lets the "
                "tuning model choose by size. The ring takes at most coll_gpu_max_channels",
                0, 0, 2 * COLL_GPU_MAX_CHANNELS, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->nchannels);
-  /* 32 channels of 512 KiB slots: 226 GB/s ring bus bandwidth at 1 GiB on 2 H200, against 99 GB/s with
-   * 16 channels of 128 KiB (contrib/device-run.sh sweep); each rank allocates channels x 8 x slot bytes */
+  /* 64 channels of 512 KiB slots: 311-316 GB/s ring bus bandwidth at 1 GiB on 2 H200 (NCCL 325-328 in the
+   * same runs), against 224 with 32 channels and 99 with 16 channels of 128 KiB; each rank allocates
+   * channels x 8 x slot bytes */
   register_int("max_channels",
-               "Ring channels (one thread block each) each communicator allocates FIFOs for (1-32); each takes "
+               "Ring channels (one thread block each) each communicator allocates FIFOs for (1-64); each takes "
                "8 x coll_gpu_ring_slot_bytes of device memory per rank",
                COLL_GPU_MAX_CHANNELS, 1, COLL_GPU_MAX_CHANNELS, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
                &c->max_channels);
