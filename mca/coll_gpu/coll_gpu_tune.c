@@ -8,14 +8,18 @@
 #include "mca/coll_gpu/coll_gpu_tune.h"
 
 /* Constants from the benchmark on 2 H200 (coll_gpu_allreduce_bench, launch cost of ~11 us taken out):
- * two-shot moved 4 MiB in ~40 us, the ring (32 channels, 512 KiB slots) 16 MiB in ~89 us and 1 GiB
- * at 226 GB/s bus bandwidth; LL one-shot stays within 3 us of its 8-byte time up to 128 KiB. */
+ * two-shot (a block per 16 KiB) moved 4 MiB in ~22 us and 8 MiB in ~37; the ring (64 channels, 512 KiB
+ * slots) 8 MiB in ~43 us, 16 MiB in ~70 and 1 GiB at 311-316 GB/s bus bandwidth; LL one-shot stays
+ * within 3 us of its 8-byte time up to 128 KiB. */
 #define FLAG_US 0.7      /* one flag round: write into a peer, seen there */
 #define LL_BW 150e3      /* bytes/us of LL data: half of each line is flags */
-#define SIMPLE_BW 105e3  /* bytes/us of the two-shot kernel's bus traffic */
-#define RING_BW 230e3    /* bytes/us of the ring's bus traffic at large sizes */
-#define RING_STEP_US 4.0 /* per dependent ring step: wait, barrier, data, release, seen by the next rank */
-#define TWOSHOT_BLOCK_BYTES (64 << 10) /* two-shot: a block per 64 KiB of message (an SM moves ~30 GB/s) */
+#define SIMPLE_BW 220e3  /* bytes/us of the two-shot kernel's bus traffic */
+#define RING_BW 310e3    /* bytes/us of the ring's bus traffic at large sizes */
+#define RING_STEP_US 8.0 /* per dependent ring step: wait, barrier, data, release, seen by the next rank */
+/* two-shot: a block per 16 KiB of message. Blocks are latency-bound (each waits for its peers' flags), so
+ * more of them pay: on 2 H200, 512 KiB took 21 us with 32 blocks against 33 with 8, 1 MiB 23.5 us with 64
+ * against 33 with 16, 2-8 MiB 2-4% less again with 128 than with 64 */
+#define TWOSHOT_BLOCK_BYTES (16 << 10)
 #define TWOSHOT_MAX_BLOCKS (2 * COLL_GPU_MAX_CHANNELS) /* the flags and done words it has */
 
 coll_gpu_proto_t coll_gpu_algo_proto(coll_gpu_algo_t algo) {

@@ -86,7 +86,7 @@ TEST(Tune, ChannelsForcedAndBounded) {
   EXPECT_EQ(c.max_channels, coll_gpu_tune_choose(&c, 4, 1ul << 30).nchannels);  // the ring's FIFOs
   EXPECT_EQ(32, coll_gpu_tune_choose(&c, 4, 1 << 20).nchannels);                // two-shot: 32 blocks
   c.nchannels = 0;
-  EXPECT_EQ(16, coll_gpu_tune_choose(&c, 8, 1 << 20).nchannels);  // two-shot: a block per 64 KiB
+  EXPECT_EQ(64, coll_gpu_tune_choose(&c, 8, 1 << 20).nchannels);  // two-shot: a block per 16 KiB
 }
 
 // Every part of the scratch lies inside it, the parts do not overlap, and they grow with the sizes.
