@@ -1,0 +1,285 @@
+// Topology: NCCL-format XML fixtures (test/data) read into the system graph; GPU path types; the rings
+// the search picks, checked against what a topology expert would defend; the write -> read round trip;
+// and errors that name the line of a malformed file.
+#include <gtest/gtest.h>
+#include <stdio.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "topo/topo.h"
+
+namespace {
+
+struct Topo {
+  topo_xml_node_t *xml = nullptr;
+  topo_system_t *sys = nullptr;
+  topo_rings_t rings{};
+  std::string err;
+  explicit Topo(const std::string &name) {
+    char e[512] = "";
+    const std::string path = std::string(COLL_GPU_TEST_DATA) + "/" + name;
+    if (topo_xml_load(path.c_str(), &xml, e, sizeof(e)) != 0 ||
+        topo_system_build(xml, name.c_str(), &sys, e, sizeof(e)) != 0 ||
+        topo_search_rings(sys, &rings, e, sizeof(e)) != 0)
+      err = e;
+  }
+  ~Topo() {
+    topo_system_free(sys);
+    topo_xml_free(xml);
+  }
+  int n() const { return topo_ngpus(sys); }
+  topo_path_t hop(int r, int k) const { return topo_path(sys, rings.order[r][k], rings.order[r][(k + 1) % n()]); }
+};
+
+// Every ring visits every GPU once.
+void expect_rings_cover(const Topo &t) {
+  ASSERT_GE(t.rings.nrings, 1);
+  for (int r = 0; r < t.rings.nrings; ++r) {
+    std::set<int> seen(t.rings.order[r], t.rings.order[r] + t.n());
+    EXPECT_EQ((size_t)t.n(), seen.size()) << "ring " << r;
+    EXPECT_EQ(0, t.rings.order[r][0]);
+    EXPECT_GT(t.rings.speed[r], 0);
+  }
+}
+
+std::string parse_error(const std::string &text) {
+  topo_xml_node_t *root = nullptr;
+  char e[512] = "";
+  topo_system_t *s = nullptr;
+  if (topo_xml_parse(text.data(), text.size(), "bad.xml", &root, e, sizeof(e)) == 0) {
+    if (topo_system_build(root, "bad.xml", &s, e, sizeof(e)) == 0) {
+      topo_system_free(s);
+      e[0] = '\0';
+    }
+    topo_xml_free(root);
+  }
+  return e;
+}
+
+const char *kGpu = "<pci busid=\"0000:01:00.0\" class=\"0x030200\"><gpu dev=\"0\" sm=\"90\"/></pci>";
+
+}  // namespace
+
+TEST(Topo, NVSwitchNode) {
+  Topo t("nvswitch8_h200.xml");
+  ASSERT_EQ("", t.err);
+  ASSERT_EQ(8, t.n());
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(18, topo_gpu_nvlinks(t.sys, i));
+    for (int j = 0; j < 8; ++j) {
+      const topo_path_t p = topo_path(t.sys, i, j);
+      EXPECT_EQ(i == j ? TOPO_PATH_LOC : TOPO_PATH_NVL, p.type) << i << "->" << j;
+      if (i != j) {
+        EXPECT_NEAR(18 * 20.6, p.bw, 1e-9);
+      }
+    }
+  }
+  // one ring takes all of every GPU's NVSwitch bandwidth; in GPU order, the first among equals
+  expect_rings_cover(t);
+  ASSERT_EQ(1, t.rings.nrings);
+  EXPECT_NEAR(18 * 20.6, t.rings.speed[0], 1e-9);
+  for (int k = 0; k < 8; ++k) EXPECT_EQ(k, t.rings.order[0][k]);
+}
+
+TEST(Topo, HybridCubeMeshRingsStayOnNVLink) {
+  Topo t("dgx1_v100.xml");
+  ASSERT_EQ("", t.err);
+  ASSERT_EQ(8, t.n());
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(6, topo_gpu_nvlinks(t.sys, i));
+  EXPECT_EQ(TOPO_PATH_NVL, topo_path(t.sys, 0, 3).type);
+  EXPECT_NEAR(40, topo_path(t.sys, 0, 3).bw, 1e-9);  // two links
+  EXPECT_EQ(TOPO_PATH_NVB, topo_path(t.sys, 0, 5).type);
+  expect_rings_cover(t);
+  // the first ring runs on doubled links only; every hop of every ring is a direct NVLink
+  EXPECT_NEAR(40, t.rings.speed[0], 1e-9);
+  EXPECT_GE(t.rings.nrings, 2);
+  for (int r = 0; r < t.rings.nrings; ++r)
+    for (int k = 0; k < 8; ++k) EXPECT_EQ(TOPO_PATH_NVL, t.hop(r, k).type) << "ring " << r << " hop " << k;
+}
+
+TEST(Topo, PCIeTwoSocketsCrossTwice) {
+  Topo t("pcie8_2socket.xml");
+  ASSERT_EQ("", t.err);
+  ASSERT_EQ(8, t.n());
+  EXPECT_EQ(TOPO_PATH_PIX, topo_path(t.sys, 0, 1).type);
+  EXPECT_EQ(TOPO_PATH_PHB, topo_path(t.sys, 0, 2).type);
+  EXPECT_EQ(TOPO_PATH_SYS, topo_path(t.sys, 0, 4).type);
+  expect_rings_cover(t);
+  for (int r = 0; r < t.rings.nrings; ++r) {
+    int sys = 0, pix = 0;
+    for (int k = 0; k < 8; ++k) {
+      sys += t.hop(r, k).type == TOPO_PATH_SYS;
+      pix += t.hop(r, k).type == TOPO_PATH_PIX;
+    }
+    EXPECT_EQ(2, sys) << "ring " << r << ": the fewest socket crossings";
+    EXPECT_EQ(4, pix) << "ring " << r << ": GPUs of one switch next to each other";
+  }
+}
+
+TEST(Topo, BridgedPairsAdjacent) {
+  Topo t("pcie4_nvbridge.xml");
+  ASSERT_EQ("", t.err);
+  ASSERT_EQ(4, t.n());
+  expect_rings_cover(t);
+  for (int r = 0; r < t.rings.nrings; ++r) {
+    int nvl = 0;
+    for (int k = 0; k < 4; ++k) {
+      const int a = topo_gpu_label(t.sys, t.rings.order[r][k]),
+                b = topo_gpu_label(t.sys, t.rings.order[r][(k + 1) % 4]);
+      const bool bridged = (a / 2 == b / 2);  // ranks 0-1 and 2-3 share a bridge
+      EXPECT_EQ(bridged, t.hop(r, k).type == TOPO_PATH_NVL);
+      nvl += bridged;
+    }
+    EXPECT_EQ(2, nvl) << "ring " << r << ": both bridges in the ring";
+  }
+}
+
+TEST(Topo, VendorPlacementOnly) {
+  Topo t("vendor_pci_only.xml");
+  ASSERT_EQ("", t.err);
+  ASSERT_EQ(8, t.n());
+  EXPECT_STREQ("0001:00:05.0", topo_gpu_busid(t.sys, 5));
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(0, topo_gpu_nvlinks(t.sys, i));
+    EXPECT_EQ(i, topo_gpu_label(t.sys, i));
+    for (int j = 0; j < 8; ++j)
+      if (i != j) {
+        EXPECT_GE(topo_path(t.sys, i, j).type, TOPO_PATH_PIX);
+      }
+  }
+  expect_rings_cover(t);
+}
+
+// write -> read gives the same text, paths and rings (for every fixture)
+TEST(Topo, WriteReadRoundTrip) {
+  for (const char *name :
+       {"nvswitch8_h200.xml", "dgx1_v100.xml", "pcie8_2socket.xml", "pcie4_nvbridge.xml", "vendor_pci_only.xml"}) {
+    Topo a(name);
+    ASSERT_EQ("", a.err) << name;
+    char *text1 = nullptr, *text2 = nullptr;
+    size_t len1 = 0, len2 = 0;
+    FILE *f = open_memstream(&text1, &len1);
+    ASSERT_EQ(0, topo_xml_write(a.xml, f));
+    fclose(f);
+    topo_xml_node_t *root = nullptr;
+    topo_system_t *sys = nullptr;
+    char e[512] = "";
+    ASSERT_EQ(0, topo_xml_parse(text1, len1, "dump", &root, e, sizeof(e))) << e;
+    f = open_memstream(&text2, &len2);
+    ASSERT_EQ(0, topo_xml_write(root, f));
+    fclose(f);
+    EXPECT_EQ(std::string(text1, len1), std::string(text2, len2)) << name;
+    ASSERT_EQ(0, topo_system_build(root, "dump", &sys, e, sizeof(e))) << e;
+    topo_rings_t rings;
+    ASSERT_EQ(0, topo_search_rings(sys, &rings, e, sizeof(e)));
+    ASSERT_EQ(a.n(), topo_ngpus(sys));
+    for (int i = 0; i < a.n(); ++i)
+      for (int j = 0; j < a.n(); ++j) {
+        EXPECT_EQ(topo_path(a.sys, i, j).type, topo_path(sys, i, j).type);
+        EXPECT_EQ(topo_path(a.sys, i, j).bw, topo_path(sys, i, j).bw);
+      }
+    ASSERT_EQ(a.rings.nrings, rings.nrings);
+    for (int r = 0; r < rings.nrings; ++r)
+      for (int k = 0; k < a.n(); ++k) EXPECT_EQ(a.rings.order[r][k], rings.order[r][k]);
+    topo_system_free(sys);
+    topo_xml_free(root);
+    free(text1);
+    free(text2);
+  }
+}
+
+TEST(Topo, EntitiesReadAndWritten) {
+  const std::string text = "<system version=\"1\"><cpu numaid=\"0\" vendor=\"A&amp;B &quot;x&quot;\">" +
+                           std::string(kGpu) + "</cpu></system>";
+  topo_xml_node_t *root = nullptr;
+  char e[256];
+  ASSERT_EQ(0, topo_xml_parse(text.data(), text.size(), "t", &root, e, sizeof(e))) << e;
+  EXPECT_STREQ("A&B \"x\"", topo_xml_attr(root->children[0], "vendor"));
+  char *out = nullptr;
+  size_t len = 0;
+  FILE *f = open_memstream(&out, &len);
+  topo_xml_write(root, f);
+  fclose(f);
+  EXPECT_NE(std::string::npos, std::string(out, len).find("vendor=\"A&amp;B &quot;x&quot;\""));
+  free(out);
+  topo_xml_free(root);
+}
+
+// Each malformed input is refused with its line and what is wrong.
+TEST(Topo, MalformedFilesNameTheLine) {
+  const std::string g = kGpu;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"<system version=\"1\">\n<cpu numaid=\"0\">\n", "bad.xml:3: <cpu> of line 2 is not closed"},
+      {"<system version=\"1\">\n<cpu numaid=\"0\">\n</pci>\n", "bad.xml:3: </pci> closes <cpu> of line 2"},
+      {"<system version=1>", "bad.xml:1: expected a quoted attribute value"},
+      {"<system version=\"1\" version=\"1\"/>", "bad.xml:1: attribute version given twice in <system>"},
+      {"<system a=\"&nbsp;\"/>", "bad.xml:1: unknown entity in an attribute value"},
+      {"<system version=\"1\">\ntext\n</system>", "bad.xml:2: unexpected text outside a tag"},
+      {"<system/>\n<system/>", "bad.xml:2: a second root element <system>"},
+      {"<!-- open", "bad.xml:1: unterminated comment"},
+      {"", "bad.xml:1: no element"},
+      {"<topology/>", "bad.xml:1: the root element is <topology>, not <system>"},
+      {"<system version=\"2\"/>", "bad.xml:1: <system version=\"2\">: expected an integer from 1 to 1"},
+      {"<system version=\"1\"><cpu numaid=\"0\"/></system>", "bad.xml:1: no GPU"},
+      {"<system version=\"1\">\n<cpu numaid=\"0\">\n<pci busid=\"0000:01:00.0\" class=\"0x030200\">\n<gpu dev=\"0\">\n"
+       "<nvlink target=\"0000:99:00.0\" count=\"2\" tclass=\"0x030200\"/>\n</gpu></pci></cpu></system>",
+       "bad.xml:5: <nvlink target=\"0000:99:00.0\">: neither a GPU of this file nor an NVSwitch"},
+      {"<system version=\"1\"><cpu numaid=\"0\">\n<pci busid=\"0000:01:00.0\" class=\"0x030200\" link_width=\"99\"/>"
+       "</cpu></system>",
+       "bad.xml:2: <pci link_width=\"99\">: expected an integer from 1 to 32"},
+      {"<system version=\"1\"><cpu numaid=\"0\">\n<pci class=\"0x030200\"/></cpu></system>",
+       "bad.xml:2: <pci> without busid"},
+      {"<system version=\"1\"><cpu numaid=\"0\">\n<gpu dev=\"0\"/></cpu></system>",
+       "bad.xml:2: <gpu> outside a <pci> element"},
+      {"<system version=\"1\"><cpu numaid=\"0\">" + g +
+           "\n<pci busid=\"0000:01:00.0\" class=\"0x030200\" link_speed=\"fast\"/>"
+           "</cpu></system>",
+       "bad.xml:2: <pci link_speed=\"fast\">: expected a rate"},
+  };
+  for (const auto &c : cases) {
+    const std::string e = parse_error(c.first);
+    EXPECT_EQ(0u, e.find(c.second)) << "input: " << c.first << "\nerror: " << e;
+  }
+}
+
+TEST(Topo, BoundsAreEnforced) {
+  std::string deep = "<system version=\"1\">";
+  for (int i = 0; i < TOPO_XML_MAX_DEPTH + 1; ++i) deep += "<pci busid=\"x\">";
+  EXPECT_NE(std::string::npos, parse_error(deep).find("nested deeper than"));
+  std::string many = "<system version=\"1\">";
+  for (int i = 0; i < TOPO_XML_MAX_NODES + 1; ++i) many += "<x/>";
+  many += "</system>";
+  EXPECT_NE(std::string::npos, parse_error(many).find("more than 4096 elements"));
+  EXPECT_NE(std::string::npos, parse_error("<system a=\"" + std::string(300, 'v') + "\"/>").find("longer than 255"));
+  std::string attrs = "<system";
+  for (int i = 0; i <= TOPO_XML_MAX_ATTRS; ++i) attrs += " a" + std::to_string(i) + "=\"1\"";
+  EXPECT_NE(std::string::npos, parse_error(attrs + "/>").find("more than 32 attributes"));
+  EXPECT_NE(std::string::npos, parse_error(std::string(TOPO_XML_MAX_BYTES + 1, ' ')).find("larger than"));
+  topo_xml_node_t *root = nullptr;
+  char e[256];
+  EXPECT_EQ(-1, topo_xml_load("/nonexistent/topo.xml", &root, e, sizeof(e)));
+  EXPECT_STREQ("/nonexistent/topo.xml: cannot open it", e);
+}
+
+// More GPUs than the exhaustive search takes: an error, not hours of search.
+TEST(Topo, SearchBounded) {
+  std::string text = "<system version=\"1\"><cpu numaid=\"0\">";
+  for (int i = 0; i < TOPO_SEARCH_MAX_GPUS + 1; ++i) {
+    char busid[32];
+    snprintf(busid, sizeof(busid), "0000:%02x:00.0", i + 1);
+    text += std::string("<pci busid=\"") + busid + "\" class=\"0x030200\"/>";
+  }
+  text += "</cpu></system>";
+  topo_xml_node_t *root = nullptr;
+  topo_system_t *sys = nullptr;
+  char e[256];
+  ASSERT_EQ(0, topo_xml_parse(text.data(), text.size(), "t", &root, e, sizeof(e))) << e;
+  ASSERT_EQ(0, topo_system_build(root, "t", &sys, e, sizeof(e))) << e;
+  topo_rings_t rings;
+  EXPECT_EQ(-1, topo_search_rings(sys, &rings, e, sizeof(e)));
+  EXPECT_STREQ("11 GPUs: the ring search takes at most 10 per node", e);
+  topo_system_free(sys);
+  topo_xml_free(root);
+}

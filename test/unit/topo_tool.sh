@@ -1,0 +1,26 @@
+#!/bin/sh
+# coll_gpu_topo on the fixtures: rings printed as "Channel NN/MM : g0 ... gn-1", GPUs named by rank
+# (else index), the dump read back to the same output, and a malformed file refused with its line.
+set -u
+data=${srcdir:-.}/test/data
+tool=./coll_gpu_topo
+fail=0
+check() { # what, command output, pattern
+  if printf '%s\n' "$2" | grep -Eq "$3"; then echo "ok: $1"; else echo "FAIL: $1"; printf '%s\n' "$2"; fail=1; fi
+}
+out=$($tool --xml "$data/nvswitch8_h200.xml")
+check "NVSwitch ring" "$out" '^Channel 00/01 : 0 1 2 3 4 5 6 7$'
+out=$($tool --xml "$data/pcie4_nvbridge.xml")
+check "bridged pairs named by rank" "$out" '^Channel 00/02 : 0 2 3 1$'
+tmp=${TMPDIR:-/tmp}/coll_gpu_topo.$$
+$tool --xml "$data/dgx1_v100.xml" --dump "$tmp.xml" >"$tmp.a"
+$tool --xml "$tmp.xml" | sed "s|^$tmp.xml:|$data/dgx1_v100.xml:|" >"$tmp.b"
+if cmp -s "$tmp.a" "$tmp.b"; then echo "ok: dump read back"; else echo "FAIL: dump read back differs"; fail=1; fi
+printf '<system version="1">\n  <cpu numaid="0">\n    <pci busid="0000:01:00.0" class="0x030200">\n  </cpu>\n</system>\n' >"$tmp.bad"
+out=$($tool --xml "$tmp.bad" 2>&1)
+status=$?
+check "malformed file: status 1 and its line" "$status $out" "^1 coll_gpu_topo: $tmp.bad:4: </cpu> closes <pci> of line 3"
+$tool >/dev/null 2>&1
+[ $? -eq 2 ] && echo "ok: no --xml is a usage error" || { echo "FAIL: no --xml"; fail=1; }
+rm -f "$tmp.xml" "$tmp.a" "$tmp.b" "$tmp.bad"
+exit $fail

@@ -1,0 +1,449 @@
+/*
+ * The system graph, GPU paths and ring search (topo.h).
+ *
+ * Nodes form the PCI tree under each CPU (a <pci> element's node hangs below its parent's); GPUs are
+ * PCI endpoints; NVSwitches hang off the GPUs that list them. Links are directed, one per direction,
+ * so that a ring, which sends one way around, uses up each direction on its own.
+ */
+#include "topo/topo.h"
+
+#include <ctype.h>
+#include <float.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_NODES 512
+#define MAX_EDGES 2048
+#define MAX_PATH_EDGES (2 * TOPO_XML_MAX_DEPTH + 3)
+#define NVLINK_BW 20.0      /* GB/s per NVLink per direction (NCCL: SM70 and SM80) */
+#define NVLINK_BW_SM90 20.6 /* NCCL's figure from Hopper on */
+#define PCI_BW_DEFAULT 24.0 /* Gen4 x16, when the file gives no speed */
+#define SYS_BW 10.0         /* between two CPUs */
+#define NVSWITCH_TCLASS 0x068000
+
+typedef enum { N_CPU, N_PCI, N_GPU, N_NIC, N_NVS } node_type_t;
+typedef enum { E_NVL, E_PCI, E_SYS } edge_kind_t;
+
+typedef struct {
+  node_type_t type;
+  int parent; /* in the PCI tree; -1 for CPUs and NVSwitches */
+  int cpu;    /* the CPU whose tree holds it */
+  int gpu;    /* GPU index, or -1 */
+  char busid[TOPO_XML_MAX_VALUE];
+} node_t;
+
+typedef struct {
+  int from, to;
+  double cap;
+  edge_kind_t kind;
+} edge_t;
+
+typedef struct {
+  topo_path_type_t type;
+  double bw;
+  int nedges;
+  int edges[MAX_PATH_EDGES];
+} path_t;
+
+typedef struct {
+  int node;
+  int label;
+  int nvlinks;
+  int sm;
+  const topo_xml_node_t *xml; /* its <gpu> element, NULL in a placement-only file */
+} gpu_t;
+
+struct topo_system {
+  int nnodes, nedges, ngpus;
+  node_t nodes[MAX_NODES];
+  edge_t edges[MAX_EDGES];
+  gpu_t gpus[TOPO_MAX_GPUS];
+  path_t paths[TOPO_MAX_GPUS][TOPO_MAX_GPUS];
+};
+
+typedef struct {
+  topo_system_t *s;
+  const char *file;
+  char *err;
+  size_t errlen;
+} builder_t;
+
+static int fail(builder_t *b, const topo_xml_node_t *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(builder_t *b, const topo_xml_node_t *at, const char *fmt, ...) {
+  int n = snprintf(b->err, b->errlen, "%s:%d: ", b->file, at != NULL ? at->line : 0);
+  va_list ap;
+  va_start(ap, fmt);
+  if (n >= 0 && (size_t)n < b->errlen) vsnprintf(b->err + n, b->errlen - (size_t)n, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+const char *topo_path_name(topo_path_type_t t) {
+  static const char *names[] = {"LOC", "NVL", "NVB", "PIX", "PXB", "PHB", "SYS"};
+  return t >= 0 && t < TOPO_PATH_NTYPES ? names[t] : "?";
+}
+
+static void lower_copy(char *dst, const char *src) {
+  size_t i = 0;
+  for (; src[i] && i + 1 < TOPO_XML_MAX_VALUE; ++i) dst[i] = (char)tolower((unsigned char)src[i]);
+  dst[i] = '\0';
+}
+
+/* An integer attribute: 0 when absent (*v = def), -1 when malformed or out of [lo, hi]. */
+static int int_attr(builder_t *b, const topo_xml_node_t *n, const char *key, long def, long lo, long hi, long *v) {
+  const char *s = topo_xml_attr(n, key);
+  *v = def;
+  if (s == NULL) return 0;
+  char *end;
+  *v = strtol(s, &end, 0);
+  if (end == s || *end != '\0' || *v < lo || *v > hi)
+    return fail(b, n, "<%s %s=\"%s\">: expected an integer from %ld to %ld", n->name, key, s, lo, hi);
+  return 0;
+}
+
+static int add_node(builder_t *b, const topo_xml_node_t *at, node_type_t type, int parent, int cpu, const char *busid) {
+  topo_system_t *s = b->s;
+  if (s->nnodes == MAX_NODES) return fail(b, at, "more than %d devices", MAX_NODES);
+  node_t *n = &s->nodes[s->nnodes];
+  n->type = type;
+  n->parent = parent;
+  n->cpu = cpu;
+  n->gpu = -1;
+  lower_copy(n->busid, busid != NULL ? busid : "");
+  return s->nnodes++;
+}
+
+static int add_edge(builder_t *b, const topo_xml_node_t *at, int from, int to, double cap, edge_kind_t kind) {
+  topo_system_t *s = b->s;
+  if (s->nedges == MAX_EDGES) return fail(b, at, "more than %d links", MAX_EDGES);
+  s->edges[s->nedges++] = (edge_t){from, to, cap, kind};
+  return 0;
+}
+
+static int find_edge(const topo_system_t *s, int from, int to, edge_kind_t kind) {
+  for (int e = 0; e < s->nedges; ++e)
+    if (s->edges[e].from == from && s->edges[e].to == to && s->edges[e].kind == kind) return e;
+  return -1;
+}
+
+/* The link from a <pci> element to its parent: width x GT/s x 0.75 / 8 GB/s (NCCL's PCIe efficiency). */
+static int pci_bw(builder_t *b, const topo_xml_node_t *n, double *bw) {
+  const char *speed = topo_xml_attr(n, "link_speed");
+  long width;
+  if (int_attr(b, n, "link_width", 16, 1, 32, &width) != 0) return -1;
+  *bw = PCI_BW_DEFAULT;
+  if (speed == NULL) return 0;
+  char *end;
+  const double gts = strtod(speed, &end);
+  if (end == speed || gts <= 0 || gts > 1000)
+    return fail(b, n, "<pci link_speed=\"%s\">: expected a rate such as \"16.0 GT/s PCIe\"", speed);
+  *bw = (double)width * gts * 0.75 / 8;
+  return 0;
+}
+
+static int walk(builder_t *b, const topo_xml_node_t *x, int parent, int cpu);
+
+/* A <pci> element below node `parent`. */
+static int add_pci(builder_t *b, const topo_xml_node_t *x, int parent, int cpu) {
+  const char *busid = topo_xml_attr(x, "busid");
+  if (busid == NULL) return fail(b, x, "<pci> without busid");
+  long cls;
+  if (int_attr(b, x, "class", 0x060400, 0, 0xffffff, &cls) != 0) return -1;
+  double bw;
+  if (pci_bw(b, x, &bw) != 0) return -1;
+  node_type_t type = (cls >> 16) == 0x03 ? N_GPU : (cls >> 16) == 0x02 ? N_NIC : N_PCI;
+  int id = add_node(b, x, type, parent, cpu, busid);
+  if (id < 0) return -1;
+  if (add_edge(b, x, id, parent, bw, E_PCI) != 0 || add_edge(b, x, parent, id, bw, E_PCI) != 0) return -1;
+  if (type == N_GPU) {
+    topo_system_t *s = b->s;
+    if (s->ngpus == TOPO_MAX_GPUS) return fail(b, x, "more than %d GPUs", TOPO_MAX_GPUS);
+    gpu_t *g = &s->gpus[s->ngpus];
+    g->node = id;
+    g->label = s->ngpus;
+    g->sm = 0;
+    g->xml = NULL;
+    s->nodes[id].gpu = s->ngpus++;
+    for (int i = 0; i < x->nchildren; ++i) {
+      const topo_xml_node_t *c = x->children[i];
+      if (strcmp(c->name, "gpu") != 0) continue;
+      if (g->xml != NULL) return fail(b, c, "a second <gpu> in <pci busid=\"%s\">", busid);
+      long rank, sm;
+      if (int_attr(b, c, "rank", g->label, 0, 1 << 20, &rank) != 0 || int_attr(b, c, "sm", 0, 0, 1000, &sm) != 0)
+        return -1;
+      g->label = (int)rank;
+      g->sm = (int)sm;
+      g->xml = c;
+    }
+    return 0;
+  }
+  return walk(b, x, id, cpu);
+}
+
+/* The children of an element whose node is `parent`. */
+static int walk(builder_t *b, const topo_xml_node_t *x, int parent, int cpu) {
+  for (int i = 0; i < x->nchildren; ++i) {
+    const topo_xml_node_t *c = x->children[i];
+    if (strcmp(c->name, "pci") == 0) {
+      if (add_pci(b, c, parent, cpu) != 0) return -1;
+    } else if (strcmp(c->name, "nic") == 0) {
+      const int id = add_node(b, c, N_NIC, parent, cpu, NULL);
+      if (id < 0 || add_edge(b, c, id, parent, PCI_BW_DEFAULT, E_PCI) != 0 ||
+          add_edge(b, c, parent, id, PCI_BW_DEFAULT, E_PCI) != 0)
+        return -1;
+    } else if (strcmp(c->name, "gpu") == 0) {
+      return fail(b, c, "<gpu> outside a <pci> element");
+    } else if (strcmp(c->name, "cpu") == 0) {
+      return fail(b, c, "<cpu> inside <%s>", x->name);
+    }
+    /* anything else (<net> of a <nic>, vendor extensions) does not change paths between GPUs */
+  }
+  return 0;
+}
+
+/* The <nvlink> elements of every GPU, once all GPUs are known. */
+static int add_nvlinks(builder_t *b) {
+  topo_system_t *s = b->s;
+  for (int g = 0; g < s->ngpus; ++g) {
+    const topo_xml_node_t *x = s->gpus[g].xml;
+    if (x == NULL) continue;
+    const double per_link = s->gpus[g].sm >= 90 ? NVLINK_BW_SM90 : NVLINK_BW;
+    for (int i = 0; i < x->nchildren; ++i) {
+      const topo_xml_node_t *l = x->children[i];
+      if (strcmp(l->name, "nvlink") != 0) continue;
+      const char *target = topo_xml_attr(l, "target");
+      long count, tclass;
+      if (target == NULL) return fail(b, l, "<nvlink> without target");
+      if (int_attr(b, l, "count", 1, 1, 64, &count) != 0 ||
+          int_attr(b, l, "tclass", 0x030200, 0, 0xffffff, &tclass) != 0)
+        return -1;
+      char busid[TOPO_XML_MAX_VALUE];
+      lower_copy(busid, target);
+      int to = -1;
+      for (int n = 0; n < s->nnodes && to < 0; ++n)
+        if ((s->nodes[n].type == N_GPU || s->nodes[n].type == N_NVS) && strcmp(s->nodes[n].busid, busid) == 0) to = n;
+      const int from = s->gpus[g].node;
+      if (to == from) return fail(b, l, "<nvlink> from a GPU to itself");
+      if (to >= 0 && s->nodes[to].type == N_GPU) {
+        /* each GPU lists its own side: one direction here */
+        if (find_edge(s, from, to, E_NVL) >= 0) return fail(b, l, "a second <nvlink> to %s", target);
+        if (add_edge(b, l, from, to, (double)count * per_link, E_NVL) != 0) return -1;
+      } else if (tclass == NVSWITCH_TCLASS) {
+        if (to < 0 && (to = add_node(b, l, N_NVS, -1, -1, busid)) < 0) return -1;
+        if (find_edge(s, from, to, E_NVL) >= 0) return fail(b, l, "a second <nvlink> to NVSwitch %s", target);
+        /* the switch side is not in the file: both directions from the GPU's entry */
+        if (add_edge(b, l, from, to, (double)count * per_link, E_NVL) != 0 ||
+            add_edge(b, l, to, from, (double)count * per_link, E_NVL) != 0)
+          return -1;
+      } else {
+        return fail(b, l, "<nvlink target=\"%s\">: neither a GPU of this file nor an NVSwitch (tclass 0x068000)",
+                    target);
+      }
+      s->gpus[g].nvlinks += (int)count;
+    }
+  }
+  return 0;
+}
+
+static double path_bw(const topo_system_t *s, const path_t *p) {
+  double bw = DBL_MAX;
+  for (int i = 0; i < p->nedges; ++i)
+    if (s->edges[p->edges[i]].cap < bw) bw = s->edges[p->edges[i]].cap;
+  return bw;
+}
+
+/* NVLink paths: direct, through one NVSwitch (both NVL), through one GPU (NVB); the widest. */
+static int nvlink_path(const topo_system_t *s, int i, int j, path_t *best) {
+  const int a = s->gpus[i].node, z = s->gpus[j].node;
+  best->bw = 0;
+  int e = find_edge(s, a, z, E_NVL);
+  if (e >= 0) *best = (path_t){TOPO_PATH_NVL, s->edges[e].cap, 1, {e}};
+  for (int pass = 0; pass < 2 && best->bw == 0; ++pass) {
+    /* pass 0: NVSwitches (NVL); pass 1: other GPUs (NVB) */
+    for (int m = 0; m < s->nnodes; ++m) {
+      if (s->nodes[m].type != (pass == 0 ? N_NVS : N_GPU) || m == a || m == z) continue;
+      const int e1 = find_edge(s, a, m, E_NVL), e2 = find_edge(s, m, z, E_NVL);
+      if (e1 < 0 || e2 < 0) continue;
+      path_t p = {pass == 0 ? TOPO_PATH_NVL : TOPO_PATH_NVB, 0, 2, {e1, e2}};
+      p.bw = path_bw(s, &p);
+      if (p.bw > best->bw) *best = p;
+    }
+  }
+  return best->bw > 0;
+}
+
+/* Through the PCI trees: up from i to the common ancestor, or up to its CPU, across to j's, then down. */
+static int tree_path(builder_t *b, int i, int j, path_t *p) {
+  const topo_system_t *s = b->s;
+  int up[TOPO_XML_MAX_DEPTH + 2], down[TOPO_XML_MAX_DEPTH + 2], nu = 0, nd = 0;
+  for (int n = s->gpus[i].node; n >= 0; n = s->nodes[n].parent) up[nu++] = n;
+  for (int n = s->gpus[j].node; n >= 0; n = s->nodes[n].parent) down[nd++] = n;
+  /* drop the common top part, keeping the lowest common node on the up side */
+  int common = 0;
+  while (common < nu && common < nd && up[nu - 1 - common] == down[nd - 1 - common]) ++common;
+  p->nedges = 0;
+  const int nup = common > 0 ? nu - common + 1 : nu;   /* nodes on the way up, the common one included */
+  const int ndown = common > 0 ? nd - common : nd - 1; /* nodes on the way down below it (or below j's CPU) */
+  for (int k = 0; k + 1 < nup; ++k) p->edges[p->nedges++] = find_edge(s, up[k], up[k + 1], E_PCI);
+  int top = up[nup - 1];
+  if (common == 0) {
+    const int other = down[nd - 1];
+    const int e = find_edge(s, top, other, E_SYS);
+    if (e < 0) return fail(b, NULL, "no link between the CPUs of GPUs %d and %d", i, j);
+    p->edges[p->nedges++] = e;
+    top = other;
+  }
+  for (int k = ndown - 1; k >= 0; --k) {
+    p->edges[p->nedges++] = find_edge(s, top, down[k], E_PCI);
+    top = down[k];
+  }
+  int switches = 0;
+  for (int k = 1; k + 1 < nup; ++k) switches += s->nodes[up[k]].type == N_PCI;
+  for (int k = 1; k < ndown; ++k) switches += s->nodes[down[k]].type == N_PCI;
+  if (common > 0 && s->nodes[up[nup - 1]].type == N_PCI) ++switches;
+  if (common == 0)
+    p->type = TOPO_PATH_SYS;
+  else if (s->nodes[up[nup - 1]].type == N_CPU)
+    p->type = TOPO_PATH_PHB;
+  else
+    p->type = switches <= 1 ? TOPO_PATH_PIX : TOPO_PATH_PXB;
+  p->bw = path_bw(s, p);
+  return 0;
+}
+
+int topo_system_build(const topo_xml_node_t *root, const char *file, topo_system_t **out, char *err, size_t errlen) {
+  topo_system_t *s = calloc(1, sizeof(*s));
+  builder_t b = {s, file != NULL ? file : "<topology>", err, errlen};
+  *out = NULL;
+  if (s == NULL) {
+    snprintf(err, errlen, "%s: out of memory", b.file);
+    return -1;
+  }
+  long version;
+  if (strcmp(root->name, "system") != 0) {
+    fail(&b, root, "the root element is <%s>, not <system>", root->name);
+    goto bad;
+  }
+  if (int_attr(&b, root, "version", 1, 1, 1, &version) != 0) goto bad;
+  for (int i = 0; i < root->nchildren; ++i) {
+    const topo_xml_node_t *c = root->children[i];
+    if (strcmp(c->name, "cpu") != 0) continue;
+    long numa;
+    if (int_attr(&b, c, "numaid", -1, -1, 4096, &numa) != 0) goto bad;
+    const int cpu = add_node(&b, c, N_CPU, -1, -1, NULL);
+    if (cpu < 0) goto bad;
+    s->nodes[cpu].cpu = cpu;
+    for (int other = 0; other < cpu; ++other)
+      if (s->nodes[other].type == N_CPU &&
+          (add_edge(&b, c, cpu, other, SYS_BW, E_SYS) != 0 || add_edge(&b, c, other, cpu, SYS_BW, E_SYS) != 0))
+        goto bad;
+    if (walk(&b, c, cpu, cpu) != 0) goto bad;
+  }
+  if (s->ngpus == 0) {
+    fail(&b, root, "no GPU (a <pci> of class 0x03xxxx)");
+    goto bad;
+  }
+  if (add_nvlinks(&b) != 0) goto bad;
+  for (int i = 0; i < s->ngpus; ++i)
+    for (int j = 0; j < s->ngpus; ++j) {
+      path_t *p = &s->paths[i][j];
+      if (i == j)
+        *p = (path_t){TOPO_PATH_LOC, DBL_MAX, 0, {0}};
+      else if (!nvlink_path(s, i, j, p) && tree_path(&b, i, j, p) != 0)
+        goto bad;
+    }
+  *out = s;
+  return 0;
+bad:
+  free(s);
+  return -1;
+}
+
+void topo_system_free(topo_system_t *s) { free(s); }
+
+int topo_ngpus(const topo_system_t *s) { return s->ngpus; }
+int topo_gpu_label(const topo_system_t *s, int gpu) { return s->gpus[gpu].label; }
+const char *topo_gpu_busid(const topo_system_t *s, int gpu) { return s->nodes[s->gpus[gpu].node].busid; }
+int topo_gpu_nvlinks(const topo_system_t *s, int gpu) { return s->gpus[gpu].nvlinks; }
+
+topo_path_t topo_path(const topo_system_t *s, int from, int to) {
+  topo_path_t p = {s->paths[from][to].type, s->paths[from][to].bw};
+  return p;
+}
+
+/* The next permutation of a[0..n) in lexicographic order; 0 after the last. */
+static int next_permutation(int *a, int n) {
+  int i = n - 2;
+  while (i >= 0 && a[i] >= a[i + 1]) --i;
+  if (i < 0) return 0;
+  int j = n - 1;
+  while (a[j] <= a[i]) --j;
+  int t = a[i];
+  a[i] = a[j];
+  a[j] = t;
+  for (int l = i + 1, r = n - 1; l < r; ++l, --r) {
+    t = a[l];
+    a[l] = a[r];
+    a[r] = t;
+  }
+  return 1;
+}
+
+/* The speed of ring `order` with `left` GB/s left on each link: the least left / uses over its links. */
+static double ring_speed(const topo_system_t *s, const int *order, int n, const double *left, int *uses, int *typesum) {
+  int touched[TOPO_MAX_GPUS * MAX_PATH_EDGES], nt = 0;
+  *typesum = 0;
+  for (int h = 0; h < n; ++h) {
+    const path_t *p = &s->paths[order[h]][order[(h + 1) % n]];
+    *typesum += p->type;
+    for (int k = 0; k < p->nedges; ++k)
+      if (uses[p->edges[k]]++ == 0) touched[nt++] = p->edges[k];
+  }
+  double speed = DBL_MAX;
+  for (int k = 0; k < nt; ++k) {
+    const double v = left[touched[k]] / uses[touched[k]];
+    if (v < speed) speed = v;
+    uses[touched[k]] = 0;
+  }
+  return speed;
+}
+
+int topo_search_rings(const topo_system_t *s, topo_rings_t *rings, char *err, size_t errlen) {
+  const int n = s->ngpus;
+  memset(rings, 0, sizeof(*rings));
+  if (n > TOPO_SEARCH_MAX_GPUS) {
+    snprintf(err, errlen, "%d GPUs: the ring search takes at most %d per node", n, TOPO_SEARCH_MAX_GPUS);
+    return -1;
+  }
+  if (n == 1) {
+    rings->nrings = 1;
+    return 0;
+  }
+  double left[MAX_EDGES];
+  int uses[MAX_EDGES] = {0};
+  for (int e = 0; e < s->nedges; ++e) left[e] = s->edges[e].cap;
+  while (rings->nrings < TOPO_MAX_RINGS) {
+    int order[TOPO_MAX_GPUS], best[TOPO_MAX_GPUS];
+    for (int g = 0; g < n; ++g) order[g] = g;
+    double best_speed = -1;
+    int best_types = 0;
+    do {
+      int types;
+      const double v = ring_speed(s, order, n, left, uses, &types);
+      if (v > best_speed * (1 + 1e-9) || (v >= best_speed * (1 - 1e-9) && types < best_types)) {
+        best_speed = v;
+        best_types = types;
+        memcpy(best, order, sizeof(best));
+      }
+    } while (next_permutation(order + 1, n - 1));
+    if (best_speed <= 1e-9 || (rings->nrings > 0 && best_speed < 0.5 * rings->speed[0])) break;
+    rings->speed[rings->nrings] = best_speed;
+    memcpy(rings->order[rings->nrings++], best, sizeof(best));
+    for (int h = 0; h < n; ++h) {
+      const path_t *p = &s->paths[best[h]][best[(h + 1) % n]];
+      for (int k = 0; k < p->nedges; ++k) left[p->edges[k]] -= best_speed;
+    }
+  }
+  return 0;
+}

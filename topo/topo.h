@@ -1,0 +1,74 @@
+/*
+ * The system graph of one node, built from NCCL-format topology XML (topo_xml.h): CPU (NUMA node), PCI
+ * switch, GPU, NIC and NVSwitch nodes joined by directed links that carry a bandwidth; the path between
+ * every pair of GPUs with NCCL's path types; and the ring search. No MPI, no CUDA.
+ *
+ * Bandwidths are in GB/s per direction, as NCCL models them: an NVLink carries 20 GB/s (20.6 from
+ * sm_90), a PCIe link width x GT/s x 0.75 / 8 (24 for Gen4 x16; 24 when the file gives no speed), the
+ * link between two CPUs 10 (NCCL's figure for an Intel socket interconnect).
+ */
+#ifndef COLL_GPU_TOPO_H
+#define COLL_GPU_TOPO_H
+
+#include "topo/topo_xml.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TOPO_MAX_GPUS 16        /* per node */
+#define TOPO_MAX_RINGS 16       /* rings the search returns */
+#define TOPO_SEARCH_MAX_GPUS 10 /* the search tries every ring up to this many GPUs (9! orders) */
+
+/* NCCL's path types, best first. */
+typedef enum {
+  TOPO_PATH_LOC, /* the GPU itself */
+  TOPO_PATH_NVL, /* NVLink, directly or through NVSwitch */
+  TOPO_PATH_NVB, /* NVLink through another GPU */
+  TOPO_PATH_PIX, /* PCIe through at most one switch */
+  TOPO_PATH_PXB, /* PCIe through several switches, not the CPU */
+  TOPO_PATH_PHB, /* PCIe through the CPU's host bridge */
+  TOPO_PATH_SYS, /* across the link between CPUs */
+  TOPO_PATH_NTYPES
+} topo_path_type_t;
+
+const char *topo_path_name(topo_path_type_t t);
+
+typedef struct topo_system topo_system_t;
+
+typedef struct {
+  topo_path_type_t type;
+  double bw; /* GB/s: the narrowest link on the path */
+} topo_path_t;
+
+typedef struct {
+  int nrings;
+  double speed[TOPO_MAX_RINGS];             /* GB/s each ring moves */
+  int order[TOPO_MAX_RINGS][TOPO_MAX_GPUS]; /* GPU indices, starting at GPU 0 */
+} topo_rings_t;
+
+/* Builds the graph of the node an XML tree describes. Returns 0, or -1 with "file:line: what" in err.
+ * A GPU is a <pci> of class 0x03xxxx (with or without a <gpu> child: a vendor file may give only the
+ * PCI placement), numbered in the order of the file; <nvlink> targets are GPUs (by bus id) or NVSwitches
+ * (tclass 0x068000). */
+int topo_system_build(const topo_xml_node_t *root, const char *file, topo_system_t **out, char *err, size_t errlen);
+void topo_system_free(topo_system_t *s);
+
+int topo_ngpus(const topo_system_t *s);
+/* How a GPU is named in output: its rank attribute, else its index. */
+int topo_gpu_label(const topo_system_t *s, int gpu);
+const char *topo_gpu_busid(const topo_system_t *s, int gpu);
+int topo_gpu_nvlinks(const topo_system_t *s, int gpu); /* NVLinks the file gives for it */
+topo_path_t topo_path(const topo_system_t *s, int from, int to);
+
+/* Rings over all GPUs, deterministic. Each ring is the one with the highest bandwidth left on its
+ * links (each ring uses up what it moves on every link it crosses), ties going to fewer and better
+ * hops (the sum of path types), then to the first in lexicographic order. The search stops at
+ * TOPO_MAX_RINGS, or when the best ring left moves less than half the first. Returns 0, or -1 with a
+ * reason in err (too many GPUs for the search, no GPU). */
+int topo_search_rings(const topo_system_t *s, topo_rings_t *rings, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,318 @@
+/*
+ * The topology XML reader and writer (topo_xml.h).
+ */
+#include "topo/topo_xml.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  const char *p, *end, *file;
+  int line, nodes;
+  char *err;
+  size_t errlen;
+} parser_t;
+
+static int fail(parser_t *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(parser_t *ps, const char *fmt, ...) {
+  int n = snprintf(ps->err, ps->errlen, "%s:%d: ", ps->file, ps->line);
+  va_list ap;
+  va_start(ap, fmt);
+  if (n >= 0 && (size_t)n < ps->errlen) vsnprintf(ps->err + n, ps->errlen - (size_t)n, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+static void skip_space(parser_t *ps) {
+  for (; ps->p < ps->end && isspace((unsigned char)*ps->p); ++ps->p)
+    if (*ps->p == '\n') ++ps->line;
+}
+
+/* Skips to just after `close`, counting lines; -1 when the text ends first. */
+static int skip_past(parser_t *ps, const char *close, const char *what) {
+  const size_t n = strlen(close);
+  for (; ps->p + n <= ps->end; ++ps->p) {
+    if (memcmp(ps->p, close, n) == 0) {
+      ps->p += n;
+      return 0;
+    }
+    if (*ps->p == '\n') ++ps->line;
+  }
+  return fail(ps, "unterminated %s", what);
+}
+
+static int is_name_char(char c) { return isalnum((unsigned char)c) || c == '_' || c == '-' || c == '.' || c == ':'; }
+
+static int read_name(parser_t *ps, char *out, const char *what) {
+  size_t n = 0;
+  for (; ps->p < ps->end && is_name_char(*ps->p); ++ps->p) {
+    if (n + 1 >= TOPO_XML_MAX_NAME) return fail(ps, "%s name longer than %d bytes", what, TOPO_XML_MAX_NAME - 1);
+    out[n++] = *ps->p;
+  }
+  out[n] = '\0';
+  return n == 0 ? fail(ps, "expected a %s name", what) : 0;
+}
+
+/* A quoted attribute value with entities decoded into out (TOPO_XML_MAX_VALUE bytes). */
+static int read_value(parser_t *ps, char *out) {
+  if (ps->p >= ps->end || (*ps->p != '"' && *ps->p != '\'')) return fail(ps, "expected a quoted attribute value");
+  const char quote = *ps->p++;
+  static const struct {
+    const char *name;
+    char c;
+  } entities[] = {{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
+  size_t n = 0;
+  while (ps->p < ps->end && *ps->p != quote) {
+    char c = *ps->p;
+    if (c == '<') return fail(ps, "'<' inside an attribute value");
+    if (c == '\n') ++ps->line;
+    size_t adv = 1;
+    if (c == '&') {
+      size_t k = 0;
+      for (; k < sizeof(entities) / sizeof(entities[0]); ++k) {
+        const size_t len = strlen(entities[k].name);
+        if ((size_t)(ps->end - ps->p) >= len && memcmp(ps->p, entities[k].name, len) == 0) break;
+      }
+      if (k == sizeof(entities) / sizeof(entities[0])) return fail(ps, "unknown entity in an attribute value");
+      c = entities[k].c;
+      adv = strlen(entities[k].name);
+    }
+    if (n + 1 >= TOPO_XML_MAX_VALUE) return fail(ps, "attribute value longer than %d bytes", TOPO_XML_MAX_VALUE - 1);
+    out[n++] = c;
+    ps->p += adv;
+  }
+  if (ps->p >= ps->end) return fail(ps, "unterminated attribute value");
+  ++ps->p;
+  out[n] = '\0';
+  return 0;
+}
+
+static topo_xml_node_t *new_node(parser_t *ps, const char *name, topo_xml_node_t *parent) {
+  if (++ps->nodes > TOPO_XML_MAX_NODES) {
+    fail(ps, "more than %d elements", TOPO_XML_MAX_NODES);
+    return NULL;
+  }
+  topo_xml_node_t *n = calloc(1, sizeof(*n));
+  if (n == NULL || (n->name = strdup(name)) == NULL || (n->keys = calloc(TOPO_XML_MAX_ATTRS, sizeof(char *))) == NULL ||
+      (n->values = calloc(TOPO_XML_MAX_ATTRS, sizeof(char *))) == NULL) {
+    topo_xml_free(n);
+    fail(ps, "out of memory");
+    return NULL;
+  }
+  n->line = ps->line;
+  n->parent = parent;
+  return n;
+}
+
+static int add_child(parser_t *ps, topo_xml_node_t *parent, topo_xml_node_t *child) {
+  topo_xml_node_t **c = realloc(parent->children, (size_t)(parent->nchildren + 1) * sizeof(*c));
+  if (c == NULL) return fail(ps, "out of memory");
+  parent->children = c;
+  c[parent->nchildren++] = child;
+  return 0;
+}
+
+/* After '<' and the name: attributes up to '>' or '/>'. Sets *closed for '/>'. */
+static int read_attrs(parser_t *ps, topo_xml_node_t *n, int *closed) {
+  for (;;) {
+    skip_space(ps);
+    if (ps->p >= ps->end) return fail(ps, "unterminated <%s>", n->name);
+    if (*ps->p == '>') {
+      ++ps->p;
+      *closed = 0;
+      return 0;
+    }
+    if (*ps->p == '/') {
+      if (ps->p + 1 >= ps->end || ps->p[1] != '>') return fail(ps, "expected '/>' in <%s>", n->name);
+      ps->p += 2;
+      *closed = 1;
+      return 0;
+    }
+    char key[TOPO_XML_MAX_NAME], value[TOPO_XML_MAX_VALUE];
+    if (read_name(ps, key, "attribute") != 0) return -1;
+    skip_space(ps);
+    if (ps->p >= ps->end || *ps->p != '=') return fail(ps, "expected '=' after attribute %s", key);
+    ++ps->p;
+    skip_space(ps);
+    if (read_value(ps, value) != 0) return -1;
+    if (topo_xml_attr(n, key) != NULL) return fail(ps, "attribute %s given twice in <%s>", key, n->name);
+    if (n->nattrs == TOPO_XML_MAX_ATTRS)
+      return fail(ps, "more than %d attributes in <%s>", TOPO_XML_MAX_ATTRS, n->name);
+    if ((n->keys[n->nattrs] = strdup(key)) == NULL || (n->values[n->nattrs] = strdup(value)) == NULL) {
+      free(n->keys[n->nattrs]);
+      n->keys[n->nattrs] = NULL;
+      return fail(ps, "out of memory");
+    }
+    ++n->nattrs;
+  }
+}
+
+int topo_xml_parse(const char *text, size_t len, const char *file, topo_xml_node_t **root, char *err, size_t errlen) {
+  parser_t ps = {text, text + len, file != NULL ? file : "<topology>", 1, 0, err, errlen};
+  topo_xml_node_t *top = NULL, *cur = NULL;
+  int depth = 0;
+  *root = NULL;
+  if (len > TOPO_XML_MAX_BYTES) {
+    fail(&ps, "larger than %d bytes", TOPO_XML_MAX_BYTES);
+    return -1;
+  }
+  for (;;) {
+    skip_space(&ps);
+    if (ps.p >= ps.end) break;
+    if (*ps.p != '<') {
+      fail(&ps, "unexpected text outside a tag");
+      goto bad;
+    }
+    if (ps.end - ps.p >= 4 && memcmp(ps.p, "<!--", 4) == 0) {
+      if (skip_past(&ps, "-->", "comment") != 0) goto bad;
+      continue;
+    }
+    if (ps.end - ps.p >= 2 && ps.p[1] == '?') {
+      if (top != NULL) {
+        fail(&ps, "<?...?> after the root element");
+        goto bad;
+      }
+      if (skip_past(&ps, "?>", "<?...?> declaration") != 0) goto bad;
+      continue;
+    }
+    ++ps.p;
+    char name[TOPO_XML_MAX_NAME];
+    if (ps.p < ps.end && *ps.p == '/') { /* end tag */
+      ++ps.p;
+      if (read_name(&ps, name, "element") != 0) goto bad;
+      skip_space(&ps);
+      if (ps.p >= ps.end || *ps.p != '>') {
+        fail(&ps, "expected '>' after </%s", name);
+        goto bad;
+      }
+      ++ps.p;
+      if (cur == NULL || strcmp(cur->name, name) != 0) {
+        if (cur == NULL)
+          fail(&ps, "</%s> closes nothing", name);
+        else
+          fail(&ps, "</%s> closes <%s> of line %d", name, cur->name, cur->line);
+        goto bad;
+      }
+      cur = cur->parent;
+      --depth;
+      continue;
+    }
+    if (read_name(&ps, name, "element") != 0) goto bad;
+    if (top != NULL && cur == NULL) {
+      fail(&ps, "a second root element <%s>", name);
+      goto bad;
+    }
+    if (depth + 1 > TOPO_XML_MAX_DEPTH) {
+      fail(&ps, "elements nested deeper than %d", TOPO_XML_MAX_DEPTH);
+      goto bad;
+    }
+    topo_xml_node_t *n = new_node(&ps, name, cur);
+    if (n == NULL) goto bad;
+    if (cur == NULL) {
+      top = n;
+    } else if (add_child(&ps, cur, n) != 0) {
+      topo_xml_free(n);
+      goto bad;
+    }
+    int closed = 0;
+    if (read_attrs(&ps, n, &closed) != 0) goto bad;
+    if (!closed) {
+      cur = n;
+      ++depth;
+    }
+  }
+  if (cur != NULL) {
+    fail(&ps, "<%s> of line %d is not closed", cur->name, cur->line);
+    goto bad;
+  }
+  if (top == NULL) {
+    fail(&ps, "no element");
+    return -1;
+  }
+  *root = top;
+  return 0;
+bad:
+  topo_xml_free(top);
+  return -1;
+}
+
+int topo_xml_load(const char *path, topo_xml_node_t **root, char *err, size_t errlen) {
+  *root = NULL;
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) {
+    snprintf(err, errlen, "%s: cannot open it", path);
+    return -1;
+  }
+  char *buf = malloc(TOPO_XML_MAX_BYTES + 1);
+  size_t len = buf != NULL ? fread(buf, 1, TOPO_XML_MAX_BYTES + 1, f) : 0;
+  const int read_error = ferror(f);
+  fclose(f);
+  int rc = -1;
+  if (buf == NULL)
+    snprintf(err, errlen, "%s: out of memory", path);
+  else if (read_error)
+    snprintf(err, errlen, "%s: read error", path);
+  else
+    rc = topo_xml_parse(buf, len, path, root, err, errlen); /* len > max is reported as too large */
+  free(buf);
+  return rc;
+}
+
+static int write_escaped(FILE *f, const char *s) {
+  for (; *s; ++s) {
+    const char *e = NULL;
+    switch (*s) {
+      case '&':
+        e = "&amp;";
+        break;
+      case '<':
+        e = "&lt;";
+        break;
+      case '>':
+        e = "&gt;";
+        break;
+      case '"':
+        e = "&quot;";
+        break;
+      default:
+        break;
+    }
+    if ((e != NULL ? fputs(e, f) : fputc(*s, f)) == EOF) return -1;
+  }
+  return 0;
+}
+
+static int write_node(const topo_xml_node_t *n, FILE *f, int depth) {
+  if (fprintf(f, "%*s<%s", 2 * depth, "", n->name) < 0) return -1;
+  for (int i = 0; i < n->nattrs; ++i)
+    if (fprintf(f, " %s=\"", n->keys[i]) < 0 || write_escaped(f, n->values[i]) != 0 || fputc('"', f) == EOF) return -1;
+  if (n->nchildren == 0) return fputs("/>\n", f) == EOF ? -1 : 0;
+  if (fputs(">\n", f) == EOF) return -1;
+  for (int i = 0; i < n->nchildren; ++i)
+    if (write_node(n->children[i], f, depth + 1) != 0) return -1;
+  return fprintf(f, "%*s</%s>\n", 2 * depth, "", n->name) < 0 ? -1 : 0;
+}
+
+int topo_xml_write(const topo_xml_node_t *root, FILE *f) { return write_node(root, f, 0); }
+
+void topo_xml_free(topo_xml_node_t *n) {
+  if (n == NULL) return;
+  for (int i = 0; i < n->nchildren; ++i) topo_xml_free(n->children[i]);
+  for (int i = 0; i < n->nattrs; ++i) {
+    free(n->keys[i]);
+    free(n->values[i]);
+  }
+  free(n->keys);
+  free(n->values);
+  free(n->children);
+  free(n->name);
+  free(n);
+}
+
+const char *topo_xml_attr(const topo_xml_node_t *n, const char *key) {
+  for (int i = 0; i < n->nattrs; ++i)
+    if (strcmp(n->keys[i], key) == 0) return n->values[i];
+  return NULL;
+}

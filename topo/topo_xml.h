@@ -1,0 +1,52 @@
+/*
+ * Topology XML in NCCL's format (<system version="1">, <cpu>, <pci>, <gpu>, <nvlink>, <nic>, <net>):
+ * a small, bounded reader into an element tree, and a writer. No MPI, no CUDA.
+ *
+ * The reader takes elements with attributes, nesting, self-closing tags, comments and the <?xml ...?>
+ * declaration, and the five predefined entities. Text between elements other than white space is an
+ * error. Every error names the file and line. Bounds: TOPO_XML_MAX_BYTES per file, TOPO_XML_MAX_DEPTH
+ * nesting, TOPO_XML_MAX_NODES elements, TOPO_XML_MAX_ATTRS attributes per element, names up to
+ * TOPO_XML_MAX_NAME and values up to TOPO_XML_MAX_VALUE bytes.
+ */
+#ifndef COLL_GPU_TOPO_XML_H
+#define COLL_GPU_TOPO_XML_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TOPO_XML_MAX_BYTES (1 << 20) /* NCCL's dump of a 16-GPU node is ~20 KB */
+#define TOPO_XML_MAX_DEPTH 32        /* system, cpu, a few PCI switches, gpu, nvlink */
+#define TOPO_XML_MAX_NODES 4096
+#define TOPO_XML_MAX_ATTRS 32
+#define TOPO_XML_MAX_NAME 64
+#define TOPO_XML_MAX_VALUE 256
+
+typedef struct topo_xml_node {
+  char *name;
+  int line; /* where its start tag begins */
+  int nattrs;
+  char **keys, **values;
+  int nchildren;
+  struct topo_xml_node **children;
+  struct topo_xml_node *parent;
+} topo_xml_node_t;
+
+/* Parses text (len bytes; `file` names it in errors). Returns 0 and the root element, or -1 with
+ * "file:line: what" in err. */
+int topo_xml_parse(const char *text, size_t len, const char *file, topo_xml_node_t **root, char *err, size_t errlen);
+/* Reads and parses a file. */
+int topo_xml_load(const char *path, topo_xml_node_t **root, char *err, size_t errlen);
+/* Writes the tree, two spaces per level, attributes in their order. Returns 0 or -1 (write error). */
+int topo_xml_write(const topo_xml_node_t *root, FILE *f);
+void topo_xml_free(topo_xml_node_t *root);
+/* The value of attribute key, or NULL. */
+const char *topo_xml_attr(const topo_xml_node_t *n, const char *key);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
