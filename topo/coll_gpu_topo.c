@@ -2,52 +2,66 @@
  * coll_gpu_topo: the GPU path matrix and the rings the search chooses for a node described in NCCL's
  * topology XML format.
  *
- * usage: coll_gpu_topo --xml FILE [--dump OUT]
- *   --xml FILE  the topology to read
- *   --dump OUT  write it back (as read, normalized layout) to OUT ("-": standard output)
- * Rings print one per line as "Channel NN/MM : g0 g1 ... gn-1", each GPU named by its rank attribute
- * (else its index in the file). Exit status: 0, 1 for a bad topology, 2 for bad usage.
+ * usage: coll_gpu_topo --xml FILE [--xml FILE ...] [--dump OUT]
+ *   --xml FILE  the topology of a node; once per node
+ *   --dump OUT  write the (first) file back, normalized layout, to OUT ("-": standard output)
+ * Prints each GPU's NIC port, the GPU path matrix, and the rings, one per line as
+ * "Channel NN/MM : g0 g1 ... gn-1", each GPU named by its rank attribute (else its index over the
+ * files). Exit status: 0, 1 for a bad topology, 2 for bad usage.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "topo/topo.h"
 
+#define MAX_FILES 8
+
 static int usage(void) {
   fprintf(stderr,
-          "usage: coll_gpu_topo --xml FILE [--dump OUT]\n"
+          "usage: coll_gpu_topo --xml FILE [--xml FILE ...] [--dump OUT]   (one --xml per node, at most 8)\n"
           "Probing this machine (hwloc + NVML) is not built yet: give its topology with --xml.\n");
   return 2;
 }
 
 int main(int argc, char **argv) {
-  const char *xml = NULL, *dump = NULL;
+  const char *xml[MAX_FILES], *dump = NULL;
+  int nxml = 0;
   for (int i = 1; i < argc; ++i) {
-    if (strcmp(argv[i], "--xml") == 0 && i + 1 < argc)
-      xml = argv[++i];
+    if (strcmp(argv[i], "--xml") == 0 && i + 1 < argc && nxml < MAX_FILES)
+      xml[nxml++] = argv[++i];
     else if (strcmp(argv[i], "--dump") == 0 && i + 1 < argc)
       dump = argv[++i];
     else
       return usage();
   }
-  if (xml == NULL) return usage();
+  if (nxml == 0) return usage();
   char err[512];
-  topo_xml_node_t *root;
-  topo_system_t *s;
-  if (topo_xml_load(xml, &root, err, sizeof(err)) != 0 || topo_system_build(root, xml, &s, err, sizeof(err)) != 0) {
+  topo_xml_node_t *roots[MAX_FILES];
+  topo_system_t *s = NULL;
+  int loaded = 0;
+  while (loaded < nxml && topo_xml_load(xml[loaded], &roots[loaded], err, sizeof(err)) == 0) ++loaded;
+  if (loaded < nxml || topo_system_build((const topo_xml_node_t *const *)roots, xml, nxml, &s, err, sizeof(err)) != 0) {
     fprintf(stderr, "coll_gpu_topo: %s\n", err);
+    for (int i = 0; i < loaded; ++i) topo_xml_free(roots[i]);
     return 1;
   }
   int rc = 0;
   if (dump != NULL) {
     FILE *f = strcmp(dump, "-") == 0 ? stdout : fopen(dump, "w");
-    if (f == NULL || topo_xml_write(root, f) != 0 || (f != stdout && fclose(f) != 0)) {
+    if (f == NULL || topo_xml_write(roots[0], f) != 0 || (f != stdout && fclose(f) != 0)) {
       fprintf(stderr, "coll_gpu_topo: cannot write %s\n", dump);
       rc = 1;
     }
   }
   const int n = topo_ngpus(s);
-  printf("%s: %d GPUs\nGPU path matrix (path type/GB/s per direction):\n%6s", xml, n, "");
+  printf("%d node(s), %d GPUs\n", nxml, n);
+  for (int g = 0; g < n; ++g) {
+    topo_path_type_t t;
+    const char *nic = topo_gpu_nic(s, g, &t);
+    printf("GPU %d (node %d, %s): NIC %s%s%s\n", topo_gpu_label(s, g), topo_gpu_node(s, g), topo_gpu_busid(s, g),
+           nic != NULL ? nic : "none", nic != NULL ? " via " : "", nic != NULL ? topo_path_name(t) : "");
+  }
+  printf("GPU path matrix (path type/GB/s per direction):\n%6s", "");
   for (int j = 0; j < n; ++j) printf(" %9d", topo_gpu_label(s, j));
   printf("\n");
   for (int i = 0; i < n; ++i) {
@@ -73,6 +87,6 @@ int main(int argc, char **argv) {
     }
   }
   topo_system_free(s);
-  topo_xml_free(root);
+  for (int i = 0; i < nxml; ++i) topo_xml_free(roots[i]);
   return rc;
 }

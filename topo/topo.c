@@ -2,8 +2,9 @@
  * The system graph, GPU paths and ring search (topo.h).
  *
  * Nodes form the PCI tree under each CPU (a <pci> element's node hangs below its parent's); GPUs are
- * PCI endpoints; NVSwitches hang off the GPUs that list them. Links are directed, one per direction,
- * so that a ring, which sends one way around, uses up each direction on its own.
+ * PCI endpoints, NIC ports hang below their NIC; NVSwitches hang off the GPUs that list them; with
+ * several files one network node joins every NIC port. Links are directed, one per direction, so that
+ * a ring, which sends one way around, uses up each direction on its own.
  */
 #include "topo/topo.h"
 
@@ -15,22 +16,25 @@
 
 #define MAX_NODES 512
 #define MAX_EDGES 2048
-#define MAX_PATH_EDGES (2 * TOPO_XML_MAX_DEPTH + 3)
-#define NVLINK_BW 20.0      /* GB/s per NVLink per direction (NCCL: SM70 and SM80) */
-#define NVLINK_BW_SM90 20.6 /* NCCL's figure from Hopper on */
-#define PCI_BW_DEFAULT 24.0 /* Gen4 x16, when the file gives no speed */
-#define SYS_BW 10.0         /* between two CPUs */
+#define MAX_PATH_EDGES (4 * TOPO_XML_MAX_DEPTH + 8) /* up and down a tree, twice for another node */
+#define NVLINK_BW 20.0                              /* GB/s per NVLink per direction (NCCL: SM70 and SM80) */
+#define NVLINK_BW_SM90 20.6                         /* NCCL's figure from Hopper on */
+#define PCI_BW_DEFAULT 24.0                         /* Gen4 x16, when the file gives no speed */
+#define SYS_BW 10.0                                 /* between two CPUs */
+#define NIC_MBPS 100000                             /* a NIC port whose <net> gives no speed: 100 Gb/s */
 #define NVSWITCH_TCLASS 0x068000
 
-typedef enum { N_CPU, N_PCI, N_GPU, N_NIC, N_NVS } node_type_t;
-typedef enum { E_NVL, E_PCI, E_SYS } edge_kind_t;
+typedef enum { N_CPU, N_PCI, N_GPU, N_NIC, N_NVS, N_NET } node_type_t; /* N_NIC: one port; N_NET: the network */
+typedef enum { E_NVL, E_PCI, E_SYS, E_NET } edge_kind_t;
 
 typedef struct {
   node_type_t type;
-  int parent; /* in the PCI tree; -1 for CPUs and NVSwitches */
-  int cpu;    /* the CPU whose tree holds it */
-  int gpu;    /* GPU index, or -1 */
-  char busid[TOPO_XML_MAX_VALUE];
+  int parent;                     /* in the PCI tree; -1 for CPUs and NVSwitches */
+  int cpu;                        /* the CPU whose tree holds it */
+  int gpu;                        /* GPU index, or -1 */
+  int host;                       /* which file */
+  int bridge;                     /* a PCIe switch (class 0x0604xx), not an endpoint */
+  char busid[TOPO_XML_MAX_VALUE]; /* a NIC port: its name */
 } node_t;
 
 typedef struct {
@@ -51,6 +55,8 @@ typedef struct {
   int label;
   int nvlinks;
   int sm;
+  int nic; /* node of the NIC port it uses, -1 for none */
+  topo_path_type_t nic_type;
   const topo_xml_node_t *xml; /* its <gpu> element, NULL in a placement-only file */
 } gpu_t;
 
@@ -67,6 +73,7 @@ typedef struct {
   const char *file;
   char *err;
   size_t errlen;
+  int host; /* the file being read */
 } builder_t;
 
 static int fail(builder_t *b, const topo_xml_node_t *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -80,7 +87,7 @@ static int fail(builder_t *b, const topo_xml_node_t *at, const char *fmt, ...) {
 }
 
 const char *topo_path_name(topo_path_type_t t) {
-  static const char *names[] = {"LOC", "NVL", "NVB", "PIX", "PXB", "PHB", "SYS"};
+  static const char *names[] = {"LOC", "NVL", "NVB", "PIX", "PXB", "PHB", "SYS", "NET"};
   return t >= 0 && t < TOPO_PATH_NTYPES ? names[t] : "?";
 }
 
@@ -110,6 +117,7 @@ static int add_node(builder_t *b, const topo_xml_node_t *at, node_type_t type, i
   n->parent = parent;
   n->cpu = cpu;
   n->gpu = -1;
+  n->host = b->host;
   lower_copy(n->busid, busid != NULL ? busid : "");
   return s->nnodes++;
 }
@@ -144,6 +152,28 @@ static int pci_bw(builder_t *b, const topo_xml_node_t *n, double *bw) {
 
 static int walk(builder_t *b, const topo_xml_node_t *x, int parent, int cpu);
 
+/* A NIC port below node `parent`, linked at its speed. */
+static int add_port(builder_t *b, const topo_xml_node_t *at, int parent, int cpu, const char *name, long mbps) {
+  const int id = add_node(b, at, N_NIC, parent, cpu, name != NULL ? name : "nic");
+  const double bw = (double)mbps / 8000;
+  return id < 0 || add_edge(b, at, id, parent, bw, E_PCI) != 0 || add_edge(b, at, parent, id, bw, E_PCI) != 0 ? -1 : 0;
+}
+
+/* A <nic>: a port per <net>, or one of NIC_MBPS when it lists none. */
+static int add_nic(builder_t *b, const topo_xml_node_t *x, int parent, int cpu) {
+  int ports = 0;
+  for (int i = 0; i < x->nchildren; ++i) {
+    const topo_xml_node_t *net = x->children[i];
+    long mbps;
+    if (strcmp(net->name, "net") != 0) continue;
+    if (int_attr(b, net, "speed", NIC_MBPS, 1, 100000000, &mbps) != 0 ||
+        add_port(b, net, parent, cpu, topo_xml_attr(net, "name"), mbps) != 0)
+      return -1;
+    ++ports;
+  }
+  return ports > 0 ? 0 : add_port(b, x, parent, cpu, NULL, NIC_MBPS);
+}
+
 /* A <pci> element below node `parent`. */
 static int add_pci(builder_t *b, const topo_xml_node_t *x, int parent, int cpu) {
   const char *busid = topo_xml_attr(x, "busid");
@@ -152,9 +182,10 @@ static int add_pci(builder_t *b, const topo_xml_node_t *x, int parent, int cpu) 
   if (int_attr(b, x, "class", 0x060400, 0, 0xffffff, &cls) != 0) return -1;
   double bw;
   if (pci_bw(b, x, &bw) != 0) return -1;
-  node_type_t type = (cls >> 16) == 0x03 ? N_GPU : (cls >> 16) == 0x02 ? N_NIC : N_PCI;
+  node_type_t type = (cls >> 16) == 0x03 ? N_GPU : N_PCI; /* a NIC's ports are its <nic><net> elements */
   int id = add_node(b, x, type, parent, cpu, busid);
   if (id < 0) return -1;
+  b->s->nodes[id].bridge = (cls >> 8) == 0x0604;
   if (add_edge(b, x, id, parent, bw, E_PCI) != 0 || add_edge(b, x, parent, id, bw, E_PCI) != 0) return -1;
   if (type == N_GPU) {
     topo_system_t *s = b->s;
@@ -163,6 +194,7 @@ static int add_pci(builder_t *b, const topo_xml_node_t *x, int parent, int cpu) 
     g->node = id;
     g->label = s->ngpus;
     g->sm = 0;
+    g->nic = -1;
     g->xml = NULL;
     s->nodes[id].gpu = s->ngpus++;
     for (int i = 0; i < x->nchildren; ++i) {
@@ -188,10 +220,7 @@ static int walk(builder_t *b, const topo_xml_node_t *x, int parent, int cpu) {
     if (strcmp(c->name, "pci") == 0) {
       if (add_pci(b, c, parent, cpu) != 0) return -1;
     } else if (strcmp(c->name, "nic") == 0) {
-      const int id = add_node(b, c, N_NIC, parent, cpu, NULL);
-      if (id < 0 || add_edge(b, c, id, parent, PCI_BW_DEFAULT, E_PCI) != 0 ||
-          add_edge(b, c, parent, id, PCI_BW_DEFAULT, E_PCI) != 0)
-        return -1;
+      if (add_nic(b, c, parent, cpu) != 0) return -1;
     } else if (strcmp(c->name, "gpu") == 0) {
       return fail(b, c, "<gpu> outside a <pci> element");
     } else if (strcmp(c->name, "cpu") == 0) {
@@ -203,11 +232,13 @@ static int walk(builder_t *b, const topo_xml_node_t *x, int parent, int cpu) {
 }
 
 /* The <nvlink> elements of every GPU, once all GPUs are known. */
-static int add_nvlinks(builder_t *b) {
+static int add_nvlinks(builder_t *b, const char *const *files) {
   topo_system_t *s = b->s;
   for (int g = 0; g < s->ngpus; ++g) {
     const topo_xml_node_t *x = s->gpus[g].xml;
     if (x == NULL) continue;
+    b->host = s->nodes[s->gpus[g].node].host;
+    b->file = files != NULL && files[b->host] != NULL ? files[b->host] : "<topology>";
     const double per_link = s->gpus[g].sm >= 90 ? NVLINK_BW_SM90 : NVLINK_BW;
     for (int i = 0; i < x->nchildren; ++i) {
       const topo_xml_node_t *l = x->children[i];
@@ -221,9 +252,11 @@ static int add_nvlinks(builder_t *b) {
       char busid[TOPO_XML_MAX_VALUE];
       lower_copy(busid, target);
       int to = -1;
-      for (int n = 0; n < s->nnodes && to < 0; ++n)
-        if ((s->nodes[n].type == N_GPU || s->nodes[n].type == N_NVS) && strcmp(s->nodes[n].busid, busid) == 0) to = n;
       const int from = s->gpus[g].node;
+      for (int n = 0; n < s->nnodes && to < 0; ++n)
+        if ((s->nodes[n].type == N_GPU || s->nodes[n].type == N_NVS) && s->nodes[n].host == s->nodes[from].host &&
+            strcmp(s->nodes[n].busid, busid) == 0)
+          to = n;
       if (to == from) return fail(b, l, "<nvlink> from a GPU to itself");
       if (to >= 0 && s->nodes[to].type == N_GPU) {
         /* each GPU lists its own side: one direction here */
@@ -273,85 +306,140 @@ static int nvlink_path(const topo_system_t *s, int i, int j, path_t *best) {
   return best->bw > 0;
 }
 
-/* Through the PCI trees: up from i to the common ancestor, or up to its CPU, across to j's, then down. */
-static int tree_path(builder_t *b, int i, int j, path_t *p) {
-  const topo_system_t *s = b->s;
+/* Through the PCI trees of one node, from node x to node y: up to their lowest common node, or up to
+ * x's CPU and across to y's, then down. Appends the links to p and returns the path type. */
+static topo_path_type_t tree_path(const topo_system_t *s, int x, int y, path_t *p) {
   int up[TOPO_XML_MAX_DEPTH + 2], down[TOPO_XML_MAX_DEPTH + 2], nu = 0, nd = 0;
-  for (int n = s->gpus[i].node; n >= 0; n = s->nodes[n].parent) up[nu++] = n;
-  for (int n = s->gpus[j].node; n >= 0; n = s->nodes[n].parent) down[nd++] = n;
+  for (int n = x; n >= 0; n = s->nodes[n].parent) up[nu++] = n;
+  for (int n = y; n >= 0; n = s->nodes[n].parent) down[nd++] = n;
   /* drop the common top part, keeping the lowest common node on the up side */
   int common = 0;
   while (common < nu && common < nd && up[nu - 1 - common] == down[nd - 1 - common]) ++common;
-  p->nedges = 0;
   const int nup = common > 0 ? nu - common + 1 : nu;   /* nodes on the way up, the common one included */
-  const int ndown = common > 0 ? nd - common : nd - 1; /* nodes on the way down below it (or below j's CPU) */
+  const int ndown = common > 0 ? nd - common : nd - 1; /* nodes on the way down below it (or below y's CPU) */
   for (int k = 0; k + 1 < nup; ++k) p->edges[p->nedges++] = find_edge(s, up[k], up[k + 1], E_PCI);
   int top = up[nup - 1];
-  if (common == 0) {
-    const int other = down[nd - 1];
-    const int e = find_edge(s, top, other, E_SYS);
-    if (e < 0) return fail(b, NULL, "no link between the CPUs of GPUs %d and %d", i, j);
-    p->edges[p->nedges++] = e;
-    top = other;
+  if (common == 0) { /* two CPUs of one node: every pair is linked */
+    p->edges[p->nedges++] = find_edge(s, top, down[nd - 1], E_SYS);
+    top = down[nd - 1];
   }
   for (int k = ndown - 1; k >= 0; --k) {
     p->edges[p->nedges++] = find_edge(s, top, down[k], E_PCI);
     top = down[k];
   }
   int switches = 0;
-  for (int k = 1; k + 1 < nup; ++k) switches += s->nodes[up[k]].type == N_PCI;
-  for (int k = 1; k < ndown; ++k) switches += s->nodes[down[k]].type == N_PCI;
-  if (common > 0 && s->nodes[up[nup - 1]].type == N_PCI) ++switches;
-  if (common == 0)
-    p->type = TOPO_PATH_SYS;
-  else if (s->nodes[up[nup - 1]].type == N_CPU)
-    p->type = TOPO_PATH_PHB;
-  else
-    p->type = switches <= 1 ? TOPO_PATH_PIX : TOPO_PATH_PXB;
-  p->bw = path_bw(s, p);
-  return 0;
+  for (int k = 1; k + 1 < nup; ++k) switches += s->nodes[up[k]].bridge;
+  for (int k = 1; k < ndown; ++k) switches += s->nodes[down[k]].bridge;
+  if (common > 0) switches += s->nodes[up[nup - 1]].bridge;
+  if (common == 0) return TOPO_PATH_SYS;
+  if (s->nodes[up[nup - 1]].type == N_CPU) return TOPO_PATH_PHB;
+  return switches <= 1 ? TOPO_PATH_PIX : TOPO_PATH_PXB;
 }
 
-int topo_system_build(const topo_xml_node_t *root, const char *file, topo_system_t **out, char *err, size_t errlen) {
-  topo_system_t *s = calloc(1, sizeof(*s));
-  builder_t b = {s, file != NULL ? file : "<topology>", err, errlen};
-  *out = NULL;
-  if (s == NULL) {
-    snprintf(err, errlen, "%s: out of memory", b.file);
-    return -1;
+/* Each GPU's NIC port: the best path type to it, then the widest, then the first. */
+static void choose_nics(topo_system_t *s) {
+  for (int g = 0; g < s->ngpus; ++g) {
+    gpu_t *gpu = &s->gpus[g];
+    double best_bw = 0;
+    for (int n = 0; n < s->nnodes; ++n) {
+      if (s->nodes[n].type != N_NIC || s->nodes[n].host != s->nodes[gpu->node].host) continue;
+      path_t p = {TOPO_PATH_LOC, 0, 0, {0}};
+      const topo_path_type_t t = tree_path(s, gpu->node, n, &p);
+      const double bw = path_bw(s, &p);
+      if (gpu->nic < 0 || t < gpu->nic_type || (t == gpu->nic_type && bw > best_bw)) {
+        gpu->nic = n;
+        gpu->nic_type = t;
+        best_bw = bw;
+      }
+    }
   }
+}
+
+/* GPU i to GPU j of another node: to i's NIC, over the network, from j's NIC. */
+static void net_path(const topo_system_t *s, int net, int i, int j, path_t *p) {
+  const gpu_t *a = &s->gpus[i], *z = &s->gpus[j];
+  p->nedges = 0;
+  tree_path(s, a->node, a->nic, p);
+  p->edges[p->nedges++] = find_edge(s, a->nic, net, E_NET);
+  p->edges[p->nedges++] = find_edge(s, net, z->nic, E_NET);
+  tree_path(s, z->nic, z->node, p);
+  p->type = TOPO_PATH_NET;
+  p->bw = path_bw(s, p);
+}
+
+/* One file's node: its CPUs (linked to each other) and what hangs below them. */
+static int build_host(builder_t *b, const topo_xml_node_t *root) {
+  topo_system_t *s = b->s;
   long version;
-  if (strcmp(root->name, "system") != 0) {
-    fail(&b, root, "the root element is <%s>, not <system>", root->name);
-    goto bad;
-  }
-  if (int_attr(&b, root, "version", 1, 1, 1, &version) != 0) goto bad;
+  if (strcmp(root->name, "system") != 0) return fail(b, root, "the root element is <%s>, not <system>", root->name);
+  if (int_attr(b, root, "version", 1, 1, 1, &version) != 0) return -1;
+  const int first_cpu = s->nnodes;
   for (int i = 0; i < root->nchildren; ++i) {
     const topo_xml_node_t *c = root->children[i];
     if (strcmp(c->name, "cpu") != 0) continue;
     long numa;
-    if (int_attr(&b, c, "numaid", -1, -1, 4096, &numa) != 0) goto bad;
-    const int cpu = add_node(&b, c, N_CPU, -1, -1, NULL);
-    if (cpu < 0) goto bad;
+    if (int_attr(b, c, "numaid", -1, -1, 4096, &numa) != 0) return -1;
+    const int cpu = add_node(b, c, N_CPU, -1, -1, NULL);
+    if (cpu < 0) return -1;
     s->nodes[cpu].cpu = cpu;
-    for (int other = 0; other < cpu; ++other)
+    for (int other = first_cpu; other < cpu; ++other)
       if (s->nodes[other].type == N_CPU &&
-          (add_edge(&b, c, cpu, other, SYS_BW, E_SYS) != 0 || add_edge(&b, c, other, cpu, SYS_BW, E_SYS) != 0))
+          (add_edge(b, c, cpu, other, SYS_BW, E_SYS) != 0 || add_edge(b, c, other, cpu, SYS_BW, E_SYS) != 0))
+        return -1;
+    if (walk(b, c, cpu, cpu) != 0) return -1;
+  }
+  return 0;
+}
+
+int topo_system_build(const topo_xml_node_t *const *roots, const char *const *files, int nroots, topo_system_t **out,
+                      char *err, size_t errlen) {
+  topo_system_t *s = calloc(1, sizeof(*s));
+  builder_t b = {s, "<topology>", err, errlen, 0};
+  *out = NULL;
+  if (s == NULL) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  for (b.host = 0; b.host < nroots; ++b.host) {
+    b.file = files != NULL && files[b.host] != NULL ? files[b.host] : "<topology>";
+    const int gpus_before = s->ngpus;
+    if (build_host(&b, roots[b.host]) != 0) goto bad;
+    if (s->ngpus == gpus_before) {
+      fail(&b, roots[b.host], "no GPU (a <pci> of class 0x03xxxx)");
+      goto bad;
+    }
+  }
+  if (add_nvlinks(&b, files) != 0) goto bad;
+  choose_nics(s);
+  int net = -1;
+  if (nroots > 1) {
+    for (int g = 0; g < s->ngpus; ++g)
+      if (s->gpus[g].nic < 0) {
+        const int host = s->nodes[s->gpus[g].node].host;
+        b.file = files != NULL && files[host] != NULL ? files[host] : "<topology>";
+        fail(&b, roots[host], "no NIC (<nic><net>) in this node: its GPUs cannot reach the other nodes");
         goto bad;
-    if (walk(&b, c, cpu, cpu) != 0) goto bad;
+      }
+    b.host = -1;
+    if ((net = add_node(&b, NULL, N_NET, -1, -1, "network")) < 0) goto bad;
+    for (int n = 0; n < net; ++n)
+      if (s->nodes[n].type == N_NIC) {
+        const double bw = s->edges[find_edge(s, n, s->nodes[n].parent, E_PCI)].cap;
+        if (add_edge(&b, NULL, n, net, bw, E_NET) != 0 || add_edge(&b, NULL, net, n, bw, E_NET) != 0) goto bad;
+      }
   }
-  if (s->ngpus == 0) {
-    fail(&b, root, "no GPU (a <pci> of class 0x03xxxx)");
-    goto bad;
-  }
-  if (add_nvlinks(&b) != 0) goto bad;
   for (int i = 0; i < s->ngpus; ++i)
     for (int j = 0; j < s->ngpus; ++j) {
       path_t *p = &s->paths[i][j];
-      if (i == j)
+      if (i == j) {
         *p = (path_t){TOPO_PATH_LOC, DBL_MAX, 0, {0}};
-      else if (!nvlink_path(s, i, j, p) && tree_path(&b, i, j, p) != 0)
-        goto bad;
+      } else if (s->nodes[s->gpus[i].node].host != s->nodes[s->gpus[j].node].host) {
+        net_path(s, net, i, j, p);
+      } else if (!nvlink_path(s, i, j, p)) {
+        p->nedges = 0;
+        p->type = tree_path(s, s->gpus[i].node, s->gpus[j].node, p);
+        p->bw = path_bw(s, p);
+      }
     }
   *out = s;
   return 0;
@@ -366,6 +454,14 @@ int topo_ngpus(const topo_system_t *s) { return s->ngpus; }
 int topo_gpu_label(const topo_system_t *s, int gpu) { return s->gpus[gpu].label; }
 const char *topo_gpu_busid(const topo_system_t *s, int gpu) { return s->nodes[s->gpus[gpu].node].busid; }
 int topo_gpu_nvlinks(const topo_system_t *s, int gpu) { return s->gpus[gpu].nvlinks; }
+int topo_gpu_node(const topo_system_t *s, int gpu) { return s->nodes[s->gpus[gpu].node].host; }
+
+const char *topo_gpu_nic(const topo_system_t *s, int gpu, topo_path_type_t *type) {
+  const gpu_t *g = &s->gpus[gpu];
+  if (g->nic < 0) return NULL;
+  if (type != NULL) *type = g->nic_type;
+  return s->nodes[g->nic].busid;
+}
 
 topo_path_t topo_path(const topo_system_t *s, int from, int to) {
   topo_path_t p = {s->paths[from][to].type, s->paths[from][to].bw};
@@ -413,7 +509,7 @@ int topo_search_rings(const topo_system_t *s, topo_rings_t *rings, char *err, si
   const int n = s->ngpus;
   memset(rings, 0, sizeof(*rings));
   if (n > TOPO_SEARCH_MAX_GPUS) {
-    snprintf(err, errlen, "%d GPUs: the ring search takes at most %d per node", n, TOPO_SEARCH_MAX_GPUS);
+    snprintf(err, errlen, "%d GPUs: the ring search takes at most %d", n, TOPO_SEARCH_MAX_GPUS);
     return -1;
   }
   if (n == 1) {

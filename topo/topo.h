@@ -1,11 +1,12 @@
 /*
- * The system graph of one node, built from NCCL-format topology XML (topo_xml.h): CPU (NUMA node), PCI
- * switch, GPU, NIC and NVSwitch nodes joined by directed links that carry a bandwidth; the path between
- * every pair of GPUs with NCCL's path types; and the ring search. No MPI, no CUDA.
+ * The system graph of one or more nodes, built from NCCL-format topology XML (topo_xml.h), one file per
+ * node: CPU (NUMA node), PCI switch, GPU, NIC port and NVSwitch nodes, and the network between nodes,
+ * joined by directed links that carry a bandwidth; the path between every pair of GPUs with NCCL's path
+ * types; and the ring search. No MPI, no CUDA.
  *
  * Bandwidths are in GB/s per direction, as NCCL models them: an NVLink carries 20 GB/s (20.6 from
  * sm_90), a PCIe link width x GT/s x 0.75 / 8 (24 for Gen4 x16; 24 when the file gives no speed), the
- * link between two CPUs 10 (NCCL's figure for an Intel socket interconnect).
+ * link between two CPUs 10 (NCCL's figure for an Intel socket interconnect), a NIC port its speed.
  */
 #ifndef COLL_GPU_TOPO_H
 #define COLL_GPU_TOPO_H
@@ -16,7 +17,7 @@
 extern "C" {
 #endif
 
-#define TOPO_MAX_GPUS 16        /* per node */
+#define TOPO_MAX_GPUS 16        /* over all nodes */
 #define TOPO_MAX_RINGS 16       /* rings the search returns */
 #define TOPO_SEARCH_MAX_GPUS 10 /* the search tries every ring up to this many GPUs (9! orders) */
 
@@ -29,6 +30,7 @@ typedef enum {
   TOPO_PATH_PXB, /* PCIe through several switches, not the CPU */
   TOPO_PATH_PHB, /* PCIe through the CPU's host bridge */
   TOPO_PATH_SYS, /* across the link between CPUs */
+  TOPO_PATH_NET, /* to another node, through a NIC on each side */
   TOPO_PATH_NTYPES
 } topo_path_type_t;
 
@@ -47,11 +49,15 @@ typedef struct {
   int order[TOPO_MAX_RINGS][TOPO_MAX_GPUS]; /* GPU indices, starting at GPU 0 */
 } topo_rings_t;
 
-/* Builds the graph of the node an XML tree describes. Returns 0, or -1 with "file:line: what" in err.
- * A GPU is a <pci> of class 0x03xxxx (with or without a <gpu> child: a vendor file may give only the
- * PCI placement), numbered in the order of the file; <nvlink> targets are GPUs (by bus id) or NVSwitches
- * (tclass 0x068000). */
-int topo_system_build(const topo_xml_node_t *root, const char *file, topo_system_t **out, char *err, size_t errlen);
+/* Builds the graph of the nodes that XML trees describe, one tree per node. Returns 0, or -1 with
+ * "file:line: what" in err. A GPU is a <pci> of class 0x03xxxx (with or without a <gpu> child: a vendor
+ * file may give only the PCI placement), numbered in the order of the files; <nvlink> targets are GPUs
+ * of the same node (by bus id) or NVSwitches (tclass 0x068000). Each <net> of a <nic> is a NIC port
+ * (speed in Mb/s); each GPU takes the NIC of its node with the best path to it (path type, then
+ * bandwidth, then the first in the file), and a path to a GPU of another node goes through both GPUs'
+ * NICs. Several nodes need a NIC on each. */
+int topo_system_build(const topo_xml_node_t *const *roots, const char *const *files, int nroots, topo_system_t **out,
+                      char *err, size_t errlen);
 void topo_system_free(topo_system_t *s);
 
 int topo_ngpus(const topo_system_t *s);
@@ -59,6 +65,9 @@ int topo_ngpus(const topo_system_t *s);
 int topo_gpu_label(const topo_system_t *s, int gpu);
 const char *topo_gpu_busid(const topo_system_t *s, int gpu);
 int topo_gpu_nvlinks(const topo_system_t *s, int gpu); /* NVLinks the file gives for it */
+int topo_gpu_node(const topo_system_t *s, int gpu);    /* which of the files (nodes) it is in */
+/* The NIC port its network traffic takes (its <net name>), and the path type to it; NULL without NIC. */
+const char *topo_gpu_nic(const topo_system_t *s, int gpu, topo_path_type_t *type);
 topo_path_t topo_path(const topo_system_t *s, int from, int to);
 
 /* Rings over all GPUs, deterministic. Each ring is the one with the highest bandwidth left on its

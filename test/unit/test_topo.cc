@@ -17,17 +17,26 @@ struct Topo {
   topo_system_t *sys = nullptr;
   topo_rings_t rings{};
   std::string err;
-  explicit Topo(const std::string &name) {
+  topo_xml_node_t *xml2 = nullptr;  // a second node
+  explicit Topo(const std::string &name, const std::string &second = "") {
     char e[512] = "";
     const std::string path = std::string(COLL_GPU_TEST_DATA) + "/" + name;
+    const std::string path2 = std::string(COLL_GPU_TEST_DATA) + "/" + second;
+    const char *files[2] = {name.c_str(), second.c_str()};
     if (topo_xml_load(path.c_str(), &xml, e, sizeof(e)) != 0 ||
-        topo_system_build(xml, name.c_str(), &sys, e, sizeof(e)) != 0 ||
+        (!second.empty() && topo_xml_load(path2.c_str(), &xml2, e, sizeof(e)) != 0)) {
+      err = e;
+      return;
+    }
+    const topo_xml_node_t *roots[2] = {xml, xml2};
+    if (topo_system_build(roots, files, second.empty() ? 1 : 2, &sys, e, sizeof(e)) != 0 ||
         topo_search_rings(sys, &rings, e, sizeof(e)) != 0)
       err = e;
   }
   ~Topo() {
     topo_system_free(sys);
     topo_xml_free(xml);
+    topo_xml_free(xml2);
   }
   int n() const { return topo_ngpus(sys); }
   topo_path_t hop(int r, int k) const { return topo_path(sys, rings.order[r][k], rings.order[r][(k + 1) % n()]); }
@@ -49,7 +58,9 @@ std::string parse_error(const std::string &text) {
   char e[512] = "";
   topo_system_t *s = nullptr;
   if (topo_xml_parse(text.data(), text.size(), "bad.xml", &root, e, sizeof(e)) == 0) {
-    if (topo_system_build(root, "bad.xml", &s, e, sizeof(e)) == 0) {
+    const topo_xml_node_t *roots[1] = {root};
+    const char *files[1] = {"bad.xml"};
+    if (topo_system_build(roots, files, 1, &s, e, sizeof(e)) == 0) {
       topo_system_free(s);
       e[0] = '\0';
     }
@@ -152,6 +163,42 @@ TEST(Topo, VendorPlacementOnly) {
   expect_rings_cover(t);
 }
 
+// Two nodes of 4 GPUs on NVSwitch, each with two NICs (one per PCIe switch), the same bus ids on both.
+TEST(Topo, TwoNodesCrossTwiceThroughTheNearestNIC) {
+  Topo t("twonode_a.xml", "twonode_b.xml");
+  ASSERT_EQ("", t.err);
+  ASSERT_EQ(8, t.n());
+  for (int g = 0; g < 8; ++g) {
+    EXPECT_EQ(g / 4, topo_gpu_node(t.sys, g));
+    EXPECT_EQ(g, topo_gpu_label(t.sys, g));
+    topo_path_type_t type;
+    const char *nic = topo_gpu_nic(t.sys, g, &type);
+    ASSERT_NE(nullptr, nic);
+    EXPECT_STREQ(g % 4 < 2 ? "mlx5_0" : "mlx5_1", nic) << "GPU " << g << ": the NIC behind its own switch";
+    EXPECT_EQ(TOPO_PATH_PIX, type);
+    for (int h = 0; h < 8; ++h) {
+      const topo_path_type_t want = g == h ? TOPO_PATH_LOC : g / 4 == h / 4 ? TOPO_PATH_NVL : TOPO_PATH_NET;
+      EXPECT_EQ(want, topo_path(t.sys, g, h).type) << g << "->" << h;
+    }
+  }
+  EXPECT_NEAR(25, topo_path(t.sys, 0, 4).bw, 1e-9);  // a 200 Gb/s port
+  expect_rings_cover(t);
+  EXPECT_GE(t.rings.nrings, 2) << "a ring per pair of NICs";
+  for (int r = 0; r < t.rings.nrings; ++r) {
+    int net = 0;
+    for (int k = 0; k < 8; ++k) {
+      net += t.hop(r, k).type == TOPO_PATH_NET;
+      EXPECT_NE(TOPO_PATH_SYS, t.hop(r, k).type);
+    }
+    EXPECT_EQ(2, net) << "ring " << r << ": leaves each node once";
+  }
+}
+
+TEST(Topo, SeveralNodesNeedNICs) {
+  Topo t("twonode_a.xml", "pcie4_nvbridge.xml");
+  EXPECT_EQ(0u, t.err.find("pcie4_nvbridge.xml:3: no NIC (<nic><net>) in this node")) << t.err;
+}
+
 // write -> read gives the same text, paths and rings (for every fixture)
 TEST(Topo, WriteReadRoundTrip) {
   for (const char *name :
@@ -171,7 +218,9 @@ TEST(Topo, WriteReadRoundTrip) {
     ASSERT_EQ(0, topo_xml_write(root, f));
     fclose(f);
     EXPECT_EQ(std::string(text1, len1), std::string(text2, len2)) << name;
-    ASSERT_EQ(0, topo_system_build(root, "dump", &sys, e, sizeof(e))) << e;
+    const topo_xml_node_t *roots[1] = {root};
+    const char *files[1] = {"dump"};
+    ASSERT_EQ(0, topo_system_build(roots, files, 1, &sys, e, sizeof(e))) << e;
     topo_rings_t rings;
     ASSERT_EQ(0, topo_search_rings(sys, &rings, e, sizeof(e)));
     ASSERT_EQ(a.n(), topo_ngpus(sys));
@@ -276,10 +325,12 @@ TEST(Topo, SearchBounded) {
   topo_system_t *sys = nullptr;
   char e[256];
   ASSERT_EQ(0, topo_xml_parse(text.data(), text.size(), "t", &root, e, sizeof(e))) << e;
-  ASSERT_EQ(0, topo_system_build(root, "t", &sys, e, sizeof(e))) << e;
+  const topo_xml_node_t *roots[1] = {root};
+  const char *files[1] = {"t"};
+  ASSERT_EQ(0, topo_system_build(roots, files, 1, &sys, e, sizeof(e))) << e;
   topo_rings_t rings;
   EXPECT_EQ(-1, topo_search_rings(sys, &rings, e, sizeof(e)));
-  EXPECT_STREQ("11 GPUs: the ring search takes at most 10 per node", e);
+  EXPECT_STREQ("11 GPUs: the ring search takes at most 10", e);
   topo_system_free(sys);
   topo_xml_free(root);
 }

@@ -12,6 +12,9 @@ out=$($tool --xml "$data/nvswitch8_h200.xml")
 check "NVSwitch ring" "$out" '^Channel 00/01 : 0 1 2 3 4 5 6 7$'
 out=$($tool --xml "$data/pcie4_nvbridge.xml")
 check "bridged pairs named by rank" "$out" '^Channel 00/02 : 0 2 3 1$'
+out=$($tool --xml "$data/twonode_a.xml" --xml "$data/twonode_b.xml")
+check "two nodes: GPU 5 on node 1 uses the NIC of its switch" "$out" '^GPU 5 \(node 1, 0000:12:00.0\): NIC mlx5_0 via PIX$'
+check "two nodes: a ring over both" "$out" '^Channel 00/0[0-9] : 0 1 2 3 4 5 6 7$'
 tmp=${TMPDIR:-/tmp}/coll_gpu_topo.$$
 $tool --xml "$data/dgx1_v100.xml" --dump "$tmp.xml" >"$tmp.a"
 $tool --xml "$tmp.xml" | sed "s|^$tmp.xml:|$data/dgx1_v100.xml:|" >"$tmp.b"
