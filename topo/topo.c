@@ -30,7 +30,6 @@ typedef enum { E_NVL, E_PCI, E_SYS, E_NET } edge_kind_t;
 typedef struct {
   node_type_t type;
   int parent;                     /* in the PCI tree; -1 for CPUs and NVSwitches */
-  int cpu;                        /* the CPU whose tree holds it */
   int gpu;                        /* GPU index, or -1 */
   int host;                       /* which file */
   int bridge;                     /* a PCIe switch (class 0x0604xx), not an endpoint */
@@ -109,13 +108,12 @@ static int int_attr(builder_t *b, const topo_xml_node_t *n, const char *key, lon
   return 0;
 }
 
-static int add_node(builder_t *b, const topo_xml_node_t *at, node_type_t type, int parent, int cpu, const char *busid) {
+static int add_node(builder_t *b, const topo_xml_node_t *at, node_type_t type, int parent, const char *busid) {
   topo_system_t *s = b->s;
   if (s->nnodes == MAX_NODES) return fail(b, at, "more than %d devices", MAX_NODES);
   node_t *n = &s->nodes[s->nnodes];
   n->type = type;
   n->parent = parent;
-  n->cpu = cpu;
   n->gpu = -1;
   n->host = b->host;
   lower_copy(n->busid, busid != NULL ? busid : "");
@@ -150,32 +148,32 @@ static int pci_bw(builder_t *b, const topo_xml_node_t *n, double *bw) {
   return 0;
 }
 
-static int walk(builder_t *b, const topo_xml_node_t *x, int parent, int cpu);
+static int walk(builder_t *b, const topo_xml_node_t *x, int parent);
 
 /* A NIC port below node `parent`, linked at its speed. */
-static int add_port(builder_t *b, const topo_xml_node_t *at, int parent, int cpu, const char *name, long mbps) {
-  const int id = add_node(b, at, N_NIC, parent, cpu, name != NULL ? name : "nic");
+static int add_port(builder_t *b, const topo_xml_node_t *at, int parent, const char *name, long mbps) {
+  const int id = add_node(b, at, N_NIC, parent, name != NULL ? name : "nic");
   const double bw = (double)mbps / 8000;
   return id < 0 || add_edge(b, at, id, parent, bw, E_PCI) != 0 || add_edge(b, at, parent, id, bw, E_PCI) != 0 ? -1 : 0;
 }
 
 /* A <nic>: a port per <net>, or one of NIC_MBPS when it lists none. */
-static int add_nic(builder_t *b, const topo_xml_node_t *x, int parent, int cpu) {
+static int add_nic(builder_t *b, const topo_xml_node_t *x, int parent) {
   int ports = 0;
   for (int i = 0; i < x->nchildren; ++i) {
     const topo_xml_node_t *net = x->children[i];
     long mbps;
     if (strcmp(net->name, "net") != 0) continue;
     if (int_attr(b, net, "speed", NIC_MBPS, 1, 100000000, &mbps) != 0 ||
-        add_port(b, net, parent, cpu, topo_xml_attr(net, "name"), mbps) != 0)
+        add_port(b, net, parent, topo_xml_attr(net, "name"), mbps) != 0)
       return -1;
     ++ports;
   }
-  return ports > 0 ? 0 : add_port(b, x, parent, cpu, NULL, NIC_MBPS);
+  return ports > 0 ? 0 : add_port(b, x, parent, NULL, NIC_MBPS);
 }
 
 /* A <pci> element below node `parent`. */
-static int add_pci(builder_t *b, const topo_xml_node_t *x, int parent, int cpu) {
+static int add_pci(builder_t *b, const topo_xml_node_t *x, int parent) {
   const char *busid = topo_xml_attr(x, "busid");
   if (busid == NULL) return fail(b, x, "<pci> without busid");
   long cls;
@@ -183,7 +181,7 @@ static int add_pci(builder_t *b, const topo_xml_node_t *x, int parent, int cpu) 
   double bw;
   if (pci_bw(b, x, &bw) != 0) return -1;
   node_type_t type = (cls >> 16) == 0x03 ? N_GPU : N_PCI; /* a NIC's ports are its <nic><net> elements */
-  int id = add_node(b, x, type, parent, cpu, busid);
+  int id = add_node(b, x, type, parent, busid);
   if (id < 0) return -1;
   b->s->nodes[id].bridge = (cls >> 8) == 0x0604;
   if (add_edge(b, x, id, parent, bw, E_PCI) != 0 || add_edge(b, x, parent, id, bw, E_PCI) != 0) return -1;
@@ -210,17 +208,17 @@ static int add_pci(builder_t *b, const topo_xml_node_t *x, int parent, int cpu) 
     }
     return 0;
   }
-  return walk(b, x, id, cpu);
+  return walk(b, x, id);
 }
 
 /* The children of an element whose node is `parent`. */
-static int walk(builder_t *b, const topo_xml_node_t *x, int parent, int cpu) {
+static int walk(builder_t *b, const topo_xml_node_t *x, int parent) {
   for (int i = 0; i < x->nchildren; ++i) {
     const topo_xml_node_t *c = x->children[i];
     if (strcmp(c->name, "pci") == 0) {
-      if (add_pci(b, c, parent, cpu) != 0) return -1;
+      if (add_pci(b, c, parent) != 0) return -1;
     } else if (strcmp(c->name, "nic") == 0) {
-      if (add_nic(b, c, parent, cpu) != 0) return -1;
+      if (add_nic(b, c, parent) != 0) return -1;
     } else if (strcmp(c->name, "gpu") == 0) {
       return fail(b, c, "<gpu> outside a <pci> element");
     } else if (strcmp(c->name, "cpu") == 0) {
@@ -263,7 +261,7 @@ static int add_nvlinks(builder_t *b, const char *const *files) {
         if (find_edge(s, from, to, E_NVL) >= 0) return fail(b, l, "a second <nvlink> to %s", target);
         if (add_edge(b, l, from, to, (double)count * per_link, E_NVL) != 0) return -1;
       } else if (tclass == NVSWITCH_TCLASS) {
-        if (to < 0 && (to = add_node(b, l, N_NVS, -1, -1, busid)) < 0) return -1;
+        if (to < 0 && (to = add_node(b, l, N_NVS, -1, busid)) < 0) return -1;
         if (find_edge(s, from, to, E_NVL) >= 0) return fail(b, l, "a second <nvlink> to NVSwitch %s", target);
         /* the switch side is not in the file: both directions from the GPU's entry */
         if (add_edge(b, l, from, to, (double)count * per_link, E_NVL) != 0 ||
@@ -379,14 +377,13 @@ static int build_host(builder_t *b, const topo_xml_node_t *root) {
     if (strcmp(c->name, "cpu") != 0) continue;
     long numa;
     if (int_attr(b, c, "numaid", -1, -1, 4096, &numa) != 0) return -1;
-    const int cpu = add_node(b, c, N_CPU, -1, -1, NULL);
+    const int cpu = add_node(b, c, N_CPU, -1, NULL);
     if (cpu < 0) return -1;
-    s->nodes[cpu].cpu = cpu;
     for (int other = first_cpu; other < cpu; ++other)
       if (s->nodes[other].type == N_CPU &&
           (add_edge(b, c, cpu, other, SYS_BW, E_SYS) != 0 || add_edge(b, c, other, cpu, SYS_BW, E_SYS) != 0))
         return -1;
-    if (walk(b, c, cpu, cpu) != 0) return -1;
+    if (walk(b, c, cpu) != 0) return -1;
   }
   return 0;
 }
@@ -421,7 +418,7 @@ int topo_system_build(const topo_xml_node_t *const *roots, const char *const *fi
         goto bad;
       }
     b.host = -1;
-    if ((net = add_node(&b, NULL, N_NET, -1, -1, "network")) < 0) goto bad;
+    if ((net = add_node(&b, NULL, N_NET, -1, "network")) < 0) goto bad;
     for (int n = 0; n < net; ++n)
       if (s->nodes[n].type == N_NIC) {
         const double bw = s->edges[find_edge(s, n, s->nodes[n].parent, E_PCI)].cap;
