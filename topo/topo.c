@@ -77,10 +77,9 @@ typedef struct {
 
 static int fail(builder_t *b, const topo_xml_node_t *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(builder_t *b, const topo_xml_node_t *at, const char *fmt, ...) {
-  int n = snprintf(b->err, b->errlen, "%s:%d: ", b->file, at != NULL ? at->line : 0);
   va_list ap;
   va_start(ap, fmt);
-  if (n >= 0 && (size_t)n < b->errlen) vsnprintf(b->err + n, b->errlen - (size_t)n, fmt, ap);
+  topo_verror(b->err, b->errlen, b->file, at != NULL ? at->line : 0, fmt, ap);
   va_end(ap);
   return -1;
 }

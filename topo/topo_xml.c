@@ -17,11 +17,16 @@ typedef struct {
 
 static int fail(parser_t *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(parser_t *ps, const char *fmt, ...) {
-  int n = snprintf(ps->err, ps->errlen, "%s:%d: ", ps->file, ps->line);
   va_list ap;
   va_start(ap, fmt);
-  if (n >= 0 && (size_t)n < ps->errlen) vsnprintf(ps->err + n, ps->errlen - (size_t)n, fmt, ap);
+  topo_verror(ps->err, ps->errlen, ps->file, ps->line, fmt, ap);
   va_end(ap);
+  return -1;
+}
+
+int topo_verror(char *err, size_t errlen, const char *file, int line, const char *fmt, va_list ap) {
+  int n = snprintf(err, errlen, "%s:%d: ", file, line);
+  if (n >= 0 && (size_t)n < errlen) vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
   return -1;
 }
 

@@ -11,6 +11,7 @@
 #ifndef COLL_GPU_TOPO_XML_H
 #define COLL_GPU_TOPO_XML_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -43,6 +44,9 @@ int topo_xml_load(const char *path, topo_xml_node_t **root, char *err, size_t er
 /* Writes the tree, two spaces per level, attributes in their order. Returns 0 or -1 (write error). */
 int topo_xml_write(const topo_xml_node_t *root, FILE *f);
 void topo_xml_free(topo_xml_node_t *root);
+/* Writes "file:line: " and the formatted message into err; returns -1. The errors of topo/ all look so. */
+int topo_verror(char *err, size_t errlen, const char *file, int line, const char *fmt, va_list ap);
+
 /* The value of attribute key, or NULL. */
 const char *topo_xml_attr(const topo_xml_node_t *n, const char *key);
 
