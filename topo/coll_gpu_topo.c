@@ -1,10 +1,11 @@
 /*
- * coll_gpu_topo: the GPU path matrix and the rings the search chooses for a node described in NCCL's
- * topology XML format.
+ * coll_gpu_topo: the GPU path matrix and the rings the search chooses, for this machine (probed with
+ * hwloc and NVML) or for nodes described in NCCL's topology XML format.
  *
- * usage: coll_gpu_topo --xml FILE [--xml FILE ...] [--dump OUT]
- *   --xml FILE  the topology of a node; once per node
- *   --dump OUT  write the (first) file back, normalized layout, to OUT ("-": standard output)
+ * usage: coll_gpu_topo [--xml FILE [--xml FILE ...]] [--dump OUT]
+ *   --xml FILE  the topology of a node, once per node; without it, this machine is probed
+ *   --dump OUT  write the probed topology, or the (first) file in normalized layout, to OUT ("-":
+ *               standard output, before the report)
  * Prints each GPU's NIC port, the GPU path matrix, and the rings, one per line as
  * "Channel NN/MM : g0 g1 ... gn-1", each GPU named by its rank attribute (else its index over the
  * files). Exit status: 0, 1 for a bad topology, 2 for bad usage.
@@ -13,13 +14,17 @@
 #include <string.h>
 
 #include "topo/topo.h"
+#include "topo/topo_probe.h"
 
 #define MAX_FILES 8
 
 static int usage(void) {
   fprintf(stderr,
-          "usage: coll_gpu_topo --xml FILE [--xml FILE ...] [--dump OUT]   (one --xml per node, at most 8)\n"
-          "Probing this machine (hwloc + NVML) is not built yet: give its topology with --xml.\n");
+          "usage: coll_gpu_topo [--xml FILE [--xml FILE ...]] [--dump OUT]\n"
+          "  --xml FILE  a node's topology in NCCL's XML format, once per node (at most %d);\n"
+          "              without --xml, this machine is probed (hwloc and NVML)\n"
+          "  --dump OUT  write the topology used (\"-\": standard output)\n",
+          MAX_FILES);
   return 2;
 }
 
@@ -34,24 +39,38 @@ int main(int argc, char **argv) {
     else
       return usage();
   }
-  if (nxml == 0) return usage();
   char err[512];
   topo_xml_node_t *roots[MAX_FILES];
   topo_system_t *s = NULL;
   int loaded = 0;
-  while (loaded < nxml && topo_xml_load(xml[loaded], &roots[loaded], err, sizeof(err)) == 0) ++loaded;
-  if (loaded < nxml || topo_system_build((const topo_xml_node_t *const *)roots, xml, nxml, &s, err, sizeof(err)) != 0) {
-    fprintf(stderr, "coll_gpu_topo: %s\n", err);
-    for (int i = 0; i < loaded; ++i) topo_xml_free(roots[i]);
-    return 1;
+  if (nxml == 0) {
+    /* this machine: hwloc for the PCI tree, NVML for the NVLinks when there is a driver */
+    topo_gpu_info_t nvml;
+    const int have_nvml = topo_nvml_open(&nvml, err, sizeof(err)) == 0;
+    if (!have_nvml) fprintf(stderr, "coll_gpu_topo: %s: GPUs are listed without NVLinks\n", err);
+    topo_probe_opts_t opts = {NULL, "/sys", have_nvml ? &nvml : NULL};
+    const int rc = topo_probe(&opts, &roots[0], err, sizeof(err));
+    if (have_nvml) topo_nvml_close(&nvml);
+    if (rc != 0) {
+      fprintf(stderr, "coll_gpu_topo: %s\n", err);
+      return 1;
+    }
+    xml[nxml++] = "this machine";
+    loaded = 1;
   }
+  while (loaded < nxml && topo_xml_load(xml[loaded], &roots[loaded], err, sizeof(err)) == 0) ++loaded;
   int rc = 0;
-  if (dump != NULL) {
+  if (dump != NULL && loaded > 0) {
     FILE *f = strcmp(dump, "-") == 0 ? stdout : fopen(dump, "w");
     if (f == NULL || topo_xml_write(roots[0], f) != 0 || (f != stdout && fclose(f) != 0)) {
       fprintf(stderr, "coll_gpu_topo: cannot write %s\n", dump);
       rc = 1;
     }
+  }
+  if (loaded < nxml || topo_system_build((const topo_xml_node_t *const *)roots, xml, nxml, &s, err, sizeof(err)) != 0) {
+    fprintf(stderr, "coll_gpu_topo: %s\n", err);
+    for (int i = 0; i < loaded; ++i) topo_xml_free(roots[i]);
+    return 1;
   }
   const int n = topo_ngpus(s);
   printf("%d node(s), %d GPUs\n", nxml, n);

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 typedef struct {
   const char *p, *end, *file;
@@ -25,7 +26,8 @@ static int fail(parser_t *ps, const char *fmt, ...) {
 }
 
 int topo_verror(char *err, size_t errlen, const char *file, int line, const char *fmt, va_list ap) {
-  int n = snprintf(err, errlen, "%s:%d: ", file, line);
+  /* line 0: a tree that was built, not read (a probe) */
+  int n = line > 0 ? snprintf(err, errlen, "%s:%d: ", file, line) : snprintf(err, errlen, "%s: ", file);
   if (n >= 0 && (size_t)n < errlen) vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
   return -1;
 }
@@ -94,15 +96,33 @@ static int read_value(parser_t *ps, char *out) {
   return 0;
 }
 
+/* An element with no attributes and no children; NULL when out of memory. */
+static topo_xml_node_t *alloc_node(const char *name) {
+  topo_xml_node_t *n = calloc(1, sizeof(*n));
+  if (n == NULL || (n->name = strdup(name)) == NULL || (n->keys = calloc(TOPO_XML_MAX_ATTRS, sizeof(char *))) == NULL ||
+      (n->values = calloc(TOPO_XML_MAX_ATTRS, sizeof(char *))) == NULL) {
+    topo_xml_free(n);
+    return NULL;
+  }
+  return n;
+}
+
+static int attach(topo_xml_node_t *parent, topo_xml_node_t *child) {
+  topo_xml_node_t **c = realloc(parent->children, (size_t)(parent->nchildren + 1) * sizeof(*c));
+  if (c == NULL) return -1;
+  parent->children = c;
+  c[parent->nchildren++] = child;
+  child->parent = parent;
+  return 0;
+}
+
 static topo_xml_node_t *new_node(parser_t *ps, const char *name, topo_xml_node_t *parent) {
   if (++ps->nodes > TOPO_XML_MAX_NODES) {
     fail(ps, "more than %d elements", TOPO_XML_MAX_NODES);
     return NULL;
   }
-  topo_xml_node_t *n = calloc(1, sizeof(*n));
-  if (n == NULL || (n->name = strdup(name)) == NULL || (n->keys = calloc(TOPO_XML_MAX_ATTRS, sizeof(char *))) == NULL ||
-      (n->values = calloc(TOPO_XML_MAX_ATTRS, sizeof(char *))) == NULL) {
-    topo_xml_free(n);
+  topo_xml_node_t *n = alloc_node(name);
+  if (n == NULL) {
     fail(ps, "out of memory");
     return NULL;
   }
@@ -112,11 +132,7 @@ static topo_xml_node_t *new_node(parser_t *ps, const char *name, topo_xml_node_t
 }
 
 static int add_child(parser_t *ps, topo_xml_node_t *parent, topo_xml_node_t *child) {
-  topo_xml_node_t **c = realloc(parent->children, (size_t)(parent->nchildren + 1) * sizeof(*c));
-  if (c == NULL) return fail(ps, "out of memory");
-  parent->children = c;
-  c[parent->nchildren++] = child;
-  return 0;
+  return attach(parent, child) != 0 ? fail(ps, "out of memory") : 0;
 }
 
 /* After '<' and the name: attributes up to '>' or '/>'. Sets *closed for '/>'. */
@@ -320,4 +336,125 @@ const char *topo_xml_attr(const topo_xml_node_t *n, const char *key) {
   for (int i = 0; i < n->nattrs; ++i)
     if (strcmp(n->keys[i], key) == 0) return n->values[i];
   return NULL;
+}
+
+/* ------------------------------------------------------------------ building and merging trees */
+
+topo_xml_node_t *topo_xml_add(topo_xml_node_t *parent, const char *name) {
+  if (strlen(name) >= TOPO_XML_MAX_NAME) return NULL;
+  topo_xml_node_t *n = alloc_node(name);
+  if (n != NULL && parent != NULL && attach(parent, n) != 0) {
+    topo_xml_free(n);
+    return NULL;
+  }
+  return n;
+}
+
+int topo_xml_set(topo_xml_node_t *n, const char *key, const char *value) {
+  if (strlen(key) >= TOPO_XML_MAX_NAME || strlen(value) >= TOPO_XML_MAX_VALUE) return -1;
+  char *v = strdup(value);
+  if (v == NULL) return -1;
+  for (int i = 0; i < n->nattrs; ++i)
+    if (strcmp(n->keys[i], key) == 0) {
+      free(n->values[i]);
+      n->values[i] = v;
+      return 0;
+    }
+  if (n->nattrs == TOPO_XML_MAX_ATTRS || (n->keys[n->nattrs] = strdup(key)) == NULL) {
+    free(v);
+    return -1;
+  }
+  n->values[n->nattrs++] = v;
+  return 0;
+}
+
+int topo_xml_setf(topo_xml_node_t *n, const char *key, const char *fmt, ...) {
+  char value[TOPO_XML_MAX_VALUE];
+  va_list ap;
+  va_start(ap, fmt);
+  const int len = vsnprintf(value, sizeof(value), fmt, ap);
+  va_end(ap);
+  return len < 0 || len >= (int)sizeof(value) ? -1 : topo_xml_set(n, key, value);
+}
+
+void topo_xml_remove(topo_xml_node_t *n) {
+  topo_xml_node_t *p = n->parent;
+  if (p != NULL)
+    for (int i = 0; i < p->nchildren; ++i)
+      if (p->children[i] == n) {
+        memmove(p->children + i, p->children + i + 1, (size_t)(p->nchildren - i - 1) * sizeof(*p->children));
+        --p->nchildren;
+        break;
+      }
+  topo_xml_free(n);
+}
+
+/* What tells two elements of one name apart: NCCL's key attributes. NULL: the name alone. */
+static const char *key_of(const topo_xml_node_t *n) {
+  static const char *const keys[] = {"busid", "numaid", "target", "name"};
+  for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); ++k) {
+    const char *v = topo_xml_attr(n, keys[k]);
+    if (v != NULL) return v;
+  }
+  return NULL;
+}
+
+static int same_element(const topo_xml_node_t *a, const topo_xml_node_t *b) {
+  if (strcmp(a->name, b->name) != 0) return 0;
+  const char *ka = key_of(a), *kb = key_of(b);
+  return ka == NULL ? kb == NULL : kb != NULL && strcasecmp(ka, kb) == 0; /* bus ids come in either case */
+}
+
+static topo_xml_node_t *copy_tree(const topo_xml_node_t *src) {
+  topo_xml_node_t *n = alloc_node(src->name);
+  if (n == NULL) return NULL;
+  n->line = src->line;
+  for (int i = 0; i < src->nattrs; ++i)
+    if (topo_xml_set(n, src->keys[i], src->values[i]) != 0) goto bad;
+  for (int i = 0; i < src->nchildren; ++i) {
+    topo_xml_node_t *c = copy_tree(src->children[i]);
+    if (c == NULL || attach(n, c) != 0) {
+      topo_xml_free(c);
+      goto bad;
+    }
+  }
+  return n;
+bad:
+  topo_xml_free(n);
+  return NULL;
+}
+
+int topo_xml_merge(topo_xml_node_t *dst, const topo_xml_node_t *src) {
+  for (int i = 0; i < src->nattrs; ++i)
+    if (topo_xml_attr(dst, src->keys[i]) == NULL && topo_xml_set(dst, src->keys[i], src->values[i]) != 0) return -1;
+  for (int i = 0; i < src->nchildren; ++i) {
+    const topo_xml_node_t *c = src->children[i];
+    topo_xml_node_t *match = NULL;
+    for (int j = 0; j < dst->nchildren && match == NULL; ++j)
+      if (same_element(dst->children[j], c)) match = dst->children[j];
+    if (match != NULL) {
+      if (topo_xml_merge(match, c) != 0) return -1;
+      continue;
+    }
+    topo_xml_node_t *copy = copy_tree(c);
+    if (copy == NULL || attach(dst, copy) != 0) {
+      topo_xml_free(copy);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+char *topo_xml_text(const topo_xml_node_t *root, size_t *len) {
+  char *text = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&text, &n);
+  if (f == NULL) return NULL;
+  const int rc = topo_xml_write(root, f);
+  if (fclose(f) != 0 || rc != 0) {
+    free(text);
+    return NULL;
+  }
+  if (len != NULL) *len = n;
+  return text;
 }

@@ -50,6 +50,20 @@ int topo_verror(char *err, size_t errlen, const char *file, int line, const char
 /* The value of attribute key, or NULL. */
 const char *topo_xml_attr(const topo_xml_node_t *n, const char *key);
 
+/* Building trees (the probe, the merge of the ranks' views). NULL or -1: out of memory, or past the
+ * name and value bounds. */
+topo_xml_node_t *topo_xml_add(topo_xml_node_t *parent, const char *name); /* at the end; NULL parent: a root */
+int topo_xml_set(topo_xml_node_t *n, const char *key, const char *value); /* sets or replaces */
+int topo_xml_setf(topo_xml_node_t *n, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void topo_xml_remove(topo_xml_node_t *n); /* detaches it from its parent and frees it */
+/* Adds to dst what src has and dst lacks, recursively: elements are the same when they have the same
+ * name and the same key attribute (busid, numaid, target or name, the first present; bus ids in either
+ * case); attributes dst lacks are copied, those it has are kept. Deterministic: the result depends
+ * only on the two trees and their order. */
+int topo_xml_merge(topo_xml_node_t *dst, const topo_xml_node_t *src);
+/* The tree as topo_xml_write writes it, in a malloc'd string of *len bytes; NULL when out of memory. */
+char *topo_xml_text(const topo_xml_node_t *root, size_t *len);
+
 #ifdef __cplusplus
 }
 #endif

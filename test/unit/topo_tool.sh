@@ -23,7 +23,20 @@ printf '<system version="1">\n  <cpu numaid="0">\n    <pci busid="0000:01:00.0" 
 out=$($tool --xml "$tmp.bad" 2>&1)
 status=$?
 check "malformed file: status 1 and its line" "$status $out" "^1 coll_gpu_topo: $tmp.bad:4: </cpu> closes <pci> of line 3"
-$tool >/dev/null 2>&1
-[ $? -eq 2 ] && echo "ok: no --xml is a usage error" || { echo "FAIL: no --xml"; fail=1; }
-rm -f "$tmp.xml" "$tmp.a" "$tmp.b" "$tmp.bad"
+$tool --bogus >/dev/null 2>&1
+[ $? -eq 2 ] && echo "ok: an unknown option is a usage error" || { echo "FAIL: unknown option"; fail=1; }
+# without --xml: this machine, probed; its dump is NCCL-format XML that reads back to the same report
+$tool --dump "$tmp.probe" >"$tmp.a" 2>"$tmp.err"
+status=$?
+out=$(cat "$tmp.probe")
+check "probe dump: a <system> with a <cpu>" "$out" '^  <cpu numaid="[0-9]+"'
+if [ $status -eq 0 ]; then
+  $tool --xml "$tmp.probe" >"$tmp.b" 2>&1
+  sed -i "1s/.*//" "$tmp.a" "$tmp.b" # the first line names the source
+  if cmp -s "$tmp.a" "$tmp.b"; then echo "ok: probe dump read back"; else echo "FAIL: probe dump read back"; fail=1; fi
+else # a machine without GPUs: the probe says so and fails
+  [ $status -eq 1 ] && echo "ok: probe without GPUs: status 1" || { echo "FAIL: probe status $status"; fail=1; }
+  check "probe without GPUs: says so" "$(cat "$tmp.err")" 'this machine: no GPU'
+fi
+rm -f "$tmp.xml" "$tmp.a" "$tmp.b" "$tmp.bad" "$tmp.probe" "$tmp.err"
 exit $fail
