@@ -21,6 +21,7 @@ extern "C" {
 
 #define COLL_GPU_MAX_RANKS 8     /* intra-node peers: the NVSwitch nodes this targets have 8 GPUs */
 #define COLL_GPU_MAX_CHANNELS 64 /* ring channels, one block each: half the SMs of an H200 */
+#define COLL_GPU_MAX_RINGS 16    /* distinct ring orders: channel c runs ring c mod nrings (topo/ finds at most 16) */
 
 /* Element types the kernels reduce. Signed and unsigned integers differ only in MAX and MIN. */
 typedef enum {
@@ -108,9 +109,11 @@ typedef struct {
   /* the communicator */
   int rank, nranks;
   coll_gpu_ar_layout_t layout;
-  void *peer_scratch[COLL_GPU_MAX_RANKS];    /* every rank's scratch as mapped here; [rank] is our own */
-  uint64_t ring_step[COLL_GPU_MAX_CHANNELS]; /* ring: steps done so far per channel (updated by launch) */
-  coll_gpu_ar_status_t *status;              /* host-mapped, as a device pointer */
+  void *peer_scratch[COLL_GPU_MAX_RANKS];                /* every rank's scratch as mapped here; [rank] is our own */
+  uint64_t ring_step[COLL_GPU_MAX_CHANNELS];             /* ring: steps done so far per channel (updated by launch) */
+  int nrings;                                            /* ring: channel c sends around rings[c % nrings] */
+  uint8_t rings[COLL_GPU_MAX_RINGS][COLL_GPU_MAX_RANKS]; /* ranks in ring order */
+  coll_gpu_ar_status_t *status;                          /* host-mapped, as a device pointer */
 } coll_gpu_ar_params_t;
 
 /* Launches one allreduce on stream (a cudaStream_t). The blocks that finish write seq into

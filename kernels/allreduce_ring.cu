@@ -2,8 +2,9 @@
  * Ring allreduce, Simple protocol: for large messages, bandwidth-optimal (every rank sends and receives
  * 2 (n - 1) / n of the buffer), over several channels, one block each, to fill NVLink.
  *
- * Each channel owns a part of the buffer and loops over rounds of one FIFO slot per rank. With the
- * round cut into n chunks, rank r runs (chunk indices mod n):
+ * Each channel owns a part of the buffer and loops over rounds of one FIFO slot per rank, around its
+ * own ring (an order of the ranks from the topology search). With the round cut into n chunks, the rank
+ * at position r of the ring runs (chunk indices mod n):
  *   step 0:          send(chunk r)                      push my data to the next GPU
  *   steps 1..n-2:    recvReduceSend(chunk r - s)        add mine to what arrived, push it on
  *   step n-1:        recvReduceCopySend(chunk r + 1)    that chunk is complete here: keep it, push it
@@ -27,18 +28,20 @@ struct RingChannel {
   const coll_gpu_ar_params_t &p;
   const Layout L;
   const Waiter w;
-  const int ch, next, prev;
+  const int ch;
+  int pos, next, prev;  // my position in this channel's ring, and my neighbours there
   uint64_t send_step, recv_step;
   char *my_fifo, *next_fifo;
   uint64_t *recv_tail, *send_head, *next_tail, *prev_head;
 
   __device__ explicit RingChannel(const coll_gpu_ar_params_t &params)
-      : p(params),
-        L(params.layout),
-        w(params),
-        ch(blockIdx.x),
-        next((params.rank + 1) % params.nranks),
-        prev((params.rank + params.nranks - 1) % params.nranks) {
+      : p(params), L(params.layout), w(params), ch(blockIdx.x) {
+    const uint8_t *ring = p.rings[ch % p.nrings];
+    const int n = p.nranks;
+    pos = 0;
+    while (pos < n - 1 && ring[pos] != p.rank) ++pos;
+    next = ring[(pos + 1) % n];
+    prev = ring[(pos + n - 1) % n];
     send_step = recv_step = p.ring_step[ch];
     char *mine = (char *)p.peer_scratch[p.rank];
     my_fifo = mine + L.fifo(ch, 0);
@@ -102,7 +105,7 @@ struct RingChannel {
 template <typename T, typename Op, bool Aligned>
 __global__ void __launch_bounds__(kThreads) ring(coll_gpu_ar_params_t p) {
   RingChannel<T, Op, Aligned> c(p);
-  const int n = p.nranks, r = p.rank;
+  const int n = p.nranks, r = c.pos;
   const size_t pack = kPack / sizeof(T);
   const size_t slot = p.layout.slot_bytes / sizeof(T);
   const coll_gpu_range_t part = coll_gpu_part(p.count, gridDim.x, blockIdx.x, pack);

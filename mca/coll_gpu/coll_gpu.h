@@ -49,7 +49,9 @@ typedef struct {
   size_t ring_slot_bytes;
   int timeout; /* seconds */
   bool uniform_buffers;
-  int output; /* opal_output stream */
+  char *topo_file;      /* NCCL-format topology of the node instead of the probe; "" for none */
+  char *topo_dump_file; /* where rank 0 of each GPU communicator writes the topology it used; "" */
+  int output;           /* opal_output stream */
 } mca_coll_gpu_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_gpu_component_t mca_coll_gpu_component;

@@ -6,8 +6,9 @@
  *   1. local set-up on the buffer's device: scratch, status words, stream, the scratch's IPC handle;
  *   2. allgather of peer info: one node, at most COLL_GPU_MAX_RANKS ranks, equal parameters, every rank
  *      set up; otherwise every rank reaches the same "unavailable";
- *   3. allgather of the IPC handles; each rank opens its peers' handles;
- *   4. allgather of the open results.
+ *   3. the rings: every rank's view of the node, merged, and the ring search (coll_gpu_rings.h);
+ *   4. allgather of the IPC handles; each rank opens its peers' handles;
+ *   5. allgather of the open results.
  */
 #include "mca/coll_gpu/coll_gpu_engine.h"
 
@@ -34,6 +35,7 @@ struct coll_gpu_engine {
   void *status_dev;             /* device view */
   uint64_t seq;
   uint64_t ring_step[COLL_GPU_MAX_CHANNELS];
+  coll_gpu_rings_t rings;
 };
 
 static void say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -177,7 +179,12 @@ int coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const coll_gpu_engine_
     }
   }
 
-  /* 3. IPC handles: every rank's, then open the peers' */
+  /* 3. the rings */
+  if (coll_gpu_rings_compute(b, peers, &cfg->topo, &e->rings, why, why_len) != 0) goto unavailable;
+  if (why[0] != '\0' && cfg->log != NULL)
+    cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "comm %s: rings in rank order: %s", cfg->name, why);
+
+  /* 4. IPC handles: every rank's, then open the peers' */
   if (b->allgather(b->ctx, handles + (size_t)b->rank * hsize, handles, (size_t)hsize) != 0) {
     snprintf(why, why_len, "the IPC handle allgather failed");
     goto unavailable;
@@ -202,7 +209,7 @@ int coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const coll_gpu_engine_
     }
     if (entered) coll_gpu_mem_ctx_leave(saved);
   }
-  /* 4. everyone opened everything */
+  /* 5. everyone opened everything */
   if (!all_ok(b, opened ? 0 : 1, &bad)) {
     if (opened) snprintf(why, why_len, "rank %d could not map its peers' memory", bad);
     goto unavailable;
@@ -211,11 +218,15 @@ int coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const coll_gpu_engine_
     cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
              "comm %s: GPU allreduce on device %d (%s), %d ranks, %zu bytes of scratch", cfg->name, mem->device,
              me.busid, b->size, coll_gpu_ar_scratch_bytes(&e->layout));
+    if (e->rings.speed > 0)
+      cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "comm %s: %d ring(s) from the topology, the first at %.1f GB/s",
+               cfg->name, e->rings.nrings, e->rings.speed);
     for (int ch = 0; ch < cfg->tune.max_channels; ++ch) {
       char line[16 * COLL_GPU_MAX_RANKS];
       int len = 0;
-      for (int r = 0; r < b->size; ++r) len += snprintf(line + len, sizeof(line) - len, " %d", r);
-      cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT, "Channel %02d/%02d :%s", ch, cfg->tune.max_channels, line);
+      for (int r = 0; r < b->size; ++r)
+        len += snprintf(line + len, sizeof(line) - len, " %d", e->rings.order[ch % e->rings.nrings][r]);
+      cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "Channel %02d/%02d :%s", ch, cfg->tune.max_channels, line);
     }
   }
   free(peers);
@@ -261,6 +272,8 @@ int coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *r
   p.layout = e->layout;
   memcpy(p.peer_scratch, e->peer, sizeof(p.peer_scratch));
   memcpy(p.ring_step, e->ring_step, sizeof(p.ring_step));
+  p.nrings = e->rings.nrings;
+  memcpy(p.rings, e->rings.order, sizeof(p.rings));
   p.status = (coll_gpu_ar_status_t *)e->status_dev;
   if (e->cfg.log != NULL)
     e->cfg.log(COLL_GPU_LVL_TRACE, COLL_GPU_LOG_COLL, "comm %s: allreduce seq %llu, %zu bytes: %s/%s, %d channels",

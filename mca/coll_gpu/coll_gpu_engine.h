@@ -3,6 +3,7 @@
  * collectively (through the bootstrap interface) on the first allreduce that every rank passes device
  * buffers to; destroyed with the communicator. No MPI here.
  *
+ * The ring channels follow the rings of the topology search (coll_gpu_rings.h), computed at creation.
  * Per rank it holds one scratch allocation on the buffers' GPU, exchanged with every peer as a CUDA IPC
  * handle (kernels/allreduce.h gives its layout), a stream and host-mapped status words. Only the handles
  * of this exchange are ever opened.
@@ -17,6 +18,7 @@
 #include "kernels/gpu_mem.h"
 #include "mca/coll_gpu/coll_gpu_bootstrap.h"
 #include "mca/coll_gpu/coll_gpu_log.h"
+#include "mca/coll_gpu/coll_gpu_rings.h"
 #include "mca/coll_gpu/coll_gpu_tune.h"
 
 #ifdef __cplusplus
@@ -28,7 +30,8 @@ typedef struct {
   uint64_t timeout_ns; /* longest wait for a peer, in the kernels and in the agreement */
   size_t slot_bytes;   /* ring FIFO slot */
   coll_gpu_log_fn log;
-  const char *name; /* the communicator, for messages */
+  const char *name;            /* the communicator, for messages */
+  coll_gpu_topo_config_t topo; /* where the rings come from */
 } coll_gpu_engine_config_t;
 
 typedef struct coll_gpu_engine coll_gpu_engine_t;

@@ -21,6 +21,7 @@
 #include "ompi/datatype/ompi_datatype_internal.h"
 #include "ompi/group/group.h"
 #include "ompi/proc/proc.h"
+#include "opal/util/proc.h"
 #include "opal/util/show_help.h"
 
 enum { PATH_HOST = 1, PATH_GPU = 2, PATH_STAGE = 4 };
@@ -205,6 +206,10 @@ static void engine_log(int level, int subsys, const char *fmt, ...) {
   mca_coll_gpu_log(level, subsys, "%s", msg);
 }
 
+static void topo_warn(const char *what) {
+  opal_show_help("help-mpi-coll-gpu.txt", "topology", true, opal_process_info.nodename, what);
+}
+
 static int create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, const coll_gpu_meminfo_t *mem) {
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
   bootstrap_ctx_t bctx = {comm, m};
@@ -221,6 +226,11 @@ static int create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *c
   cfg.slot_bytes = c->ring_slot_bytes;
   cfg.log = engine_log;
   cfg.name = comm->c_name;
+  cfg.topo.file = c->topo_file;
+  cfg.topo.dump_file = c->topo_dump_file;
+  cfg.topo.log = engine_log;
+  cfg.topo.warn = topo_warn;
+  cfg.topo.name = comm->c_name;
   char why[256];
   if (coll_gpu_engine_create(&b, &cfg, mem, &m->engine, why, sizeof(why)) == COLL_GPU_ENGINE_OK) {
     m->engine_state = COLL_GPU_STATE_READY;

@@ -24,6 +24,8 @@ const char *mca_coll_gpu_subsys_name(int subsys) {
       return "COLL";
     case COLL_GPU_LOG_STAGE:
       return "STAGE";
+    case COLL_GPU_LOG_TOPO:
+      return "TOPO";
     default:
       return "?";
   }

@@ -5,7 +5,13 @@
 #define COLL_GPU_LOG_H
 
 /* Logging subsystems, for coll_gpu_verbose_subsys. */
-enum { COLL_GPU_LOG_INIT = 1, COLL_GPU_LOG_COLL = 2, COLL_GPU_LOG_STAGE = 4, COLL_GPU_LOG_ALL = 7 };
+enum {
+  COLL_GPU_LOG_INIT = 1,
+  COLL_GPU_LOG_COLL = 2,
+  COLL_GPU_LOG_STAGE = 4,
+  COLL_GPU_LOG_TOPO = 8,
+  COLL_GPU_LOG_ALL = 15
+};
 /* Verbosity thresholds of coll_gpu_verbose. */
 enum { COLL_GPU_LVL_WARN = 1, COLL_GPU_LVL_INFO = 10, COLL_GPU_LVL_DEBUG = 50, COLL_GPU_LVL_TRACE = 100 };
 

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "coll_gpu.h"
 #include "opal/mca/base/mca_base_var.h"
@@ -86,6 +87,30 @@ static void register_enum(const char *name, const char *description, const mca_b
   mca_base_component_var_register(component(), name, description, MCA_BASE_VAR_TYPE_INT, e, 0, 0, OPAL_INFO_LVL_5,
                                   MCA_BASE_VAR_SCOPE_ALL_EQ, storage);
   if (e != NULL) OBJ_RELEASE(e);
+}
+
+static void register_topology(mca_coll_gpu_component_t *c) {
+  c->topo_file = "";
+  mca_base_component_var_register(component(), "topo_file",
+                                  "Topology of this node in NCCL's XML format (<system version=\"1\"> with <cpu>, "
+                                  "<pci>, <gpu>, <nvlink>, <nic>): used instead of probing with hwloc; GPUs the file "
+                                  "gives without <gpu> get their NVLinks from NVML. Empty: probe. A file that "
+                                  "cannot be read is reported (file:line) and the probe is used",
+                                  MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
+                                  &c->topo_file);
+  if (c->topo_file == NULL) c->topo_file = "";
+  if (c->topo_file[0] != '\0' && access(c->topo_file, R_OK) != 0) {
+    bad_value("coll_gpu_topo_file", c->topo_file, "a readable file", "the probe");
+    c->topo_file = "";
+  }
+  c->topo_dump_file = "";
+  mca_base_component_var_register(component(), "topo_dump_file",
+                                  "File that rank 0 of each communicator taking the GPU allreduce writes the "
+                                  "topology to, as every rank merged it (NCCL's XML format, GPUs carrying their "
+                                  "rank): read it back with coll_gpu_topo --xml or coll_gpu_topo_file. Empty: none",
+                                  MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
+                                  &c->topo_dump_file);
+  if (c->topo_dump_file == NULL) c->topo_dump_file = "";
 }
 
 static void register_allreduce(mca_coll_gpu_component_t *c) {
@@ -173,12 +198,13 @@ int mca_coll_gpu_register_params(void) {
   mca_base_component_var_register(component(), "verbose_subsys",
                                   "Subsystems that coll_gpu_verbose reports, comma-separated: INIT (component "
                                   "and communicator set-up), COLL (collective calls), STAGE (staging through "
-                                  "host memory), or all; a leading ^ reports all but the ones listed",
+                                  "host memory), TOPO (topology and rings), or all; a leading ^ reports all but the "
+                                  "ones listed",
                                   MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
                                   &c->verbose_subsys);
   c->subsys_mask = parse_subsys(c->verbose_subsys);
   if (c->subsys_mask < 0) {
-    bad_value("coll_gpu_verbose_subsys", c->verbose_subsys, "all, or a comma-separated list of INIT, COLL, STAGE",
+    bad_value("coll_gpu_verbose_subsys", c->verbose_subsys, "all, or a comma-separated list of INIT, COLL, STAGE, TOPO",
               "all");
     c->subsys_mask = COLL_GPU_LOG_ALL;
   }
@@ -198,5 +224,6 @@ int mca_coll_gpu_register_params(void) {
                                   MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_9,
                                   MCA_BASE_VAR_SCOPE_LOCAL, &c->force_staging);
   register_allreduce(c);
+  register_topology(c);
   return OMPI_SUCCESS;
 }

@@ -1,0 +1,264 @@
+/*
+ * The rings of a communicator's GPU allreduce (coll_gpu_rings.h).
+ */
+#include "mca/coll_gpu/coll_gpu_rings.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "topo/topo.h"
+#include "topo/topo_probe.h"
+
+/* This process's description of its node, made once per topology file (the probe when none): probing
+ * takes tens of milliseconds. */
+static pthread_mutex_t view_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *view_text;
+static size_t view_len;
+static char *view_file; /* the file it came from, "" for the probe; NULL before the first */
+
+static void say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *why, size_t len, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, len, fmt, ap);
+  va_end(ap);
+}
+
+static void warn(const coll_gpu_topo_config_t *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(const coll_gpu_topo_config_t *cfg, const char *fmt, ...) {
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  if (cfg->warn != NULL) cfg->warn(msg);
+}
+
+static int set(const char *s) { return s != NULL && s[0] != '\0'; }
+
+/* Step 1: the topology file completed with NVML, else the probe. NULL when neither gives anything. */
+static char *describe_node(const coll_gpu_topo_config_t *cfg, size_t *len) {
+  char err[512];
+  topo_xml_node_t *root = NULL;
+  topo_gpu_info_t nvml;
+  const int have_nvml = topo_nvml_open(&nvml, err, sizeof(err)) == 0;
+  if (!have_nvml && cfg->log != NULL)
+    cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "no NVML (%s): the topology has no NVLinks", err);
+  if (set(cfg->file)) {
+    if (topo_xml_load(cfg->file, &root, err, sizeof(err)) != 0) {
+      warn(cfg, "coll_gpu_topo_file: %s. The topology is probed instead.", err);
+      root = NULL;
+    } else if (have_nvml && topo_complete(root, &nvml) < 0) {
+      topo_xml_free(root);
+      root = NULL;
+    }
+  }
+  if (root == NULL) {
+    topo_probe_opts_t opts = {NULL, "/sys", have_nvml ? &nvml : NULL};
+    if (topo_probe(&opts, &root, err, sizeof(err)) != 0 && cfg->log != NULL)
+      cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "probe failed: %s", err);
+  }
+  if (have_nvml) topo_nvml_close(&nvml);
+  char *text = root != NULL ? topo_xml_text(root, len) : NULL;
+  topo_xml_free(root);
+  return text;
+}
+
+/* The GPU <pci> elements below n, in document order. */
+static int find_gpus(topo_xml_node_t *n, topo_xml_node_t **out, int max, int count) {
+  for (int i = 0; i < n->nchildren; ++i) {
+    topo_xml_node_t *c = n->children[i];
+    const char *cls = topo_xml_attr(c, "class");
+    if (strcmp(c->name, "pci") == 0 && cls != NULL && strtol(cls, NULL, 16) >> 16 == 0x03) {
+      if (count < max) out[count] = c;
+      ++count;
+    } else {
+      count = find_gpus(c, out, max, count);
+    }
+  }
+  return count;
+}
+
+static topo_xml_node_t *gpu_child(topo_xml_node_t *pci) {
+  for (int i = 0; i < pci->nchildren; ++i)
+    if (strcmp(pci->children[i]->name, "gpu") == 0) return pci->children[i];
+  return NULL;
+}
+
+/* Removes the rank attribute of a <gpu> (a GPU of the node that no rank of this communicator uses). */
+static void drop_rank(topo_xml_node_t *g) {
+  for (int i = 0; i < g->nattrs; ++i)
+    if (strcmp(g->keys[i], "rank") == 0) {
+      free(g->keys[i]);
+      free(g->values[i]);
+      memmove(g->keys + i, g->keys + i + 1, (size_t)(g->nattrs - i - 1) * sizeof(char *));
+      memmove(g->values + i, g->values + i + 1, (size_t)(g->nattrs - i - 1) * sizeof(char *));
+      --g->nattrs;
+      return;
+    }
+}
+
+/* Removes the <nvlink> elements that point at bus id `busid`, below n. */
+static void drop_links_to(topo_xml_node_t *n, const char *busid) {
+  for (int i = n->nchildren - 1; i >= 0; --i) {
+    topo_xml_node_t *c = n->children[i];
+    const char *t = topo_xml_attr(c, "target");
+    if (strcmp(c->name, "nvlink") == 0 && t != NULL && strcasecmp(t, busid) == 0)
+      topo_xml_remove(c);
+    else
+      drop_links_to(c, busid);
+  }
+}
+
+/* Steps 3-4 on the merged tree. Returns 0 with the rings, or 1 with the reason the search cannot run. */
+static int search(topo_xml_node_t *root, const coll_gpu_peer_t *peers, int nranks, const coll_gpu_topo_config_t *cfg,
+                  int rank, coll_gpu_rings_t *rings, char *why, size_t why_len) {
+  enum { MAX_NODE_GPUS = 64 };
+  topo_xml_node_t *gpus[MAX_NODE_GPUS];
+  const int ngpus = find_gpus(root, gpus, MAX_NODE_GPUS, 0);
+  if (ngpus > MAX_NODE_GPUS) {
+    say(why, why_len, "the topology lists %d GPUs (at most %d)", ngpus, MAX_NODE_GPUS);
+    return 1;
+  }
+  int used[MAX_NODE_GPUS] = {0};
+  for (int r = 0; r < nranks; ++r) {
+    for (int q = 0; q < r; ++q)
+      if (strcasecmp(peers[q].busid, peers[r].busid) == 0) {
+        say(why, why_len, "ranks %d and %d share GPU %s", q, r, peers[r].busid);
+        return 1;
+      }
+    int g = 0;
+    while (g < ngpus && strcasecmp(topo_xml_attr(gpus[g], "busid"), peers[r].busid) != 0) ++g;
+    if (g == ngpus) {
+      say(why, why_len, "GPU %s of rank %d is not in the topology", peers[r].busid, r);
+      return 1;
+    }
+    topo_xml_node_t *x = gpu_child(gpus[g]);
+    if ((x == NULL && (x = topo_xml_add(gpus[g], "gpu")) == NULL) || topo_xml_setf(x, "rank", "%d", r) != 0) {
+      say(why, why_len, "out of memory");
+      return 1;
+    }
+    used[g] = 1;
+  }
+  for (int g = 0; g < ngpus; ++g)
+    if (!used[g] && gpu_child(gpus[g]) != NULL) drop_rank(gpu_child(gpus[g]));
+  if (rank == 0 && set(cfg->dump_file)) {
+    FILE *f = fopen(cfg->dump_file, "w");
+    int bad = f == NULL;
+    if (f != NULL) bad = (topo_xml_write(root, f) != 0) | (fclose(f) != 0);
+    if (bad) warn(cfg, "coll_gpu_topo_dump_file: cannot write %s", cfg->dump_file);
+  }
+  /* the search runs over this communicator's GPUs only */
+  for (int g = 0; g < ngpus; ++g)
+    if (!used[g]) {
+      char busid[TOPO_XML_MAX_VALUE];
+      snprintf(busid, sizeof(busid), "%s", topo_xml_attr(gpus[g], "busid"));
+      topo_xml_remove(gpus[g]);
+      drop_links_to(root, busid);
+    }
+  topo_system_t *s = NULL;
+  topo_rings_t found;
+  const char *files[1] = {set(cfg->file) ? cfg->file : "the merged topology"};
+  const topo_xml_node_t *roots[1] = {root};
+  if (topo_system_build(roots, files, 1, &s, why, why_len) != 0) return 1;
+  if (topo_search_rings(s, &found, why, why_len) != 0 || found.nrings < 1) {
+    if (found.nrings < 1) say(why, why_len, "the ring search found no ring");
+    topo_system_free(s);
+    return 1;
+  }
+  rings->nrings = found.nrings < COLL_GPU_MAX_RINGS ? found.nrings : COLL_GPU_MAX_RINGS;
+  rings->speed = found.speed[0];
+  for (int k = 0; k < rings->nrings; ++k)
+    for (int i = 0; i < nranks; ++i) rings->order[k][i] = (uint8_t)topo_gpu_label(s, found.order[k][i]);
+  if (cfg->log != NULL)
+    for (int i = 0; i < nranks; ++i)
+      for (int j = 0; j < nranks; ++j) {
+        if (i == j) continue;
+        const topo_path_t p = topo_path(s, i, j);
+        cfg->log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_TOPO, "comm %s: rank %d -> rank %d: %s, %.1f GB/s", cfg->name,
+                 topo_gpu_label(s, i), topo_gpu_label(s, j), topo_path_name(p.type), p.bw);
+      }
+  topo_system_free(s);
+  return 0;
+}
+
+int coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *peers,
+                           const coll_gpu_topo_config_t *cfg, coll_gpu_rings_t *rings, char *why, size_t why_len) {
+  memset(rings, 0, sizeof(*rings));
+  if (b->size > COLL_GPU_MAX_RANKS) {
+    say(why, why_len, "%d ranks: rings take at most %d", b->size, COLL_GPU_MAX_RANKS);
+    return -1;
+  }
+  rings->nrings = 1;
+  for (int r = 0; r < b->size; ++r) rings->order[0][r] = (uint8_t)r;
+  why[0] = '\0';
+
+  /* 1. this rank's view (made once per process) */
+  pthread_mutex_lock(&view_lock);
+  const char *file = set(cfg->file) ? cfg->file : "";
+  if (view_file == NULL || strcmp(view_file, file) != 0) {
+    free(view_text);
+    free(view_file);
+    view_file = strdup(file);
+    view_len = 0;
+    view_text = describe_node(cfg, &view_len);
+    if (view_len > TOPO_XML_MAX_BYTES) { /* the merge could not read it back */
+      free(view_text);
+      view_text = NULL;
+    }
+    if (view_text == NULL) view_len = 0;
+  }
+  const uint64_t mine = view_len;
+  pthread_mutex_unlock(&view_lock);
+
+  /* 2. every rank's view, merged in rank order */
+  uint64_t lens[COLL_GPU_MAX_RANKS];
+  if (b->allgather(b->ctx, &mine, lens, sizeof(mine)) != 0) {
+    say(why, why_len, "the topology size allgather failed");
+    return -1;
+  }
+  uint64_t max = 1;
+  for (int r = 0; r < b->size; ++r)
+    if (lens[r] > max) max = lens[r];
+  char *send = calloc(1, max), *all = calloc((size_t)b->size, max);
+  if (send != NULL && mine > 0) memcpy(send, view_text, mine);
+  /* everyone could allocate, or nobody sends: the collective calls stay matched */
+  int ok = send != NULL && all != NULL, oks[COLL_GPU_MAX_RANKS];
+  int gathered = b->allgather(b->ctx, &ok, oks, sizeof(ok)) == 0;
+  for (int r = 0; gathered && r < b->size; ++r) ok = ok && oks[r];
+  if (gathered && ok) gathered = b->allgather(b->ctx, send, all, max) == 0;
+  free(send);
+  if (!gathered || !ok) {
+    free(all);
+    say(why, why_len, gathered ? "a rank ran out of memory for the topologies" : "the topology allgather failed");
+    return gathered ? 0 : -1;
+  }
+  topo_xml_node_t *root = NULL;
+  for (int r = 0; r < b->size; ++r) {
+    topo_xml_node_t *t = NULL;
+    char err[256];
+    if (lens[r] == 0 || topo_xml_parse(all + (size_t)r * max, lens[r], "a rank's topology", &t, err, sizeof(err)) != 0)
+      continue;
+    if (root == NULL) {
+      root = t;
+    } else {
+      topo_xml_merge(root, t);
+      topo_xml_free(t);
+    }
+  }
+  free(all);
+  if (root == NULL) {
+    say(why, why_len, "no rank could describe its node");
+    return 0;
+  }
+
+  /* 3-4. the communicator's GPUs, the search */
+  coll_gpu_rings_t found = {0};
+  if (search(root, peers, b->size, cfg, b->rank, &found, why, why_len) == 0) *rings = found;
+  topo_xml_free(root);
+  return 0;
+}

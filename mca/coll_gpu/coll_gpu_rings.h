@@ -1,0 +1,48 @@
+/*
+ * The rings of a communicator's GPU allreduce, from the topology (topo/). Collective over the bootstrap:
+ *   1. each rank describes its node: the probe (hwloc + NVML), or the topology file completed with
+ *      NVML's links; the description is cached per process;
+ *   2. the descriptions are allgathered and merged in rank order (topo_xml_merge), so that every rank
+ *      holds the same tree, byte for byte;
+ *   3. each rank's GPU (by PCI bus id) gets its rank attribute; rank 0 writes the tree to the dump file;
+ *   4. the ring search runs over the communicator's GPUs only; each ring becomes an order of ranks.
+ * The same bytes give the same rings on every rank. No MPI, no CUDA.
+ */
+#ifndef COLL_GPU_RINGS_H
+#define COLL_GPU_RINGS_H
+
+#include <stdint.h>
+
+#include "kernels/allreduce.h"
+#include "mca/coll_gpu/coll_gpu_bootstrap.h"
+#include "mca/coll_gpu/coll_gpu_log.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+  const char *file;      /* NCCL-format topology of this node, instead of the probe; NULL or "" for none */
+  const char *dump_file; /* where rank 0 writes the merged topology; NULL or "" for nowhere */
+  coll_gpu_log_fn log;   /* INFO TOPO lines; may be NULL */
+  /* a problem the user should fix (a file that cannot be read or written): always shown; may be NULL */
+  void (*warn)(const char *what);
+  const char *name; /* the communicator, for messages */
+} coll_gpu_topo_config_t;
+
+typedef struct {
+  int nrings;
+  double speed;                                          /* GB/s of the first ring, 0 for rank order */
+  uint8_t order[COLL_GPU_MAX_RINGS][COLL_GPU_MAX_RANKS]; /* ranks in ring order */
+} coll_gpu_rings_t;
+
+/* Collective over b; peers[r].busid is rank r's GPU. Always fills rings: the searched ones, or one ring
+ * in rank order when the topology cannot place every rank's GPU (then the reason is in why, the same on
+ * every rank). Returns 0, or -1 when a bootstrap call failed (why says so). */
+int coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *peers,
+                           const coll_gpu_topo_config_t *cfg, coll_gpu_rings_t *rings, char *why, size_t why_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
