@@ -5,7 +5,7 @@
 # (default /tmp/coll-gpu-out).
 # Expects under .carry/: coll-gpu-*.tar.gz and the libgtest-dev .deb (machines without GoogleTest).
 # usage: bash contrib/device-run.sh [NP-LIST]   (ranks for the benchmark, default "2 <GPUs>")
-# environment: TESTS_SET=gpu runs only the unit and GPU cases; BENCH_MAX_MB (default 512) bounds the
+# environment: TESTS_SET=gpu runs only the unit, topology and GPU cases; BENCH_MAX_MB (default 512) bounds the
 # benchmark's largest message. The benchmark runs NCCL beside coll/gpu on the same buffers.
 set -u
 out=${OUT:-/tmp/coll-gpu-out}
@@ -29,7 +29,8 @@ for np in $(echo ${1:-2 $ngpu} | tr " " "\n" | sort -nu); do
 done
 echo "== tests (${TESTS_SET:-all})"
 if [ "${TESTS_SET:-all}" = gpu ]; then
-  make -j1 check TESTS="test/unit/unit_tests $(ls test/gpu/*.gpu | tr '\n' ' ')" >"$out/check.log" 2>&1
+  make -j1 check TESTS="test/unit/unit_tests test/unit/topo_tool.sh $(ls test/mpi/rings_*.mpi test/gpu/*.gpu | tr '\n' ' ')" \
+    >"$out/check.log" 2>&1
 else
   make -j1 check >"$out/check.log" 2>&1
 fi
