@@ -7,7 +7,8 @@
  *   --dump OUT  write the probed topology, or the (first) file in normalized layout, to OUT ("-":
  *               standard output, before the report)
  * Prints each GPU's NIC port, the GPU path matrix, and the rings, one per line as
- * "Channel NN/MM : g0 g1 ... gn-1", each GPU named by its rank attribute (else its index over the
+ * "Channel NN/MM : g0 g1 ... gn-1", then the trees, one per line as "Tree NN/MM :" and per GPU
+ * "c0/c1/c2->g->parent" (NCCL's form, -1 for none), each GPU named by its rank attribute (else its index over the
  * files). Exit status: 0, 1 for a bad topology, 2 for bad usage.
  */
 #include <stdio.h>
@@ -102,6 +103,22 @@ int main(int argc, char **argv) {
     for (int r = 0; r < rings.nrings; ++r) {
       printf("Channel %02d/%02d :", r, rings.nrings);
       for (int k = 0; k < n; ++k) printf(" %d", topo_gpu_label(s, rings.order[r][k]));
+      printf("\n");
+    }
+    topo_trees_t trees;
+    topo_search_trees(s, &rings, &trees);
+    /* NCCL's form, per GPU: child/child/child->gpu->parent, -1 for none */
+    for (int t = 0; t < trees.ntrees; ++t) {
+      printf("Tree %02d/%02d :", t, trees.ntrees);
+      for (int g = 0; g < n; ++g) {
+        printf(" ");
+        for (int c = 0; c < TOPO_TREE_ARITY; ++c) {
+          const int d = trees.down[t][g][c];
+          printf("%d%s", d < 0 ? -1 : topo_gpu_label(s, d), c + 1 < TOPO_TREE_ARITY ? "/" : "");
+        }
+        const int up = trees.up[t][g];
+        printf("->%d->%d", topo_gpu_label(s, g), up < 0 ? -1 : topo_gpu_label(s, up));
+      }
       printf("\n");
     }
   }

@@ -77,6 +77,23 @@ topo_path_t topo_path(const topo_system_t *s, int from, int to);
  * reason in err (too many GPUs for the search, no GPU). */
 int topo_search_rings(const topo_system_t *s, topo_rings_t *rings, char *err, size_t errlen);
 
+#define TOPO_TREE_ARITY 3 /* NCCL's too: the next GPU of the node's chain and two other nodes */
+#define TOPO_MAX_TREES (2 * TOPO_MAX_RINGS)
+
+typedef struct {
+  int ntrees;
+  int up[TOPO_MAX_TREES][TOPO_MAX_GPUS];                    /* parent GPU, -1 at the root */
+  int down[TOPO_MAX_TREES][TOPO_MAX_GPUS][TOPO_TREE_ARITY]; /* children, -1 for none */
+} topo_trees_t;
+
+/* Trees for the work across nodes, NCCL style: two per ring (a double binary tree), 2k and 2k + 1 from
+ * ring k. Inside a node, a chain in the ring's order from the node's first GPU in the ring (the one the
+ * ring enters the node through); between nodes, a binary tree over the chains' heads, heap-ordered
+ * over the nodes in tree 2k and over the nodes in reverse in tree 2k + 1, so that most nodes that are
+ * leaves in one tree are inside the other. With one node both trees of a ring are its chain. The rings
+ * must come from topo_search_rings on s (each leaves each node once). */
+void topo_search_trees(const topo_system_t *s, const topo_rings_t *rings, topo_trees_t *trees);
+
 #ifdef __cplusplus
 }
 #endif

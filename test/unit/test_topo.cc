@@ -334,3 +334,75 @@ TEST(Topo, SearchBounded) {
   topo_system_free(sys);
   topo_xml_free(root);
 }
+
+namespace {
+
+// A tree over every GPU: one root, each other GPU in its parent's children, at most TOPO_TREE_ARITY
+// children, every GPU reached from the root; the links between nodes are the nodes' count less one.
+void expect_tree(const Topo &t, const topo_trees_t &tr, int k, int *root, int *net_links) {
+  const int n = t.n();
+  *root = -1;
+  *net_links = 0;
+  for (int g = 0; g < n; ++g) {
+    const int up = tr.up[k][g];
+    if (up < 0) {
+      EXPECT_EQ(-1, *root) << "tree " << k << ": a second root " << g;
+      *root = g;
+      continue;
+    }
+    int listed = 0;
+    for (int c = 0; c < TOPO_TREE_ARITY; ++c) listed += tr.down[k][up][c] == g;
+    EXPECT_EQ(1, listed) << "tree " << k << ": GPU " << g << " not a child of its parent " << up;
+    *net_links += topo_gpu_node(t.sys, g) != topo_gpu_node(t.sys, up);
+  }
+  ASSERT_GE(*root, 0) << "tree " << k;
+  std::vector<int> todo{*root}, seen(n, 0);
+  while (!todo.empty()) {
+    const int g = todo.back();
+    todo.pop_back();
+    ++seen[g];
+    for (int c = 0; c < TOPO_TREE_ARITY; ++c)
+      if (tr.down[k][g][c] >= 0) todo.push_back(tr.down[k][g][c]);
+  }
+  for (int g = 0; g < n; ++g) EXPECT_EQ(1, seen[g]) << "tree " << k << ": GPU " << g << " reached " << seen[g];
+}
+
+}  // namespace
+
+// One node: both trees of a ring are its chain, in ring order.
+TEST(Topo, TreesOnOneNodeAreTheRingsChains) {
+  Topo t("nvswitch8_h200.xml");
+  ASSERT_EQ("", t.err);
+  topo_trees_t tr;
+  topo_search_trees(t.sys, &t.rings, &tr);
+  ASSERT_EQ(2 * t.rings.nrings, tr.ntrees);
+  for (int k = 0; k < tr.ntrees; ++k) {
+    int root, net;
+    expect_tree(t, tr, k, &root, &net);
+    const int *ring = t.rings.order[k / 2];
+    EXPECT_EQ(ring[0], root);
+    for (int i = 1; i < t.n(); ++i) EXPECT_EQ(ring[i - 1], tr.up[k][ring[i]]) << "tree " << k << " position " << i;
+  }
+}
+
+// Two nodes: a chain in each node, entered where the ring enters it, one link between the nodes, and
+// the two trees of a ring rooted in different nodes.
+TEST(Topo, TreesOverTwoNodesAreDoubleBinaryTrees) {
+  Topo t("twonode_a.xml", "twonode_b.xml");
+  ASSERT_EQ("", t.err);
+  topo_trees_t tr;
+  topo_search_trees(t.sys, &t.rings, &tr);
+  ASSERT_EQ(2 * t.rings.nrings, tr.ntrees);
+  for (int k = 0; k < tr.ntrees; ++k) {
+    int root, net;
+    expect_tree(t, tr, k, &root, &net);
+    EXPECT_EQ(1, net) << "tree " << k;
+    EXPECT_EQ(k % 2, topo_gpu_node(t.sys, root)) << "tree " << k;
+    const int *ring = t.rings.order[k / 2];
+    for (int i = 0; i < t.n(); ++i) {  // inside a node, each GPU's parent is its predecessor in the ring
+      const int g = ring[i], prev = ring[(i + t.n() - 1) % t.n()];
+      if (topo_gpu_node(t.sys, g) != topo_gpu_node(t.sys, prev)) continue;
+      EXPECT_EQ(prev, tr.up[k][g]) << "tree " << k;
+    }
+  }
+}

@@ -10,6 +10,7 @@ check() { # what, command output, pattern
 }
 out=$($tool --xml "$data/nvswitch8_h200.xml")
 check "NVSwitch ring" "$out" '^Channel 00/01 : 0 1 2 3 4 5 6 7$'
+check "NVSwitch tree: the ring's chain" "$out" '^Tree 00/02 : 1/-1/-1->0->-1 2/-1/-1->1->0 .* -1/-1/-1->7->6$'
 out=$($tool --xml "$data/pcie4_nvbridge.xml")
 check "bridged pairs named by rank" "$out" '^Channel 00/02 : 0 2 3 1$'
 out=$($tool --xml "$data/twonode_a.xml" --xml "$data/twonode_b.xml")
