@@ -501,11 +501,60 @@ static double ring_speed(const topo_system_t *s, const int *order, int n, const 
   return speed;
 }
 
+/* The best ring with `left` GB/s left on each link: every order of GPUs 1..n-1 after GPU 0. */
+static double exhaustive_ring(const topo_system_t *s, const double *left, int *uses, int *best) {
+  const int n = s->ngpus;
+  int order[TOPO_MAX_GPUS];
+  for (int g = 0; g < n; ++g) order[g] = g;
+  double best_speed = -1;
+  int best_types = 0;
+  do {
+    int types;
+    const double v = ring_speed(s, order, n, left, uses, &types);
+    if (v > best_speed * (1 + 1e-9) || (v >= best_speed * (1 - 1e-9) && types < best_types)) {
+      best_speed = v;
+      best_types = types;
+      memcpy(best, order, sizeof(order));
+    }
+  } while (next_permutation(order + 1, n - 1));
+  return best_speed;
+}
+
+/* A ring grown from GPU 0, each hop to the GPU not yet in it whose path has the most bandwidth left,
+ * ties to the better path type, then to the lower index: for more GPUs than the exhaustive search
+ * takes. Paths to another node are NET, the worst type, so a node's GPUs stay together. */
+static double greedy_ring(const topo_system_t *s, const double *left, int *uses, int *order) {
+  const int n = s->ngpus;
+  int in[TOPO_MAX_GPUS] = {0};
+  order[0] = 0;
+  in[0] = 1;
+  for (int k = 1; k < n; ++k) {
+    int pick = -1;
+    double pick_bw = -1;
+    for (int g = 0; g < n; ++g) {
+      if (in[g]) continue;
+      const path_t *p = &s->paths[order[k - 1]][g];
+      double bw = DBL_MAX;
+      for (int e = 0; e < p->nedges; ++e)
+        if (left[p->edges[e]] < bw) bw = left[p->edges[e]];
+      if (pick < 0 || bw > pick_bw * (1 + 1e-9) ||
+          (bw >= pick_bw * (1 - 1e-9) && p->type < s->paths[order[k - 1]][pick].type)) {
+        pick = g;
+        pick_bw = bw;
+      }
+    }
+    order[k] = pick;
+    in[pick] = 1;
+  }
+  int types;
+  return ring_speed(s, order, n, left, uses, &types);
+}
+
 int topo_search_rings(const topo_system_t *s, topo_rings_t *rings, char *err, size_t errlen) {
   const int n = s->ngpus;
   memset(rings, 0, sizeof(*rings));
-  if (n > TOPO_SEARCH_MAX_GPUS) {
-    snprintf(err, errlen, "%d GPUs: the ring search takes at most %d", n, TOPO_SEARCH_MAX_GPUS);
+  if (n < 1) {
+    snprintf(err, errlen, "no GPU to search rings over");
     return -1;
   }
   if (n == 1) {
@@ -516,19 +565,9 @@ int topo_search_rings(const topo_system_t *s, topo_rings_t *rings, char *err, si
   int uses[MAX_EDGES] = {0};
   for (int e = 0; e < s->nedges; ++e) left[e] = s->edges[e].cap;
   while (rings->nrings < TOPO_MAX_RINGS) {
-    int order[TOPO_MAX_GPUS], best[TOPO_MAX_GPUS];
-    for (int g = 0; g < n; ++g) order[g] = g;
-    double best_speed = -1;
-    int best_types = 0;
-    do {
-      int types;
-      const double v = ring_speed(s, order, n, left, uses, &types);
-      if (v > best_speed * (1 + 1e-9) || (v >= best_speed * (1 - 1e-9) && types < best_types)) {
-        best_speed = v;
-        best_types = types;
-        memcpy(best, order, sizeof(best));
-      }
-    } while (next_permutation(order + 1, n - 1));
+    int best[TOPO_MAX_GPUS];
+    const double best_speed =
+        n <= TOPO_SEARCH_MAX_GPUS ? exhaustive_ring(s, left, uses, best) : greedy_ring(s, left, uses, best);
     if (best_speed <= 1e-9 || (rings->nrings > 0 && best_speed < 0.5 * rings->speed[0])) break;
     rings->speed[rings->nrings] = best_speed;
     memcpy(rings->order[rings->nrings++], best, sizeof(best));

@@ -19,7 +19,7 @@ extern "C" {
 
 #define TOPO_MAX_GPUS 16        /* over all nodes */
 #define TOPO_MAX_RINGS 16       /* rings the search returns */
-#define TOPO_SEARCH_MAX_GPUS 10 /* the search tries every ring up to this many GPUs (9! orders) */
+#define TOPO_SEARCH_MAX_GPUS 10 /* the search tries every ring up to this many GPUs (9! orders), then greedy */
 
 /* NCCL's path types, best first. */
 typedef enum {
@@ -70,11 +70,12 @@ int topo_gpu_node(const topo_system_t *s, int gpu);    /* which of the files (no
 const char *topo_gpu_nic(const topo_system_t *s, int gpu, topo_path_type_t *type);
 topo_path_t topo_path(const topo_system_t *s, int from, int to);
 
-/* Rings over all GPUs, deterministic. Each ring is the one with the highest bandwidth left on its
- * links (each ring uses up what it moves on every link it crosses), ties going to fewer and better
- * hops (the sum of path types), then to the first in lexicographic order. The search stops at
- * TOPO_MAX_RINGS, or when the best ring left moves less than half the first. Returns 0, or -1 with a
- * reason in err (too many GPUs for the search, no GPU). */
+/* Rings over all GPUs, deterministic. Up to TOPO_SEARCH_MAX_GPUS GPUs, each ring is the one with the
+ * highest bandwidth left on its links (each ring uses up what it moves on every link it crosses), ties
+ * going to fewer and better hops (the sum of path types), then to the first in lexicographic order;
+ * above that, each ring grows greedily from GPU 0, each hop to the GPU with the most bandwidth left
+ * on the way (then the better path type, then the lower index). The search stops at TOPO_MAX_RINGS,
+ * or when the best ring left moves less than half the first. Returns 0, or -1 with a reason in err. */
 int topo_search_rings(const topo_system_t *s, topo_rings_t *rings, char *err, size_t errlen);
 
 #define TOPO_TREE_ARITY 3 /* NCCL's too: the next GPU of the node's chain and two other nodes */

@@ -313,7 +313,9 @@ TEST(Topo, BoundsAreEnforced) {
 }
 
 // More GPUs than the exhaustive search takes: an error, not hours of search.
-TEST(Topo, SearchBounded) {
+// Above the exhaustive search's 10 GPUs the rings are grown greedily: 11 GPUs on one CPU's root ports
+// (all PHB, all alike) give the ring in index order.
+TEST(Topo, GreedyAboveTenGpus) {
   std::string text = "<system version=\"1\"><cpu numaid=\"0\">";
   for (int i = 0; i < TOPO_SEARCH_MAX_GPUS + 1; ++i) {
     char busid[32];
@@ -329,10 +331,44 @@ TEST(Topo, SearchBounded) {
   const char *files[1] = {"t"};
   ASSERT_EQ(0, topo_system_build(roots, files, 1, &sys, e, sizeof(e))) << e;
   topo_rings_t rings;
-  EXPECT_EQ(-1, topo_search_rings(sys, &rings, e, sizeof(e)));
-  EXPECT_STREQ("11 GPUs: the ring search takes at most 10", e);
+  ASSERT_EQ(0, topo_search_rings(sys, &rings, e, sizeof(e))) << e;
+  ASSERT_GE(rings.nrings, 1);
+  for (int k = 0; k < TOPO_SEARCH_MAX_GPUS + 1; ++k) EXPECT_EQ(k, rings.order[0][k]);
   topo_system_free(sys);
   topo_xml_free(root);
+}
+
+// Three nodes of 4 GPUs (12, greedy): every ring keeps each node's GPUs together (three NET hops),
+// and inside a node every hop is NVLink.
+TEST(Topo, GreedyKeepsNodesTogether) {
+  const std::string a = std::string(COLL_GPU_TEST_DATA) + "/twonode_a.xml";
+  const std::string b = std::string(COLL_GPU_TEST_DATA) + "/twonode_b.xml";
+  topo_xml_node_t *x[3] = {nullptr, nullptr, nullptr};
+  char e[256];
+  ASSERT_EQ(0, topo_xml_load(a.c_str(), &x[0], e, sizeof(e))) << e;
+  ASSERT_EQ(0, topo_xml_load(b.c_str(), &x[1], e, sizeof(e))) << e;
+  ASSERT_EQ(0, topo_xml_load(a.c_str(), &x[2], e, sizeof(e))) << e;
+  const topo_xml_node_t *roots[3] = {x[0], x[1], x[2]};
+  const char *files[3] = {"a", "b", "c"};
+  topo_system_t *sys = nullptr;
+  ASSERT_EQ(0, topo_system_build(roots, files, 3, &sys, e, sizeof(e))) << e;
+  ASSERT_EQ(12, topo_ngpus(sys));
+  topo_rings_t rings;
+  ASSERT_EQ(0, topo_search_rings(sys, &rings, e, sizeof(e))) << e;
+  ASSERT_GE(rings.nrings, 1);
+  for (int r = 0; r < rings.nrings; ++r) {
+    std::set<int> seen(rings.order[r], rings.order[r] + 12);
+    EXPECT_EQ(12u, seen.size()) << "ring " << r;
+    int net = 0;
+    for (int k = 0; k < 12; ++k) {
+      const topo_path_type_t t = topo_path(sys, rings.order[r][k], rings.order[r][(k + 1) % 12]).type;
+      net += t == TOPO_PATH_NET;
+      EXPECT_TRUE(t == TOPO_PATH_NET || t == TOPO_PATH_NVL) << "ring " << r << " hop " << k;
+    }
+    EXPECT_EQ(3, net) << "ring " << r;
+  }
+  topo_system_free(sys);
+  for (auto *n : x) topo_xml_free(n);
 }
 
 namespace {
