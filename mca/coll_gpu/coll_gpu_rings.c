@@ -213,11 +213,14 @@ int coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t 
     if (view_text == NULL) view_len = 0;
   }
   const uint64_t mine = view_len;
+  char *text = mine > 0 ? malloc(mine) : NULL; /* another communicator may replace the cache meanwhile */
+  if (text != NULL) memcpy(text, view_text, mine);
   pthread_mutex_unlock(&view_lock);
 
   /* 2. every rank's view, merged in rank order */
-  uint64_t lens[COLL_GPU_MAX_RANKS];
-  if (b->allgather(b->ctx, &mine, lens, sizeof(mine)) != 0) {
+  uint64_t lens[COLL_GPU_MAX_RANKS], len = text != NULL ? mine : 0;
+  if (b->allgather(b->ctx, &len, lens, sizeof(len)) != 0) {
+    free(text);
     say(why, why_len, "the topology size allgather failed");
     return -1;
   }
@@ -225,7 +228,8 @@ int coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t 
   for (int r = 0; r < b->size; ++r)
     if (lens[r] > max) max = lens[r];
   char *send = calloc(1, max), *all = calloc((size_t)b->size, max);
-  if (send != NULL && mine > 0) memcpy(send, view_text, mine);
+  if (send != NULL && len > 0) memcpy(send, text, len);
+  free(text);
   /* everyone could allocate, or nobody sends: the collective calls stay matched */
   int ok = send != NULL && all != NULL, oks[COLL_GPU_MAX_RANKS];
   int gathered = b->allgather(b->ctx, &ok, oks, sizeof(ok)) == 0;
@@ -238,6 +242,7 @@ int coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t 
     return gathered ? 0 : -1;
   }
   topo_xml_node_t *root = NULL;
+  int merged = 1;
   for (int r = 0; r < b->size; ++r) {
     topo_xml_node_t *t = NULL;
     char err[256];
@@ -246,19 +251,37 @@ int coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t 
     if (root == NULL) {
       root = t;
     } else {
-      topo_xml_merge(root, t);
+      merged = topo_xml_merge(root, t) == 0 && merged;
       topo_xml_free(t);
     }
   }
   free(all);
-  if (root == NULL) {
-    say(why, why_len, "no rank could describe its node");
-    return 0;
-  }
 
   /* 3-4. the communicator's GPUs, the search */
   coll_gpu_rings_t found = {0};
-  if (search(root, peers, b->size, cfg, b->rank, &found, why, why_len) == 0) *rings = found;
+  if (root == NULL)
+    say(why, why_len, "no rank could describe its node");
+  else if (!merged)
+    say(why, why_len, "out of memory merging the ranks' topologies");
+  else if (search(root, peers, b->size, cfg, b->rank, &found, why, why_len) == 0)
+    *rings = found;
   topo_xml_free(root);
+
+  /* the same bytes give the same rings; a check that costs one allgather keeps any surprise (memory
+   * running out on one rank) from sending the ranks around different rings */
+  uint64_t hash = coll_gpu_hash(&rings->nrings, sizeof(rings->nrings), 0), hashes[COLL_GPU_MAX_RANKS];
+  hash = coll_gpu_hash(rings->order, sizeof(rings->order), hash);
+  if (b->allgather(b->ctx, &hash, hashes, sizeof(hash)) != 0) {
+    say(why, why_len, "the ring check allgather failed");
+    return -1;
+  }
+  for (int r = 0; r < b->size; ++r)
+    if (hashes[r] != hash) {
+      memset(rings, 0, sizeof(*rings));
+      rings->nrings = 1;
+      for (int q = 0; q < b->size; ++q) rings->order[0][q] = (uint8_t)q;
+      say(why, why_len, "the ranks found different rings");
+      break;
+    }
   return 0;
 }

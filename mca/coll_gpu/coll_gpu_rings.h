@@ -5,8 +5,10 @@
  *   2. the descriptions are allgathered and merged in rank order (topo_xml_merge), so that every rank
  *      holds the same tree, byte for byte;
  *   3. each rank's GPU (by PCI bus id) gets its rank attribute; rank 0 writes the tree to the dump file;
- *   4. the ring search runs over the communicator's GPUs only; each ring becomes an order of ranks.
- * The same bytes give the same rings on every rank. No MPI, no CUDA.
+ *   4. the ring search runs over the communicator's GPUs only; each ring becomes an order of ranks;
+ *   5. a hash of the rings is allgathered: if any rank found others, every rank uses rank order.
+ * The same bytes give the same rings on every rank; step 5 guards against what could still differ (a
+ * rank out of memory). No MPI, no CUDA.
  */
 #ifndef COLL_GPU_RINGS_H
 #define COLL_GPU_RINGS_H
