@@ -49,8 +49,8 @@ typedef struct {
   size_t ring_slot_bytes;
   int timeout; /* seconds */
   bool uniform_buffers;
-  char *topo_file;      /* NCCL-format topology of the node instead of the probe; "" for none */
-  char *topo_dump_file; /* where rank 0 of each GPU communicator writes the topology it used; "" */
+  char *topo_file;      /* NCCL-format topology of the node instead of the probe; NULL or "" for none */
+  char *topo_dump_file; /* where rank 0 of each GPU communicator writes the topology it used; NULL or "" */
   int output;           /* opal_output stream */
 } mca_coll_gpu_component_t;
 

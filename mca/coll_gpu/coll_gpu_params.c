@@ -5,7 +5,6 @@
 #include <ctype.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 #include "coll_gpu.h"
 #include "opal/mca/base/mca_base_var.h"
@@ -41,6 +40,15 @@ static int parse_subsys(const char *s) {
 
 static void bad_value(const char *name, const char *value, const char *allowed, const char *used) {
   opal_show_help("help-mpi-coll-gpu.txt", "bad parameter", true, name, value, allowed, used);
+}
+
+/* Registers a string parameter (level 5, this process's own value). The variable system owns the
+ * string: storage may hold NULL for an empty value, and must never be pointed elsewhere. */
+static void register_string(const char *name, const char *description, const char *def, char **storage) {
+  *storage = (char *)def;
+  mca_base_component_var_register(component(), name, description, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5,
+                                  MCA_BASE_VAR_SCOPE_LOCAL, storage);
+  if (*storage == NULL) *storage = "";
 }
 
 /* Registers an integer parameter and holds it to [min, max]: a value outside is reported and replaced by
@@ -90,27 +98,17 @@ static void register_enum(const char *name, const char *description, const mca_b
 }
 
 static void register_topology(mca_coll_gpu_component_t *c) {
-  c->topo_file = "";
-  mca_base_component_var_register(component(), "topo_file",
-                                  "Topology of this node in NCCL's XML format (<system version=\"1\"> with <cpu>, "
-                                  "<pci>, <gpu>, <nvlink>, <nic>): used instead of probing with hwloc; GPUs the file "
-                                  "gives without <gpu> get their NVLinks from NVML. Empty: probe. A file that "
-                                  "cannot be read is reported (file:line) and the probe is used",
-                                  MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
-                                  &c->topo_file);
-  if (c->topo_file == NULL) c->topo_file = "";
-  if (c->topo_file[0] != '\0' && access(c->topo_file, R_OK) != 0) {
-    bad_value("coll_gpu_topo_file", c->topo_file, "a readable file", "the probe");
-    c->topo_file = "";
-  }
-  c->topo_dump_file = "";
-  mca_base_component_var_register(component(), "topo_dump_file",
-                                  "File that rank 0 of each communicator taking the GPU allreduce writes the "
-                                  "topology to, as every rank merged it (NCCL's XML format, GPUs carrying their "
-                                  "rank): read it back with coll_gpu_topo --xml or coll_gpu_topo_file. Empty: none",
-                                  MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
-                                  &c->topo_dump_file);
-  if (c->topo_dump_file == NULL) c->topo_dump_file = "";
+  register_string("topo_file",
+                  "Topology of this node in NCCL's XML format (<system version=\"1\"> with <cpu>, <pci>, <gpu>, "
+                  "<nvlink>, <nic>): used instead of probing with hwloc; GPUs the file gives without <gpu> get their "
+                  "NVLinks from NVML. Empty: probe. A file that cannot be opened or read is reported (with the line "
+                  "at fault) when a communicator first takes the GPU allreduce, and the probe is used",
+                  "", &c->topo_file);
+  register_string("topo_dump_file",
+                  "File that rank 0 of each communicator taking the GPU allreduce writes the topology to, as every "
+                  "rank merged it (NCCL's XML format, GPUs carrying their rank): read it back with coll_gpu_topo "
+                  "--xml or coll_gpu_topo_file. Empty: none",
+                  "", &c->topo_dump_file);
 }
 
 static void register_allreduce(mca_coll_gpu_component_t *c) {
@@ -194,14 +192,11 @@ int mca_coll_gpu_register_params(void) {
                "buffer, each GPU allreduce's algorithm)",
                0, 0, 100, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &c->verbose);
 
-  c->verbose_subsys = "all";
-  mca_base_component_var_register(component(), "verbose_subsys",
-                                  "Subsystems that coll_gpu_verbose reports, comma-separated: INIT (component "
-                                  "and communicator set-up), COLL (collective calls), STAGE (staging through "
-                                  "host memory), TOPO (topology and rings), or all; a leading ^ reports all but the "
-                                  "ones listed",
-                                  MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
-                                  &c->verbose_subsys);
+  register_string("verbose_subsys",
+                  "Subsystems that coll_gpu_verbose reports, comma-separated: INIT (component and communicator "
+                  "set-up), COLL (collective calls), STAGE (staging through host memory), TOPO (topology and "
+                  "rings), or all; a leading ^ reports all but the ones listed",
+                  "all", &c->verbose_subsys);
   c->subsys_mask = parse_subsys(c->verbose_subsys);
   if (c->subsys_mask < 0) {
     bad_value("coll_gpu_verbose_subsys", c->verbose_subsys, "all, or a comma-separated list of INIT, COLL, STAGE, TOPO",
