@@ -4,6 +4,7 @@
 #include "mca/coll_gpu/coll_gpu_bootstrap.h"
 
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -43,6 +44,13 @@ int coll_gpu_unique_id(const coll_gpu_bootstrap_t *b, uint8_t id[COLL_GPU_UNIQUE
 
 int coll_gpu_peers_exchange(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *mine, coll_gpu_peer_t *peers) {
   return b->allgather(b->ctx, mine, peers, sizeof(*mine));
+}
+
+void coll_gpu_say(char *why, size_t len, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, len, fmt, ap);
+  va_end(ap);
 }
 
 void coll_gpu_append_ranks(char *why, size_t len, const uint8_t *marked, int n) {

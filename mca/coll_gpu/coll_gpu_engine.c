@@ -12,7 +12,6 @@
  */
 #include "mca/coll_gpu/coll_gpu_engine.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,23 +37,15 @@ struct coll_gpu_engine {
   coll_gpu_rings_t rings;
 };
 
-static void say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *why, size_t len, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, len, fmt, ap);
-  va_end(ap);
-}
-
 /* Breadcrumb: a failing CUDA call is logged with file and line on its way up. */
-#define CUDA_TRY(e, call, why, len)                                                                          \
-  do {                                                                                                       \
-    int rc_ = (call);                                                                                        \
-    if (rc_ != 0) {                                                                                          \
-      say(why, len, "%s failed: %s (%s:%d)", #call, coll_gpu_staging_error_string(rc_), __FILE__, __LINE__); \
-      if ((e)->cfg.log) (e)->cfg.log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_INIT, "%s -> %d", why, rc_);           \
-      goto fail;                                                                                             \
-    }                                                                                                        \
+#define CUDA_TRY(e, call, why, len)                                                                                   \
+  do {                                                                                                                \
+    int rc_ = (call);                                                                                                 \
+    if (rc_ != 0) {                                                                                                   \
+      coll_gpu_say(why, len, "%s failed: %s (%s:%d)", #call, coll_gpu_staging_error_string(rc_), __FILE__, __LINE__); \
+      if ((e)->cfg.log) (e)->cfg.log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_INIT, "%s -> %d", why, rc_);                    \
+      goto fail;                                                                                                      \
+    }                                                                                                                 \
   } while (0)
 
 static uint64_t now_ns(void) {
@@ -79,7 +70,7 @@ static int setup_local(coll_gpu_engine_t *e, void *ipc_handle, char *why, size_t
   void *saved = NULL;
   int rc = coll_gpu_mem_ctx_enter(&e->mem, &saved);
   if (rc != 0) {
-    say(why, len, "cannot enter the context of device %d (CUresult %d)", e->mem.device, rc);
+    coll_gpu_say(why, len, "cannot enter the context of device %d (CUresult %d)", e->mem.device, rc);
     return -1;
   }
   CUDA_TRY(e, coll_gpu_dev_alloc(&e->scratch, coll_gpu_ar_scratch_bytes(&e->layout)), why, len);
@@ -283,14 +274,14 @@ int coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *r
   void *saved = NULL;
   int rc = coll_gpu_mem_ctx_enter(&e->mem, &saved);
   if (rc != 0) {
-    say(why, why_len, "cannot enter the context of device %d (CUresult %d)", e->mem.device, rc);
+    coll_gpu_say(why, why_len, "cannot enter the context of device %d (CUresult %d)", e->mem.device, rc);
     return COLL_GPU_ENGINE_ERROR;
   }
   rc = coll_gpu_ar_launch(&p, e->stream);
   coll_gpu_mem_ctx_leave(saved);
   if (rc != 0) {
-    say(why, why_len, "the %s kernel launch failed: %s", coll_gpu_algo_name(choice.algo),
-        coll_gpu_staging_error_string(rc));
+    coll_gpu_say(why, why_len, "the %s kernel launch failed: %s", coll_gpu_algo_name(choice.algo),
+                 coll_gpu_staging_error_string(rc));
     return COLL_GPU_ENGINE_ERROR;
   }
   memcpy(e->ring_step, p.ring_step, sizeof(e->ring_step));
@@ -304,8 +295,8 @@ int coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *r
       uint64_t t = now_ns();
       if (deadline == 0) deadline = t + e->cfg.timeout_ns + HOST_GRACE_NS;
       if (t > deadline) {
-        say(why, why_len, "the %s kernel did not finish within %.0f s", coll_gpu_algo_name(choice.algo),
-            e->cfg.timeout_ns / 1e9);
+        coll_gpu_say(why, why_len, "the %s kernel did not finish within %.0f s", coll_gpu_algo_name(choice.algo),
+                     e->cfg.timeout_ns / 1e9);
         return COLL_GPU_ENGINE_ERROR;
       }
     }
@@ -313,8 +304,8 @@ int coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *r
   if (e->status->error != COLL_GPU_KERR_NONE) {
     uint8_t missing[COLL_GPU_MAX_RANKS];
     for (int r = 0; r < COLL_GPU_MAX_RANKS; ++r) missing[r] = e->status->missing[r];
-    say(why, why_len, "%s/%s, %zu bytes: no data within %.0f s from ranks", coll_gpu_algo_name(choice.algo),
-        coll_gpu_proto_name(choice.proto), bytes, e->cfg.timeout_ns / 1e9);
+    coll_gpu_say(why, why_len, "%s/%s, %zu bytes: no data within %.0f s from ranks", coll_gpu_algo_name(choice.algo),
+                 coll_gpu_proto_name(choice.proto), bytes, e->cfg.timeout_ns / 1e9);
     coll_gpu_append_ranks(why, why_len, missing, e->nranks);
     return COLL_GPU_ENGINE_ERROR;
   }

@@ -20,14 +20,6 @@ static char *view_text;
 static size_t view_len;
 static char *view_file; /* the file it came from, "" for the probe; NULL before the first */
 
-static void say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *why, size_t len, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, len, fmt, ap);
-  va_end(ap);
-}
-
 static void warn(const coll_gpu_topo_config_t *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(const coll_gpu_topo_config_t *cfg, const char *fmt, ...) {
   char msg[768];
@@ -121,25 +113,25 @@ static int search(topo_xml_node_t *root, const coll_gpu_peer_t *peers, int nrank
   topo_xml_node_t *gpus[MAX_NODE_GPUS];
   const int ngpus = find_gpus(root, gpus, MAX_NODE_GPUS, 0);
   if (ngpus > MAX_NODE_GPUS) {
-    say(why, why_len, "the topology lists %d GPUs (at most %d)", ngpus, MAX_NODE_GPUS);
+    coll_gpu_say(why, why_len, "the topology lists %d GPUs (at most %d)", ngpus, MAX_NODE_GPUS);
     return 1;
   }
   int used[MAX_NODE_GPUS] = {0};
   for (int r = 0; r < nranks; ++r) {
     for (int q = 0; q < r; ++q)
       if (strcasecmp(peers[q].busid, peers[r].busid) == 0) {
-        say(why, why_len, "ranks %d and %d share GPU %s", q, r, peers[r].busid);
+        coll_gpu_say(why, why_len, "ranks %d and %d share GPU %s", q, r, peers[r].busid);
         return 1;
       }
     int g = 0;
     while (g < ngpus && strcasecmp(topo_xml_attr(gpus[g], "busid"), peers[r].busid) != 0) ++g;
     if (g == ngpus) {
-      say(why, why_len, "GPU %s of rank %d is not in the topology", peers[r].busid, r);
+      coll_gpu_say(why, why_len, "GPU %s of rank %d is not in the topology", peers[r].busid, r);
       return 1;
     }
     topo_xml_node_t *x = gpu_child(gpus[g]);
     if ((x == NULL && (x = topo_xml_add(gpus[g], "gpu")) == NULL) || topo_xml_setf(x, "rank", "%d", r) != 0) {
-      say(why, why_len, "out of memory");
+      coll_gpu_say(why, why_len, "out of memory");
       return 1;
     }
     used[g] = 1;
@@ -166,7 +158,7 @@ static int search(topo_xml_node_t *root, const coll_gpu_peer_t *peers, int nrank
   const topo_xml_node_t *roots[1] = {root};
   if (topo_system_build(roots, files, 1, &s, why, why_len) != 0) return 1;
   if (topo_search_rings(s, &found, why, why_len) != 0 || found.nrings < 1) {
-    if (found.nrings < 1) say(why, why_len, "the ring search found no ring");
+    if (found.nrings < 1) coll_gpu_say(why, why_len, "the ring search found no ring");
     topo_system_free(s);
     return 1;
   }
@@ -190,7 +182,7 @@ int coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t 
                            const coll_gpu_topo_config_t *cfg, coll_gpu_rings_t *rings, char *why, size_t why_len) {
   memset(rings, 0, sizeof(*rings));
   if (b->size > COLL_GPU_MAX_RANKS) {
-    say(why, why_len, "%d ranks: rings take at most %d", b->size, COLL_GPU_MAX_RANKS);
+    coll_gpu_say(why, why_len, "%d ranks: rings take at most %d", b->size, COLL_GPU_MAX_RANKS);
     return -1;
   }
   rings->nrings = 1;
@@ -221,7 +213,7 @@ int coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t 
   uint64_t lens[COLL_GPU_MAX_RANKS], len = text != NULL ? mine : 0;
   if (b->allgather(b->ctx, &len, lens, sizeof(len)) != 0) {
     free(text);
-    say(why, why_len, "the topology size allgather failed");
+    coll_gpu_say(why, why_len, "the topology size allgather failed");
     return -1;
   }
   uint64_t max = 1;
@@ -238,7 +230,8 @@ int coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t 
   free(send);
   if (!gathered || !ok) {
     free(all);
-    say(why, why_len, gathered ? "a rank ran out of memory for the topologies" : "the topology allgather failed");
+    coll_gpu_say(why, why_len,
+                 gathered ? "a rank ran out of memory for the topologies" : "the topology allgather failed");
     return gathered ? 0 : -1;
   }
   topo_xml_node_t *root = NULL;
@@ -260,9 +253,9 @@ int coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t 
   /* 3-4. the communicator's GPUs, the search */
   coll_gpu_rings_t found = {0};
   if (root == NULL)
-    say(why, why_len, "no rank could describe its node");
+    coll_gpu_say(why, why_len, "no rank could describe its node");
   else if (!merged)
-    say(why, why_len, "out of memory merging the ranks' topologies");
+    coll_gpu_say(why, why_len, "out of memory merging the ranks' topologies");
   else if (search(root, peers, b->size, cfg, b->rank, &found, why, why_len) == 0)
     *rings = found;
   topo_xml_free(root);
@@ -272,7 +265,7 @@ int coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t 
   uint64_t hash = coll_gpu_hash(&rings->nrings, sizeof(rings->nrings), 0), hashes[COLL_GPU_MAX_RANKS];
   hash = coll_gpu_hash(rings->order, sizeof(rings->order), hash);
   if (b->allgather(b->ctx, &hash, hashes, sizeof(hash)) != 0) {
-    say(why, why_len, "the ring check allgather failed");
+    coll_gpu_say(why, why_len, "the ring check allgather failed");
     return -1;
   }
   for (int r = 0; r < b->size; ++r)
@@ -280,7 +273,7 @@ int coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t 
       memset(rings, 0, sizeof(*rings));
       rings->nrings = 1;
       for (int q = 0; q < b->size; ++q) rings->order[0][q] = (uint8_t)q;
-      say(why, why_len, "the ranks found different rings");
+      coll_gpu_say(why, why_len, "the ranks found different rings");
       break;
     }
   return 0;

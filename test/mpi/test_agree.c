@@ -15,26 +15,9 @@
 
 #include "mca/coll_gpu/coll_gpu_agree.h"
 #include "mca/coll_gpu/coll_gpu_bootstrap.h"
+#include "test/mpi/mpi_bootstrap.h"
 
 static int rank, nranks, failures;
-
-#define EXPECT(cond, ...)                                 \
-  do {                                                    \
-    if (!(cond)) {                                        \
-      ++failures;                                         \
-      fprintf(stderr, "rank %d: FAIL %s: ", rank, #cond); \
-      fprintf(stderr, __VA_ARGS__);                       \
-      fprintf(stderr, "\n");                              \
-    }                                                     \
-  } while (0)
-
-static int mpi_allgather(void *ctx, const void *send, void *recv, size_t bytes) {
-  return MPI_Allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, *(MPI_Comm *)ctx);
-}
-static int mpi_bcast(void *ctx, void *buf, size_t bytes, int root) {
-  return MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, *(MPI_Comm *)ctx);
-}
-static int mpi_barrier(void *ctx) { return MPI_Barrier(*(MPI_Comm *)ctx); }
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);

@@ -12,28 +12,11 @@
 #include <unistd.h>
 
 #include "mca/coll_gpu/coll_gpu_rings.h"
+#include "test/mpi/mpi_bootstrap.h"
 #include "topo/topo_xml.h"
 
 static int rank, nranks, failures, warnings;
 static char last_warning[1024];
-
-#define EXPECT(cond, ...)                                 \
-  do {                                                    \
-    if (!(cond)) {                                        \
-      ++failures;                                         \
-      fprintf(stderr, "rank %d: FAIL %s: ", rank, #cond); \
-      fprintf(stderr, __VA_ARGS__);                       \
-      fprintf(stderr, "\n");                              \
-    }                                                     \
-  } while (0)
-
-static int mpi_allgather(void *ctx, const void *send, void *recv, size_t bytes) {
-  return MPI_Allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, *(MPI_Comm *)ctx);
-}
-static int mpi_bcast(void *ctx, void *buf, size_t bytes, int root) {
-  return MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, *(MPI_Comm *)ctx);
-}
-static int mpi_barrier(void *ctx) { return MPI_Barrier(*(MPI_Comm *)ctx); }
 
 static void on_warn(const char *what) {
   ++warnings;
