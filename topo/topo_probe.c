@@ -162,22 +162,14 @@ static int add_gpu(topo_xml_node_t *pci, int dev, const topo_gpu_info_t *info) {
   return 0;
 }
 
-static int is_gpu_class(const char *cls) { return cls != NULL && strtol(cls, NULL, 16) >> 16 == 0x03; }
-
-static int has_child(const topo_xml_node_t *n, const char *name) {
-  for (int i = 0; i < n->nchildren; ++i)
-    if (strcmp(n->children[i]->name, name) == 0) return 1;
-  return 0;
-}
-
 /* Completes every GPU <pci> below n; *dev numbers them in document order. */
 static int complete(topo_xml_node_t *n, const topo_gpu_info_t *info, int *dev) {
   int done = 0;
   for (int i = 0; i < n->nchildren; ++i) {
     topo_xml_node_t *c = n->children[i];
-    if (strcmp(c->name, "pci") == 0 && is_gpu_class(topo_xml_attr(c, "class"))) {
+    if (topo_xml_is_gpu(c)) {
       const int d = (*dev)++;
-      if (has_child(c, "gpu")) continue;
+      if (topo_xml_child(c, "gpu") != NULL) continue;
       if (add_gpu(c, d, info) != 0) return -1;
       ++done;
     } else {
@@ -246,6 +238,15 @@ static topo_xml_node_t *child_with(topo_xml_node_t *n, const char *name, const c
   return NULL;
 }
 
+/* The <pci> of a device or bridge below x, made on first use. */
+static topo_xml_node_t *pci_of(const probe_t *p, topo_xml_node_t *x, const struct hwloc_pcidev_attr_s *a) {
+  char busid[TOPO_BUSID_LEN];
+  busid_of(a, busid);
+  topo_xml_node_t *pci = child_with(x, "pci", "busid", busid);
+  if (pci == NULL && ((pci = topo_xml_add(x, "pci")) == NULL || pci_attrs(p, pci, a) != 0)) return NULL;
+  return pci;
+}
+
 /* The <cpu> of the NUMA node a PCI device hangs from, made on first use. */
 static topo_xml_node_t *cpu_of(probe_t *p, hwloc_obj_t dev) {
   hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(p->t, dev);
@@ -295,14 +296,7 @@ static topo_xml_node_t *parent_of(probe_t *p, hwloc_obj_t dev) {
   topo_xml_node_t *x = cpu_of(p, dev);
   /* chain[n-1] is the root port (no element); below it a switch shows as an upstream port and then
    * a downstream port: the upstream ports are chain[n-2], chain[n-4], ... */
-  for (int i = n - 2; x != NULL && i >= 0; i -= 2) {
-    char busid[TOPO_BUSID_LEN];
-    busid_of(&chain[i]->attr->bridge.upstream.pci, busid);
-    topo_xml_node_t *s = child_with(x, "pci", "busid", busid);
-    if (s == NULL && ((s = topo_xml_add(x, "pci")) == NULL || pci_attrs(p, s, &chain[i]->attr->bridge.upstream.pci)))
-      return NULL;
-    x = s;
-  }
+  for (int i = n - 2; x != NULL && i >= 0; i -= 2) x = pci_of(p, x, &chain[i]->attr->bridge.upstream.pci);
   return x;
 }
 
@@ -327,15 +321,9 @@ static int add_ib_ports(probe_t *p, topo_xml_node_t *nic, const char *name) {
 
 static int add_nic(probe_t *p, hwloc_obj_t dev, hwloc_obj_t os) {
   topo_xml_node_t *parent = parent_of(p, dev);
-  if (parent == NULL) return -1;
-  char busid[TOPO_BUSID_LEN];
-  busid_of(&dev->attr->pcidev, busid);
-  topo_xml_node_t *pci = child_with(parent, "pci", "busid", busid);
-  if (pci == NULL && ((pci = topo_xml_add(parent, "pci")) == NULL || pci_attrs(p, pci, &dev->attr->pcidev) != 0))
-    return -1;
-  topo_xml_node_t *nic = NULL;
-  for (int i = 0; i < pci->nchildren && nic == NULL; ++i)
-    if (strcmp(pci->children[i]->name, "nic") == 0) nic = pci->children[i];
+  topo_xml_node_t *pci = parent != NULL ? pci_of(p, parent, &dev->attr->pcidev) : NULL;
+  if (pci == NULL) return -1;
+  topo_xml_node_t *nic = topo_xml_child(pci, "nic");
   if (nic == NULL && (nic = topo_xml_add(pci, "nic")) == NULL) return -1;
   if (os->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS) {
     const int ports = add_ib_ports(p, nic, os->name);
@@ -359,9 +347,8 @@ static int add_nic(probe_t *p, hwloc_obj_t dev, hwloc_obj_t os) {
 
 static int add_gpu_pci(probe_t *p, hwloc_obj_t dev) {
   topo_xml_node_t *parent = parent_of(p, dev);
-  topo_xml_node_t *pci = parent != NULL ? topo_xml_add(parent, "pci") : NULL;
-  if (pci == NULL || pci_attrs(p, pci, &dev->attr->pcidev) != 0) return -1;
-  return add_gpu(pci, p->ngpus++, p->o->gpus);
+  topo_xml_node_t *pci = parent != NULL ? pci_of(p, parent, &dev->attr->pcidev) : NULL;
+  return pci == NULL ? -1 : add_gpu(pci, p->ngpus++, p->o->gpus);
 }
 
 static int walk_pci(probe_t *p, int nics) {

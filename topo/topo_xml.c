@@ -332,6 +332,17 @@ void topo_xml_free(topo_xml_node_t *n) {
   free(n);
 }
 
+topo_xml_node_t *topo_xml_child(const topo_xml_node_t *n, const char *name) {
+  for (int i = 0; i < n->nchildren; ++i)
+    if (strcmp(n->children[i]->name, name) == 0) return n->children[i];
+  return NULL;
+}
+
+int topo_xml_is_gpu(const topo_xml_node_t *n) {
+  const char *cls = topo_xml_attr(n, "class");
+  return strcmp(n->name, "pci") == 0 && cls != NULL && strtol(cls, NULL, 16) >> 16 == 0x03;
+}
+
 const char *topo_xml_attr(const topo_xml_node_t *n, const char *key) {
   for (int i = 0; i < n->nattrs; ++i)
     if (strcmp(n->keys[i], key) == 0) return n->values[i];
@@ -366,6 +377,18 @@ int topo_xml_set(topo_xml_node_t *n, const char *key, const char *value) {
   }
   n->values[n->nattrs++] = v;
   return 0;
+}
+
+void topo_xml_unset(topo_xml_node_t *n, const char *key) {
+  for (int i = 0; i < n->nattrs; ++i)
+    if (strcmp(n->keys[i], key) == 0) {
+      free(n->keys[i]);
+      free(n->values[i]);
+      memmove(n->keys + i, n->keys + i + 1, (size_t)(n->nattrs - i - 1) * sizeof(char *));
+      memmove(n->values + i, n->values + i + 1, (size_t)(n->nattrs - i - 1) * sizeof(char *));
+      --n->nattrs;
+      return;
+    }
 }
 
 int topo_xml_setf(topo_xml_node_t *n, const char *key, const char *fmt, ...) {

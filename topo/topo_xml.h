@@ -49,11 +49,16 @@ int topo_verror(char *err, size_t errlen, const char *file, int line, const char
 
 /* The value of attribute key, or NULL. */
 const char *topo_xml_attr(const topo_xml_node_t *n, const char *key);
+/* The first child element named `name`, or NULL. */
+topo_xml_node_t *topo_xml_child(const topo_xml_node_t *n, const char *name);
+/* Whether n is a GPU: a <pci> of PCI class 0x03xxxx (display controllers). */
+int topo_xml_is_gpu(const topo_xml_node_t *n);
 
 /* Building trees (the probe, the merge of the ranks' views). NULL or -1: out of memory, or past the
  * name and value bounds. */
 topo_xml_node_t *topo_xml_add(topo_xml_node_t *parent, const char *name); /* at the end; NULL parent: a root */
 int topo_xml_set(topo_xml_node_t *n, const char *key, const char *value); /* sets or replaces */
+void topo_xml_unset(topo_xml_node_t *n, const char *key);                 /* removes it, if there */
 int topo_xml_setf(topo_xml_node_t *n, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void topo_xml_remove(topo_xml_node_t *n); /* detaches it from its parent and frees it */
 /* Adds to dst what src has and dst lacks, recursively: elements are the same when they have the same

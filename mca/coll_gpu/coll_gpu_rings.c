@@ -64,8 +64,7 @@ static char *describe_node(const coll_gpu_topo_config_t *cfg, size_t *len) {
 static int find_gpus(topo_xml_node_t *n, topo_xml_node_t **out, int max, int count) {
   for (int i = 0; i < n->nchildren; ++i) {
     topo_xml_node_t *c = n->children[i];
-    const char *cls = topo_xml_attr(c, "class");
-    if (strcmp(c->name, "pci") == 0 && cls != NULL && strtol(cls, NULL, 16) >> 16 == 0x03) {
+    if (topo_xml_is_gpu(c)) {
       if (count < max) out[count] = c;
       ++count;
     } else {
@@ -73,25 +72,6 @@ static int find_gpus(topo_xml_node_t *n, topo_xml_node_t **out, int max, int cou
     }
   }
   return count;
-}
-
-static topo_xml_node_t *gpu_child(topo_xml_node_t *pci) {
-  for (int i = 0; i < pci->nchildren; ++i)
-    if (strcmp(pci->children[i]->name, "gpu") == 0) return pci->children[i];
-  return NULL;
-}
-
-/* Removes the rank attribute of a <gpu> (a GPU of the node that no rank of this communicator uses). */
-static void drop_rank(topo_xml_node_t *g) {
-  for (int i = 0; i < g->nattrs; ++i)
-    if (strcmp(g->keys[i], "rank") == 0) {
-      free(g->keys[i]);
-      free(g->values[i]);
-      memmove(g->keys + i, g->keys + i + 1, (size_t)(g->nattrs - i - 1) * sizeof(char *));
-      memmove(g->values + i, g->values + i + 1, (size_t)(g->nattrs - i - 1) * sizeof(char *));
-      --g->nattrs;
-      return;
-    }
 }
 
 /* Removes the <nvlink> elements that point at bus id `busid`, below n. */
@@ -129,15 +109,17 @@ static int search(topo_xml_node_t *root, const coll_gpu_peer_t *peers, int nrank
       coll_gpu_say(why, why_len, "GPU %s of rank %d is not in the topology", peers[r].busid, r);
       return 1;
     }
-    topo_xml_node_t *x = gpu_child(gpus[g]);
+    topo_xml_node_t *x = topo_xml_child(gpus[g], "gpu");
     if ((x == NULL && (x = topo_xml_add(gpus[g], "gpu")) == NULL) || topo_xml_setf(x, "rank", "%d", r) != 0) {
       coll_gpu_say(why, why_len, "out of memory");
       return 1;
     }
     used[g] = 1;
   }
-  for (int g = 0; g < ngpus; ++g)
-    if (!used[g] && gpu_child(gpus[g]) != NULL) drop_rank(gpu_child(gpus[g]));
+  for (int g = 0; g < ngpus; ++g) {
+    topo_xml_node_t *x = used[g] ? NULL : topo_xml_child(gpus[g], "gpu");
+    if (x != NULL) topo_xml_unset(x, "rank");
+  }
   if (rank == 0 && set(cfg->dump_file)) {
     FILE *f = fopen(cfg->dump_file, "w");
     int bad = f == NULL;

@@ -61,12 +61,9 @@ static int is_rank_order(const coll_gpu_rings_t *rings) {
 static int dumped_rank(const topo_xml_node_t *n, const char *busid) {
   const char *b = topo_xml_attr(n, "busid");
   if (strcmp(n->name, "pci") == 0 && b != NULL && strcasecmp(b, busid) == 0) {
-    for (int i = 0; i < n->nchildren; ++i)
-      if (strcmp(n->children[i]->name, "gpu") == 0) {
-        const char *r = topo_xml_attr(n->children[i], "rank");
-        return r != NULL ? atoi(r) : -1;
-      }
-    return -1;
+    const topo_xml_node_t *g = topo_xml_child(n, "gpu");
+    const char *r = g != NULL ? topo_xml_attr(g, "rank") : NULL;
+    return r != NULL ? atoi(r) : -1;
   }
   for (int i = 0; i < n->nchildren; ++i) {
     int r = dumped_rank(n->children[i], busid);
