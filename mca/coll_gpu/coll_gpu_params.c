@@ -48,7 +48,6 @@ static void register_string(const char *name, const char *description, const cha
   *storage = (char *)def;
   mca_base_component_var_register(component(), name, description, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5,
                                   MCA_BASE_VAR_SCOPE_LOCAL, storage);
-  if (*storage == NULL) *storage = "";
 }
 
 /* Registers an integer parameter and holds it to [min, max]: a value outside is reported and replaced by
