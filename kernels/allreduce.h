@@ -86,11 +86,26 @@ typedef struct {
 /* Bytes of the IPC-shared scratch for a layout, and the offsets of its parts. */
 size_t coll_gpu_ar_scratch_bytes(const coll_gpu_ar_layout_t *l);
 
-/* Host-mapped words through which the kernels report to the host. */
+/* Host-mapped words between the host and the kernels.
+ *
+ * A lingering one-shot kernel (coll_gpu_ar_linger_launch) stays on the GPU after its call and takes the
+ * next ones from `call`, so they need no launch. The host writes a call as 8 words, each holding 32 bits
+ * of the call next to the call's ticket (1, 2, ... skipping 0), so one read of the line tells whether
+ * all of it is there (LL, as in the kernels' own lines). Block 0 of the kernel polls it; when it has
+ * waited linger_ns it writes its instance into `leaving`, fences, and reads `call` once more: a call it
+ * finds then is served, and the kernel exits after it. The host, after writing a call, fences and reads
+ * `leaving`: if it does not name the kernel, the kernel will see the call. If it does, the host waits
+ * for `exited` to name the kernel; done[0] then tells whether the call was served. Both sides store,
+ * fence, then load, so at least one of them sees the other's store: no call is lost. A kernel takes
+ * tickets above those of every kernel before it on this engine, the ticket an exited kernel waited for
+ * included. */
 typedef struct {
-  volatile uint64_t done[COLL_GPU_MAX_CHANNELS * 2]; /* block b writes the call's seq when it finishes */
-  volatile uint32_t error;                           /* COLL_GPU_KERR_*: set on a kernel timeout */
-  volatile uint8_t missing[COLL_GPU_MAX_RANKS];      /* 1: that rank did not arrive in time */
+  volatile uint64_t done[COLL_GPU_MAX_CHANNELS * 2];       /* block b writes the call's seq when it finishes */
+  volatile uint32_t error;                                 /* COLL_GPU_KERR_*: set on a kernel timeout */
+  volatile uint8_t missing[COLL_GPU_MAX_RANKS];            /* 1: that rank did not arrive in time */
+  volatile uint64_t leaving __attribute__((aligned(128))); /* kernel: the instance that stopped polling */
+  volatile uint64_t exited;                                /* kernel: the instance that exits */
+  volatile uint64_t call[8] __attribute__((aligned(128))); /* host: ticket << 32 | 32 bits of the call */
 } coll_gpu_ar_status_t;
 
 enum { COLL_GPU_KERR_NONE = 0, COLL_GPU_KERR_TIMEOUT = 1 };
@@ -106,6 +121,10 @@ typedef struct {
   int nchannels; /* ring and two-shot: blocks */
   uint64_t seq;  /* call number on this communicator, from 1; the same on every rank */
   uint64_t timeout_ns;
+  /* a lingering one-shot kernel */
+  uint64_t linger_ns; /* how long it polls for the next call after one */
+  uint64_t instance;  /* this launch, for status->leaving and status->exited */
+  uint32_t ticket;    /* the ticket of the first call it takes from status->call */
   /* the communicator */
   int rank, nranks;
   coll_gpu_ar_layout_t layout;
@@ -121,6 +140,14 @@ typedef struct {
 int coll_gpu_ar_launch(coll_gpu_ar_params_t *p, void *stream);
 int coll_gpu_ar_blocks(const coll_gpu_ar_params_t *p);
 
+/* One-shot calls up to this many blocks can go to a lingering kernel (64 KiB). */
+#define COLL_GPU_LINGER_MAX_BLOCKS 16
+/* Launches one-shot call p (p->algo ONESHOT) as a lingering kernel of coll_gpu_ar_blocks(p) blocks; it
+ * serves later calls of at most as many blocks that coll_gpu_ar_linger_post hands it. */
+int coll_gpu_ar_linger_launch(const coll_gpu_ar_params_t *p, void *stream);
+/* Writes call p into status->call under ticket, then fences (the caller reads status->leaving next). */
+void coll_gpu_ar_linger_post(coll_gpu_ar_status_t *status, uint32_t ticket, const coll_gpu_ar_params_t *p);
+
 /* Resources, all in the current context. */
 int coll_gpu_dev_alloc(void **ptr, size_t bytes); /* zeroed */
 int coll_gpu_dev_free(void *ptr);
@@ -128,8 +155,12 @@ int coll_gpu_ipc_handle_size(void);
 int coll_gpu_ipc_get(void *ptr, void *handle);
 int coll_gpu_ipc_open(const void *handle, void **ptr);
 int coll_gpu_ipc_close(void *ptr);
-int coll_gpu_stream_create(void **stream); /* non-blocking with respect to the legacy stream */
+/* blocking: its work starts after the work queued before on the legacy default stream, and holds up
+ * the work queued after it there; non-blocking: neither */
+int coll_gpu_stream_create(void **stream, int nonblocking);
 int coll_gpu_stream_destroy(void *stream);
+int coll_gpu_stream_sync(void *stream);
+int coll_gpu_legacy_stream_wait(void); /* returns once the work queued on the legacy default stream is done */
 int coll_gpu_host_mapped_alloc(void **host, void **dev, size_t bytes); /* zeroed */
 int coll_gpu_host_mapped_free(void *host);
 int coll_gpu_device_identity(int device, char uuid[16], char busid[32]);

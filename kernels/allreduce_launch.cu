@@ -59,11 +59,19 @@ extern "C" int coll_gpu_ipc_open(const void *handle, void **ptr) {
 
 extern "C" int coll_gpu_ipc_close(void *ptr) { return (int)cudaIpcCloseMemHandle(ptr); }
 
-// A blocking stream: the kernels start after work the application queued on the legacy default stream,
-// as the staging copies do.
-extern "C" int coll_gpu_stream_create(void **stream) { return (int)cudaStreamCreate((cudaStream_t *)stream); }
+extern "C" int coll_gpu_stream_create(void **stream, int nonblocking) {
+  return (int)cudaStreamCreateWithFlags((cudaStream_t *)stream,
+                                        nonblocking ? cudaStreamNonBlocking : cudaStreamDefault);
+}
 
 extern "C" int coll_gpu_stream_destroy(void *stream) { return (int)cudaStreamDestroy((cudaStream_t)stream); }
+
+extern "C" int coll_gpu_stream_sync(void *stream) { return (int)cudaStreamSynchronize((cudaStream_t)stream); }
+
+extern "C" int coll_gpu_legacy_stream_wait(void) {
+  cudaError_t err = cudaStreamQuery(cudaStreamLegacy);
+  return (int)(err == cudaErrorNotReady ? cudaStreamSynchronize(cudaStreamLegacy) : err);
+}
 
 extern "C" int coll_gpu_host_mapped_alloc(void **host, void **dev, size_t bytes) {
   cudaError_t err = cudaHostAlloc(host, bytes, cudaHostAllocMapped | cudaHostAllocPortable);

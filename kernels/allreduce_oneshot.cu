@@ -1,13 +1,19 @@
 /*
  * One-shot allreduce, LL protocol: for small messages, one kernel, one NVLink trip.
  *
- * Phases (every rank, every thread on its own 16-byte units):
+ * Phases of a call (every rank, every thread on its own 16-byte units):
  *   step 0: push my data, as LL lines flagged with this call's seq, into every peer's one-shot slot
  *           for me;
  *   step 1: for each unit, wait until every peer's lines carry the flag, reduce all ranks' data in
  *           rank order (bit-identical results on every rank), write the result.
- * No fence and no separate flag: the flag travels in the line. Slots alternate by seq parity: a rank
- * reaches call seq + 2 only after every peer has finished call seq, so the slot of seq is free again.
+ * No fence and no separate flag: the flag travels in the line, so which block of a rank handles which
+ * unit does not matter to its peers. Slots alternate by seq parity: a rank reaches call seq + 2 only
+ * after every peer has finished call seq, so the slot of seq is free again.
+ *
+ * A lingering kernel (kernels/allreduce.h, coll_gpu_ar_status_t) serves one call, then block 0 polls
+ * host memory for the next and hands each call it takes (or the order to exit) to the other blocks as
+ * an LL record in this rank's scratch. Only block 0 decides, so every block serves the same calls. One
+ * kernel serves every type and op.
  */
 #include <cuda_runtime.h>
 
@@ -16,17 +22,27 @@
 namespace coll_gpu {
 namespace {
 
+// One call: the parameters the host hands a lingering kernel.
+struct Call {
+  const char *sendbuf;
+  char *recvbuf;
+  size_t count;
+  uint64_t seq;
+  int type, op;
+};
+
+// Call c on this block's share of the units.
 template <typename T, typename Op, bool Aligned>
-__global__ void __launch_bounds__(kLLThreads) oneshot_ll(coll_gpu_ar_params_t p) {
+__device__ __forceinline__ void oneshot_call(const coll_gpu_ar_params_t &p, const Call &c) {
   const Layout L(p.layout);
-  const int parity = (int)(p.seq & 1);
-  const uint32_t flag = (uint32_t)p.seq;  // never 0: the engine skips seqs that are 0 mod 2^32
-  const size_t bytes = p.count * sizeof(T);
+  const int parity = (int)(c.seq & 1);
+  const uint32_t flag = (uint32_t)c.seq;  // never 0: the engine skips seqs that are 0 mod 2^32
+  const size_t bytes = c.count * sizeof(T);
   const size_t units = coll_gpu_div_up(bytes, kPack);
   const size_t stride = (size_t)gridDim.x * blockDim.x;
   const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-  const char *in = (const char *)p.sendbuf;
-  char *out = (char *)p.recvbuf;
+  const char *in = c.sendbuf;
+  char *out = c.recvbuf;
 
   // step 0: push my data to every peer
   for (size_t u = first; u < units; u += stride) {
@@ -60,10 +76,121 @@ __global__ void __launch_bounds__(kLLThreads) oneshot_ll(coll_gpu_ar_params_t p)
     }
     if (alive) store_out<T, Aligned>(out + u * kPack, acc, n);
   }
-  block_done(p);
+}
+
+template <typename T, typename Op, bool Aligned>
+__global__ void __launch_bounds__(kLLThreads) oneshot_ll(coll_gpu_ar_params_t p) {
+  oneshot_call<T, Op, Aligned>(p, Call{(const char *)p.sendbuf, (char *)p.recvbuf, p.count, p.seq, p.type, p.op});
+  block_done(p.status, p.seq);
 }
 
 COLL_GPU_DEFINE_LAUNCHER(oneshot_ll)
+
+// ---- the lingering kernel
+
+// A call record: 8 words, each 32 bits of the call (low half) next to its ticket (high half). Lanes 0-3
+// of a warp each hold one 16-byte part (words 2l and 2l + 1), so one memory round trip reads it all.
+enum : uint32_t { kRecServe = 0, kRecLast = 1u << 16, kRecExit = 1u << 17 };  // in word 7, above type and op
+constexpr unsigned kRecLanes = 0xf;
+
+// Lanes 0-3: true on each when every part of the record carries ticket.
+__device__ bool read_record(const void *rec, uint32_t ticket, uint32_t &d0, uint32_t &d1) {
+  uint32_t t0, t1;
+  asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(d0), "=r"(t0), "=r"(d1), "=r"(t1)
+               : "l"((const char *)rec + threadIdx.x * kPack)
+               : "memory");
+  return __all_sync(kRecLanes, t0 == ticket && t1 == ticket);
+}
+
+// Lanes 0-3 of block 0: the host's call `ticket`, or the decision to exit; word 7 (lane 3's d1) says
+// which (kRec*).
+__device__ void leader_next(const coll_gpu_ar_params_t &p, uint32_t ticket, uint32_t &d0, uint32_t &d1) {
+  coll_gpu_ar_status_t *st = p.status;
+  const uint64_t deadline = global_timer() + p.linger_ns;
+  while (!read_record((const void *)st->call, ticket, d0, d1)) {
+    if (!__shfl_sync(kRecLanes, global_timer() >= deadline, 0)) continue;
+    // say so, then look once more: the host either sees this or posted before this look
+    if (threadIdx.x == 0) {
+      st_relaxed_sys((uint64_t *)&st->leaving, p.instance);
+      __threadfence_system();
+    }
+    __syncwarp(kRecLanes);
+    if (read_record((const void *)st->call, ticket, d0, d1)) {
+      if (threadIdx.x == 3) d1 |= kRecLast;
+      break;
+    }
+    d1 = kRecExit;
+    return;
+  }
+  __threadfence_system();  // acquire: the buffers as the host left them when it posted
+}
+
+// Lanes 0-3 of the other blocks: block 0's record for `ticket`. Block 0 writes one for every ticket
+// within linger_ns plus a call; past a timeout beyond that, the block exits (the host reports it).
+__device__ void follower_next(const coll_gpu_ar_params_t &p, const void *rec, uint32_t ticket, uint32_t &d0,
+                              uint32_t &d1) {
+  const uint64_t deadline = global_timer() + p.linger_ns + 2 * p.timeout_ns;
+  for (int spins = 1; !read_record(rec, ticket, d0, d1); ++spins) {
+    if (spins % kSpinsPerCheck == 0 && __shfl_sync(kRecLanes, global_timer() > deadline, 0)) {
+      d1 = kRecExit;
+      return;
+    }
+  }
+  __threadfence();  // acquire, as block 0 did
+}
+
+__device__ Call decode(const uint32_t (&d)[8]) {
+  return Call{(const char *)((uint64_t)d[1] << 32 | d[0]),
+              (char *)((uint64_t)d[3] << 32 | d[2]),
+              d[4],
+              (uint64_t)d[6] << 32 | d[5],
+              (int)(d[7] & 0xff),
+              (int)((d[7] >> 8) & 0xff)};
+}
+
+template <typename T, typename Op>
+__device__ __noinline__ void linger_typed(const coll_gpu_ar_params_t &p, const Call &c) {
+  if (((uintptr_t)c.sendbuf % kPack) == 0 && ((uintptr_t)c.recvbuf % kPack) == 0)
+    oneshot_call<T, Op, true>(p, c);
+  else
+    oneshot_call<T, Op, false>(p, c);
+}
+
+__device__ void linger_serve(const coll_gpu_ar_params_t &p, const Call &c) {
+  COLL_GPU_DISPATCH(linger_typed, , (coll_gpu_dtype_t)c.type, (coll_gpu_redop_t)c.op, p, c);
+}
+
+__global__ void __launch_bounds__(kLLThreads) oneshot_linger(const __grid_constant__ coll_gpu_ar_params_t p) {
+  __shared__ uint32_t next[8];
+  char *rec = (char *)p.peer_scratch[p.rank] + Layout(p.layout).linger_call();
+  Call c{(const char *)p.sendbuf, (char *)p.recvbuf, p.count, p.seq, p.type, p.op};
+  uint32_t what = kRecServe;
+  for (uint32_t ticket = p.ticket;; ticket = ticket + 1 == 0 ? 1 : ticket + 1) {
+    linger_serve(p, c);
+    block_done(p.status, c.seq);
+    if (what & kRecLast) break;
+    if (threadIdx.x < 4) {
+      uint32_t d0, d1;
+      if (blockIdx.x == 0) {
+        leader_next(p, ticket, d0, d1);
+        if (gridDim.x > 1) ll_store(rec + threadIdx.x * kPack, d0, d1, ticket);
+      } else {
+        follower_next(p, rec, ticket, d0, d1);
+      }
+      next[2 * threadIdx.x] = d0;
+      next[2 * threadIdx.x + 1] = d1;
+    }
+    __syncthreads();  // lanes 0-3 write `next` again only after the next block_done barrier
+    uint32_t d[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) d[k] = next[k];
+    what = d[7] & (kRecLast | kRecExit);
+    if (what & kRecExit) break;
+    c = decode(d);
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) st_release_sys((uint64_t *)&p.status->exited, p.instance);
+}
 
 }  // namespace
 
@@ -77,4 +204,22 @@ int oneshot_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream) {
   return dispatch(p, dim3(oneshot_blocks(p)), dim3(kLLThreads), stream);
 }
 
+int oneshot_linger_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream) {
+  oneshot_linger<<<oneshot_blocks(p), kLLThreads, 0, stream>>>(p);
+  return (int)cudaGetLastError();
+}
+
 }  // namespace coll_gpu
+
+extern "C" int coll_gpu_ar_linger_launch(const coll_gpu_ar_params_t *p, void *stream) {
+  return coll_gpu::oneshot_linger_launch(*p, (cudaStream_t)stream);
+}
+
+extern "C" void coll_gpu_ar_linger_post(coll_gpu_ar_status_t *status, uint32_t ticket, const coll_gpu_ar_params_t *p) {
+  const uint64_t send = (uint64_t)(uintptr_t)p->sendbuf, recv = (uint64_t)(uintptr_t)p->recvbuf;
+  const uint32_t d[8] = {
+      (uint32_t)send,     (uint32_t)(send >> 32), (uint32_t)recv,           (uint32_t)(recv >> 32),
+      (uint32_t)p->count, (uint32_t)p->seq,       (uint32_t)(p->seq >> 32), (uint32_t)p->type | (uint32_t)p->op << 8};
+  for (int k = 0; k < 8; ++k) status->call[k] = (uint64_t)ticket << 32 | d[k];
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}

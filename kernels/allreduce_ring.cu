@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(kThreads) ring(coll_gpu_ar_params_t p) {
     k = chunk(r + 2);
     if (ok) ok = c.template step<kRecv | kCopyOut>(base + k.begin, k.count);
   }
-  block_done(p);
+  block_done(p.status, p.seq);
 }
 
 COLL_GPU_DEFINE_LAUNCHER(ring)

@@ -140,7 +140,7 @@ __global__ void __launch_bounds__(kThreads) twoshot(coll_gpu_ar_params_t p) {
       }
     }
   }
-  block_done(p);
+  block_done(p.status, p.seq);
 }
 
 COLL_GPU_DEFINE_LAUNCHER(twoshot)

@@ -36,10 +36,12 @@ struct Layout {
            kLine;
   }
   COLL_GPU_HD size_t flags_end() const { return flag(2, 0, 0); }
+  // a lingering one-shot kernel: the call block 0 hands to the other blocks (this rank's use only)
+  COLL_GPU_HD size_t linger_call() const { return align(flags_end()); }
   // LL: two 16-byte lines carry one 16-byte unit of data
   COLL_GPU_HD size_t ll_lines() const { return l.ll_bytes / 8; }
   COLL_GPU_HD size_t ll(int parity, int sender) const {
-    return align(flags_end()) + ((size_t)parity * l.nranks + sender) * ll_lines() * kPack;
+    return linger_call() + kLine + ((size_t)parity * l.nranks + sender) * ll_lines() * kPack;
   }
   COLL_GPU_HD size_t ll_end() const { return ll(2, 0); }
   // two-shot: per parity, a reduce-scatter region and an all-gather region, each nranks slots
@@ -214,14 +216,15 @@ __device__ __forceinline__ void store_out(char *p, uint4 v, int n) {
 // release instead costs about 1.5 us per call on the H200 machines (an empty kernel and a host spin on
 // its word: 8.1 us with __threadfence_system before the store, 6.6 us without). The error words are
 // made visible system-wide where they are written (Waiter::expired).
-__device__ __forceinline__ void block_done(const coll_gpu_ar_params_t &p) {
+__device__ __forceinline__ void block_done(coll_gpu_ar_status_t *status, uint64_t seq) {
   __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0) st_relaxed_sys((uint64_t *)&p.status->done[blockIdx.x], p.seq);
+  if (threadIdx.x == 0) st_relaxed_sys((uint64_t *)&status->done[blockIdx.x], seq);
 }
 
 // The algorithms (one file each): launch on a stream, and the blocks a launch runs.
 int oneshot_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream);
+int oneshot_linger_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream);
 int oneshot_blocks(const coll_gpu_ar_params_t &p);
 int twoshot_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream);
 int ring_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream);

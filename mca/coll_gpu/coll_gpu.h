@@ -47,6 +47,7 @@ typedef struct {
   size_t oneshot_max_bytes;
   size_t twoshot_max_bytes;
   size_t ring_slot_bytes;
+  int oneshot_linger_us;
   int timeout; /* seconds */
   bool uniform_buffers;
   char *topo_file;      /* NCCL-format topology of the node instead of the probe; NULL or "" for none */

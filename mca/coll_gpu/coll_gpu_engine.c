@@ -3,7 +3,7 @@
  *
  * Creation, on every rank, in the same order (every bootstrap call is made even after a local failure,
  * so the collective calls always match):
- *   1. local set-up on the buffer's device: scratch, status words, stream, the scratch's IPC handle;
+ *   1. local set-up on the buffer's device: scratch, status words, streams, the scratch's IPC handle;
  *   2. allgather of peer info: one node, at most COLL_GPU_MAX_RANKS ranks, equal parameters, every rank
  *      set up; otherwise every rank reaches the same "unavailable";
  *   3. the rings: every rank's view of the node, merged, and the ring search (coll_gpu_rings.h);
@@ -29,7 +29,12 @@ struct coll_gpu_engine {
   coll_gpu_ar_layout_t layout;
   void *scratch;
   void *peer[COLL_GPU_MAX_RANKS];
-  void *stream;
+  void *stream;                 /* blocking: after the work queued on the legacy default stream, as staging is */
+  void *linger_stream;          /* non-blocking: a lingering kernel holds up no other work */
+  int lingering;                /* a lingering one-shot kernel may be polling for calls */
+  int linger_blocks;            /* its blocks */
+  uint64_t instance;            /* lingering kernels launched */
+  uint32_t ticket;              /* the last ticket of status->call */
   coll_gpu_ar_status_t *status; /* host view */
   void *status_dev;             /* device view */
   uint64_t seq;
@@ -75,7 +80,8 @@ static int setup_local(coll_gpu_engine_t *e, void *ipc_handle, char *why, size_t
   }
   CUDA_TRY(e, coll_gpu_dev_alloc(&e->scratch, coll_gpu_ar_scratch_bytes(&e->layout)), why, len);
   CUDA_TRY(e, coll_gpu_host_mapped_alloc((void **)&e->status, &e->status_dev, sizeof(coll_gpu_ar_status_t)), why, len);
-  CUDA_TRY(e, coll_gpu_stream_create(&e->stream), why, len);
+  CUDA_TRY(e, coll_gpu_stream_create(&e->stream, 0), why, len);
+  CUDA_TRY(e, coll_gpu_stream_create(&e->linger_stream, 1), why, len);
   CUDA_TRY(e, coll_gpu_ipc_get(e->scratch, ipc_handle), why, len);
   coll_gpu_mem_ctx_leave(saved);
   return 0;
@@ -84,12 +90,74 @@ fail:
   return -1;
 }
 
+/* Spins until *word == value; 0 past deadline (the clock is read every 1024 polls). */
+static int wait_word(const volatile uint64_t *word, uint64_t value, uint64_t deadline) {
+  for (unsigned spins = 1; *word != value; ++spins)
+    if (spins % 1024 == 0 && now_ns() > deadline) return 0;
+  return 1;
+}
+
+static uint32_t next_ticket(uint32_t t) { return t + 1 == 0 ? 1 : t + 1; }
+
+/* Starts one-shot call p on a lingering kernel (coll_gpu_ar_status_t says how): hands it to the kernel
+ * that lingers when it has blocks enough, else launches one. Sets *blocks to the blocks that will write
+ * done. Such kernels run on a non-blocking stream, so the call first waits for the work queued on the
+ * legacy default stream, as a kernel on the blocking stream would. In the current context. */
+static int linger_start(coll_gpu_engine_t *e, coll_gpu_ar_params_t *p, int *blocks, char *why, size_t why_len) {
+  int rc;
+  if (e->lingering && *blocks > e->linger_blocks) {
+    if (e->status->exited == e->instance) {
+      /* it has left: a lingering kernel of this call's size replaces it. The ticket it waited for is
+       * spent: its block 0 wrote that ticket into the scratch record that tells the others to exit */
+      e->lingering = 0;
+      e->ticket = next_ticket(e->ticket);
+    } else {
+      /* more blocks than the lingering kernel has: a kernel of its own, next to it */
+      rc = coll_gpu_ar_launch(p, e->stream);
+      if (rc != 0)
+        coll_gpu_say(why, why_len, "the oneshot kernel launch failed: %s", coll_gpu_staging_error_string(rc));
+      return rc;
+    }
+  }
+  rc = coll_gpu_legacy_stream_wait();
+  if (rc != 0) {
+    coll_gpu_say(why, why_len, "waiting for the legacy default stream failed: %s", coll_gpu_staging_error_string(rc));
+    return rc;
+  }
+  if (e->lingering) {
+    e->ticket = next_ticket(e->ticket);
+    coll_gpu_ar_linger_post(e->status, e->ticket, p);
+    *blocks = e->linger_blocks;
+    if (e->status->leaving != e->instance) return 0; /* it will see the call */
+    /* it stopped polling: once it says it exits, done[0] tells whether it took the call */
+    if (!wait_word(&e->status->exited, e->instance, now_ns() + e->cfg.timeout_ns + HOST_GRACE_NS)) {
+      coll_gpu_say(why, why_len, "the lingering oneshot kernel did not exit within %.0f s", e->cfg.timeout_ns / 1e9);
+      return -1;
+    }
+    e->lingering = 0;
+    if (e->status->done[0] == p->seq) return 0;
+  }
+  p->linger_ns = e->cfg.linger_ns;
+  p->instance = ++e->instance;
+  p->ticket = next_ticket(e->ticket);
+  rc = coll_gpu_ar_linger_launch(p, e->linger_stream);
+  if (rc != 0) {
+    coll_gpu_say(why, why_len, "the lingering oneshot kernel launch failed: %s", coll_gpu_staging_error_string(rc));
+    return rc;
+  }
+  e->lingering = 1;
+  e->linger_blocks = *blocks = coll_gpu_ar_blocks(p);
+  return 0;
+}
+
 static void release(coll_gpu_engine_t *e) {
   void *saved = NULL;
   int entered = e->mem.device >= 0 && coll_gpu_mem_ctx_enter(&e->mem, &saved) == 0;
   /* errors are ignored: the application may have reset the device already */
+  if (e->lingering) coll_gpu_stream_sync(e->linger_stream); /* it leaves within linger_ns */
   for (int r = 0; r < e->nranks; ++r)
     if (r != e->rank && e->peer[r] != NULL) coll_gpu_ipc_close(e->peer[r]);
+  if (e->linger_stream != NULL) coll_gpu_stream_destroy(e->linger_stream);
   if (e->stream != NULL) coll_gpu_stream_destroy(e->stream);
   if (e->status != NULL) coll_gpu_host_mapped_free((void *)e->status);
   if (e->scratch != NULL) coll_gpu_dev_free(e->scratch);
@@ -277,30 +345,29 @@ int coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *r
     coll_gpu_say(why, why_len, "cannot enter the context of device %d (CUresult %d)", e->mem.device, rc);
     return COLL_GPU_ENGINE_ERROR;
   }
-  rc = coll_gpu_ar_launch(&p, e->stream);
-  coll_gpu_mem_ctx_leave(saved);
-  if (rc != 0) {
-    coll_gpu_say(why, why_len, "the %s kernel launch failed: %s", coll_gpu_algo_name(choice.algo),
-                 coll_gpu_staging_error_string(rc));
-    return COLL_GPU_ENGINE_ERROR;
+  int blocks = coll_gpu_ar_blocks(&p);
+  const int linger =
+      choice.algo == COLL_GPU_ALGO_ONESHOT && e->cfg.linger_ns > 0 && blocks <= COLL_GPU_LINGER_MAX_BLOCKS;
+  if (linger) {
+    rc = linger_start(e, &p, &blocks, why, why_len);
+  } else {
+    rc = coll_gpu_ar_launch(&p, e->stream);
+    if (rc != 0)
+      coll_gpu_say(why, why_len, "the %s kernel launch failed: %s", coll_gpu_algo_name(choice.algo),
+                   coll_gpu_staging_error_string(rc));
   }
+  coll_gpu_mem_ctx_leave(saved);
+  if (rc != 0) return COLL_GPU_ENGINE_ERROR;
   memcpy(e->ring_step, p.ring_step, sizeof(e->ring_step));
 
   /* wait for every block's done word, bounded */
-  const int blocks = coll_gpu_ar_blocks(&p);
-  uint64_t deadline = 0;
-  for (int blk = 0; blk < blocks; ++blk) {
-    for (unsigned spins = 1; e->status->done[blk] != p.seq; ++spins) {
-      if (spins % 1024 != 0) continue;
-      uint64_t t = now_ns();
-      if (deadline == 0) deadline = t + e->cfg.timeout_ns + HOST_GRACE_NS;
-      if (t > deadline) {
-        coll_gpu_say(why, why_len, "the %s kernel did not finish within %.0f s", coll_gpu_algo_name(choice.algo),
-                     e->cfg.timeout_ns / 1e9);
-        return COLL_GPU_ENGINE_ERROR;
-      }
+  const uint64_t deadline = now_ns() + e->cfg.timeout_ns + HOST_GRACE_NS;
+  for (int blk = 0; blk < blocks; ++blk)
+    if (!wait_word(&e->status->done[blk], p.seq, deadline)) {
+      coll_gpu_say(why, why_len, "the %s kernel did not finish within %.0f s", coll_gpu_algo_name(choice.algo),
+                   e->cfg.timeout_ns / 1e9);
+      return COLL_GPU_ENGINE_ERROR;
     }
-  }
   if (e->status->error != COLL_GPU_KERR_NONE) {
     uint8_t missing[COLL_GPU_MAX_RANKS];
     for (int r = 0; r < COLL_GPU_MAX_RANKS; ++r) missing[r] = e->status->missing[r];

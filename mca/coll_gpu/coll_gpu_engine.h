@@ -5,8 +5,8 @@
  *
  * The ring channels follow the rings of the topology search (coll_gpu_rings.h), computed at creation.
  * Per rank it holds one scratch allocation on the buffers' GPU, exchanged with every peer as a CUDA IPC
- * handle (kernels/allreduce.h gives its layout), a stream and host-mapped status words. Only the handles
- * of this exchange are ever opened.
+ * handle (kernels/allreduce.h gives its layout), two streams (one for lingering one-shot kernels) and
+ * host-mapped status words. Only the handles of this exchange are ever opened.
  */
 #ifndef COLL_GPU_ENGINE_H
 #define COLL_GPU_ENGINE_H
@@ -28,6 +28,7 @@ extern "C" {
 typedef struct {
   coll_gpu_tune_config_t tune;
   uint64_t timeout_ns; /* longest wait for a peer, in the kernels and in the agreement */
+  uint64_t linger_ns;  /* how long a one-shot kernel waits on the GPU for the next call; 0: one per call */
   size_t slot_bytes;   /* ring FIFO slot */
   coll_gpu_log_fn log;
   const char *name;            /* the communicator, for messages */

@@ -223,6 +223,7 @@ static int create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *c
   cfg.tune.oneshot_max_bytes = c->oneshot_max_bytes;
   cfg.tune.twoshot_max_bytes = c->twoshot_max_bytes;
   cfg.timeout_ns = (uint64_t)c->timeout * 1000000000ULL;
+  cfg.linger_ns = (uint64_t)c->oneshot_linger_us * 1000;
   cfg.slot_bytes = c->ring_slot_bytes;
   cfg.log = engine_log;
   cfg.name = comm->c_name;

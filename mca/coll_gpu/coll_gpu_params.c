@@ -155,6 +155,13 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                 "Bytes of one ring FIFO slot (a ring step moves one slot per channel); each rank allocates 8 "
                 "slots per channel",
                 512 << 10, 4 << 10, 4 << 20, 4096, OPAL_INFO_LVL_6, &c->ring_slot_bytes);
+  register_int("oneshot_linger_us",
+               "Microseconds the one-shot allreduce kernel (messages up to 64 KiB) stays on the GPU after a "
+               "call, polling host memory for the next one, which then needs no kernel launch. While it "
+               "lingers it holds one thread block per 4 KiB of its first message, and device-wide "
+               "synchronization (cudaDeviceSynchronize, cudaFree) waits for it to leave. 0 launches a kernel "
+               "per call (0-10000)",
+               50, 0, 10000, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &c->oneshot_linger_us);
   register_int("timeout",
                "Seconds a GPU collective waits for its peers before it gives up, reports the ranks that did not "
                "arrive, and returns an error through the communicator's error handler (1-86400)",

@@ -4,9 +4,14 @@
  * element by element against a host reference computed here from every rank's inputs (drawn fresh
  * from a seed rank 0 broadcasts), outputs poisoned first, and results compared bit for bit across ranks.
  *
- * usage: test_gpu_allreduce [-m device|mixed] [-L] [-t skip|kernel]
+ * usage: test_gpu_allreduce [-m device|mixed] [-L] [-r GAP_US] [-t]
  *   -m mixed   even ranks pass host memory, odd ranks device memory (the path agreement must stage)
  *   -L         also 2^28 elements (MPI_UINT8_T, MPI_SUM)
+ *   -r GAP_US  instead, 600 calls of one-shot sizes (random type, op, count, offsets, in place or not)
+ *              on buffers allocated once, then 8 calls of each size from 4 B to 256 KiB, each rank
+ *              waiting a random 0 to GAP_US microseconds before each call: with GAP_US about twice
+ *              coll_gpu_oneshot_linger_us, a lingering kernel leaves just as calls arrive, and calls
+ *              outgrow its blocks
  *   -t         timeout case: after one good call, rank 1 skips the second; the others must get an
  *              error within the coll_gpu_timeout the case sets, naming rank 1, and nobody may hang
  */
@@ -212,6 +217,17 @@ static void ref_apply(const type_t *t, int op, void *acc, const void *v) {
 
 static int rank, nranks;
 static long checks, failures;
+/* -r: device buffers every call uses, and the largest wait before a call */
+static char *pool_s, *pool_r;
+static size_t pool_bytes;
+static int gap_max_us;
+
+static void spin_us(int us) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do clock_gettime(CLOCK_MONOTONIC, &t);
+  while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
+}
 
 static uint64_t fnv(const void *p, size_t n) {
   uint64_t h = 0xcbf29ce484222325ULL;
@@ -235,7 +251,11 @@ static void run(const type_t *t, int op, size_t count, bool in_place, int offset
   }
   char *sbase = NULL, *rbase = NULL;
   const int soff = offset, roff = (offset * 7) % 16;
-  if (device) {
+  const bool pooled = device && bytes + 16 <= pool_bytes;
+  if (pooled) {
+    sbase = pool_s;
+    rbase = pool_r;
+  } else if (device) {
     TBUF_CHECK(cudaMalloc((void **)&sbase, bytes + 16));
     TBUF_CHECK(cudaMalloc((void **)&rbase, bytes + 16));
   } else {
@@ -250,6 +270,7 @@ static void run(const type_t *t, int op, size_t count, bool in_place, int offset
     memcpy(in_place ? r : s, in, bytes);
     if (!in_place) memset(r, 0xA5, bytes);
   }
+  if (gap_max_us > 0) spin_us((int)(mix(seed ^ ((uint64_t)rank << 40)) % (uint64_t)(gap_max_us + 1)));
   int rc = MPI_Allreduce(in_place ? MPI_IN_PLACE : s, r, (int)count, t->dt, OPS[op].op, MPI_COMM_WORLD);
   if (device)
     TBUF_CHECK(cudaMemcpy(got, r, bytes, cudaMemcpyDeviceToHost));
@@ -280,10 +301,10 @@ static void run(const type_t *t, int op, size_t count, bool in_place, int offset
             OPS[op].name, count, in_place ? "in place" : "out of place", offset, rc, bad, first);
   }
   free(all);
-  if (device) {
+  if (device && !pooled) {
     cudaFree(sbase);
     cudaFree(rbase);
-  } else {
+  } else if (!device) {
     free(sbase);
     free(rbase);
   }
@@ -326,15 +347,40 @@ static void timeout_case(void) {
   MPI_Comm_free(&comm);
 }
 
+/* -r: one-shot sizes (up to 256 KiB) of a few types and ops, in a random mix. */
+static void linger_case(uint64_t seed) {
+  static const type_t types[] = {{"FLOAT", MPI_FLOAT, 'f', 4, 0},
+                                 {"INT", MPI_INT, 'i', 4, 0},
+                                 {"UINT8_T", MPI_UINT8_T, 'u', 1, 0},
+                                 {"DOUBLE_INT", MPI_DOUBLE_INT, 'p', 16, 8}};
+  static const int ops[] = {SUM, MAX, BOR, MAXLOC};
+  pool_bytes = (256 << 10) + 16;
+  TBUF_CHECK(cudaMalloc((void **)&pool_s, pool_bytes));
+  TBUF_CHECK(cudaMalloc((void **)&pool_r, pool_bytes));
+  for (int k = 0; k < 600; ++k) {
+    const uint64_t x = mix(seed + 7919 * (uint64_t)k);
+    const int ti = (int)(x % 4);
+    const size_t count = 1 + (x >> 8) % ((256 << 10) / types[ti].size);
+    run(&types[ti], ops[ti], count, (x >> 40) & 1, (int)((x >> 44) % 16), true, seed + 3000 + k);
+  }
+  /* then sizes growing as in a benchmark sweep: each size needs more blocks than the kernel before */
+  for (size_t bytes = 4; bytes <= (256 << 10); bytes *= 2)
+    for (int k = 0; k < 8; ++k) run(&types[0], ops[0], bytes / 4, false, 0, true, seed + 9000 + bytes + k);
+  cudaFree(pool_s);
+  cudaFree(pool_r);
+  pool_bytes = 0;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   bool mixed = false, large = false, timeout = false;
   int opt;
-  while ((opt = getopt(argc, argv, "m:Lt")) != -1) {
+  while ((opt = getopt(argc, argv, "m:Lr:t")) != -1) {
     if (opt == 'm') mixed = strcmp(optarg, "mixed") == 0;
     if (opt == 'L') large = true;
+    if (opt == 'r') gap_max_us = atoi(optarg);
     if (opt == 't') timeout = true;
   }
   int ndev = 0;
@@ -346,6 +392,8 @@ int main(int argc, char **argv) {
   if (rank == 0) printf("seed %llu\n", (unsigned long long)seed);
   if (timeout) {
     timeout_case();
+  } else if (gap_max_us > 0) {
+    linger_case(seed);
   } else {
     const type_t types[] = {
         {"INT8_T", MPI_INT8_T, 'i', 1, 0},
