@@ -151,7 +151,7 @@ __device__ Call decode(const uint32_t (&d)[8]) {
 
 template <typename T, typename Op>
 __device__ __noinline__ void linger_typed(const coll_gpu_ar_params_t &p, const Call &c) {
-  if (((uintptr_t)c.sendbuf % kPack) == 0 && ((uintptr_t)c.recvbuf % kPack) == 0)
+  if (packs_aligned(c.sendbuf, c.recvbuf))
     oneshot_call<T, Op, true>(p, c);
   else
     oneshot_call<T, Op, false>(p, c);

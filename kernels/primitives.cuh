@@ -100,6 +100,11 @@ struct Waiter {
 
 __device__ __forceinline__ uint64_t *flag_at(void *base, size_t off) { return (uint64_t *)((char *)base + off); }
 
+// Whether both buffers start on a pack boundary (the kernels' vector path).
+__device__ __host__ __forceinline__ bool packs_aligned(const void *a, const void *b) {
+  return ((uintptr_t)a % kPack) == 0 && ((uintptr_t)b % kPack) == 0;
+}
+
 // 16 bytes of data: a vector load when aligned and whole, byte loads otherwise (n < 16 at a buffer end).
 template <bool Aligned>
 __device__ __forceinline__ uint4 load_pack(const char *p, int n) {
@@ -234,8 +239,7 @@ int ring_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream);
 #define COLL_GPU_DEFINE_LAUNCHER(Kernel)                                                               \
   template <typename T, typename Op>                                                                   \
   int launch_typed(const coll_gpu_ar_params_t &p, dim3 grid, dim3 block, cudaStream_t stream) {        \
-    bool aligned = ((uintptr_t)p.sendbuf % kPack) == 0 && ((uintptr_t)p.recvbuf % kPack) == 0;         \
-    if (aligned)                                                                                       \
+    if (packs_aligned(p.sendbuf, p.recvbuf))                                                           \
       Kernel<T, Op, true><<<grid, block, 0, stream>>>(p);                                              \
     else                                                                                               \
       Kernel<T, Op, false><<<grid, block, 0, stream>>>(p);                                             \

@@ -90,36 +90,40 @@ fail:
   return -1;
 }
 
-/* Spins until *word == value; 0 past deadline (the clock is read every 1024 polls). */
-static int wait_word(const volatile uint64_t *word, uint64_t value, uint64_t deadline) {
-  for (unsigned spins = 1; *word != value; ++spins)
-    if (spins % 1024 == 0 && now_ns() > deadline) return 0;
+/* Spins until *word == value; 0 past *deadline. A *deadline of 0 is set at the first clock read, after
+ * 1024 polls, to timeout_ns + HOST_GRACE_NS from then: a word that is already there costs no clock read,
+ * and waits that share a deadline share one bound. */
+static int wait_word(const volatile uint64_t *word, uint64_t value, uint64_t timeout_ns, uint64_t *deadline) {
+  for (unsigned spins = 1; *word != value; ++spins) {
+    if (spins % 1024 != 0) continue;
+    const uint64_t t = now_ns();
+    if (*deadline == 0) *deadline = t + timeout_ns + HOST_GRACE_NS;
+    if (t > *deadline) return 0;
+  }
   return 1;
 }
 
 static uint32_t next_ticket(uint32_t t) { return t + 1 == 0 ? 1 : t + 1; }
 
+/* Whether a one-shot call of `blocks` blocks goes to a lingering kernel: none lingers, the one that
+ * lingers has blocks enough, or it has left (then one of this call's size replaces it). Otherwise the
+ * call gets a kernel of its own next to it. */
+static int linger_takes(coll_gpu_engine_t *e, int blocks) {
+  if (!e->lingering || blocks <= e->linger_blocks) return 1;
+  if (e->status->exited != e->instance) return 0;
+  /* the ticket it waited for is spent: its block 0 wrote that ticket into the scratch record that
+   * tells the others to exit */
+  e->lingering = 0;
+  e->ticket = next_ticket(e->ticket);
+  return 1;
+}
+
 /* Starts one-shot call p on a lingering kernel (coll_gpu_ar_status_t says how): hands it to the kernel
- * that lingers when it has blocks enough, else launches one. Sets *blocks to the blocks that will write
- * done. Such kernels run on a non-blocking stream, so the call first waits for the work queued on the
- * legacy default stream, as a kernel on the blocking stream would. In the current context. */
+ * that lingers, else launches one. Sets *blocks to the blocks that will write done. Such kernels run on
+ * a non-blocking stream, so the call first waits for the work queued on the legacy default stream, as
+ * a kernel on the blocking stream would. In the current context; linger_takes said yes. */
 static int linger_start(coll_gpu_engine_t *e, coll_gpu_ar_params_t *p, int *blocks, char *why, size_t why_len) {
-  int rc;
-  if (e->lingering && *blocks > e->linger_blocks) {
-    if (e->status->exited == e->instance) {
-      /* it has left: a lingering kernel of this call's size replaces it. The ticket it waited for is
-       * spent: its block 0 wrote that ticket into the scratch record that tells the others to exit */
-      e->lingering = 0;
-      e->ticket = next_ticket(e->ticket);
-    } else {
-      /* more blocks than the lingering kernel has: a kernel of its own, next to it */
-      rc = coll_gpu_ar_launch(p, e->stream);
-      if (rc != 0)
-        coll_gpu_say(why, why_len, "the oneshot kernel launch failed: %s", coll_gpu_staging_error_string(rc));
-      return rc;
-    }
-  }
-  rc = coll_gpu_legacy_stream_wait();
+  int rc = coll_gpu_legacy_stream_wait();
   if (rc != 0) {
     coll_gpu_say(why, why_len, "waiting for the legacy default stream failed: %s", coll_gpu_staging_error_string(rc));
     return rc;
@@ -130,7 +134,8 @@ static int linger_start(coll_gpu_engine_t *e, coll_gpu_ar_params_t *p, int *bloc
     *blocks = e->linger_blocks;
     if (e->status->leaving != e->instance) return 0; /* it will see the call */
     /* it stopped polling: once it says it exits, done[0] tells whether it took the call */
-    if (!wait_word(&e->status->exited, e->instance, now_ns() + e->cfg.timeout_ns + HOST_GRACE_NS)) {
+    uint64_t deadline = 0;
+    if (!wait_word(&e->status->exited, e->instance, e->cfg.timeout_ns, &deadline)) {
       coll_gpu_say(why, why_len, "the lingering oneshot kernel did not exit within %.0f s", e->cfg.timeout_ns / 1e9);
       return -1;
     }
@@ -346,8 +351,8 @@ int coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *r
     return COLL_GPU_ENGINE_ERROR;
   }
   int blocks = coll_gpu_ar_blocks(&p);
-  const int linger =
-      choice.algo == COLL_GPU_ALGO_ONESHOT && e->cfg.linger_ns > 0 && blocks <= COLL_GPU_LINGER_MAX_BLOCKS;
+  const int linger = choice.algo == COLL_GPU_ALGO_ONESHOT && e->cfg.linger_ns > 0 &&
+                     blocks <= COLL_GPU_LINGER_MAX_BLOCKS && linger_takes(e, blocks);
   if (linger) {
     rc = linger_start(e, &p, &blocks, why, why_len);
   } else {
@@ -361,9 +366,9 @@ int coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *r
   memcpy(e->ring_step, p.ring_step, sizeof(e->ring_step));
 
   /* wait for every block's done word, bounded */
-  const uint64_t deadline = now_ns() + e->cfg.timeout_ns + HOST_GRACE_NS;
+  uint64_t deadline = 0;
   for (int blk = 0; blk < blocks; ++blk)
-    if (!wait_word(&e->status->done[blk], p.seq, deadline)) {
+    if (!wait_word(&e->status->done[blk], p.seq, e->cfg.timeout_ns, &deadline)) {
       coll_gpu_say(why, why_len, "the %s kernel did not finish within %.0f s", coll_gpu_algo_name(choice.algo),
                    e->cfg.timeout_ns / 1e9);
       return COLL_GPU_ENGINE_ERROR;
