@@ -10,9 +10,10 @@
  *   step n-1:        recvReduceCopySend(chunk r + 1)    that chunk is complete here: keep it, push it
  *   steps n..2n-3:   recvCopySend(chunk r + 2 - t)      all-gather: keep what arrived, push it on
  *   step 2n-2:       recv(chunk r + 2)                  keep the last one
- * A send writes into the next rank's FIFO slot (step mod depth), then raises the next rank's tail with
- * a release store; a receive waits for our tail, consumes the slot, then raises the previous rank's head, which
- * frees the slot. Step counters continue across calls (coll_gpu_ar_params_t::ring_step).
+ * A send writes into the next rank's FIFO slot (step mod depth), then raises the next rank's tail; a
+ * receive waits for our tail, consumes the slot, then raises the previous rank's head, which frees the
+ * slot. One release fence after the step's data orders both flags. Step counters continue across calls
+ * (coll_gpu_ar_params_t::ring_step).
  */
 #include <cuda_runtime.h>
 
@@ -93,8 +94,9 @@ struct RingChannel {
     }
     __syncthreads();
     if (threadIdx.x == 0) {
-      if (Mode & kSend) st_release_sys(next_tail, send_step + 1);
-      if (Mode & kRecv) st_release_sys(prev_head, recv_step + 1);
+      fence_release_sys();  // this step's stores and loads, then both flags
+      if (Mode & kSend) st_relaxed_sys(next_tail, send_step + 1);
+      if (Mode & kRecv) st_relaxed_sys(prev_head, recv_step + 1);
     }
     if (Mode & kSend) ++send_step;
     if (Mode & kRecv) ++recv_step;

@@ -30,13 +30,14 @@ __device__ bool wait_peers(const coll_gpu_ar_params_t &p, const Layout &L, const
 }
 
 // Thread 0 flags `phase` of this call for this block at every peer, after every thread's stores (the
-// barrier orders them before thread 0's release stores).
+// barrier orders them before thread 0's fence).
 __device__ void post_peers(const coll_gpu_ar_params_t &p, const Layout &L, int phase) {
   __syncthreads();
   if (threadIdx.x == 0) {
+    fence_release_sys();
     for (int k = 1; k < p.nranks; ++k) {
       const int peer = (p.rank + k) % p.nranks;
-      st_release_sys(flag_at(p.peer_scratch[peer], L.flag(phase, p.rank, blockIdx.x)), p.seq);
+      st_relaxed_sys(flag_at(p.peer_scratch[peer], L.flag(phase, p.rank, blockIdx.x)), p.seq);
     }
   }
 }

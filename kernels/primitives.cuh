@@ -67,6 +67,9 @@ __device__ __forceinline__ uint64_t ld_acquire_sys(const uint64_t *p) {
 __device__ __forceinline__ void st_release_sys(uint64_t *p, uint64_t v) {
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
+// One release for several flags: a fence, then relaxed stores (a release store each would make every
+// store after the first wait for the one before it to reach its peer).
+__device__ __forceinline__ void fence_release_sys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
 __device__ __forceinline__ void st_relaxed_sys(uint64_t *p, uint64_t v) {
   asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
