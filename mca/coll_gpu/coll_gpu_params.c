@@ -146,7 +146,7 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
   register_size("oneshot_max_bytes",
                 "Largest MPI_Allreduce message (bytes) the one-shot LL algorithm takes. Each rank allocates "
                 "4 x ranks x this much device memory for it; 0 disables one-shot",
-                256 << 10, 0, 16 << 20, 16, OPAL_INFO_LVL_5, &c->oneshot_max_bytes);
+                512 << 10, 0, 16 << 20, 16, OPAL_INFO_LVL_5, &c->oneshot_max_bytes);
   register_size("twoshot_max_bytes",
                 "Largest MPI_Allreduce message (bytes) the two-shot algorithm takes. Each rank allocates 4 x this "
                 "much device memory for it; 0 disables two-shot",

@@ -2,20 +2,29 @@
  * The allreduce tuning model (coll_gpu_tune.h).
  *
  * time = latency + bytes moved per rank / bandwidth, with the constants below (per GPU, over NVLink on
- * H200 through NVSwitch); latencies count the flag round trips each algorithm waits for (a flag written
- * into a peer's memory through CUDA IPC is seen about 0.7 us later on that machine).
+ * H200 through NVSwitch), measured: the latencies are those of the kernels, not the flag round trips
+ * alone (a flag written into a peer's memory through CUDA IPC is seen about 0.7 us later on that
+ * machine, but a phase also waits for its data to land before it flags).
  */
 #include "mca/coll_gpu/coll_gpu_tune.h"
 
-/* Constants from the benchmark on 2 H200 (coll_gpu_allreduce_bench, launch cost of ~11 us taken out):
- * two-shot (a block per 16 KiB) moved 4 MiB in ~22 us and 8 MiB in ~37; the ring (64 channels, 512 KiB
- * slots) 8 MiB in ~43 us, 16 MiB in ~70 and 1 GiB at 311-316 GB/s bus bandwidth; LL one-shot stays
- * within 3 us of its 8-byte time up to 128 KiB. */
-#define FLAG_US 0.7      /* one flag round: write into a peer, seen there */
-#define LL_BW 150e3      /* bytes/us of LL data: half of each line is flags */
-#define SIMPLE_BW 220e3  /* bytes/us of the two-shot kernel's bus traffic */
-#define RING_BW 310e3    /* bytes/us of the ring's bus traffic at large sizes */
-#define RING_STEP_US 8.0 /* per dependent ring step: wait, barrier, data, release, seen by the next rank */
+/* Constants from the benchmark on 2 H200 (coll_gpu_allreduce_bench), the launch taken out: kernel times
+ * from globaltimer stamps in block 0 (one-shot and two-shot) or host time less the ~9 us a launched call
+ * costs around its kernel. The one-shot LL kernel takes ~2 us at 8 B; one-shot calls of 256 KiB, 512 KiB
+ * and 1 MiB took 15.9, 19.3 and 23.4 us through the component (two-shot 21.0 and 22.6 at the last two). The two-shot
+ * kernel takes ~10.5 us up to 256 KiB, whatever the size: each of its two phases loads, stores, then
+ * waits on a system-scope fence (~1.3 us) and on the peers' flags; 4 MiB and 16 MiB took 33 and 75 us
+ * through the component. At 4 ranks, two-shot took ~10 us more than at 2 (30 against 20 up to 256 KiB),
+ * ~3.7 of it the flag release stores that now share one fence; the ~3 us per further peer that is left
+ * is that run's. The ring (64 channels, 512 KiB slots) moved 8 MiB in ~43 us, 16 MiB in ~70 and 1 GiB at
+ * 311-316 GB/s bus bandwidth. */
+#define ONESHOT_US 2.0      /* LL one-shot: one flag round, no fence */
+#define LL_BW 85e3          /* bytes/us of one-shot data per peer: half of each line is flags */
+#define TWOSHOT_US 10.5     /* two-shot at 2 ranks: two phases of data, fence and flags */
+#define TWOSHOT_PEER_US 3.0 /* two-shot: each peer beyond the first */
+#define SIMPLE_BW 300e3     /* bytes/us of the two-shot kernel's bus traffic */
+#define RING_BW 310e3       /* bytes/us of the ring's bus traffic at large sizes */
+#define RING_STEP_US 8.0    /* per dependent ring step: wait, barrier, data, release, seen by the next rank */
 /* two-shot: a block per 16 KiB of message. Blocks are latency-bound (each waits for its peers' flags), so
  * more of them pay: on 2 H200, 512 KiB took 21 us with 32 blocks against 33 with 8, 1 MiB 23.5 us with 64
  * against 33 with 16, 2-8 MiB 2-4% less again with 128 than with 64 */
@@ -30,10 +39,10 @@ double coll_gpu_tune_time_us(coll_gpu_algo_t algo, int nranks, size_t bytes, int
   double n = nranks, b = (double)bytes;
   (void)nchannels;
   switch (algo) {
-    case COLL_GPU_ALGO_ONESHOT: /* one flag round; every rank pushes its data to n - 1 peers */
-      return FLAG_US + (n - 1) * b / LL_BW;
-    case COLL_GPU_ALGO_TWOSHOT: /* two flag rounds; 2 (n - 1) / n of the data out */
-      return 2 * FLAG_US + 2 * (n - 1) / n * b / SIMPLE_BW;
+    case COLL_GPU_ALGO_ONESHOT: /* every rank pushes its data to n - 1 peers */
+      return ONESHOT_US + (n - 1) * b / LL_BW;
+    case COLL_GPU_ALGO_TWOSHOT: /* 2 (n - 1) / n of the data out */
+      return TWOSHOT_US + (n - 2) * TWOSHOT_PEER_US + 2 * (n - 1) / n * b / SIMPLE_BW;
     case COLL_GPU_ALGO_RING: /* 2 (n - 1) steps to fill the pipeline; 2 (n - 1) / n of the data out */
       return 2 * (n - 1) * RING_STEP_US + 2 * (n - 1) / n * b / RING_BW;
     default:

@@ -12,7 +12,7 @@ coll_gpu_tune_config_t defaults() {
   c.protocol = -1;
   c.nchannels = 0;
   c.max_channels = 16;
-  c.oneshot_max_bytes = 256 << 10;
+  c.oneshot_max_bytes = 512 << 10;
   c.twoshot_max_bytes = 16 << 20;
   return c;
 }
@@ -49,6 +49,20 @@ TEST(Tune, ChoiceMinimizesTheModel) {
         }
       }
     }
+}
+
+// Choices the H200 measurements back (coll_gpu_tune.c): one-shot up to 512 KiB at 2 ranks and 256 KiB
+// at 4, where two-shot took 30 us and one-shot 12 at 32 KiB; two-shot for 1 MiB at 2 ranks (22.6 us
+// against 23.4) and at 8, where one-shot pushes 7 MiB of LL lines; two-shot at 16 MiB on 2 ranks (75 us
+// against the ring's 80).
+TEST(Tune, MeasuredChoices) {
+  coll_gpu_tune_config_t c = defaults();
+  EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, 2, 512 << 10).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_TWOSHOT, coll_gpu_tune_choose(&c, 2, 1 << 20).algo);
+  for (int n : {2, 3, 4}) EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, n, 256 << 10).algo) << n;
+  EXPECT_EQ(COLL_GPU_ALGO_TWOSHOT, coll_gpu_tune_choose(&c, 8, 1 << 20).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_TWOSHOT, coll_gpu_tune_choose(&c, 2, 16 << 20).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, 2, 32 << 20).algo);
 }
 
 TEST(Tune, ForcedAlgorithmWhereItFits) {
