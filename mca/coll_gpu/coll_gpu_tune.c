@@ -10,14 +10,14 @@
 
 /* Constants from the benchmark on 2 H200 (coll_gpu_allreduce_bench), the launch taken out: kernel times
  * from globaltimer stamps in block 0 (one-shot and two-shot) or host time less the ~9 us a launched call
- * costs around its kernel. The one-shot LL kernel takes ~2 us at 8 B; one-shot calls of 256 KiB, 512 KiB
- * and 1 MiB took 15.9, 19.3 and 23.4 us through the component (two-shot 21.0 and 22.6 at the last two). The two-shot
- * kernel takes ~10.5 us up to 256 KiB, whatever the size: each of its two phases loads, stores, then
- * waits on a system-scope fence (~1.3 us) and on the peers' flags; 4 MiB and 16 MiB took 33 and 75 us
- * through the component. At 4 ranks, two-shot took ~10 us more than at 2 (30 against 20 up to 256 KiB),
- * ~3.7 of it the flag release stores that now share one fence; the ~3 us per further peer that is left
- * is that run's. The ring (64 channels, 512 KiB slots) moved 8 MiB in ~43 us, 16 MiB in ~70 and 1 GiB at
- * 311-316 GB/s bus bandwidth. */
+ * costs around its kernel. The one-shot LL kernel takes ~2 us at 8 B; one-shot calls of 256 KiB, 512
+ * KiB and 1 MiB took 15.9, 19.3 and 23.4 us through the component (two-shot 21.0 and 22.6 at the last
+ * two). The two-shot kernel takes ~10.5 us up to 256 KiB, whatever the size: each of its two phases
+ * loads, stores, then waits on a system-scope fence (~1.3 us) and on the peers' flags; 4 MiB and 16 MiB
+ * took 33 and 75 us through the component. At 4 ranks, two-shot took ~10 us more than at 2 (30 against
+ * 20 up to 256 KiB), ~3.7 of it the flag release stores that now share one fence; TWOSHOT_PEER_US is
+ * the rest, from that one run. The ring (64 channels, 512 KiB slots) moved 8 MiB in ~43 us, 16 MiB in
+ * ~70 and 1 GiB at 311-316 GB/s bus bandwidth. */
 #define ONESHOT_US 2.0      /* LL one-shot: one flag round, no fence */
 #define LL_BW 85e3          /* bytes/us of one-shot data per peer: half of each line is flags */
 #define TWOSHOT_US 10.5     /* two-shot at 2 ranks: two phases of data, fence and flags */
