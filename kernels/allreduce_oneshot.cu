@@ -88,19 +88,15 @@ COLL_GPU_DEFINE_LAUNCHER(oneshot_ll)
 
 // ---- the lingering kernel
 
-// A call record: 8 words, each 32 bits of the call (low half) next to its ticket (high half). Lanes 0-3
-// of a warp each hold one 16-byte part (words 2l and 2l + 1), so one memory round trip reads it all.
+// A call record: 8 words, each 32 bits of the call (low half) next to its ticket (high half), so its four
+// 16-byte parts are LL lines flagged with the ticket. Lanes 0-3 of a warp each hold one part (words 2l
+// and 2l + 1), so one memory round trip reads it all.
 enum : uint32_t { kRecServe = 0, kRecLast = 1u << 16, kRecExit = 1u << 17 };  // in word 7, above type and op
 constexpr unsigned kRecLanes = 0xf;
 
 // Lanes 0-3: true on each when every part of the record carries ticket.
 __device__ bool read_record(const void *rec, uint32_t ticket, uint32_t &d0, uint32_t &d1) {
-  uint32_t t0, t1;
-  asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(d0), "=r"(t0), "=r"(d1), "=r"(t1)
-               : "l"((const char *)rec + threadIdx.x * kPack)
-               : "memory");
-  return __all_sync(kRecLanes, t0 == ticket && t1 == ticket);
+  return __all_sync(kRecLanes, ll_load((const char *)rec + threadIdx.x * kPack, ticket, &d0, &d1));
 }
 
 // Lanes 0-3 of block 0: the host's call `ticket`, or the decision to exit; word 7 (lane 3's d1) says
@@ -204,15 +200,11 @@ int oneshot_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream) {
   return dispatch(p, dim3(oneshot_blocks(p)), dim3(kLLThreads), stream);
 }
 
-int oneshot_linger_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream) {
-  oneshot_linger<<<oneshot_blocks(p), kLLThreads, 0, stream>>>(p);
-  return (int)cudaGetLastError();
-}
-
 }  // namespace coll_gpu
 
 extern "C" int coll_gpu_ar_linger_launch(const coll_gpu_ar_params_t *p, void *stream) {
-  return coll_gpu::oneshot_linger_launch(*p, (cudaStream_t)stream);
+  coll_gpu::oneshot_linger<<<coll_gpu::oneshot_blocks(*p), coll_gpu::kLLThreads, 0, (cudaStream_t)stream>>>(*p);
+  return (int)cudaGetLastError();
 }
 
 extern "C" void coll_gpu_ar_linger_post(coll_gpu_ar_status_t *status, uint32_t ticket, const coll_gpu_ar_params_t *p) {

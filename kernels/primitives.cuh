@@ -232,7 +232,6 @@ __device__ __forceinline__ void block_done(coll_gpu_ar_status_t *status, uint64_
 
 // The algorithms (one file each): launch on a stream, and the blocks a launch runs.
 int oneshot_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream);
-int oneshot_linger_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream);
 int oneshot_blocks(const coll_gpu_ar_params_t &p);
 int twoshot_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream);
 int ring_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream);
