@@ -17,16 +17,15 @@
 namespace coll_gpu {
 namespace {
 
-// Waits (thread 0) until every peer has flagged `phase` of this call for this block; false on timeout.
+// Waits until every peer has flagged `phase` of this call for this block; false on timeout. Thread s
+// polls peer s's flag, so the peers' flags cost one load latency together, not one each in turn; the
+// barrier then orders every thread's reads after the acquiring loads.
 __device__ bool wait_peers(const coll_gpu_ar_params_t &p, const Layout &L, const Waiter &w, int phase) {
-  __shared__ int ok;
-  if (threadIdx.x == 0) {
-    ok = 1;
-    for (int s = 0; s < p.nranks && ok; ++s)
-      if (s != p.rank) ok = w.wait_geq(flag_at(p.peer_scratch[p.rank], L.flag(phase, s, blockIdx.x)), p.seq, s);
-  }
-  __syncthreads();
-  return ok != 0;
+  const int s = threadIdx.x;
+  bool ok = true;
+  if (s < p.nranks && s != p.rank)
+    ok = w.wait_geq(flag_at(p.peer_scratch[p.rank], L.flag(phase, s, blockIdx.x)), p.seq, s);
+  return __syncthreads_and(ok) != 0;
 }
 
 // Thread 0 flags `phase` of this call for this block at every peer, after every thread's stores (the
