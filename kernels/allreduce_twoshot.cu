@@ -41,105 +41,118 @@ __device__ void post_peers(const coll_gpu_ar_params_t &p, const Layout &L, int p
   }
 }
 
+// Moves one segment per peer q = 1..nseg: thread tid's packs at tid * kPack + k * stride of each, kUnroll
+// packs in flight, taken peer after peer at each position, so that a thread's loads for different peers
+// overlap (a loop over the peers, each with its own loads, waits out one memory round trip per peer).
+// seg(q, &src, &dst, &len) names segment q; len is at most maxlen; load and store move one pack.
+template <typename Seg, typename Load, typename Store>
+__device__ __forceinline__ void move_segments(int nseg, size_t maxlen, Seg seg, Load load, Store store) {
+  const size_t stride = (size_t)blockDim.x * kPack;
+  const size_t first = (size_t)threadIdx.x * kPack;
+  if (first >= maxlen) return;
+  const unsigned items = (unsigned)coll_gpu_div_up(maxlen - first, stride) * (unsigned)nseg;
+  for (unsigned i0 = 0; i0 < items; i0 += kUnroll) {
+    uint4 v[kUnroll];
+    int n[kUnroll];
+    char *dst[kUnroll];
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) {
+      n[k] = 0;
+      const unsigned i = i0 + k;
+      if (i >= items) continue;
+      const char *src;
+      size_t len;
+      seg(1 + (int)(i % (unsigned)nseg), &src, &dst[k], &len);
+      const size_t off = first + (size_t)(i / (unsigned)nseg) * stride;
+      if (off >= len) continue;
+      n[k] = (int)coll_gpu_min(kPack, len - off);
+      dst[k] += off;
+      v[k] = load(src + off, n[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k)
+      if (n[k]) store(dst[k], v[k], n[k]);
+  }
+}
+
 template <typename T, typename Op, bool Aligned>
 __global__ void __launch_bounds__(kThreads) twoshot(coll_gpu_ar_params_t p) {
   const Layout L(p.layout);
   const int parity = (int)(p.seq & 1);
+  const int n = p.nranks;
   const size_t pack = kPack / sizeof(T);
   const char *in = (const char *)p.sendbuf;
   char *out = (char *)p.recvbuf;
   char *mine = (char *)p.peer_scratch[p.rank];
-  const int tid = threadIdx.x;
   const size_t stride = (size_t)blockDim.x * kPack;
-  // my slice of chunk j, in bytes from the buffer start, and its length
-  auto slice = [&](int j, size_t *at, size_t *len) {
-    const coll_gpu_range_t c = coll_gpu_part(p.count, p.nranks, j, pack);
+  // slice b of chunk j: its offset inside a slot (slots hold one chunk), and in bytes from the buffer
+  // start, and its length
+  auto slice = [&](int j, size_t *in_slot, size_t *at, size_t *len) {
+    const coll_gpu_range_t c = coll_gpu_part(p.count, n, j, pack);
     const coll_gpu_range_t s = coll_gpu_part(c.count, gridDim.x, blockIdx.x, pack);
+    *in_slot = s.begin * sizeof(T);
     *at = (c.begin + s.begin) * sizeof(T);
     *len = s.count * sizeof(T);
   };
-  // where slice b of chunk j sits inside a slot (slots hold one chunk)
-  auto in_slot = [&](int j) {
-    return coll_gpu_part(coll_gpu_part(p.count, p.nranks, j, pack).count, gridDim.x, blockIdx.x, pack).begin *
-           sizeof(T);
-  };
+  // no slice is longer than the slices of the first chunk, the longest
+  const size_t maxlen =
+      coll_gpu_round_up(coll_gpu_div_up(coll_gpu_part(p.count, n, 0, pack).count, gridDim.x), pack) * sizeof(T);
   const Waiter w(p);
 
   // step 0: push slice b of chunk j to rank j
-  for (int q = 1; q < p.nranks; ++q) {
-    const int j = (p.rank + q) % p.nranks;
-    size_t at, len;
-    slice(j, &at, &len);
-    char *dst = (char *)p.peer_scratch[j] + L.ts(parity, 0, p.rank) + in_slot(j);
-    for (size_t tile = (size_t)tid * kPack; tile < len; tile += stride * kUnroll) {
-      uint4 v[kUnroll];
-      int n[kUnroll];
-      tile_packs(tile, stride, len, n);
-#pragma unroll
-      for (int k = 0; k < kUnroll; ++k)
-        if (n[k]) v[k] = load_pack<Aligned>(in + at + tile + k * stride, n[k]);
-#pragma unroll
-      for (int k = 0; k < kUnroll; ++k)
-        if (n[k]) store_pack<true>(dst + tile + k * stride, v[k], n[k]);
-    }
-  }
+  move_segments(
+      n - 1, maxlen,
+      [&](int q, const char **src, char **dst, size_t *len) {
+        const int j = (p.rank + q) % n;
+        size_t in_slot, at;
+        slice(j, &in_slot, &at, len);
+        *src = in + at;
+        *dst = (char *)p.peer_scratch[j] + L.ts(parity, 0, p.rank) + in_slot;
+      },
+      [](const char *src, int bytes) { return load_pack<Aligned>(src, bytes); },
+      [](char *dst, uint4 v, int bytes) { store_pack<true>(dst, v, bytes); });
   post_peers(p, L, 0);
 
-  // step 1: reduce my chunk's slice over all ranks, keep it, push it to every peer
+  // step 1: reduce my chunk's slice over all ranks in rank order, keep it, push it to every peer; a
+  // thread's loads from every rank are in flight together
   bool alive = wait_peers(p, L, w, 0);
   if (alive) {
-    size_t at, len;
-    slice(p.rank, &at, &len);
-    const size_t off = in_slot(p.rank);
-    for (size_t tile = (size_t)tid * kPack; tile < len; tile += stride * kUnroll) {
-      uint4 acc[kUnroll], v[kUnroll];
-      int n[kUnroll];
-      tile_packs(tile, stride, len, n);
-      for (int s = 0; s < p.nranks; ++s) {
-        const char *src = s == p.rank ? in + at : mine + L.ts(parity, 0, s) + off;
+    size_t off, at, len;
+    slice(p.rank, &off, &at, &len);
+    for (size_t i = (size_t)threadIdx.x * kPack; i < len; i += stride) {
+      const int bytes = (int)coll_gpu_min(kPack, len - i);
+      uint4 v[COLL_GPU_MAX_RANKS];
 #pragma unroll
-        for (int k = 0; k < kUnroll; ++k)
-          if (n[k])
-            v[k] = s == p.rank ? load_pack<Aligned>(src + tile + k * stride, n[k])
-                               : load_peer_pack(src + tile + k * stride, n[k]);
+      for (int s = 0; s < COLL_GPU_MAX_RANKS; ++s)
+        if (s < n)
+          v[s] = s == p.rank ? load_pack<Aligned>(in + at + i, bytes)
+                             : load_peer_pack(mine + L.ts(parity, 0, s) + off + i, bytes);
+      uint4 acc = v[0];
 #pragma unroll
-        for (int k = 0; k < kUnroll; ++k)
-          if (n[k]) acc[k] = s == 0 ? v[k] : reduce_pack<T, Op>(acc[k], v[k]);
-      }
-#pragma unroll
-      for (int k = 0; k < kUnroll; ++k) {
-        if (n[k] == 0) continue;
-        const size_t i = tile + k * stride;
-        store_out<T, Aligned>(out + at + i, acc[k], n[k]);
-        for (int q = 1; q < p.nranks; ++q) {
-          const int peer = (p.rank + q) % p.nranks;
-          store_pack<true>((char *)p.peer_scratch[peer] + L.ts(parity, 1, p.rank) + off + i, acc[k], n[k]);
-        }
+      for (int s = 1; s < COLL_GPU_MAX_RANKS; ++s)
+        if (s < n) acc = reduce_pack<T, Op>(acc, v[s]);
+      store_out<T, Aligned>(out + at + i, acc, bytes);
+      for (int q = 1; q < n; ++q) {
+        const int peer = (p.rank + q) % n;
+        store_pack<true>((char *)p.peer_scratch[peer] + L.ts(parity, 1, p.rank) + off + i, acc, bytes);
       }
     }
     post_peers(p, L, 1);
   }
 
   // step 2: copy every peer's reduced slice into my output
-  if (alive && wait_peers(p, L, w, 1)) {
-    for (int q = 1; q < p.nranks; ++q) {
-      const int s = (p.rank + q) % p.nranks;
-      size_t at, len;
-      slice(s, &at, &len);
-      const char *src = mine + L.ts(parity, 1, s) + in_slot(s);
-      for (size_t tile = (size_t)tid * kPack; tile < len; tile += stride * kUnroll) {
-        uint4 v[kUnroll];
-        int n[kUnroll];
-        tile_packs(tile, stride, len, n);
-#pragma unroll
-        for (int k = 0; k < kUnroll; ++k)
-          if (n[k]) v[k] = load_peer_pack(src + tile + k * stride, n[k]);
-#pragma unroll
-        for (int k = 0; k < kUnroll; ++k)
-          if (n[k]) store_out<T, Aligned>(out + at + tile + k * stride, v[k], n[k]);
-      }
-    }
-  }
+  if (alive && wait_peers(p, L, w, 1))
+    move_segments(
+        n - 1, maxlen,
+        [&](int q, const char **src, char **dst, size_t *len) {
+          const int s = (p.rank + q) % n;
+          size_t in_slot, at;
+          slice(s, &in_slot, &at, len);
+          *src = mine + L.ts(parity, 1, s) + in_slot;
+          *dst = out + at;
+        },
+        [](const char *src, int bytes) { return load_peer_pack(src, bytes); },
+        [](char *dst, uint4 v, int bytes) { store_out<T, Aligned>(dst, v, bytes); });
   block_done(p.status, p.seq);
 }
 
