@@ -56,13 +56,15 @@ struct RingChannel {
   // One step on elements [begin, begin + count) of the buffer; false when a peer did not arrive in time.
   template <int Mode>
   __device__ bool step(size_t begin, size_t count) {
-    // thread 0 waits for the data, thread 32 (another warp: no divergence to serialize them) for room at
-    // the next rank: both loads in flight at once
-    bool ok = true;
-    if (threadIdx.x == 0 && (Mode & kRecv)) ok = w.wait_geq(recv_tail, recv_step + 1, prev);
-    if (threadIdx.x == 32 && (Mode & kSend) && send_step + 1 > COLL_GPU_RING_SLOTS)
-      ok = w.wait_geq(send_head, send_step + 1 - COLL_GPU_RING_SLOTS, next);
-    if (!__syncthreads_and(ok)) return false;
+    __shared__ int ok;
+    if (threadIdx.x == 0) {
+      ok = 1;
+      if (Mode & kRecv) ok = w.wait_geq(recv_tail, recv_step + 1, prev);
+      if (ok && (Mode & kSend) && send_step + 1 > COLL_GPU_RING_SLOTS)
+        ok = w.wait_geq(send_head, send_step + 1 - COLL_GPU_RING_SLOTS, next);
+    }
+    __syncthreads();
+    if (!ok) return false;
     const char *src = my_fifo + (recv_step % COLL_GPU_RING_SLOTS) * L.l.slot_bytes;
     char *dst = next_fifo + (send_step % COLL_GPU_RING_SLOTS) * L.l.slot_bytes;
     const char *in = (const char *)p.sendbuf + begin * sizeof(T);
