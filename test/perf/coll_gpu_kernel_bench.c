@@ -1,0 +1,190 @@
+/*
+ * Time per call of the allreduce kernels alone, with N ranks simulated in one process on the GPUs present
+ * (round-robin, peer access between them): no MPI, no host work per call. Each rank's calls are
+ * captured into a CUDA graph and the graphs launched together, so the figure is the kernel time plus
+ * the gap between kernels of a stream, as in nccl-tests' back-to-back launches. It tells how the
+ * kernels scale with the rank count where fewer GPUs than ranks are at hand: ranks sharing a GPU reach
+ * each other through its L2 and HBM, not NVLink, and share its multiprocessors, so the figures are for
+ * comparing kernels, not for comparing with NCCL.
+ *
+ * usage: coll_gpu_kernel_bench [-n RANKS] [-a oneshot|twoshot|ring] [-m MIN] [-M MAX] [-c CHANNELS] [-i ITERS]
+ *   CHANNELS 0 (the default) takes the tuning model's; either is capped so that every rank's blocks fit
+ *   on its GPU at once (the kernels of ranks spin for each other).
+ */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kernels/allreduce.h"
+#include "mca/coll_gpu/coll_gpu_tune.h"
+
+#define CHECK(call)                                                                                 \
+  do {                                                                                              \
+    cudaError_t e_ = (cudaError_t)(call);                                                           \
+    if (e_ != cudaSuccess) {                                                                        \
+      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      exit(1);                                                                                      \
+    }                                                                                               \
+  } while (0)
+
+static double now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+int main(int argc, char **argv) {
+  int n = 8, nch_opt = 0, iters = 100;
+  size_t min = 8, max = 1 << 20;
+  coll_gpu_algo_t algo = COLL_GPU_ALGO_TWOSHOT;
+  for (int o; (o = getopt(argc, argv, "n:a:m:M:c:i:")) != -1;) {
+    switch (o) {
+      case 'n':
+        n = atoi(optarg);
+        break;
+      case 'a':
+        algo = strcmp(optarg, "oneshot") == 0   ? COLL_GPU_ALGO_ONESHOT
+               : strcmp(optarg, "twoshot") == 0 ? COLL_GPU_ALGO_TWOSHOT
+               : strcmp(optarg, "ring") == 0    ? COLL_GPU_ALGO_RING
+                                                : COLL_GPU_NALGOS;
+        break;
+      case 'm':
+        min = strtoull(optarg, NULL, 0);
+        break;
+      case 'M':
+        max = strtoull(optarg, NULL, 0);
+        break;
+      case 'c':
+        nch_opt = atoi(optarg);
+        break;
+      case 'i':
+        iters = atoi(optarg);
+        break;
+      default:
+        algo = COLL_GPU_NALGOS;
+    }
+  }
+  const coll_gpu_tune_config_t tune = {(int)algo, -1, nch_opt, 16, 512 << 10, 16 << 20};
+  if (algo == COLL_GPU_NALGOS || n < 2 || n > COLL_GPU_MAX_RANKS || min < 4 || min > max || iters < 1 ||
+      !coll_gpu_tune_fits(&tune, algo, max)) {
+    fprintf(stderr,
+            "usage: %s [-n RANKS 2-%d] [-a oneshot|twoshot|ring] [-m MIN >= 4] [-M MAX] [-c CHANNELS] [-i ITERS]\n"
+            "MAX is at most 512 KiB for oneshot and 16 MiB for twoshot\n",
+            argv[0], COLL_GPU_MAX_RANKS);
+    return 2;
+  }
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    printf("# no CUDA device here: nothing to time\n");
+    return 0;
+  }
+  if (ndev > n) ndev = n;
+  int sms = 1 << 30;
+  for (int d = 0; d < ndev; ++d) {
+    int s = 0, can = 1;
+    CHECK(cudaDeviceGetAttribute(&s, cudaDevAttrMultiProcessorCount, d));
+    if (s < sms) sms = s;
+    CHECK(cudaSetDevice(d));
+    for (int e = 0; e < ndev && can; ++e) {
+      if (e == d) continue;
+      CHECK(cudaDeviceCanAccessPeer(&can, d, e));
+      cudaError_t err = can ? cudaDeviceEnablePeerAccess(e, 0) : cudaSuccess;
+      if (err != cudaSuccess && err != cudaErrorPeerAccessAlreadyEnabled) CHECK(err);
+    }
+    if (!can) ndev = 1; /* then every rank on GPU 0 */
+  }
+  const int budget = sms / ((n + ndev - 1) / ndev); /* blocks per rank that fit with every other rank's */
+
+  const coll_gpu_ar_layout_t layout = {n, tune.oneshot_max_bytes, tune.twoshot_max_bytes, 512 << 10, tune.max_channels};
+  void *scratch[COLL_GPU_MAX_RANKS], *status_dev[COLL_GPU_MAX_RANKS], *stream[COLL_GPU_MAX_RANKS];
+  coll_gpu_ar_status_t *status[COLL_GPU_MAX_RANKS];
+  char *buf[COLL_GPU_MAX_RANKS];
+  uint64_t ring_step[COLL_GPU_MAX_RANKS][COLL_GPU_MAX_CHANNELS] = {{0}};
+  for (int r = 0; r < n; ++r) {
+    CHECK(cudaSetDevice(r % ndev));
+    CHECK(coll_gpu_dev_alloc(&scratch[r], coll_gpu_ar_scratch_bytes(&layout)));
+    CHECK(coll_gpu_host_mapped_alloc((void **)&status[r], &status_dev[r], sizeof(coll_gpu_ar_status_t)));
+    CHECK(coll_gpu_stream_create(&stream[r], 1));
+    CHECK(coll_gpu_dev_alloc((void **)&buf[r], 2 * max));
+  }
+  printf("# coll/gpu allreduce kernels: %d ranks simulated on %d GPU(s), %s, MPI_FLOAT MPI_SUM, %d calls\n", n, ndev,
+         coll_gpu_algo_name(algo), iters);
+  printf("# %-14s %8s %12s\n", "Size(B)", "blocks", "us/call");
+  uint64_t seq = 0;
+  for (size_t bytes = min; bytes <= max; bytes *= 2) {
+    coll_gpu_choice_t ch = coll_gpu_tune_choose(&tune, n, bytes);
+    if (ch.nchannels > budget) ch.nchannels = budget;
+    coll_gpu_ar_params_t p;
+    memset(&p, 0, sizeof(p));
+    p.count = bytes / 4;
+    p.type = COLL_GPU_FLOAT;
+    p.op = COLL_GPU_SUM;
+    p.algo = algo;
+    p.nchannels = ch.nchannels;
+    const int blocks = coll_gpu_ar_blocks(&p);
+    if (blocks > budget) {
+      printf("  %-14zu %8d %12s\n", bytes, blocks, "(too many blocks to share the GPU)");
+      continue;
+    }
+    double best = 1e30;
+    for (int rep = 0; rep < 3; ++rep) {
+      cudaGraphExec_t exec[COLL_GPU_MAX_RANKS];
+      for (int r = 0; r < n; ++r) {
+        CHECK(cudaSetDevice(r % ndev));
+        CHECK(cudaStreamBeginCapture((cudaStream_t)stream[r], cudaStreamCaptureModeThreadLocal));
+        for (int it = 0; it < iters; ++it) {
+          p.sendbuf = buf[r];
+          p.recvbuf = buf[r] + max;
+          p.seq = seq + 1 + (uint64_t)it;
+          p.timeout_ns = 30ULL * 1000 * 1000 * 1000;
+          p.rank = r;
+          p.nranks = n;
+          p.layout = layout;
+          memcpy(p.peer_scratch, scratch, sizeof(p.peer_scratch));
+          memcpy(p.ring_step, ring_step[r], sizeof(p.ring_step));
+          p.nrings = 1;
+          for (int i = 0; i < n; ++i) p.rings[0][i] = (uint8_t)i;
+          p.status = (coll_gpu_ar_status_t *)status_dev[r];
+          CHECK(coll_gpu_ar_launch(&p, stream[r]));
+          memcpy(ring_step[r], p.ring_step, sizeof(p.ring_step));
+        }
+        cudaGraph_t g;
+        CHECK(cudaStreamEndCapture((cudaStream_t)stream[r], &g));
+        CHECK(cudaGraphInstantiate(&exec[r], g, 0));
+        CHECK(cudaGraphDestroy(g));
+      }
+      seq += (uint64_t)iters;
+      /* the first graphs spin until the last is launched: a few microseconds over all the calls */
+      const double t0 = now_us();
+      for (int r = 0; r < n; ++r) {
+        CHECK(cudaSetDevice(r % ndev));
+        CHECK(cudaGraphLaunch(exec[r], (cudaStream_t)stream[r]));
+      }
+      for (int r = 0; r < n; ++r) {
+        CHECK(cudaSetDevice(r % ndev));
+        CHECK(coll_gpu_stream_sync(stream[r]));
+      }
+      const double t = (now_us() - t0) / iters;
+      for (int r = 0; r < n; ++r) {
+        CHECK(cudaGraphExecDestroy(exec[r]));
+        if (status[r]->error != COLL_GPU_KERR_NONE) {
+          fprintf(stderr, "rank %d: the kernel timed out\n", r);
+          return 1;
+        }
+      }
+      if (t < best) best = t;
+    }
+    printf("  %-14zu %8d %12.2f\n", bytes, blocks, best);
+  }
+  for (int r = 0; r < n; ++r) {
+    CHECK(cudaSetDevice(r % ndev));
+    CHECK(coll_gpu_stream_destroy(stream[r]));
+    CHECK(coll_gpu_host_mapped_free(status[r]));
+    CHECK(coll_gpu_dev_free(scratch[r]));
+    CHECK(coll_gpu_dev_free(buf[r]));
+  }
+  return 0;
+}
