@@ -101,14 +101,20 @@ size_t coll_gpu_ar_scratch_bytes(const coll_gpu_ar_layout_t *l);
  * included. */
 typedef struct {
   volatile uint64_t done[COLL_GPU_MAX_CHANNELS * 2];       /* block b writes the call's seq when it finishes */
-  volatile uint32_t error;                                 /* COLL_GPU_KERR_*: set on a kernel timeout */
-  volatile uint8_t missing[COLL_GPU_MAX_RANKS];            /* 1: that rank did not arrive in time */
+  volatile uint32_t error;                                 /* COLL_GPU_KERR_*: set when the host aborted a wait */
+  volatile uint8_t missing[COLL_GPU_MAX_RANKS];            /* 1: an aborted wait was for that rank */
+  volatile uint8_t waiting[COLL_GPU_MAX_RANKS];            /* 1: a wait for that rank passed timeout_ns */
+  volatile uint32_t abort;                                 /* host: nonzero ends every wait of the kernels */
   volatile uint64_t leaving __attribute__((aligned(128))); /* kernel: the instance that stopped polling */
   volatile uint64_t exited;                                /* kernel: the instance that exits */
   volatile uint64_t call[8] __attribute__((aligned(128))); /* host: ticket << 32 | 32 bits of the call */
 } coll_gpu_ar_status_t;
 
-enum { COLL_GPU_KERR_NONE = 0, COLL_GPU_KERR_TIMEOUT = 1 };
+/* Late is not dead: the kernels never give up a wait on their own. A wait that lasts timeout_ns sets
+ * waiting[peer] for the host's watchdog message and keeps polling; only the host ends it, by setting
+ * abort (NCCL's abort flag), when it has found a peer dead. An aborted wait sets error and missing[peer],
+ * and its block finishes the call without a result (done is still written). */
+enum { COLL_GPU_KERR_NONE = 0, COLL_GPU_KERR_ABORTED = 1 };
 
 typedef struct {
   /* the call */
@@ -118,9 +124,9 @@ typedef struct {
   coll_gpu_dtype_t type;
   coll_gpu_redop_t op;
   coll_gpu_algo_t algo;
-  int nchannels; /* ring and two-shot: blocks */
-  uint64_t seq;  /* call number on this communicator, from 1; the same on every rank */
-  uint64_t timeout_ns;
+  int nchannels;       /* ring and two-shot: blocks */
+  uint64_t seq;        /* call number on this communicator, from 1; the same on every rank */
+  uint64_t timeout_ns; /* a wait this long is reported in status->waiting */
   /* a lingering one-shot kernel */
   uint64_t linger_ns; /* how long it polls for the next call after one */
   uint64_t instance;  /* this launch, for status->leaving and status->exited */

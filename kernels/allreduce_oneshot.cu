@@ -123,12 +123,12 @@ __device__ void leader_next(const coll_gpu_ar_params_t &p, uint32_t ticket, uint
 }
 
 // Lanes 0-3 of the other blocks: block 0's record for `ticket`. Block 0 writes one for every ticket
-// within linger_ns plus a call; past a timeout beyond that, the block exits (the host reports it).
+// within linger_ns plus a call, and a call's waits end only when they are served or the host aborts them:
+// so does this wait.
 __device__ void follower_next(const coll_gpu_ar_params_t &p, const void *rec, uint32_t ticket, uint32_t &d0,
                               uint32_t &d1) {
-  const uint64_t deadline = global_timer() + p.linger_ns + 2 * p.timeout_ns;
   for (int spins = 1; !read_record(rec, ticket, d0, d1); ++spins) {
-    if (spins % kSpinsPerCheck == 0 && __shfl_sync(kRecLanes, global_timer() > deadline, 0)) {
+    if (spins % kSpinsPerCheck == 0 && __shfl_sync(kRecLanes, p.status->abort != 0, 0)) {
       d1 = kRecExit;
       return;
     }

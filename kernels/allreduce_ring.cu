@@ -53,7 +53,7 @@ struct RingChannel {
     prev_head = flag_at(p.peer_scratch[prev], L.head(ch));
   }
 
-  // One step on elements [begin, begin + count) of the buffer; false when a peer did not arrive in time.
+  // One step on elements [begin, begin + count) of the buffer; false when the host aborted the call.
   template <int Mode>
   __device__ bool step(size_t begin, size_t count) {
     __shared__ int ok;

@@ -17,7 +17,7 @@
 namespace coll_gpu {
 namespace {
 
-// Waits until every peer has flagged `phase` of this call for this block; false on timeout. Thread s
+// Waits until every peer has flagged `phase` of this call for this block; false if the host aborted. Thread s
 // polls peer s's flag, so the peers' flags cost one load latency together, not one each in turn; the
 // barrier then orders every thread's reads after the acquiring loads.
 __device__ bool wait_peers(const coll_gpu_ar_params_t &p, const Layout &L, const Waiter &w, int phase) {

@@ -1,6 +1,6 @@
 /*
  * Device-side building blocks shared by the allreduce algorithms: the scratch layout, system-scope
- * flags, bounded waits, 16-byte packs (vector loads when aligned, byte loads when not) and LL lines.
+ * flags, waits the host can abort, 16-byte packs (vector loads when aligned, byte loads when not) and LL lines.
  */
 #ifndef COLL_GPU_KERNELS_PRIMITIVES_CUH
 #define COLL_GPU_KERNELS_PRIMITIVES_CUH
@@ -79,21 +79,31 @@ __device__ __forceinline__ uint64_t global_timer() {
   return t;
 }
 
-// A bounded wait: gives up at the deadline and records which rank did not arrive.
+// A wait that only the host ends (kernels/allreduce.h: late is not dead). Every kSpinsPerCheck polls it
+// reads the global timer; once the kernel has run kAbortCheckNs it also reads the host's abort word (a
+// host-memory load, about 1 us, so not in the first microseconds every call spends in its waits), and
+// past timeout_ns it flags the peer it waits for in status->waiting.
+constexpr uint64_t kAbortCheckNs = 1000000;
 struct Waiter {
-  uint64_t deadline;
+  uint64_t check_from, report_from;
   coll_gpu_ar_status_t *status;
   __device__ explicit Waiter(const coll_gpu_ar_params_t &p) : status(p.status) {
-    deadline = global_timer() + p.timeout_ns;
+    check_from = global_timer() + kAbortCheckNs;
+    report_from = check_from - kAbortCheckNs + p.timeout_ns;
   }
+  // True when the host aborted the call: the wait must end.
   __device__ bool expired(int spins, int peer) const {
-    if (spins % kSpinsPerCheck != 0 || global_timer() < deadline) return false;
-    status->error = COLL_GPU_KERR_TIMEOUT;
+    if (spins % kSpinsPerCheck != 0) return false;
+    const uint64_t t = global_timer();
+    if (t < check_from) return false;
+    if (t >= report_from && !status->waiting[peer]) status->waiting[peer] = 1;
+    if (status->abort == 0) return false;
+    status->error = COLL_GPU_KERR_ABORTED;
     status->missing[peer] = 1;
     __threadfence_system();  // the host reads these once it sees done, which block_done orders at gpu scope only
     return true;
   }
-  // Waits until *flag >= value; false on timeout.
+  // Waits until *flag >= value; false when the host aborted the call.
   __device__ bool wait_geq(const uint64_t *flag, uint64_t value, int peer) const {
     for (int spins = 1; ld_acquire_sys(flag) < value; ++spins)
       if (expired(spins, peer)) return false;

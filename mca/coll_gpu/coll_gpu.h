@@ -48,7 +48,8 @@ typedef struct {
   size_t twoshot_max_bytes;
   size_t ring_slot_bytes;
   int oneshot_linger_us;
-  int timeout; /* seconds */
+  int timeout; /* seconds: the watchdog reports a wait this long */
+  int spin_us;  /* a wait spins this long before it yields */
   bool uniform_buffers;
   char *topo_file;      /* NCCL-format topology of the node instead of the probe; NULL or "" for none */
   char *topo_dump_file; /* where rank 0 of each GPU communicator writes the topology it used; NULL or "" */

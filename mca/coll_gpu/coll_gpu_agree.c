@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #define AGREE_DEPTH 4
@@ -21,7 +20,8 @@
 typedef struct {
   _Atomic uint64_t n;
   uint32_t bits[AGREE_DEPTH];
-  char pad[64 - sizeof(uint64_t) - AGREE_DEPTH * sizeof(uint32_t)];
+  int32_t pid; /* written once, when the rank maps the segment */
+  char pad[64 - sizeof(uint64_t) - AGREE_DEPTH * sizeof(uint32_t) - sizeof(int32_t)];
 } slot_t;
 
 struct coll_gpu_agree {
@@ -30,18 +30,16 @@ struct coll_gpu_agree {
   slot_t *slots;
   size_t bytes;
   char name[64];
+  uint8_t *visible; /* 1: that rank's process can be checked from here (set while every rank is alive) */
 };
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 int coll_gpu_agree_create(const coll_gpu_bootstrap_t *b, const uint8_t id[COLL_GPU_UNIQUE_ID_BYTES],
                           coll_gpu_agree_t **out) {
+  int err = 0, fd = -1;
   coll_gpu_agree_t *a = calloc(1, sizeof(*a));
   if (a == NULL) return ENOMEM;
+  a->visible = calloc((size_t)b->size, 1);
+  if (a->visible == NULL) err = ENOMEM;
   a->rank = b->rank;
   a->size = b->size;
   a->bytes = (size_t)b->size * sizeof(slot_t);
@@ -49,8 +47,7 @@ int coll_gpu_agree_create(const coll_gpu_bootstrap_t *b, const uint8_t id[COLL_G
   for (int i = 0; i < COLL_GPU_UNIQUE_ID_BYTES; ++i)
     len += snprintf(a->name + len, sizeof(a->name) - len, "%02x", id[i]);
 
-  int err = 0, fd = -1;
-  if (b->rank == 0) {
+  if (b->rank == 0 && err == 0) {
     fd = shm_open(a->name, O_RDWR | O_CREAT | O_EXCL, 0600);
     if (fd < 0 || ftruncate(fd, (off_t)a->bytes) != 0) err = errno;
   }
@@ -66,6 +63,8 @@ int coll_gpu_agree_create(const coll_gpu_bootstrap_t *b, const uint8_t id[COLL_G
     if (a->slots == MAP_FAILED) {
       a->slots = NULL;
       err = errno;
+    } else {
+      a->slots[a->rank].pid = (int32_t)getpid(); /* before the allgather below: every peer's is there after */
     }
   }
   if (fd >= 0) close(fd);
@@ -82,6 +81,7 @@ int coll_gpu_agree_create(const coll_gpu_bootstrap_t *b, const uint8_t id[COLL_G
     coll_gpu_agree_destroy(a);
     return rc;
   }
+  for (int r = 0; r < a->size; ++r) a->visible[r] = r != a->rank && coll_gpu_pid_visible(a->slots[r].pid);
   *out = a;
   return 0;
 }
@@ -93,32 +93,44 @@ void coll_gpu_agree_post(coll_gpu_agree_t *a, uint32_t bits) {
   atomic_store_explicit(&mine->n, n, memory_order_release);
 }
 
-int coll_gpu_agree(coll_gpu_agree_t *a, uint32_t bits, uint64_t timeout_ns, uint32_t *all, uint8_t *missing) {
+/* After a wait's check or report: marks in late[] the ranks from `from` on that have not posted n, and in
+ * missing[] those of them whose process is gone (checked when `check`). Returns whether any is gone. */
+static int find_late(coll_gpu_agree_t *a, int from, uint64_t n, int check, uint8_t *late, uint8_t *missing) {
+  int gone = 0;
+  for (int r = from; r < a->size; ++r) {
+    late[r] = atomic_load_explicit(&a->slots[r].n, memory_order_acquire) < n;
+    if (late[r] && check && a->visible[r] && coll_gpu_pid_gone(a->slots[r].pid)) gone = missing[r] = 1;
+  }
+  return gone;
+}
+
+int coll_gpu_agree(coll_gpu_agree_t *a, uint32_t bits, const coll_gpu_agree_watch_t *watch, uint32_t *all,
+                   uint8_t *missing) {
   coll_gpu_agree_post(a, bits);
   const uint64_t n = a->n;
   uint32_t acc = 0;
-  uint64_t deadline = 0;
-  int late = 0;
+  coll_gpu_wait_t w;
+  coll_gpu_wait_init(&w, &watch->wait);
   for (int r = 0; r < a->size; ++r) {
     slot_t *s = &a->slots[r];
-    for (unsigned spins = 1; atomic_load_explicit(&s->n, memory_order_acquire) < n; ++spins) {
-      if (spins % 1024 != 0) continue;
-      uint64_t t = now_ns();
-      if (deadline == 0) deadline = t + timeout_ns;
-      if (t < deadline) continue;
-      missing[r] = 1;
-      late = 1;
-      break;
+    while (atomic_load_explicit(&s->n, memory_order_acquire) < n) {
+      const int what = coll_gpu_wait_pause(&w);
+      if (what == 0) continue;
+      uint8_t late[a->size];
+      memset(late, 0, sizeof(late));
+      if (find_late(a, r, n, what & COLL_GPU_WAIT_CHECK, late, missing)) return ESRCH;
+      if ((what & COLL_GPU_WAIT_REPORT) && watch->report != NULL) watch->report(watch->ctx, late);
     }
-    if (!missing[r]) acc |= s->bits[n % AGREE_DEPTH];
+    acc |= s->bits[n % AGREE_DEPTH];
   }
   *all = acc;
-  return late ? ETIMEDOUT : 0;
+  return 0;
 }
 
 void coll_gpu_agree_destroy(coll_gpu_agree_t *a) {
   if (a == NULL) return;
   if (a->slots != NULL) munmap(a->slots, a->bytes);
+  free(a->visible);
   free(a);
 }
 

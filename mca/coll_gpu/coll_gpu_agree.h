@@ -2,7 +2,7 @@
  * Agreement on the path of one collective among the ranks of one node, through a shared-memory segment:
  * each rank posts what it can do (bits), and every rank reads the OR of all posts. Costs one cache line
  * written per rank and one read per peer (well under a microsecond at 8 ranks), instead of an MPI
- * allreduce. Waits are bounded.
+ * allreduce. A wait lasts while the ranks it waits for exist (coll_gpu_wait.h).
  */
 #ifndef COLL_GPU_AGREE_H
 #define COLL_GPU_AGREE_H
@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "mca/coll_gpu/coll_gpu_bootstrap.h"
+#include "mca/coll_gpu/coll_gpu_wait.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -21,9 +22,19 @@ typedef struct coll_gpu_agree coll_gpu_agree_t;
  * others map it, and it is unlinked as soon as all have. Returns 0 or an errno value. */
 int coll_gpu_agree_create(const coll_gpu_bootstrap_t *b, const uint8_t id[COLL_GPU_UNIQUE_ID_BYTES],
                           coll_gpu_agree_t **out);
-/* Posts `bits` for the next agreement and returns in *all the OR over every rank. Returns 0, or ETIMEDOUT
- * after timeout_ns with missing[r] = 1 for each rank that did not post (missing[] zeroed by the caller). */
-int coll_gpu_agree(coll_gpu_agree_t *a, uint32_t bits, uint64_t timeout_ns, uint32_t *all, uint8_t *missing);
+/* Watching an agreement's wait (coll_gpu_wait.h): after wait->timeout_ns, report(ctx, late) is called
+ * once with late[r] = 1 for each rank that has not posted yet, and the wait goes on. */
+typedef struct {
+  coll_gpu_wait_config_t wait;
+  void (*report)(void *ctx, const uint8_t *late);
+  void *ctx;
+} coll_gpu_agree_watch_t;
+
+/* Posts `bits` for the next agreement and returns in *all the OR over every rank. Waits for late ranks
+ * as long as they exist. Returns 0, or ESRCH when a rank that has not posted is gone (its process ended),
+ * with missing[r] = 1 for each such rank (missing[] zeroed by the caller). */
+int coll_gpu_agree(coll_gpu_agree_t *a, uint32_t bits, const coll_gpu_agree_watch_t *watch, uint32_t *all,
+                   uint8_t *missing);
 /* Posts `bits` for the next agreement without waiting for the others: for a rank whose own path does not
  * depend on the answer (its bits alone decide it). */
 void coll_gpu_agree_post(coll_gpu_agree_t *a, uint32_t bits);

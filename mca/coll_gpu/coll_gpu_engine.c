@@ -15,12 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "kernels/staging.h"
 
-#define HOST_GRACE_NS 2000000000ULL /* the host waits this much longer than the kernels' own timeout */
+#define REPORT_GRACE_NS 1000000000ULL /* the host reports a wait 1 s after the kernels flag whom they wait for */
+#define ABORT_GRACE_NS 10000000000ULL /* aborted kernels stop within microseconds: 10 s means a broken GPU */
 
 struct coll_gpu_engine {
   coll_gpu_engine_config_t cfg;
@@ -40,6 +40,8 @@ struct coll_gpu_engine {
   uint64_t seq;
   uint64_t ring_step[COLL_GPU_MAX_CHANNELS];
   coll_gpu_rings_t rings;
+  int32_t pid[COLL_GPU_MAX_RANKS];     /* every rank's process, from the peer exchange */
+  uint8_t visible[COLL_GPU_MAX_RANKS]; /* 1: its process can be checked from here (same PID namespace) */
 };
 
 /* Breadcrumb: a failing CUDA call is logged with file and line on its way up. */
@@ -52,12 +54,6 @@ struct coll_gpu_engine {
       goto fail;                                                                                                      \
     }                                                                                                                 \
   } while (0)
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t config_hash(const coll_gpu_engine_config_t *c) {
   uint64_t v[] = {(uint64_t)c->tune.algorithm,
@@ -90,17 +86,88 @@ fail:
   return -1;
 }
 
-/* Spins until *word == value; 0 past *deadline. A *deadline of 0 is set at the first clock read, after
- * 1024 polls, to timeout_ns + HOST_GRACE_NS from then: a word that is already there costs no clock read,
- * and waits that share a deadline share one bound. */
-static int wait_word(const volatile uint64_t *word, uint64_t value, uint64_t timeout_ns, uint64_t *deadline) {
-  for (unsigned spins = 1; *word != value; ++spins) {
-    if (spins % 1024 != 0) continue;
-    const uint64_t t = now_ns();
-    if (*deadline == 0) *deadline = t + timeout_ns + HOST_GRACE_NS;
-    if (t > *deadline) return 0;
+/* One call's wait for its kernels, over all the words it waits for. */
+typedef struct {
+  coll_gpu_wait_config_t cfg;
+  coll_gpu_wait_t w;
+  const coll_gpu_ar_params_t *call; /* the call, for messages; NULL: the lingering kernel's exit */
+  coll_gpu_proto_t proto;
+  uint8_t gone[COLL_GPU_MAX_RANKS]; /* peers found gone */
+  uint64_t aborted_at;              /* when the kernels were told to abort; 0: they were not */
+} call_wait_t;
+
+static void call_wait_init(const coll_gpu_engine_t *e, call_wait_t *cw, const coll_gpu_ar_params_t *call,
+                           coll_gpu_proto_t proto) {
+  cw->cfg = e->cfg.wait;
+  cw->cfg.timeout_ns += REPORT_GRACE_NS;
+  coll_gpu_wait_init(&cw->w, &cw->cfg);
+  cw->call = call;
+  cw->proto = proto;
+  memset(cw->gone, 0, sizeof(cw->gone));
+  cw->aborted_at = 0;
+}
+
+/* The call a wait is for, in words (only for messages: never on a call's way). */
+static void describe(const call_wait_t *cw, char *what, size_t len) {
+  const coll_gpu_ar_params_t *p = cw->call;
+  if (p == NULL) {
+    snprintf(what, len, "the exit of the lingering one-shot kernel");
+    return;
   }
-  return 1;
+  snprintf(what, len, "MPI_Allreduce seq %llu (%zu bytes, %s/%s)", (unsigned long long)p->seq,
+           p->count * coll_gpu_dtype_size(p->type), coll_gpu_algo_name(p->algo), coll_gpu_proto_name(cw->proto));
+}
+
+/* Whether a peer's process is gone; each one found is marked in gone[]. */
+static int peers_gone(const coll_gpu_engine_t *e, uint8_t *gone) {
+  int any = 0;
+  for (int r = 0; r < e->nranks; ++r)
+    if (e->visible[r] && coll_gpu_pid_gone(e->pid[r])) any = gone[r] = 1;
+  return any;
+}
+
+/* The watchdog line, once per call: whom the kernels wait for (they flag it after the timeout). */
+static void watchdog(const coll_gpu_engine_t *e, const call_wait_t *cw) {
+  if (e->cfg.log == NULL) return;
+  uint8_t waiting[COLL_GPU_MAX_RANKS];
+  for (int r = 0; r < COLL_GPU_MAX_RANKS; ++r) waiting[r] = e->status->waiting[r];
+  char ranks[64] = "", what[128];
+  coll_gpu_append_ranks(ranks, sizeof(ranks), waiting, e->nranks);
+  describe(cw, what, sizeof(what));
+  e->cfg.log(COLL_GPU_LVL_WATCHDOG, COLL_GPU_LOG_COLL,
+             "comm %s: %s has waited %.0f s on the GPU for rank(s)%s, whose processes are alive: still waiting "
+             "(reported once per call, after coll_gpu_timeout)",
+             e->cfg.name, what, coll_gpu_wait_seconds(&cw->w), ranks[0] != '\0' ? ranks : " (not known yet)");
+}
+
+/* Waits until *word == value: as long as the peers' processes exist. One found gone makes the kernels
+ * abort (status->abort), which ends their waits; the word then comes, and cw->aborted_at says so.
+ * Returns 0, or -1 if the kernels did not stop within ABORT_GRACE_NS of the abort. */
+static int wait_word(coll_gpu_engine_t *e, call_wait_t *cw, const volatile uint64_t *word, uint64_t value) {
+  while (*word != value) {
+    const int what = coll_gpu_wait_pause(&cw->w);
+    if (what & COLL_GPU_WAIT_CHECK) {
+      if (cw->aborted_at == 0 && peers_gone(e, cw->gone)) {
+        e->status->abort = 1;
+        cw->aborted_at = coll_gpu_now_ns();
+      } else if (cw->aborted_at != 0 && coll_gpu_now_ns() - cw->aborted_at > ABORT_GRACE_NS) {
+        return -1;
+      }
+    }
+    if (what & COLL_GPU_WAIT_REPORT) watchdog(e, cw);
+  }
+  return 0;
+}
+
+/* The reason a call failed after an abort. */
+static void say_gone(const call_wait_t *cw, int nranks, int stopped, char *why, size_t len) {
+  char what[128];
+  describe(cw, what, sizeof(what));
+  coll_gpu_say(why, len, "%s: the process of rank(s)", what);
+  coll_gpu_append_ranks(why, len, cw->gone, nranks);
+  size_t at = strlen(why);
+  snprintf(why + at, len - at, " ended before the call completed; the kernels were aborted%s",
+           stopped ? "" : " and did not stop within 10 s");
 }
 
 static uint32_t next_ticket(uint32_t t) { return t + 1 == 0 ? 1 : t + 1; }
@@ -134,9 +201,11 @@ static int linger_start(coll_gpu_engine_t *e, coll_gpu_ar_params_t *p, int *bloc
     *blocks = e->linger_blocks;
     if (e->status->leaving != e->instance) return 0; /* it will see the call */
     /* it stopped polling: once it says it exits, done[0] tells whether it took the call */
-    uint64_t deadline = 0;
-    if (!wait_word(&e->status->exited, e->instance, e->cfg.timeout_ns, &deadline)) {
-      coll_gpu_say(why, why_len, "the lingering oneshot kernel did not exit within %.0f s", e->cfg.timeout_ns / 1e9);
+    call_wait_t cw;
+    call_wait_init(e, &cw, NULL, COLL_GPU_PROTO_LL);
+    const int stopped = wait_word(e, &cw, &e->status->exited, e->instance) == 0;
+    if (cw.aborted_at != 0 || !stopped) {
+      say_gone(&cw, e->nranks, stopped, why, why_len);
       return -1;
     }
     e->lingering = 0;
@@ -243,6 +312,11 @@ int coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const coll_gpu_engine_
     }
   }
 
+  for (int r = 0; r < b->size; ++r) {
+    e->pid[r] = peers[r].pid;
+    e->visible[r] = r != b->rank && coll_gpu_pid_visible(peers[r].pid);
+  }
+
   /* 3. the rings */
   if (coll_gpu_rings_compute(b, peers, &cfg->topo, &e->rings, why, why_len) != 0) goto unavailable;
   if (why[0] != '\0' && cfg->log != NULL)
@@ -330,7 +404,7 @@ int coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *r
   p.algo = choice.algo;
   p.nchannels = choice.nchannels;
   p.seq = e->seq;
-  p.timeout_ns = e->cfg.timeout_ns;
+  p.timeout_ns = e->cfg.wait.timeout_ns;
   p.rank = e->rank;
   p.nranks = e->nranks;
   p.layout = e->layout;
@@ -365,21 +439,16 @@ int coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *r
   if (rc != 0) return COLL_GPU_ENGINE_ERROR;
   memcpy(e->ring_step, p.ring_step, sizeof(e->ring_step));
 
-  /* wait for every block's done word, bounded */
-  uint64_t deadline = 0;
-  for (int blk = 0; blk < blocks; ++blk)
-    if (!wait_word(&e->status->done[blk], p.seq, e->cfg.timeout_ns, &deadline)) {
-      coll_gpu_say(why, why_len, "the %s kernel did not finish within %.0f s", coll_gpu_algo_name(choice.algo),
-                   e->cfg.timeout_ns / 1e9);
-      return COLL_GPU_ENGINE_ERROR;
-    }
-  if (e->status->error != COLL_GPU_KERR_NONE) {
-    uint8_t missing[COLL_GPU_MAX_RANKS];
-    for (int r = 0; r < COLL_GPU_MAX_RANKS; ++r) missing[r] = e->status->missing[r];
-    coll_gpu_say(why, why_len, "%s/%s, %zu bytes: no data within %.0f s from ranks", coll_gpu_algo_name(choice.algo),
-                 coll_gpu_proto_name(choice.proto), bytes, e->cfg.timeout_ns / 1e9);
-    coll_gpu_append_ranks(why, why_len, missing, e->nranks);
+  /* wait for every block's done word: as long as the peers live */
+  call_wait_t cw;
+  call_wait_init(e, &cw, &p, choice.proto);
+  int stopped = 1;
+  for (int blk = 0; blk < blocks && stopped; ++blk) stopped = wait_word(e, &cw, &e->status->done[blk], p.seq) == 0;
+  if (cw.aborted_at != 0 || !stopped) {
+    say_gone(&cw, e->nranks, stopped, why, why_len);
     return COLL_GPU_ENGINE_ERROR;
   }
+  for (int r = 0; r < COLL_GPU_MAX_RANKS; ++r) /* flags of a long wait: cleared for the next call's watchdog */
+    if (e->status->waiting[r]) e->status->waiting[r] = 0;
   return COLL_GPU_ENGINE_OK;
 }

@@ -20,6 +20,7 @@
 #include "mca/coll_gpu/coll_gpu_log.h"
 #include "mca/coll_gpu/coll_gpu_rings.h"
 #include "mca/coll_gpu/coll_gpu_tune.h"
+#include "mca/coll_gpu/coll_gpu_wait.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,9 +28,9 @@ extern "C" {
 
 typedef struct {
   coll_gpu_tune_config_t tune;
-  uint64_t timeout_ns; /* longest wait for a peer, in the kernels and in the agreement */
-  uint64_t linger_ns;  /* how long a one-shot kernel waits on the GPU for the next call; 0: one per call */
-  size_t slot_bytes;   /* ring FIFO slot */
+  coll_gpu_wait_config_t wait; /* how the host waits; wait.timeout_ns is also when the kernels report a wait */
+  uint64_t linger_ns;          /* how long a one-shot kernel waits on the GPU for the next call; 0: one per call */
+  size_t slot_bytes;           /* ring FIFO slot */
   coll_gpu_log_fn log;
   const char *name;            /* the communicator, for messages */
   coll_gpu_topo_config_t topo; /* where the rings come from */
@@ -40,7 +41,7 @@ typedef struct coll_gpu_engine coll_gpu_engine_t;
 enum {
   COLL_GPU_ENGINE_OK = 0,
   COLL_GPU_ENGINE_UNAVAILABLE = 1, /* creation: the communicator cannot use the GPU path (why says why) */
-  COLL_GPU_ENGINE_ERROR = 2,       /* a call failed: a CUDA error or a timeout (why says which) */
+  COLL_GPU_ENGINE_ERROR = 2,       /* a call failed: a CUDA error, or a peer gone (why says which) */
 };
 
 /* Collective over b. On COLL_GPU_ENGINE_UNAVAILABLE every rank got the same answer; why holds the
@@ -50,7 +51,10 @@ int coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const coll_gpu_engine_
 void coll_gpu_engine_destroy(coll_gpu_engine_t *e);
 /* Whether buffer memory `mem` can go through this engine (its device and context). */
 int coll_gpu_engine_owns(const coll_gpu_engine_t *e, const coll_gpu_meminfo_t *mem);
-/* One allreduce on the GPUs; returns when recvbuf holds the result. sendbuf may equal recvbuf. */
+/* One allreduce on the GPUs; returns when recvbuf holds the result. sendbuf may equal recvbuf. Late peers
+ * are waited for as long as their processes exist (a watchdog line through cfg->log after
+ * cfg->wait.timeout_ns names them); when one is gone, the kernels are aborted and the call fails naming
+ * it. After an error the engine must not be used again. */
 int coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf, size_t count,
                               coll_gpu_dtype_t type, coll_gpu_redop_t op, char *why, size_t why_len);
 

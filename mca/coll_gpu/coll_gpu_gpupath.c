@@ -15,12 +15,18 @@
  * loaded CUDA and be waiting for its answer. A rank that may pass device memory posts and reads every
  * rank's post: one cache line per peer. coll_gpu_uniform_buffers=1 lets the user assert that all ranks
  * pass the same kind of memory, and skips the agreement.
+ *
+ * Late is not dead: every wait (the agreement's, the kernels') lasts as long as the ranks it waits for
+ * have a process, with a watchdog line after coll_gpu_timeout; a rank whose process is gone ends the
+ * call with an error naming it.
  */
 #include "coll_gpu.h"
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/datatype/ompi_datatype_internal.h"
 #include "ompi/group/group.h"
 #include "ompi/proc/proc.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/output.h"
 #include "opal/util/proc.h"
 #include "opal/util/show_help.h"
 
@@ -175,6 +181,33 @@ void mca_coll_gpu_allreduce_host(int count, struct ompi_communicator_t *comm, mc
   if (a != NULL) coll_gpu_agree_post(a, PATH_HOST);
 }
 
+/* ------------------------------------------------------------------ waiting */
+
+/* How this process waits: it spins coll_gpu_spin_us before yielding, and not at all where Open MPI
+ * itself yields when idle (more ranks than cores: mpi_yield_when_idle). */
+static coll_gpu_wait_config_t wait_config(void) {
+  const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
+  coll_gpu_wait_config_t w = {opal_progress_yield_when_idle ? 0 : (uint64_t)c->spin_us * 1000,
+                              (uint64_t)c->timeout * 1000000000ULL};
+  return w;
+}
+
+typedef struct {
+  struct ompi_communicator_t *comm;
+  size_t bytes;
+} watch_ctx_t;
+
+/* The agreement's watchdog line, once per call. */
+static void agree_report(void *ctx, const uint8_t *late) {
+  const watch_ctx_t *w = ctx;
+  char ranks[128] = "";
+  coll_gpu_append_ranks(ranks, sizeof(ranks), late, ompi_comm_size(w->comm));
+  COLL_GPU_LOG(COLL_GPU_LVL_WATCHDOG, COLL_GPU_LOG_COLL,
+               "comm %s: MPI_Allreduce (%zu bytes) has waited %d s for rank(s)%s to reach it, whose processes are "
+               "alive: still waiting (reported once per call, after coll_gpu_timeout)",
+               w->comm->c_name, w->bytes, mca_coll_gpu_component.timeout, ranks);
+}
+
 /* ------------------------------------------------------------------ the decision */
 
 /* This rank's path bit, and the memory the engine would run on. */
@@ -222,7 +255,7 @@ static int create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *c
   cfg.tune.max_channels = c->max_channels;
   cfg.tune.oneshot_max_bytes = c->oneshot_max_bytes;
   cfg.tune.twoshot_max_bytes = c->twoshot_max_bytes;
-  cfg.timeout_ns = (uint64_t)c->timeout * 1000000000ULL;
+  cfg.wait = wait_config();
   cfg.linger_ns = (uint64_t)c->oneshot_linger_us * 1000;
   cfg.slot_bytes = c->ring_slot_bytes;
   cfg.log = engine_log;
@@ -243,11 +276,19 @@ static int create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *c
   return 0;
 }
 
-/* A failure inside the GPU path: reported, and the communicator stages from now on. */
-static int gpu_failed(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, size_t bytes, const char *why) {
+/* A failure of the GPU path's call: reported, and the communicator stages from now on. The message is
+ * written by this process itself (not sent to mpirun as a help message), so that it is seen even when the
+ * error handler aborts the job right after. */
+static int gpu_failed(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, size_t bytes, const char *where,
+                      const char *why) {
   m->engine_state = m->agree_state = COLL_GPU_STATE_OFF;
-  opal_show_help("help-mpi-coll-gpu.txt", "gpu path failed", true, comm->c_name, ompi_comm_rank(comm), bytes, why,
-                 mca_coll_gpu_component.timeout);
+  char *msg = opal_show_help_string("help-mpi-coll-gpu.txt", "call failed", true, comm->c_name, ompi_comm_rank(comm),
+                                    bytes, where, why);
+  if (msg != NULL) {
+    fprintf(stderr, "%s", msg);
+    fflush(stderr);
+    free(msg);
+  }
   return OMPI_ERROR;
 }
 
@@ -273,10 +314,14 @@ int mca_coll_gpu_allreduce_gpu(const void *sbuf, void *rbuf, int count, struct o
     coll_gpu_agree_t *a = agreement(m, comm);
     if (a == NULL) return 0;
     uint8_t missing[COLL_GPU_MAX_RANKS] = {0};
-    if (coll_gpu_agree(a, mine, (uint64_t)c->timeout * 1000000000ULL, &all, missing) != 0) {
-      snprintf(why, sizeof(why), "no answer within %d s on the path of the call from ranks", c->timeout);
+    watch_ctx_t wctx = {comm, bytes};
+    const coll_gpu_agree_watch_t watch = {wait_config(), agree_report, &wctx};
+    if (coll_gpu_agree(a, mine, &watch, &all, missing) != 0) {
+      snprintf(why, sizeof(why), "the process of rank(s)");
       coll_gpu_append_ranks(why, sizeof(why), missing, ompi_comm_size(comm));
-      *rc = gpu_failed(m, comm, bytes, why);
+      const size_t at = strlen(why);
+      snprintf(why + at, sizeof(why) - at, " ended before it reached the call");
+      *rc = gpu_failed(m, comm, bytes, "while the ranks agreed on its path", why);
       return 1;
     }
   }
@@ -284,7 +329,7 @@ int mca_coll_gpu_allreduce_gpu(const void *sbuf, void *rbuf, int count, struct o
   if (m->engine == NULL && !create_engine(m, comm, &mem)) return 0;
   if (coll_gpu_engine_allreduce(m->engine, sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf, (size_t)count, type, redop, why,
                                 sizeof(why)) != COLL_GPU_ENGINE_OK) {
-    *rc = gpu_failed(m, comm, bytes, why);
+    *rc = gpu_failed(m, comm, bytes, "on the GPU", why);
     return 1;
   }
   *rc = OMPI_SUCCESS;

@@ -12,8 +12,15 @@ enum {
   COLL_GPU_LOG_TOPO = 8,
   COLL_GPU_LOG_ALL = 15
 };
-/* Verbosity thresholds of coll_gpu_verbose. */
-enum { COLL_GPU_LVL_WARN = 1, COLL_GPU_LVL_INFO = 10, COLL_GPU_LVL_DEBUG = 50, COLL_GPU_LVL_TRACE = 100 };
+/* Verbosity thresholds of coll_gpu_verbose. The watchdog's line about a long wait is printed at every
+ * verbosity (0), as a warning. */
+enum {
+  COLL_GPU_LVL_WATCHDOG = 0,
+  COLL_GPU_LVL_WARN = 1,
+  COLL_GPU_LVL_INFO = 10,
+  COLL_GPU_LVL_DEBUG = 50,
+  COLL_GPU_LVL_TRACE = 100
+};
 
 /* A logger: prints when level and subsystem are enabled. */
 typedef void (*coll_gpu_log_fn)(int level, int subsys, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

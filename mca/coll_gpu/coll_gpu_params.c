@@ -163,16 +163,23 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                "per call (0-10000)",
                50, 0, 10000, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &c->oneshot_linger_us);
   register_int("timeout",
-               "Seconds a GPU collective waits for its peers before it gives up, reports the ranks that did not "
-               "arrive, and returns an error through the communicator's error handler (1-86400)",
+               "Seconds after which a wait for peers is reported once (which communicator, call and ranks) by a "
+               "watchdog line printed at every verbosity. The wait goes on as long as the ranks it waits for "
+               "have a process: a late rank is not a dead one. A rank whose process is gone ends the call with "
+               "an error naming it (1-86400)",
                300, 1, 86400, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->timeout);
+  register_int("spin_us",
+               "Microseconds a wait for peers spins before it yields the CPU; after 1 ms of yielding it sleeps "
+               "in steps of up to 50 us. Not used (no spinning) where Open MPI yields when idle, as with more "
+               "ranks than cores (0-1000000)",
+               50, 0, 1000000, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL, &c->spin_us);
   c->uniform_buffers = false;
   mca_base_component_var_register(component(), "uniform_buffers",
                                   "Assert that in every MPI_Allreduce all ranks pass the same kind of memory (all "
                                   "host, or all device memory of one GPU per rank). Skips the agreement on the "
                                   "path each call takes (one shared-memory exchange per call). If a rank breaks "
-                                  "the assertion, the ranks that passed device memory fail the call after "
-                                  "coll_gpu_timeout seconds",
+                                  "the assertion, the ranks that passed device memory wait for it on the GPU, "
+                                  "with a watchdog line naming it after coll_gpu_timeout seconds",
                                   MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
                                   &c->uniform_buffers);
 }

@@ -4,7 +4,7 @@
  * element by element against a host reference computed here from every rank's inputs (drawn fresh
  * from a seed rank 0 broadcasts), outputs poisoned first, and results compared bit for bit across ranks.
  *
- * usage: test_gpu_allreduce [-m device|mixed] [-L] [-r GAP_US] [-t]
+ * usage: test_gpu_allreduce [-m device|mixed] [-L] [-r GAP_US]
  *   -m mixed   even ranks pass host memory, odd ranks device memory (the path agreement must stage)
  *   -L         also 2^28 elements (MPI_UINT8_T, MPI_SUM)
  *   -r GAP_US  instead, 600 calls of one-shot sizes (random type, op, count, offsets, in place or not)
@@ -12,8 +12,7 @@
  *              waiting a random 0 to GAP_US microseconds before each call: with GAP_US about twice
  *              coll_gpu_oneshot_linger_us, a lingering kernel leaves just as calls arrive, and calls
  *              outgrow its blocks
- *   -t         timeout case: after one good call, rank 1 skips the second; the others must get an
- *              error within the coll_gpu_timeout the case sets, naming rank 1, and nobody may hang
+ * Late and dead ranks: test_late.c.
  */
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -314,39 +313,6 @@ static void run(const type_t *t, int op, size_t count, bool in_place, int offset
   free(el);
 }
 
-static void timeout_case(void) {
-  MPI_Comm comm;
-  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-  float *d;
-  TBUF_CHECK(cudaMalloc((void **)&d, 1024 * sizeof(float)));
-  TBUF_CHECK(cudaMemset(d, 0, 1024 * sizeof(float)));
-  int rc = MPI_Allreduce(MPI_IN_PLACE, d, 1024, MPI_FLOAT, MPI_SUM, comm);
-  ++checks;
-  if (rc != MPI_SUCCESS) {
-    ++failures;
-    fprintf(stderr, "rank %d: FAIL the first (good) call returned %d\n", rank, rc);
-  }
-  if (rank != 1) {
-    double t0 = MPI_Wtime();
-    rc = MPI_Allreduce(MPI_IN_PLACE, d, 1024, MPI_FLOAT, MPI_SUM, comm);
-    double waited = MPI_Wtime() - t0;
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(rc, msg, &len);
-    printf("rank %d: call without rank 1 returned after %.1f s: %s\n", rank, waited,
-           rc == MPI_SUCCESS ? "success" : msg);
-    ++checks;
-    if (rc == MPI_SUCCESS) {
-      ++failures;
-      fprintf(stderr, "rank %d: FAIL a call that rank 1 skipped succeeded\n", rank);
-    }
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
-  cudaFree(d);
-  MPI_Comm_free(&comm);
-}
-
 /* -r: one-shot sizes (up to 256 KiB) of a few types and ops, in a random mix. */
 static void linger_case(uint64_t seed) {
   static const type_t types[] = {{"FLOAT", MPI_FLOAT, 'f', 4, 0},
@@ -375,13 +341,12 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  bool mixed = false, large = false, timeout = false;
+  bool mixed = false, large = false;
   int opt;
-  while ((opt = getopt(argc, argv, "m:Lr:t")) != -1) {
+  while ((opt = getopt(argc, argv, "m:Lr:")) != -1) {
     if (opt == 'm') mixed = strcmp(optarg, "mixed") == 0;
     if (opt == 'L') large = true;
     if (opt == 'r') gap_max_us = atoi(optarg);
-    if (opt == 't') timeout = true;
   }
   int ndev = 0;
   TBUF_CHECK(cudaGetDeviceCount(&ndev));
@@ -390,9 +355,7 @@ int main(int argc, char **argv) {
   if (rank == 0) seed = mix((uint64_t)time(NULL) ^ (uint64_t)getpid());
   MPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
   if (rank == 0) printf("seed %llu\n", (unsigned long long)seed);
-  if (timeout) {
-    timeout_case();
-  } else if (gap_max_us > 0) {
+  if (gap_max_us > 0) {
     linger_case(seed);
   } else {
     const type_t types[] = {

@@ -194,6 +194,24 @@ typedef struct {
   uint8_t rings[COLL_GPU_MAX_RINGS][COLL_GPU_MAX_RANKS];
 } call_t;
 
+/* A call that has not finished after HANG_S seconds is aborted through the status words, as the host
+ * side of coll/gpu would: it fails the test instead of hanging it. Returns 1 if it had to. */
+#define HANG_S 20
+static int hung(comm_t *c, const char *what) {
+  const time_t deadline = time(NULL) + HANG_S;
+  for (int r = 0; r < c->n; ++r) {
+    CHECK(cudaSetDevice(c->dev[r]));
+    cudaError_t q;
+    while ((q = cudaStreamQuery((cudaStream_t)c->stream[r])) == cudaErrorNotReady && time(NULL) < deadline) usleep(100);
+    if (q == cudaErrorNotReady) {
+      fprintf(stderr, "FAIL %s: not finished after %d s; aborted\n", what, HANG_S);
+      for (int k = 0; k < c->n; ++k) c->status[k]->abort = 1;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static void describe(const comm_t *c, const call_t *k, char *s, size_t len) {
   int at =
       snprintf(s, len, "%d ranks, %s, %s, count %zu, %d channels, offsets %zu/%zu%s, rings", c->n, ALGOS[k->algo],
@@ -278,7 +296,7 @@ static int run_call(comm_t *c, const call_t *k, unsigned char **host_in, unsigne
     p.algo = k->algo;
     p.nchannels = k->nchannels;
     p.seq = c->seq;
-    p.timeout_ns = 20ULL * 1000 * 1000 * 1000;
+    p.timeout_ns = (uint64_t)HANG_S * 1000 * 1000 * 1000;
     p.rank = r;
     p.nranks = c->n;
     p.layout = c->layout;
@@ -291,7 +309,7 @@ static int run_call(comm_t *c, const call_t *k, unsigned char **host_in, unsigne
     CHECK(coll_gpu_ar_launch(&p, c->stream[r]));
     memcpy(c->ring_step[r], p.ring_step, sizeof(p.ring_step));
   }
-  int failed = 0;
+  int failed = hung(c, what);
   for (int r = 0; r < c->n; ++r) {
     CHECK(cudaSetDevice(c->dev[r]));
     CHECK(coll_gpu_stream_sync(c->stream[r]));
@@ -305,7 +323,7 @@ static int run_call(comm_t *c, const call_t *k, unsigned char **host_in, unsigne
         break;
       }
     if (c->status[r]->error != COLL_GPU_KERR_NONE) {
-      fprintf(stderr, "FAIL %s: rank %d reports a kernel timeout\n", what, r);
+      fprintf(stderr, "FAIL %s: rank %d reports an aborted wait\n", what, r);
       ++failed;
     }
     CHECK(cudaMemcpy(got, c->recv[r], span, cudaMemcpyDeviceToHost));

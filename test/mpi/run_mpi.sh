@@ -2,6 +2,10 @@
 # Runs one MPI test case under mpirun with the component from this build tree. Cases of programs
 # under test/gpu/ need a CUDA device and report SKIP without one.
 # A case file holds one line: NP PROGRAM [ARGS...] [-- MCA-NAME VALUE ...]
+# and then, optionally, lines that change how the run is judged:
+#   flag MPIRUN-OPTION     passed to mpirun (e.g. --enable-recovery: a killed rank does not end the job)
+#   status any             mpirun's exit status does not count (a case that kills a rank on purpose)
+#   expect N REGEX         exactly N lines of the output match REGEX (grep -E)
 # usage: run_mpi.sh CASE-FILE   (the test harness passes it; builddir is the current directory)
 set -e
 case_file=$1
@@ -16,6 +20,7 @@ done
 mca_flags=""
 set -- $mca
 while [ $# -ge 2 ]; do mca_flags="$mca_flags --mca $1 $2"; shift 2; done
+flags=$(sed -n 's/^flag //p' "$case_file")
 case "$prog" in
 test/gpu/*)
   # GPU cases are skipped (exit 77), never passed, on a machine without a usable GPU
@@ -27,8 +32,29 @@ test/gpu/*)
 esac
 sysdir=$(${OMPI_INFO:-ompi_info} --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# shellcheck disable=SC2086
-exec timeout 600 ${MPIRUN:-mpirun} -np "$np" --oversubscribe --bind-to none \
-  --mca mca_base_component_path "$PWD/.libs:$sysdir" \
-  --mca coll gpu,tuned,libnbc,basic,self,inter --mca btl self,vader $mca_flags \
-  "./$prog" $args
+run() {
+  # shellcheck disable=SC2086
+  timeout 600 ${MPIRUN:-mpirun} -np "$np" --oversubscribe --bind-to none $flags \
+    --mca mca_base_component_path "$PWD/.libs:$sysdir" \
+    --mca coll gpu,tuned,libnbc,basic,self,inter --mca btl self,vader $mca_flags \
+    "./$prog" $args
+}
+if [ "$(sed -n '2,$p' "$case_file" | grep -c .)" = 0 ]; then
+  run
+  exit $?
+fi
+log=$(mktemp)
+rc=0
+run >"$log" 2>&1 || rc=$?
+cat "$log"
+if grep -q '^status any$' "$case_file" && [ "$rc" != 124 ]; then rc=0; fi
+while read -r word n regex; do
+  [ "$word" = expect ] || continue
+  got=$(grep -Ec "$regex" "$log" || true)
+  if [ "$got" != "$n" ]; then
+    echo "FAIL: $got line(s) match '$regex', expected $n"
+    rc=1
+  fi
+done <"$case_file"
+rm -f "$log"
+exit $rc
