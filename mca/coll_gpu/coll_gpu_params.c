@@ -3,6 +3,8 @@
  * A value out of range is reported with the allowed range and replaced by the default.
  */
 #include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -12,6 +14,7 @@
 
 #define DEFAULT_PRIORITY 80 /* above tuned (30), sync (50) and self (75): this module wraps them */
 #define DEFAULT_CACHE ((size_t)256 << 20)
+#define MAX_CACHE ((size_t)64 << 30)
 
 static const mca_base_component_t *component(void) { return &mca_coll_gpu_component.super.collm_version; }
 
@@ -50,37 +53,71 @@ static void register_string(const char *name, const char *description, const cha
                                   MCA_BASE_VAR_SCOPE_LOCAL, storage);
 }
 
-/* Registers an integer parameter and holds it to [min, max]: a value outside is reported and replaced by
- * the default. */
+/* The value of coll_gpu_<name> as the user wrote it, where it is still text: mpirun's --mca and the
+ * environment both reach the process as OMPI_MCA_coll_gpu_<name>. NULL when it came from elsewhere. */
+static const char *given(const char *full) {
+  char env[96];
+  snprintf(env, sizeof(env), "OMPI_MCA_%s", full);
+  return getenv(env);
+}
+
+/* Whether text is an integer as Open MPI reads one (decimal, 0x hex or 0 octal, then k, m or g for
+ * 2^10, 2^20, 2^30): Open MPI itself takes "abc" as 0 and "-1" for a size as 2^64 - 1. */
+static bool well_formed(const char *text, bool is_signed) {
+  while (isspace((unsigned char)*text)) ++text;
+  if (*text == '-' && !is_signed) return false;
+  char *end = NULL;
+  errno = 0;
+  (void)strtoll(text, &end, 0);
+  if (end == text || errno != 0) return false;
+  if (*end != '\0' && strchr("kKmMgG", *end) != NULL) ++end;
+  while (isspace((unsigned char)*end)) ++end;
+  return *end == '\0';
+}
+
+/* Checks a registered integer value: a value given as text that is no integer, or one outside [min, max]
+ * or not a multiple of `multiple`, is reported (quoted as given) and replaced by the default. */
+static bool check_value(const char *name, long long value, bool is_signed, long long min, unsigned long long max,
+                        unsigned long long multiple, long long def) {
+  char full[64], shown[64], allowed[128], fallback[32];
+  snprintf(full, sizeof(full), "coll_gpu_%s", name);
+  const char *text = given(full);
+  const bool ok = (text == NULL || well_formed(text, is_signed)) &&
+                  (is_signed ? value >= min && value <= (long long)max
+                             : (unsigned long long)value >= (unsigned long long)min &&
+                                   (unsigned long long)value <= max && (unsigned long long)value % multiple == 0);
+  if (ok) return true;
+  if (text != NULL)
+    snprintf(shown, sizeof(shown), "%s", text);
+  else if (is_signed)
+    snprintf(shown, sizeof(shown), "%lld", value);
+  else
+    snprintf(shown, sizeof(shown), "%llu", (unsigned long long)value);
+  if (multiple > 1)
+    snprintf(allowed, sizeof(allowed), "a multiple of %llu from %lld to %llu", multiple, min, max);
+  else
+    snprintf(allowed, sizeof(allowed), "an integer from %lld to %llu", min, max);
+  snprintf(fallback, sizeof(fallback), "%lld", def);
+  bad_value(full, shown, allowed, fallback);
+  return false;
+}
+
+/* Registers an integer parameter and holds it to [min, max] (check_value). */
 static void register_int(const char *name, const char *description, int def, int min, int max,
                          mca_base_var_info_lvl_t level, mca_base_var_scope_t scope, int *storage) {
   *storage = def;
   mca_base_component_var_register(component(), name, description, MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level, scope,
                                   storage);
-  if (*storage >= min && *storage <= max) return;
-  char full[64], value[32], allowed[64], fallback[32];
-  snprintf(full, sizeof(full), "coll_gpu_%s", name);
-  snprintf(value, sizeof(value), "%d", *storage);
-  snprintf(allowed, sizeof(allowed), "an integer from %d to %d", min, max);
-  snprintf(fallback, sizeof(fallback), "%d", def);
-  bad_value(full, value, allowed, fallback);
-  *storage = def;
+  if (!check_value(name, *storage, true, min, (unsigned long long)max, 1, def)) *storage = def;
 }
 
-/* Registers a size parameter and holds it to [min, max] and to a multiple of `multiple`. */
+/* Registers a size parameter and holds it to [min, max] and to a multiple of `multiple` (check_value). */
 static void register_size(const char *name, const char *description, size_t def, size_t min, size_t max,
-                          size_t multiple, mca_base_var_info_lvl_t level, size_t *storage) {
+                          size_t multiple, mca_base_var_info_lvl_t level, mca_base_var_scope_t scope, size_t *storage) {
   *storage = def;
-  mca_base_component_var_register(component(), name, description, MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, level,
-                                  MCA_BASE_VAR_SCOPE_ALL_EQ, storage);
-  if (*storage >= min && *storage <= max && *storage % multiple == 0) return;
-  char full[64], value[32], allowed[128], fallback[32];
-  snprintf(full, sizeof(full), "coll_gpu_%s", name);
-  snprintf(value, sizeof(value), "%zu", *storage);
-  snprintf(allowed, sizeof(allowed), "a multiple of %zu from %zu to %zu", multiple, min, max);
-  snprintf(fallback, sizeof(fallback), "%zu", def);
-  bad_value(full, value, allowed, fallback);
-  *storage = def;
+  mca_base_component_var_register(component(), name, description, MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, level, scope,
+                                  storage);
+  if (!check_value(name, (long long)*storage, false, (long long)min, max, multiple, (long long)def)) *storage = def;
 }
 
 /* Registers an integer parameter whose values are names (Open MPI checks them against the list). */
@@ -146,15 +183,15 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
   register_size("oneshot_max_bytes",
                 "Largest MPI_Allreduce message (bytes) the one-shot LL algorithm takes. Each rank allocates "
                 "4 x ranks x this much device memory for it; 0 disables one-shot",
-                512 << 10, 0, 16 << 20, 16, OPAL_INFO_LVL_5, &c->oneshot_max_bytes);
+                512 << 10, 0, 16 << 20, 16, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->oneshot_max_bytes);
   register_size("twoshot_max_bytes",
                 "Largest MPI_Allreduce message (bytes) the two-shot algorithm takes. Each rank allocates 4 x this "
                 "much device memory for it; 0 disables two-shot",
-                16 << 20, 0, (size_t)1 << 30, 16, OPAL_INFO_LVL_5, &c->twoshot_max_bytes);
+                16 << 20, 0, (size_t)1 << 30, 16, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->twoshot_max_bytes);
   register_size("ring_slot_bytes",
                 "Bytes of one ring FIFO slot (a ring step moves one slot per channel); each rank allocates 8 "
                 "slots per channel",
-                512 << 10, 4 << 10, 4 << 20, 4096, OPAL_INFO_LVL_6, &c->ring_slot_bytes);
+                512 << 10, 4 << 10, 4 << 20, 4096, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->ring_slot_bytes);
   register_int("oneshot_linger_us",
                "Microseconds the one-shot allreduce kernel (messages up to 64 KiB) stays on the GPU after a "
                "call, polling host memory for the next one, which then needs no kernel launch. While it "
@@ -217,12 +254,10 @@ int mca_coll_gpu_register_params(void) {
     c->subsys_mask = COLL_GPU_LOG_ALL;
   }
 
-  c->stage_cache_size = DEFAULT_CACHE;
-  mca_base_component_var_register(component(), "stage_cache_size",
-                                  "Bytes of pinned host memory kept for reuse by the staging of device buffers "
-                                  "(0 frees every bounce buffer after its collective)",
-                                  MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL,
-                                  &c->stage_cache_size);
+  register_size("stage_cache_size",
+                "Bytes of pinned host memory kept for reuse by the staging of device buffers (0 frees every "
+                "bounce buffer after its collective; at most 64 GiB)",
+                DEFAULT_CACHE, 0, MAX_CACHE, 1, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL, &c->stage_cache_size);
 
   c->force_staging = false;
   mca_base_component_var_register(component(), "force_staging",
