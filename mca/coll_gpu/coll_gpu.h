@@ -20,13 +20,16 @@
 
 BEGIN_C_DECLS
 
-/* The wrapped collectives. X(name) for the blocking ones; the nonblocking ones are i##name. Barrier and
- * ibarrier carry no buffer and stay with the previous module. */
+/* The wrapped collectives: X(name) for each module function family that takes a buffer. Each has a
+ * blocking form `name`, a nonblocking form `i##name` and a persistent form `name##_init` (Open MPI's
+ * MPIX_*_init); Open MPI gives intercommunicators the same table. Barrier carries no buffer and stays
+ * with the previous module; reduce_local (MPI_Reduce_local, through MPI_COMM_SELF) is wrapped apart. */
 // clang-format off
 #define COLL_GPU_FOREACH(X)                                                                        \
   X(allgather) X(allgatherv) X(allreduce) X(alltoall) X(alltoallv) X(alltoallw) X(bcast) X(exscan) \
   X(gather) X(gatherv) X(reduce) X(reduce_scatter) X(reduce_scatter_block) X(scan) X(scatter)      \
-  X(scatterv)
+  X(scatterv) X(neighbor_allgather) X(neighbor_allgatherv) X(neighbor_alltoall)                    \
+  X(neighbor_alltoallv) X(neighbor_alltoallw)
 // clang-format on
 
 typedef struct {
@@ -49,7 +52,7 @@ typedef struct {
   size_t ring_slot_bytes;
   int oneshot_linger_us;
   int timeout; /* seconds: the watchdog reports a wait this long */
-  int spin_us;  /* a wait spins this long before it yields */
+  int spin_us; /* a wait spins this long before it yields */
   bool uniform_buffers;
   char *topo_file;      /* NCCL-format topology of the node instead of the probe; NULL or "" for none */
   char *topo_dump_file; /* where rank 0 of each GPU communicator writes the topology it used; NULL or "" */
@@ -58,15 +61,18 @@ typedef struct {
 
 OMPI_MODULE_DECLSPEC extern mca_coll_gpu_component_t mca_coll_gpu_component;
 
+/* The previous module's function `fn` and its module. */
+#define COLL_GPU_PREVIOUS(fn)                                         \
+  __typeof__(((mca_coll_base_module_t *)0)->coll_##fn) previous_##fn; \
+  mca_coll_base_module_t *previous_##fn##_module;
+
 typedef struct {
   mca_coll_base_module_t super;
-#define COLL_GPU_DECLARE_PREVIOUS(name)                 \
-  mca_coll_base_module_##name##_fn_t previous_##name;   \
-  mca_coll_base_module_t *previous_##name##_module;     \
-  mca_coll_base_module_i##name##_fn_t previous_i##name; \
-  mca_coll_base_module_t *previous_i##name##_module;
+#define COLL_GPU_DECLARE_PREVIOUS(name) \
+  COLL_GPU_PREVIOUS(name) COLL_GPU_PREVIOUS(i##name) COLL_GPU_PREVIOUS(name##_init)
   COLL_GPU_FOREACH(COLL_GPU_DECLARE_PREVIOUS)
 #undef COLL_GPU_DECLARE_PREVIOUS
+  COLL_GPU_PREVIOUS(reduce_local)
   coll_gpu_engine_t *engine; /* created on the first allreduce every rank passes device buffers to */
   int engine_state;
   coll_gpu_agree_t *agree; /* the allreduce path agreement, created on the first allreduce */
@@ -108,9 +114,10 @@ coll_gpu_span_t mca_coll_gpu_span(struct ompi_datatype_t *dt, size_t count, size
 /* The same for blocks counts[i] at displs[i] elements of dt, i < n (the v collectives). */
 coll_gpu_span_t mca_coll_gpu_span_v(struct ompi_datatype_t *dt, int n, const int *counts, const int *displs,
                                     size_t *bytes);
-/* The same for blocks of types[i] at displs[i] bytes (alltoallw). */
+/* The same for blocks of types[i] at displs[i] bytes, or adispls[i] where displs is NULL (alltoallw,
+ * neighbor_alltoallw). */
 coll_gpu_span_t mca_coll_gpu_span_w(struct ompi_datatype_t *const *types, int n, const int *counts, const int *displs,
-                                    size_t *bytes);
+                                    const MPI_Aint *adispls, size_t *bytes);
 
 /* Stages buf when it is device or managed memory (or always, with coll_gpu_force_staging): *host is
  * what to pass to the previous module instead. MPI_IN_PLACE, NULL and empty spans pass unchanged. An
@@ -129,6 +136,17 @@ int mca_coll_gpu_unstage(coll_gpu_stage_t *st, int rc, struct ompi_communicator_
 int mca_coll_gpu_ibegin(const coll_gpu_stage_t *st, void **pending);
 int mca_coll_gpu_iend(coll_gpu_stage_t *st, int rc, void *pending, struct ompi_communicator_t *comm, const char *op,
                       ompi_request_t **request);
+/* Persistent entries: the staged buffers stay bound to the request the previous module made from the
+ * bounce buffers; every MPI_Start copies in, completion copies out, MPI_Request_free releases them. The
+ * same pair of calls as ibegin and iend. */
+int mca_coll_gpu_pbegin(const coll_gpu_stage_t *st, void **persistent);
+int mca_coll_gpu_pend(coll_gpu_stage_t *st, int rc, void *persistent, struct ompi_communicator_t *comm, const char *op,
+                      ompi_request_t **request);
+
+/* Where a rank stands towards a rooted collective's root: MPI_ROOT and MPI_PROC_NULL on an
+ * intercommunicator, the rank itself on an intra-communicator. */
+typedef enum { COLL_GPU_ROOT, COLL_GPU_LEAF, COLL_GPU_NOT_INVOLVED } coll_gpu_role_t;
+coll_gpu_role_t mca_coll_gpu_role(struct ompi_communicator_t *comm, int root);
 
 /* coll_gpu_gpupath.c: MPI_Allreduce on the GPUs. Returns 1 when it handled the call (result in *rc),
  * 0 when the call goes on through the previous module, with staging where buffers need it. */
@@ -142,98 +160,14 @@ int mca_coll_gpu_allreduce_gpu(const void *sbuf, void *rbuf, int count, struct o
                                struct ompi_op_t *op, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
                                int *rc);
 
-/* The entry points, one file per collective. */
-
-int mca_coll_gpu_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                           struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                           mca_coll_base_module_t *module);
-int mca_coll_gpu_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                            struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm, ompi_request_t **request,
-                            mca_coll_base_module_t *module);
-int mca_coll_gpu_allgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                            const int *rcounts, const int *displs, struct ompi_datatype_t *rdtype,
-                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_iallgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                             const int *rcounts, const int *displs, struct ompi_datatype_t *rdtype,
-                             struct ompi_communicator_t *comm, ompi_request_t **request,
-                             mca_coll_base_module_t *module);
-int mca_coll_gpu_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                            struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
-                            mca_coll_base_module_t *module);
-int mca_coll_gpu_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                          struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                          mca_coll_base_module_t *module);
-int mca_coll_gpu_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                           struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm, ompi_request_t **request,
-                           mca_coll_base_module_t *module);
-int mca_coll_gpu_alltoallv(const void *sbuf, const int *scounts, const int *sdispls, struct ompi_datatype_t *sdtype,
-                           void *rbuf, const int *rcounts, const int *rdispls, struct ompi_datatype_t *rdtype,
-                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_ialltoallv(const void *sbuf, const int *scounts, const int *sdispls, struct ompi_datatype_t *sdtype,
-                            void *rbuf, const int *rcounts, const int *rdispls, struct ompi_datatype_t *rdtype,
-                            struct ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_alltoallw(const void *sbuf, const int *scounts, const int *sdispls,
-                           struct ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts, const int *rdispls,
-                           struct ompi_datatype_t *const *rdtypes, struct ompi_communicator_t *comm,
-                           mca_coll_base_module_t *module);
-int mca_coll_gpu_ialltoallw(const void *sbuf, const int *scounts, const int *sdispls,
-                            struct ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts, const int *rdispls,
-                            struct ompi_datatype_t *const *rdtypes, struct ompi_communicator_t *comm,
-                            ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root, struct ompi_communicator_t *comm,
-                       mca_coll_base_module_t *module);
-int mca_coll_gpu_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root, struct ompi_communicator_t *comm,
-                        ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_exscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                        struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_iexscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                         struct ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_gather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                        struct ompi_datatype_t *rdtype, int root, struct ompi_communicator_t *comm,
-                        mca_coll_base_module_t *module);
-int mca_coll_gpu_igather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                         struct ompi_datatype_t *rdtype, int root, struct ompi_communicator_t *comm,
-                         ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_gatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
-                         const int *displs, struct ompi_datatype_t *rdtype, int root, struct ompi_communicator_t *comm,
-                         mca_coll_base_module_t *module);
-int mca_coll_gpu_igatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
-                          const int *displs, struct ompi_datatype_t *rdtype, int root, struct ompi_communicator_t *comm,
-                          ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                        int root, struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_ireduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                         int root, struct ompi_communicator_t *comm, ompi_request_t **request,
-                         mca_coll_base_module_t *module);
-int mca_coll_gpu_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, struct ompi_datatype_t *dtype,
-                                struct ompi_op_t *op, struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, struct ompi_datatype_t *dtype,
-                                 struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
-                                 mca_coll_base_module_t *module);
-int mca_coll_gpu_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype,
-                                      struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                                      mca_coll_base_module_t *module);
-int mca_coll_gpu_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype,
-                                       struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
-                                       mca_coll_base_module_t *module);
-int mca_coll_gpu_scan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                      struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_iscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                       struct ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_scatter(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                         struct ompi_datatype_t *rdtype, int root, struct ompi_communicator_t *comm,
-                         mca_coll_base_module_t *module);
-int mca_coll_gpu_iscatter(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                          struct ompi_datatype_t *rdtype, int root, struct ompi_communicator_t *comm,
-                          ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_gpu_scatterv(const void *sbuf, const int *scounts, const int *displs, struct ompi_datatype_t *sdtype,
-                          void *rbuf, int rcount, struct ompi_datatype_t *rdtype, int root,
-                          struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_gpu_iscatterv(const void *sbuf, const int *scounts, const int *displs, struct ompi_datatype_t *sdtype,
-                           void *rbuf, int rcount, struct ompi_datatype_t *rdtype, int root,
-                           struct ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
+/* The entry points (coll_gpu_colls_*.c), installed through COLL_GPU_FOREACH. */
+#define COLL_GPU_DECLARE_ENTRIES(name)                                           \
+  __typeof__(*((mca_coll_base_module_t *)0)->coll_##name) mca_coll_gpu_##name;   \
+  __typeof__(*((mca_coll_base_module_t *)0)->coll_i##name) mca_coll_gpu_i##name; \
+  __typeof__(*((mca_coll_base_module_t *)0)->coll_##name##_init) mca_coll_gpu_##name##_init;
+COLL_GPU_FOREACH(COLL_GPU_DECLARE_ENTRIES)
+#undef COLL_GPU_DECLARE_ENTRIES
+__typeof__(*((mca_coll_base_module_t *)0)->coll_reduce_local) mca_coll_gpu_reduce_local;
 
 END_C_DECLS
 #endif

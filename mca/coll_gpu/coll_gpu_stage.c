@@ -260,15 +260,29 @@ int coll_gpu_stage_buffer(coll_gpu_stage_t *st, void *user, coll_gpu_span_t span
   return 0;
 }
 
-int coll_gpu_stage_finish(coll_gpu_stage_t *st, bool copy_back) {
+int coll_gpu_stage_copy_in(coll_gpu_stage_t *st) {
   for (int i = 0; i < st->count; ++i) {
     coll_gpu_staged_t *b = &st->buf[i];
-    if (copy_back && (b->dir & COLL_GPU_OUT)) {
-      int rc = b->engine->copy((char *)b->user + b->span.lo, b->bounce, b->span.len, &b->mem);
-      if (rc != 0) fail(st, rc, "copy to device", b->engine);
-    }
-    cache_give(b->block);
+    if (!(b->dir & COLL_GPU_IN)) continue;
+    int rc = b->engine->copy(b->bounce, (char *)b->user + b->span.lo, b->span.len, &b->mem);
+    if (rc != 0) return fail(st, rc, "copy to host", b->engine);
   }
+  return 0;
+}
+
+int coll_gpu_stage_copy_out(coll_gpu_stage_t *st) {
+  for (int i = 0; i < st->count; ++i) {
+    coll_gpu_staged_t *b = &st->buf[i];
+    if (!(b->dir & COLL_GPU_OUT)) continue;
+    int rc = b->engine->copy((char *)b->user + b->span.lo, b->bounce, b->span.len, &b->mem);
+    if (rc != 0) fail(st, rc, "copy to device", b->engine);
+  }
+  return st->error == 0 ? 0 : -1;
+}
+
+int coll_gpu_stage_finish(coll_gpu_stage_t *st, bool copy_back) {
+  if (copy_back) coll_gpu_stage_copy_out(st);
+  for (int i = 0; i < st->count; ++i) cache_give(st->buf[i].block);
   st->count = 0;
   return st->error == 0 ? 0 : -1;
 }

@@ -89,6 +89,11 @@ void coll_gpu_stage_init(coll_gpu_stage_t *st);
  * place (it addresses the same span inside bounce memory). Returns 0, or -1 with st->error set. */
 int coll_gpu_stage_buffer(coll_gpu_stage_t *st, void *user, coll_gpu_span_t span, coll_gpu_dir_t dir,
                           const coll_gpu_meminfo_t *mem, const coll_gpu_copy_engine_t *engine, void **host);
+/* Copies IN and INOUT buffers to their bounce buffers again (a persistent collective's next start).
+ * Returns 0, or -1 with st->error set. */
+int coll_gpu_stage_copy_in(coll_gpu_stage_t *st);
+/* Copies OUT and INOUT buffers back; every one is tried. Returns 0, or -1 with st->error set. */
+int coll_gpu_stage_copy_out(coll_gpu_stage_t *st);
 /* Copies OUT and INOUT buffers back when `copy_back`, then returns every bounce buffer to the cache.
  * Returns 0, or -1 with st->error set. */
 int coll_gpu_stage_finish(coll_gpu_stage_t *st, bool copy_back);

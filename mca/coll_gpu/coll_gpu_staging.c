@@ -4,6 +4,7 @@
  * Each rank decides for its own buffers: MPI lets one rank pass device memory and another host
  * memory to the same collective, and the previous module only ever sees host memory.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -37,16 +38,21 @@ coll_gpu_span_t mca_coll_gpu_span_v(struct ompi_datatype_t *dt, int n, const int
 }
 
 coll_gpu_span_t mca_coll_gpu_span_w(struct ompi_datatype_t *const *types, int n, const int *counts, const int *displs,
-                                    size_t *bytes) {
+                                    const MPI_Aint *adispls, size_t *bytes) {
   coll_gpu_span_t all = {0, 0};
   *bytes = 0;
   for (int i = 0; i < n; ++i) {
     size_t b;
     coll_gpu_span_t s = mca_coll_gpu_span(types[i], (size_t)counts[i], &b);
-    all = coll_gpu_span_union(all, coll_gpu_span_shift(s, (ptrdiff_t)displs[i]));
+    all = coll_gpu_span_union(all, coll_gpu_span_shift(s, displs != NULL ? (ptrdiff_t)displs[i] : adispls[i]));
     *bytes += b;
   }
   return all;
+}
+
+coll_gpu_role_t mca_coll_gpu_role(struct ompi_communicator_t *comm, int root) {
+  if (!OMPI_COMM_IS_INTER(comm)) return ompi_comm_rank(comm) == root ? COLL_GPU_ROOT : COLL_GPU_LEAF;
+  return root == MPI_ROOT ? COLL_GPU_ROOT : root == MPI_PROC_NULL ? COLL_GPU_NOT_INVOLVED : COLL_GPU_LEAF;
 }
 
 static const char *kind_name(coll_gpu_memkind_t kind) {
@@ -161,5 +167,110 @@ int mca_coll_gpu_iend(coll_gpu_stage_t *st, int rc, void *pending, struct ompi_c
   p->chained_data = (*request)->req_complete_cb_data;
   /* runs pending_complete at once if the request has completed already */
   ompi_request_set_callback(*request, pending_complete, p);
+  return OMPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ persistent collectives */
+
+/* A persistent collective with staged buffers. Its request belongs to the previous module; our start and
+ * free stand in front of that module's, and find this record by the request. */
+typedef struct persistent {
+  ompi_request_t *request;
+  coll_gpu_stage_t st;
+  struct ompi_communicator_t *comm;
+  const char *op;
+  ompi_request_start_fn_t start; /* the previous module's */
+  ompi_request_free_fn_t free;
+  struct persistent *next;
+} persistent_t;
+
+static struct {
+  pthread_mutex_t lock;
+  persistent_t *head;
+} persistents = {PTHREAD_MUTEX_INITIALIZER, NULL};
+
+/* The record of request, taken out of the list when `unlink`. */
+static persistent_t *persistent_of(const ompi_request_t *request, bool unlink) {
+  pthread_mutex_lock(&persistents.lock);
+  persistent_t **at = &persistents.head;
+  while (*at != NULL && (*at)->request != request) at = &(*at)->next;
+  persistent_t *p = *at;
+  if (p != NULL && unlink) *at = p->next;
+  pthread_mutex_unlock(&persistents.lock);
+  return p;
+}
+
+/* Completion of one start: the results go back to the user's buffers. */
+static int persistent_complete(ompi_request_t *request) {
+  persistent_t *p = persistent_of(request, false);
+  if (p != NULL && request->req_status.MPI_ERROR == MPI_SUCCESS && coll_gpu_stage_copy_out(&p->st) != 0) {
+    report(&p->st, p->comm, p->op);
+    request->req_status.MPI_ERROR = MPI_ERR_OTHER;
+  }
+  return 0;
+}
+
+/* MPI_Start(all): copy in, then the previous module's start, then the copy back at completion. */
+static int persistent_start(size_t count, ompi_request_t **requests) {
+  for (size_t i = 0; i < count; ++i) {
+    persistent_t *p = persistent_of(requests[i], false);
+    if (p == NULL) return OMPI_ERR_BAD_PARAM;
+    p->st.error = 0;
+    if (coll_gpu_stage_copy_in(&p->st) != 0) {
+      report(&p->st, p->comm, p->op);
+      return OMPI_ERROR;
+    }
+    int rc = p->start(1, &requests[i]);
+    if (rc != OMPI_SUCCESS) return rc;
+    COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "%s on comm %s: started, %d buffer(s) staged", p->op,
+                 p->comm->c_name, p->st.count);
+    ompi_request_set_callback(requests[i], persistent_complete, p); /* at once if it completed already */
+  }
+  return OMPI_SUCCESS;
+}
+
+/* MPI_Request_free: an active request is completed first (its results go back), then the bounce
+ * buffers are released and the previous module frees its request. */
+static int persistent_free(ompi_request_t **request) {
+  if ((*request)->req_state == OMPI_REQUEST_ACTIVE) ompi_request_wait_completion(*request);
+  persistent_t *p = persistent_of(*request, true);
+  if (p == NULL) return OMPI_ERR_BAD_PARAM;
+  coll_gpu_stage_finish(&p->st, false);
+  /* the previous module recycles its request objects without setting these again */
+  (*request)->req_start = p->start;
+  (*request)->req_free = p->free;
+  int rc = p->free(request);
+  free(p);
+  return rc;
+}
+
+int mca_coll_gpu_pbegin(const coll_gpu_stage_t *st, void **persistent) {
+  *persistent = NULL;
+  if (st->count == 0) return OMPI_SUCCESS;
+  *persistent = calloc(1, sizeof(persistent_t));
+  return *persistent == NULL ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_SUCCESS;
+}
+
+int mca_coll_gpu_pend(coll_gpu_stage_t *st, int rc, void *persistent, struct ompi_communicator_t *comm, const char *op,
+                      ompi_request_t **request) {
+  if (rc != OMPI_SUCCESS || persistent == NULL) {
+    free(persistent);
+    return mca_coll_gpu_unstage(st, rc, comm, op);
+  }
+  COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL,
+               "%s on comm %s: %d buffer(s) staged through host memory at each start", op, comm->c_name, st->count);
+  persistent_t *p = persistent;
+  p->request = *request;
+  p->st = *st;
+  p->comm = comm;
+  p->op = op;
+  p->start = (*request)->req_start;
+  p->free = (*request)->req_free;
+  (*request)->req_start = persistent_start;
+  (*request)->req_free = persistent_free;
+  pthread_mutex_lock(&persistents.lock);
+  p->next = persistents.head;
+  persistents.head = p;
+  pthread_mutex_unlock(&persistents.lock);
   return OMPI_SUCCESS;
 }

@@ -1,7 +1,8 @@
 /*
  * Which coll component runs MPI_Allreduce and MPI_Ibcast on each kind of communicator: the shared
- * object that holds the installed function tells. With coll/gpu active, every intra-communicator
- * (world, dup, split, self) must be ours and intercommunicators must not.
+ * object that holds the installed function tells. With coll/gpu active, every communicator (world,
+ * dup, split, self, an intercommunicator) must be ours, and so must the persistent and neighborhood
+ * functions and MPI_COMM_SELF's reduce_local (what MPI_Reduce_local calls).
  *
  * usage: test_select gpu|other   (what intra-communicators must use)
  */
@@ -25,7 +26,9 @@ static int is_gpu(void *fn) {
 
 static void expect(MPI_Comm comm, const char *name, int want_gpu) {
   ompi_communicator_t *c = (ompi_communicator_t *)comm;
-  int got = is_gpu((void *)c->c_coll->coll_allreduce) && is_gpu((void *)c->c_coll->coll_ibcast);
+  int got = is_gpu((void *)c->c_coll->coll_allreduce) && is_gpu((void *)c->c_coll->coll_ibcast) &&
+            is_gpu((void *)c->c_coll->coll_bcast_init) &&
+            (OMPI_COMM_IS_INTER(c) || is_gpu((void *)c->c_coll->coll_reduce_local));
   checks++;
   if (got != want_gpu) {
     failures++;
@@ -50,9 +53,19 @@ int main(int argc, char **argv) {
   if (size >= 2) {
     MPI_Comm inter;
     MPI_Intercomm_create(split, 0, MPI_COMM_WORLD, rank % 2 == 0 ? 1 : 0, 99, &inter);
-    expect(inter, "an intercommunicator", 0);
+    expect(inter, "an intercommunicator", want);
     MPI_Comm_free(&inter);
   }
+  MPI_Comm cart;
+  int dims[1] = {size}, periods[1] = {1};
+  MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &cart);
+  expect(cart, "a Cartesian communicator", want);
+  checks++;
+  if (is_gpu((void *)((ompi_communicator_t *)cart)->c_coll->coll_ineighbor_alltoall) != want) {
+    failures++;
+    fprintf(stderr, "FAIL a Cartesian communicator: MPI_Ineighbor_alltoall %s coll/gpu\n", want ? "not from" : "from");
+  }
+  MPI_Comm_free(&cart);
   MPI_Comm_free(&dup);
   MPI_Comm_free(&split);
   int all[2] = {checks, failures}, sum[2];

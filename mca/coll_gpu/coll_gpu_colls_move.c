@@ -1,0 +1,195 @@
+/*
+ * Data movement: bcast, gather(v), scatter(v), allgather(v), alltoall(v,w), blocking, nonblocking and
+ * persistent (coll_gpu_wrap.h), on intra- and intercommunicators. Send blocks go in, receive blocks come
+ * out; in place, the receive buffer goes in and out. Blocks are counted over the ranks a rank exchanges
+ * with: the communicator's for an intra-communicator, the remote group's for an intercommunicator.
+ * Arguments MPI leaves undefined (a non-root's receive buffer, a send count in place) are never read.
+ */
+#include "coll_gpu_wrap.h"
+
+/* The ranks a rank sends blocks to and receives blocks from (Open MPI's remote size is 0 on an
+ * intra-communicator). */
+static size_t peers(struct ompi_communicator_t *comm) {
+  return (size_t)(OMPI_COMM_IS_INTER(comm) ? ompi_comm_remote_size(comm) : ompi_comm_size(comm));
+}
+
+/* ------------------------------------------------------------------ MPI_Bcast: in at the root, out elsewhere */
+
+#define PARAMS_bcast void *rbuf, int count, struct ompi_datatype_t *dtype, int root
+#define ARGS_bcast(S, R) R, count, dtype, root
+#define NAME_bcast "MPI_Bcast"
+static int stage_bcast(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_bcast, void **hs, void **hr) {
+  *hs = NULL;
+  *hr = rbuf;
+  const coll_gpu_role_t role = mca_coll_gpu_role(comm, root);
+  if (role == COLL_GPU_NOT_INVOLVED) return OMPI_SUCCESS;
+  size_t bytes;
+  coll_gpu_span_t span = mca_coll_gpu_span(dtype, (size_t)count, &bytes);
+  return mca_coll_gpu_stage(st, rbuf, span, bytes, role == COLL_GPU_ROOT ? COLL_GPU_IN : COLL_GPU_OUT, hr);
+}
+COLL_GPU_ENTRIES(bcast)
+
+/* ------------------------------------------------------------------ MPI_Gather(v): blocks to the root */
+
+#define PARAMS_gather                                                                   \
+  const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount, \
+      struct ompi_datatype_t *rdtype, int root
+#define ARGS_gather(S, R) S, scount, sdtype, R, rcount, rdtype, root
+#define NAME_gather "MPI_Gather"
+static int stage_gather(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_gather, void **hs, void **hr) {
+  *hs = (void *)sbuf;
+  *hr = rbuf;
+  const coll_gpu_role_t role = mca_coll_gpu_role(comm, root);
+  size_t sbytes = 0, rbytes;
+  coll_gpu_span_t sspan = {0, 0};
+  if (role == COLL_GPU_NOT_INVOLVED) return OMPI_SUCCESS;
+  if (role == COLL_GPU_LEAF || !OMPI_COMM_IS_INTER(comm))
+    sspan = coll_gpu_span_if(sbuf, sdtype, (size_t)scount, &sbytes);
+  if (role == COLL_GPU_LEAF) return mca_coll_gpu_stage(st, sbuf, sspan, sbytes, COLL_GPU_IN, hs);
+  coll_gpu_span_t rspan = mca_coll_gpu_span(rdtype, (size_t)rcount * peers(comm), &rbytes);
+  if (OMPI_COMM_IS_INTER(comm)) return mca_coll_gpu_stage(st, rbuf, rspan, rbytes, COLL_GPU_OUT, hr);
+  return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr); /* in place: rbuf in too */
+}
+COLL_GPU_ENTRIES(gather)
+
+#define PARAMS_gatherv                                                                                             \
+  const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts, const int *displs, \
+      struct ompi_datatype_t *rdtype, int root
+#define ARGS_gatherv(S, R) S, scount, sdtype, R, rcounts, displs, rdtype, root
+#define NAME_gatherv "MPI_Gatherv"
+static int stage_gatherv(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_gatherv, void **hs, void **hr) {
+  *hs = (void *)sbuf;
+  *hr = rbuf;
+  const coll_gpu_role_t role = mca_coll_gpu_role(comm, root);
+  size_t sbytes = 0, rbytes;
+  coll_gpu_span_t sspan = {0, 0};
+  if (role == COLL_GPU_NOT_INVOLVED) return OMPI_SUCCESS;
+  if (role == COLL_GPU_LEAF || !OMPI_COMM_IS_INTER(comm))
+    sspan = coll_gpu_span_if(sbuf, sdtype, (size_t)scount, &sbytes);
+  if (role == COLL_GPU_LEAF) return mca_coll_gpu_stage(st, sbuf, sspan, sbytes, COLL_GPU_IN, hs);
+  coll_gpu_span_t rspan = mca_coll_gpu_span_v(rdtype, (int)peers(comm), rcounts, displs, &rbytes);
+  if (OMPI_COMM_IS_INTER(comm)) return mca_coll_gpu_stage(st, rbuf, rspan, rbytes, COLL_GPU_OUT, hr);
+  return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr); /* in place: rbuf in too */
+}
+COLL_GPU_ENTRIES(gatherv)
+
+/* ------------------------------------------------------------------ MPI_Scatter(v): blocks from the root */
+
+#define PARAMS_scatter                                                                  \
+  const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount, \
+      struct ompi_datatype_t *rdtype, int root
+#define ARGS_scatter(S, R) S, scount, sdtype, R, rcount, rdtype, root
+#define NAME_scatter "MPI_Scatter"
+static int stage_scatter(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_scatter, void **hs, void **hr) {
+  *hs = (void *)sbuf;
+  *hr = rbuf;
+  const coll_gpu_role_t role = mca_coll_gpu_role(comm, root);
+  size_t bytes;
+  int rc = OMPI_SUCCESS;
+  if (role == COLL_GPU_ROOT) {
+    coll_gpu_span_t sspan = mca_coll_gpu_span(sdtype, (size_t)scount * peers(comm), &bytes);
+    rc = mca_coll_gpu_stage(st, sbuf, sspan, bytes, COLL_GPU_IN, hs);
+  }
+  if (rc != OMPI_SUCCESS || role == COLL_GPU_NOT_INVOLVED || (role == COLL_GPU_ROOT && OMPI_COMM_IS_INTER(comm)))
+    return rc;
+  coll_gpu_span_t rspan = coll_gpu_span_if(rbuf, rdtype, (size_t)rcount, &bytes);
+  return mca_coll_gpu_stage(st, rbuf, rspan, bytes, COLL_GPU_OUT, hr);
+}
+COLL_GPU_ENTRIES(scatter)
+
+#define PARAMS_scatterv                                                                                            \
+  const void *sbuf, const int *scounts, const int *displs, struct ompi_datatype_t *sdtype, void *rbuf, int rcount, \
+      struct ompi_datatype_t *rdtype, int root
+#define ARGS_scatterv(S, R) S, scounts, displs, sdtype, R, rcount, rdtype, root
+#define NAME_scatterv "MPI_Scatterv"
+static int stage_scatterv(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_scatterv, void **hs,
+                          void **hr) {
+  *hs = (void *)sbuf;
+  *hr = rbuf;
+  const coll_gpu_role_t role = mca_coll_gpu_role(comm, root);
+  size_t bytes;
+  int rc = OMPI_SUCCESS;
+  if (role == COLL_GPU_ROOT) {
+    coll_gpu_span_t sspan = mca_coll_gpu_span_v(sdtype, (int)peers(comm), scounts, displs, &bytes);
+    rc = mca_coll_gpu_stage(st, sbuf, sspan, bytes, COLL_GPU_IN, hs);
+  }
+  if (rc != OMPI_SUCCESS || role == COLL_GPU_NOT_INVOLVED || (role == COLL_GPU_ROOT && OMPI_COMM_IS_INTER(comm)))
+    return rc;
+  coll_gpu_span_t rspan = coll_gpu_span_if(rbuf, rdtype, (size_t)rcount, &bytes);
+  return mca_coll_gpu_stage(st, rbuf, rspan, bytes, COLL_GPU_OUT, hr);
+}
+COLL_GPU_ENTRIES(scatterv)
+
+/* ------------------------------------------------------------------ MPI_Allgather(v): a block from every peer */
+
+#define PARAMS_allgather \
+  const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount, struct ompi_datatype_t *rdtype
+#define ARGS_allgather(S, R) S, scount, sdtype, R, rcount, rdtype
+#define NAME_allgather "MPI_Allgather"
+static int stage_allgather(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_allgather, void **hs,
+                           void **hr) {
+  size_t sbytes, rbytes;
+  coll_gpu_span_t sspan = coll_gpu_span_if(sbuf, sdtype, (size_t)scount, &sbytes);
+  coll_gpu_span_t rspan = mca_coll_gpu_span(rdtype, (size_t)rcount * peers(comm), &rbytes);
+  return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr);
+}
+COLL_GPU_ENTRIES(allgather)
+
+#define PARAMS_allgatherv                                                                                          \
+  const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts, const int *displs, \
+      struct ompi_datatype_t *rdtype
+#define ARGS_allgatherv(S, R) S, scount, sdtype, R, rcounts, displs, rdtype
+#define NAME_allgatherv "MPI_Allgatherv"
+static int stage_allgatherv(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_allgatherv, void **hs,
+                            void **hr) {
+  size_t sbytes, rbytes;
+  coll_gpu_span_t sspan = coll_gpu_span_if(sbuf, sdtype, (size_t)scount, &sbytes);
+  coll_gpu_span_t rspan = mca_coll_gpu_span_v(rdtype, (int)peers(comm), rcounts, displs, &rbytes);
+  return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr);
+}
+COLL_GPU_ENTRIES(allgatherv)
+
+/* ------------------------------------------------------------------ MPI_Alltoall(v,w): a block to and from every peer
+ */
+
+#define PARAMS_alltoall PARAMS_allgather
+#define ARGS_alltoall ARGS_allgather
+#define NAME_alltoall "MPI_Alltoall"
+static int stage_alltoall(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_alltoall, void **hs,
+                          void **hr) {
+  size_t sbytes, rbytes;
+  coll_gpu_span_t sspan = coll_gpu_span_if(sbuf, sdtype, (size_t)scount * peers(comm), &sbytes);
+  coll_gpu_span_t rspan = mca_coll_gpu_span(rdtype, (size_t)rcount * peers(comm), &rbytes);
+  return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr);
+}
+COLL_GPU_ENTRIES(alltoall)
+
+#define PARAMS_alltoallv                                                                                \
+  const void *sbuf, const int *scounts, const int *sdispls, struct ompi_datatype_t *sdtype, void *rbuf, \
+      const int *rcounts, const int *rdispls, struct ompi_datatype_t *rdtype
+#define ARGS_alltoallv(S, R) S, scounts, sdispls, sdtype, R, rcounts, rdispls, rdtype
+#define NAME_alltoallv "MPI_Alltoallv"
+static int stage_alltoallv(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_alltoallv, void **hs,
+                           void **hr) {
+  size_t sbytes = 0, rbytes;
+  coll_gpu_span_t sspan = {0, 0};
+  if (sbuf != MPI_IN_PLACE) sspan = mca_coll_gpu_span_v(sdtype, (int)peers(comm), scounts, sdispls, &sbytes);
+  coll_gpu_span_t rspan = mca_coll_gpu_span_v(rdtype, (int)peers(comm), rcounts, rdispls, &rbytes);
+  return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr);
+}
+COLL_GPU_ENTRIES(alltoallv)
+
+#define PARAMS_alltoallw                                                                                        \
+  const void *sbuf, const int *scounts, const int *sdispls, struct ompi_datatype_t *const *sdtypes, void *rbuf, \
+      const int *rcounts, const int *rdispls, struct ompi_datatype_t *const *rdtypes
+#define ARGS_alltoallw(S, R) S, scounts, sdispls, sdtypes, R, rcounts, rdispls, rdtypes
+#define NAME_alltoallw "MPI_Alltoallw"
+static int stage_alltoallw(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_alltoallw, void **hs,
+                           void **hr) {
+  size_t sbytes = 0, rbytes;
+  coll_gpu_span_t sspan = {0, 0};
+  if (sbuf != MPI_IN_PLACE) sspan = mca_coll_gpu_span_w(sdtypes, (int)peers(comm), scounts, sdispls, NULL, &sbytes);
+  coll_gpu_span_t rspan = mca_coll_gpu_span_w(rdtypes, (int)peers(comm), rcounts, rdispls, NULL, &rbytes);
+  return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr);
+}
+COLL_GPU_ENTRIES(alltoallw)

@@ -1,0 +1,149 @@
+/*
+ * Reductions: allreduce, reduce, scan, exscan, reduce_scatter(_block), blocking, nonblocking and
+ * persistent (coll_gpu_wrap.h), on intra- and intercommunicators, and MPI_Reduce_local. The send buffer
+ * goes in, the receive buffer comes out (in and out when in place). A blocking MPI_Allreduce on device
+ * buffers runs on the GPUs when every rank passes device memory (coll_gpu_gpupath.c).
+ */
+#include "coll_gpu_wrap.h"
+
+/* One vector of `count` elements in, one out. */
+static int stage_vector(coll_gpu_stage_t *st, const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                        void **hs, void **hr) {
+  size_t bytes;
+  coll_gpu_span_t span = mca_coll_gpu_span(dtype, (size_t)count, &bytes);
+  return mca_coll_gpu_stage_pair(st, sbuf, span, bytes, rbuf, span, bytes, hs, hr);
+}
+
+/* ------------------------------------------------------------------ MPI_Allreduce */
+
+#define PARAMS_allreduce const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op
+#define ARGS_allreduce(S, R) S, R, count, dtype, op
+#define NAME_allreduce "MPI_Allreduce"
+static int stage_allreduce(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_allreduce, void **hs,
+                           void **hr) {
+  return stage_vector(st, sbuf, rbuf, count, dtype, hs, hr);
+}
+
+int mca_coll_gpu_allreduce(PARAMS_allreduce, struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_allreduce_host(count, comm, m);
+    return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm, m->previous_allreduce_module);
+  }
+  int rc;
+  if (mca_coll_gpu_allreduce_gpu(sbuf, rbuf, count, dtype, op, comm, m, &rc)) return rc;
+  coll_gpu_stage_t st;
+  void *hs, *hr;
+  coll_gpu_stage_init(&st);
+  rc = stage_allreduce(&st, comm, sbuf, rbuf, count, dtype, op, &hs, &hr);
+  if (rc == OMPI_SUCCESS) rc = m->previous_allreduce(hs, hr, count, dtype, op, comm, m->previous_allreduce_module);
+  return mca_coll_gpu_unstage(&st, rc, comm, NAME_allreduce);
+}
+COLL_GPU_NONBLOCKING(allreduce)
+COLL_GPU_PERSISTENT(allreduce)
+
+/* ------------------------------------------------------------------ MPI_Reduce: the result at the root */
+
+#define PARAMS_reduce \
+  const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root
+#define ARGS_reduce(S, R) S, R, count, dtype, op, root
+#define NAME_reduce "MPI_Reduce"
+static int stage_reduce(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_reduce, void **hs, void **hr) {
+  *hs = (void *)sbuf;
+  *hr = rbuf;
+  size_t bytes;
+  coll_gpu_span_t span = mca_coll_gpu_span(dtype, (size_t)count, &bytes);
+  switch (mca_coll_gpu_role(comm, root)) {
+    case COLL_GPU_LEAF: /* the receive buffer is not significant */
+      return mca_coll_gpu_stage(st, sbuf, span, bytes, COLL_GPU_IN, hs);
+    case COLL_GPU_ROOT:
+      if (OMPI_COMM_IS_INTER(comm)) return mca_coll_gpu_stage(st, rbuf, span, bytes, COLL_GPU_OUT, hr);
+      return mca_coll_gpu_stage_pair(st, sbuf, span, bytes, rbuf, span, bytes, hs, hr);
+    default:
+      return OMPI_SUCCESS;
+  }
+}
+COLL_GPU_ENTRIES(reduce)
+
+/* ------------------------------------------------------------------ MPI_Scan, MPI_Exscan (intra only) */
+
+#define PARAMS_scan PARAMS_allreduce
+#define ARGS_scan ARGS_allreduce
+#define NAME_scan "MPI_Scan"
+static int stage_scan(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_scan, void **hs, void **hr) {
+  return stage_vector(st, sbuf, rbuf, count, dtype, hs, hr);
+}
+COLL_GPU_ENTRIES(scan)
+
+/* The receive buffer of rank 0 is undefined by MPI: it is staged in only, so it keeps its bytes. */
+#define PARAMS_exscan PARAMS_allreduce
+#define ARGS_exscan ARGS_allreduce
+#define NAME_exscan "MPI_Exscan"
+static int stage_exscan(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_exscan, void **hs, void **hr) {
+  size_t bytes;
+  coll_gpu_span_t span = mca_coll_gpu_span(dtype, (size_t)count, &bytes);
+  int rc = mca_coll_gpu_stage(st, sbuf, span, bytes, COLL_GPU_IN, hs);
+  if (rc != OMPI_SUCCESS) return rc;
+  coll_gpu_dir_t dir = sbuf == MPI_IN_PLACE ? COLL_GPU_INOUT : COLL_GPU_OUT;
+  if (ompi_comm_rank(comm) == 0) dir = COLL_GPU_IN;
+  return mca_coll_gpu_stage(st, rbuf, span, bytes, dir, hr);
+}
+COLL_GPU_ENTRIES(exscan)
+
+/* ------------------------------------------------------------------ MPI_Reduce_scatter(_block) */
+
+/* The whole vector (`total` elements) in, this rank's block (`mine`) out; in place, the receive buffer
+ * holds the whole vector in and the block out. The vector spans the local group on both kinds of
+ * communicator. */
+static int stage_scattered(coll_gpu_stage_t *st, const void *sbuf, void *rbuf, size_t total, size_t mine,
+                           struct ompi_datatype_t *dtype, void **hs, void **hr) {
+  size_t bytes, rbytes;
+  *hs = (void *)sbuf;
+  coll_gpu_span_t span = mca_coll_gpu_span(dtype, total, &bytes);
+  if (sbuf == MPI_IN_PLACE) return mca_coll_gpu_stage(st, rbuf, span, bytes, COLL_GPU_INOUT, hr);
+  int rc = mca_coll_gpu_stage(st, sbuf, span, bytes, COLL_GPU_IN, hs);
+  if (rc != OMPI_SUCCESS) return rc;
+  coll_gpu_span_t rspan = mca_coll_gpu_span(dtype, mine, &rbytes);
+  return mca_coll_gpu_stage(st, rbuf, rspan, rbytes, COLL_GPU_OUT, hr);
+}
+
+#define PARAMS_reduce_scatter \
+  const void *sbuf, void *rbuf, const int *rcounts, struct ompi_datatype_t *dtype, struct ompi_op_t *op
+#define ARGS_reduce_scatter(S, R) S, R, rcounts, dtype, op
+#define NAME_reduce_scatter "MPI_Reduce_scatter"
+static int stage_reduce_scatter(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_reduce_scatter,
+                                void **hs, void **hr) {
+  size_t total = 0;
+  for (int i = 0; i < ompi_comm_size(comm); ++i) total += (size_t)rcounts[i];
+  return stage_scattered(st, sbuf, rbuf, total, (size_t)rcounts[ompi_comm_rank(comm)], dtype, hs, hr);
+}
+COLL_GPU_ENTRIES(reduce_scatter)
+
+#define PARAMS_reduce_scatter_block \
+  const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype, struct ompi_op_t *op
+#define ARGS_reduce_scatter_block(S, R) S, R, rcount, dtype, op
+#define NAME_reduce_scatter_block "MPI_Reduce_scatter_block"
+static int stage_reduce_scatter_block(coll_gpu_stage_t *st, struct ompi_communicator_t *comm,
+                                      PARAMS_reduce_scatter_block, void **hs, void **hr) {
+  return stage_scattered(st, sbuf, rbuf, (size_t)rcount * ompi_comm_size(comm), (size_t)rcount, dtype, hs, hr);
+}
+COLL_GPU_ENTRIES(reduce_scatter_block)
+
+/* ------------------------------------------------------------------ MPI_Reduce_local */
+
+/* Open MPI calls the reduce_local of MPI_COMM_SELF's table: inbuf in, inoutbuf in and out. */
+int mca_coll_gpu_reduce_local(const void *inbuf, void *inoutbuf, int count, struct ompi_datatype_t *dtype,
+                              struct ompi_op_t *op, mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible()))
+    return m->previous_reduce_local(inbuf, inoutbuf, count, dtype, op, m->previous_reduce_local_module);
+  coll_gpu_stage_t st;
+  void *hin, *hinout;
+  size_t bytes;
+  coll_gpu_stage_init(&st);
+  coll_gpu_span_t span = mca_coll_gpu_span(dtype, (size_t)count, &bytes);
+  int rc = mca_coll_gpu_stage(&st, inbuf, span, bytes, COLL_GPU_IN, &hin);
+  if (rc == OMPI_SUCCESS) rc = mca_coll_gpu_stage(&st, inoutbuf, span, bytes, COLL_GPU_INOUT, &hinout);
+  if (rc == OMPI_SUCCESS) rc = m->previous_reduce_local(hin, hinout, count, dtype, op, m->previous_reduce_local_module);
+  return mca_coll_gpu_unstage(&st, rc, &ompi_mpi_comm_self.comm, "MPI_Reduce_local");
+}
