@@ -3,9 +3,12 @@
 # run the whole test suite (the GPU cases run there), the allreduce benchmark on device buffers
 # through the component, and the same benchmark without it (stock Open MPI). Logs go to $OUT
 # (default /tmp/coll-gpu-out).
-# Expects under .carry/: coll-gpu-*.tar.gz and the libgtest-dev .deb (machines without GoogleTest).
+# Expects under .carry/: coll-gpu-*.tar.gz and the libgtest-dev .deb (machines without GoogleTest);
+# optionally .carry/base/coll-gpu-*.tar.gz, a baseline (an earlier commit's `make dist`): it is built
+# beside the first, and the small-message benchmark runs through both, alternating, for a before/after.
 # usage: bash contrib/device-run.sh [NP-LIST]   (ranks for the benchmark, default "2 <GPUs>")
-# environment: TESTS_SET=gpu runs only the unit, topology and GPU cases; BENCH_MAX_MB (default 512) bounds the
+# environment: TESTS_SET=gpu runs only the unit, topology and GPU cases, TESTS_SET=none no test (the
+# build stays in /tmp/coll-gpu-build for a next command while the machine is held); BENCH_MAX_MB (default 512) bounds the
 # benchmark's largest message. The benchmark runs NCCL beside coll/gpu on the same buffers.
 set -u
 out=${OUT:-/tmp/coll-gpu-out}
@@ -17,16 +20,38 @@ work=/tmp/coll-gpu-build
 rm -rf "$work" && mkdir -p "$work" && tar xzf "$top"/.carry/coll-gpu-*.tar.gz -C "$work" && cd "$work"/coll-gpu-*
 nvidia-smi -L | tee "$out/gpus.txt"
 ngpu=$(nvidia-smi -L | grep -c '^GPU')
+base=""
+if ls "$top"/.carry/base/coll-gpu-*.tar.gz >/dev/null 2>&1; then
+  mkdir -p "$work/base" && tar xzf "$top"/.carry/base/coll-gpu-*.tar.gz -C "$work/base"
+  base=$(ls -d "$work"/base/coll-gpu-*)
+  (cd "$base" && ./configure --without-ucx >"$out/base-configure.log" 2>&1 &&
+    make -j"$(nproc)" >"$out/base-build.log" 2>&1) &
+fi
 echo "== configure and build"
+start=$(date +%s)
 if ! ./configure --without-ucx >"$out/configure.log" 2>&1; then tail -30 "$out/configure.log"; exit 1; fi
 if ! make -j"$(nproc)" >"$out/build.log" 2>&1; then tail -40 "$out/build.log"; exit 1; fi
+echo "built in $(($(date +%s) - start)) s"
+wait
 sysdir=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
 path="--mca mca_base_component_path $PWD/.libs:$sysdir"
+if [ -n "$base" ]; then
+  echo "== 8 B - 64 KiB, 2 ranks: baseline and this build in turn, 3 rounds"
+  for round in 1 2 3; do
+    for tree in "$base" "$PWD"; do
+      echo "-- $(basename "$(dirname "$tree")")/$(basename "$tree") round $round"
+      timeout 60 mpirun -np 2 --bind-to none --mca mca_base_component_path "$tree/.libs:$sysdir" \
+        --mca coll gpu,tuned,libnbc,basic,self,inter "$tree"/test/perf/coll_gpu_allreduce_bench -d cuda -c \
+        -m 8 -M 65536 2>&1 | grep -E '^ *[0-9]+ '
+    done
+  done 2>&1 | tee "$out/before_after.txt"
+fi
 for np in $(echo ${1:-2 $ngpu} | tr " " "\n" | sort -nu); do
   echo "== allreduce on device buffers through coll/gpu, $np ranks"
   timeout 150 mpirun -np "$np" --bind-to none $path --mca coll gpu,tuned,libnbc,basic,self,inter \
     test/perf/coll_gpu_allreduce_bench -d cuda -c -M $((${BENCH_MAX_MB:-512} << 20)) 2>&1 | tee "$out/bench_np$np.txt"
 done
+[ "${TESTS_SET:-all}" = none ] && exit 0
 echo "== tests (${TESTS_SET:-all})"
 if [ "${TESTS_SET:-all}" = gpu ]; then
   make -j1 check TESTS="test/unit/unit_tests test/unit/topo_tool.sh $(ls test/mpi/rings_*.mpi test/gpu/*.gpu | tr '\n' ' ')" \
