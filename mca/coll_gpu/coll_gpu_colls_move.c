@@ -31,24 +31,34 @@ COLL_GPU_ENTRIES(bcast)
 
 /* ------------------------------------------------------------------ MPI_Gather(v): blocks to the root */
 
+/* The root's receive counts are significant at the root alone (elsewhere they may be NULL): the span
+ * they give is computed only where role says ROOT. */
+static int stage_to_root(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, coll_gpu_role_t role, const void *sbuf,
+                         int scount, struct ompi_datatype_t *sdtype, void *rbuf, coll_gpu_span_t rspan, size_t rbytes,
+                         void **hs, void **hr) {
+  *hs = (void *)sbuf;
+  *hr = rbuf;
+  size_t sbytes = 0;
+  coll_gpu_span_t sspan = {0, 0};
+  if (role == COLL_GPU_NOT_INVOLVED) return OMPI_SUCCESS;
+  if (role == COLL_GPU_LEAF || !OMPI_COMM_IS_INTER(comm))
+    sspan = coll_gpu_span_if(sbuf, sdtype, (size_t)scount, &sbytes);
+  if (role == COLL_GPU_LEAF) return mca_coll_gpu_stage(st, sbuf, sspan, sbytes, COLL_GPU_IN, hs);
+  if (OMPI_COMM_IS_INTER(comm)) return mca_coll_gpu_stage(st, rbuf, rspan, rbytes, COLL_GPU_OUT, hr);
+  return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr); /* in place: rbuf in too */
+}
+
 #define PARAMS_gather                                                                   \
   const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount, \
       struct ompi_datatype_t *rdtype, int root
 #define ARGS_gather(S, R) S, scount, sdtype, R, rcount, rdtype, root
 #define NAME_gather "MPI_Gather"
 static int stage_gather(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_gather, void **hs, void **hr) {
-  *hs = (void *)sbuf;
-  *hr = rbuf;
   const coll_gpu_role_t role = mca_coll_gpu_role(comm, root);
-  size_t sbytes = 0, rbytes;
-  coll_gpu_span_t sspan = {0, 0};
-  if (role == COLL_GPU_NOT_INVOLVED) return OMPI_SUCCESS;
-  if (role == COLL_GPU_LEAF || !OMPI_COMM_IS_INTER(comm))
-    sspan = coll_gpu_span_if(sbuf, sdtype, (size_t)scount, &sbytes);
-  if (role == COLL_GPU_LEAF) return mca_coll_gpu_stage(st, sbuf, sspan, sbytes, COLL_GPU_IN, hs);
-  coll_gpu_span_t rspan = mca_coll_gpu_span(rdtype, (size_t)rcount * peers(comm), &rbytes);
-  if (OMPI_COMM_IS_INTER(comm)) return mca_coll_gpu_stage(st, rbuf, rspan, rbytes, COLL_GPU_OUT, hr);
-  return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr); /* in place: rbuf in too */
+  size_t rbytes = 0;
+  coll_gpu_span_t rspan = {0, 0};
+  if (role == COLL_GPU_ROOT) rspan = mca_coll_gpu_span(rdtype, (size_t)rcount * peers(comm), &rbytes);
+  return stage_to_root(st, comm, role, sbuf, scount, sdtype, rbuf, rspan, rbytes, hs, hr);
 }
 COLL_GPU_ENTRIES(gather)
 
@@ -58,22 +68,31 @@ COLL_GPU_ENTRIES(gather)
 #define ARGS_gatherv(S, R) S, scount, sdtype, R, rcounts, displs, rdtype, root
 #define NAME_gatherv "MPI_Gatherv"
 static int stage_gatherv(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_gatherv, void **hs, void **hr) {
-  *hs = (void *)sbuf;
-  *hr = rbuf;
   const coll_gpu_role_t role = mca_coll_gpu_role(comm, root);
-  size_t sbytes = 0, rbytes;
-  coll_gpu_span_t sspan = {0, 0};
-  if (role == COLL_GPU_NOT_INVOLVED) return OMPI_SUCCESS;
-  if (role == COLL_GPU_LEAF || !OMPI_COMM_IS_INTER(comm))
-    sspan = coll_gpu_span_if(sbuf, sdtype, (size_t)scount, &sbytes);
-  if (role == COLL_GPU_LEAF) return mca_coll_gpu_stage(st, sbuf, sspan, sbytes, COLL_GPU_IN, hs);
-  coll_gpu_span_t rspan = mca_coll_gpu_span_v(rdtype, (int)peers(comm), rcounts, displs, &rbytes);
-  if (OMPI_COMM_IS_INTER(comm)) return mca_coll_gpu_stage(st, rbuf, rspan, rbytes, COLL_GPU_OUT, hr);
-  return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr); /* in place: rbuf in too */
+  size_t rbytes = 0;
+  coll_gpu_span_t rspan = {0, 0};
+  if (role == COLL_GPU_ROOT) rspan = mca_coll_gpu_span_v(rdtype, (int)peers(comm), rcounts, displs, &rbytes);
+  return stage_to_root(st, comm, role, sbuf, scount, sdtype, rbuf, rspan, rbytes, hs, hr);
 }
 COLL_GPU_ENTRIES(gatherv)
 
 /* ------------------------------------------------------------------ MPI_Scatter(v): blocks from the root */
+
+/* The root's send span, computed by the caller only where role says ROOT, goes in; the receive buffer
+ * comes out, except at an intercommunicator's root and in place at an intra-communicator's root. */
+static int stage_from_root(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, coll_gpu_role_t role,
+                           const void *sbuf, coll_gpu_span_t sspan, size_t sbytes, void *rbuf, int rcount,
+                           struct ompi_datatype_t *rdtype, void **hs, void **hr) {
+  *hs = (void *)sbuf;
+  *hr = rbuf;
+  size_t rbytes;
+  int rc = OMPI_SUCCESS;
+  if (role == COLL_GPU_ROOT) rc = mca_coll_gpu_stage(st, sbuf, sspan, sbytes, COLL_GPU_IN, hs);
+  if (rc != OMPI_SUCCESS || role == COLL_GPU_NOT_INVOLVED || (role == COLL_GPU_ROOT && OMPI_COMM_IS_INTER(comm)))
+    return rc;
+  coll_gpu_span_t rspan = coll_gpu_span_if(rbuf, rdtype, (size_t)rcount, &rbytes);
+  return mca_coll_gpu_stage(st, rbuf, rspan, rbytes, COLL_GPU_OUT, hr);
+}
 
 #define PARAMS_scatter                                                                  \
   const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount, \
@@ -81,19 +100,11 @@ COLL_GPU_ENTRIES(gatherv)
 #define ARGS_scatter(S, R) S, scount, sdtype, R, rcount, rdtype, root
 #define NAME_scatter "MPI_Scatter"
 static int stage_scatter(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_scatter, void **hs, void **hr) {
-  *hs = (void *)sbuf;
-  *hr = rbuf;
   const coll_gpu_role_t role = mca_coll_gpu_role(comm, root);
-  size_t bytes;
-  int rc = OMPI_SUCCESS;
-  if (role == COLL_GPU_ROOT) {
-    coll_gpu_span_t sspan = mca_coll_gpu_span(sdtype, (size_t)scount * peers(comm), &bytes);
-    rc = mca_coll_gpu_stage(st, sbuf, sspan, bytes, COLL_GPU_IN, hs);
-  }
-  if (rc != OMPI_SUCCESS || role == COLL_GPU_NOT_INVOLVED || (role == COLL_GPU_ROOT && OMPI_COMM_IS_INTER(comm)))
-    return rc;
-  coll_gpu_span_t rspan = coll_gpu_span_if(rbuf, rdtype, (size_t)rcount, &bytes);
-  return mca_coll_gpu_stage(st, rbuf, rspan, bytes, COLL_GPU_OUT, hr);
+  size_t sbytes = 0;
+  coll_gpu_span_t sspan = {0, 0};
+  if (role == COLL_GPU_ROOT) sspan = mca_coll_gpu_span(sdtype, (size_t)scount * peers(comm), &sbytes);
+  return stage_from_root(st, comm, role, sbuf, sspan, sbytes, rbuf, rcount, rdtype, hs, hr);
 }
 COLL_GPU_ENTRIES(scatter)
 
@@ -104,19 +115,11 @@ COLL_GPU_ENTRIES(scatter)
 #define NAME_scatterv "MPI_Scatterv"
 static int stage_scatterv(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_scatterv, void **hs,
                           void **hr) {
-  *hs = (void *)sbuf;
-  *hr = rbuf;
   const coll_gpu_role_t role = mca_coll_gpu_role(comm, root);
-  size_t bytes;
-  int rc = OMPI_SUCCESS;
-  if (role == COLL_GPU_ROOT) {
-    coll_gpu_span_t sspan = mca_coll_gpu_span_v(sdtype, (int)peers(comm), scounts, displs, &bytes);
-    rc = mca_coll_gpu_stage(st, sbuf, sspan, bytes, COLL_GPU_IN, hs);
-  }
-  if (rc != OMPI_SUCCESS || role == COLL_GPU_NOT_INVOLVED || (role == COLL_GPU_ROOT && OMPI_COMM_IS_INTER(comm)))
-    return rc;
-  coll_gpu_span_t rspan = coll_gpu_span_if(rbuf, rdtype, (size_t)rcount, &bytes);
-  return mca_coll_gpu_stage(st, rbuf, rspan, bytes, COLL_GPU_OUT, hr);
+  size_t sbytes = 0;
+  coll_gpu_span_t sspan = {0, 0};
+  if (role == COLL_GPU_ROOT) sspan = mca_coll_gpu_span_v(sdtype, (int)peers(comm), scounts, displs, &sbytes);
+  return stage_from_root(st, comm, role, sbuf, sspan, sbytes, rbuf, rcount, rdtype, hs, hr);
 }
 COLL_GPU_ENTRIES(scatterv)
 
