@@ -102,7 +102,6 @@ size_t coll_gpu_ar_scratch_bytes(const coll_gpu_ar_layout_t *l);
 typedef struct {
   volatile uint64_t done[COLL_GPU_MAX_CHANNELS * 2];       /* block b writes the call's seq when it finishes */
   volatile uint32_t error;                                 /* COLL_GPU_KERR_*: set when the host aborted a wait */
-  volatile uint8_t missing[COLL_GPU_MAX_RANKS];            /* 1: an aborted wait was for that rank */
   volatile uint8_t waiting[COLL_GPU_MAX_RANKS];            /* 1: a wait for that rank passed timeout_ns */
   volatile uint32_t abort;                                 /* host: nonzero ends every wait of the kernels */
   volatile uint64_t leaving __attribute__((aligned(128))); /* kernel: the instance that stopped polling */
@@ -112,8 +111,8 @@ typedef struct {
 
 /* Late is not dead: the kernels never give up a wait on their own. A wait that lasts timeout_ns sets
  * waiting[peer] for the host's watchdog message and keeps polling; only the host ends it, by setting
- * abort (NCCL's abort flag), when it has found a peer dead. An aborted wait sets error and missing[peer],
- * and its block finishes the call without a result (done is still written). */
+ * abort (NCCL's abort flag), when it has found a peer dead. An aborted wait sets error, and its block
+ * finishes the call without a result (done is still written). */
 enum { COLL_GPU_KERR_NONE = 0, COLL_GPU_KERR_ABORTED = 1 };
 
 typedef struct {

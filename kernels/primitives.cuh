@@ -99,7 +99,6 @@ struct Waiter {
     if (t >= report_from && !status->waiting[peer]) status->waiting[peer] = 1;
     if (status->abort == 0) return false;
     status->error = COLL_GPU_KERR_ABORTED;
-    status->missing[peer] = 1;
     __threadfence_system();  // the host reads these once it sees done, which block_done orders at gpu scope only
     return true;
   }
