@@ -26,7 +26,6 @@
 #include "ompi/group/group.h"
 #include "ompi/proc/proc.h"
 #include "opal/runtime/opal_progress.h"
-#include "opal/util/output.h"
 #include "opal/util/proc.h"
 #include "opal/util/show_help.h"
 
