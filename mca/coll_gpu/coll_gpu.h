@@ -124,6 +124,12 @@ coll_gpu_span_t mca_coll_gpu_span_w(struct ompi_datatype_t *const *types, int n,
  * OUT buffer whose span has holes (bytes < span.len) is staged INOUT so the holes keep their bytes. */
 int mca_coll_gpu_stage(coll_gpu_stage_t *st, const void *buf, coll_gpu_span_t span, size_t bytes, coll_gpu_dir_t dir,
                        void **host);
+/* Blocking collectives of this thread running inside a staged one: a component below (coll/inter on an
+ * intercommunicator) may run collectives of its own, on the bounce buffers or its own host memory.
+ * coll_gpu_force_staging stages the application's host buffers, never those. */
+extern __thread int mca_coll_gpu_nesting;
+/* Buffers mca_coll_gpu_stage has staged since start (MPI_T: coll_gpu_staged_buffers). */
+unsigned long long mca_coll_gpu_staged_buffers(void);
 /* The usual pair: the send buffer in, the receive buffer out, or in and out when sbuf is MPI_IN_PLACE. */
 int mca_coll_gpu_stage_pair(coll_gpu_stage_t *st, const void *sbuf, coll_gpu_span_t sspan, size_t sbytes, void *rbuf,
                             coll_gpu_span_t rspan, size_t rbytes, void **hs, void **hr);

@@ -36,7 +36,11 @@ int mca_coll_gpu_allreduce(PARAMS_allreduce, struct ompi_communicator_t *comm, m
   void *hs, *hr;
   coll_gpu_stage_init(&st);
   rc = stage_allreduce(&st, comm, sbuf, rbuf, count, dtype, op, &hs, &hr);
-  if (rc == OMPI_SUCCESS) rc = m->previous_allreduce(hs, hr, count, dtype, op, comm, m->previous_allreduce_module);
+  if (rc == OMPI_SUCCESS) {
+    ++mca_coll_gpu_nesting;
+    rc = m->previous_allreduce(hs, hr, count, dtype, op, comm, m->previous_allreduce_module);
+    --mca_coll_gpu_nesting;
+  }
   return mca_coll_gpu_unstage(&st, rc, comm, NAME_allreduce);
 }
 COLL_GPU_NONBLOCKING(allreduce)

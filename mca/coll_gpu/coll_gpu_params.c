@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "coll_gpu.h"
+#include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/util/show_help.h"
 
@@ -221,6 +222,24 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                                   &c->uniform_buffers);
 }
 
+static int get_staged_buffers(const struct mca_base_pvar_t *pvar, void *value, void *obj) {
+  (void)pvar;
+  (void)obj;
+  *(unsigned long long *)value = mca_coll_gpu_staged_buffers();
+  return OPAL_SUCCESS;
+}
+
+/* Performance variables (MPI_T). */
+static void register_pvars(void) {
+  mca_base_component_pvar_register(component(), "staged_buffers",
+                                   "Buffers of collective calls staged through host memory since MPI_Init (a "
+                                   "persistent request's are counted once, at *_init)",
+                                   OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG,
+                                   NULL, MCA_BASE_VAR_BIND_NO_OBJECT,
+                                   MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, get_staged_buffers,
+                                   NULL, NULL, NULL);
+}
+
 int mca_coll_gpu_register_params(void) {
   mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
 
@@ -260,13 +279,17 @@ int mca_coll_gpu_register_params(void) {
                 DEFAULT_CACHE, 0, MAX_CACHE, 1, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL, &c->stage_cache_size);
 
   c->force_staging = false;
-  mca_base_component_var_register(component(), "force_staging",
-                                  "Stage host buffers through bounce buffers as if they were device memory: "
-                                  "tests the staging path on machines without a GPU (slower; debugging only). "
-                                  "Settable through MPI_T",
-                                  MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_9,
-                                  MCA_BASE_VAR_SCOPE_LOCAL, &c->force_staging);
+  mca_base_component_var_register(
+      component(), "force_staging",
+      "Stage host buffers through bounce buffers as if they were device memory: "
+      "tests the staging path on machines without a GPU (slower; debugging only). The application's "
+      "buffers only: not those of collectives that a component below runs inside a "
+      "staged call (coll/inter on an intercommunicator). "
+      "Settable through MPI_T",
+      MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+      &c->force_staging);
   register_allreduce(c);
   register_topology(c);
+  register_pvars();
   return OMPI_SUCCESS;
 }

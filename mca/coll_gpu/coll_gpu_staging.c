@@ -55,6 +55,13 @@ coll_gpu_role_t mca_coll_gpu_role(struct ompi_communicator_t *comm, int root) {
   return root == MPI_ROOT ? COLL_GPU_ROOT : root == MPI_PROC_NULL ? COLL_GPU_NOT_INVOLVED : COLL_GPU_LEAF;
 }
 
+__thread int mca_coll_gpu_nesting;
+
+/* Buffers staged since start: the MPI_T performance variable coll_gpu_staged_buffers. */
+static unsigned long long staged_buffers;
+
+unsigned long long mca_coll_gpu_staged_buffers(void) { return __atomic_load_n(&staged_buffers, __ATOMIC_RELAXED); }
+
 static const char *kind_name(coll_gpu_memkind_t kind) {
   return kind == COLL_GPU_MEM_DEVICE ? "device" : kind == COLL_GPU_MEM_MANAGED ? "managed" : "host";
 }
@@ -67,7 +74,7 @@ int mca_coll_gpu_stage(coll_gpu_stage_t *st, const void *buf, coll_gpu_span_t sp
   coll_gpu_mem_classify(buf, &mem);
   const coll_gpu_copy_engine_t *engine = &coll_gpu_cuda_engine;
   if (mem.kind == COLL_GPU_MEM_HOST) {
-    if (!mca_coll_gpu_component.force_staging) return OMPI_SUCCESS;
+    if (!mca_coll_gpu_component.force_staging || mca_coll_gpu_nesting > 0) return OMPI_SUCCESS;
     engine = &coll_gpu_host_engine;
   }
   if (dir == COLL_GPU_OUT && bytes < span.len) dir = COLL_GPU_INOUT;
@@ -76,7 +83,9 @@ int mca_coll_gpu_stage(coll_gpu_stage_t *st, const void *buf, coll_gpu_span_t sp
                dir == COLL_GPU_IN    ? "in"
                : dir == COLL_GPU_OUT ? "out"
                                      : "in and out");
-  return coll_gpu_stage_buffer(st, (void *)buf, span, dir, &mem, engine, host) == 0 ? OMPI_SUCCESS : OMPI_ERROR;
+  if (coll_gpu_stage_buffer(st, (void *)buf, span, dir, &mem, engine, host) != 0) return OMPI_ERROR;
+  __atomic_fetch_add(&staged_buffers, 1, __ATOMIC_RELAXED);
+  return OMPI_SUCCESS;
 }
 
 int mca_coll_gpu_stage_pair(coll_gpu_stage_t *st, const void *sbuf, coll_gpu_span_t sspan, size_t sbytes, void *rbuf,

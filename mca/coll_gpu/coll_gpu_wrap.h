@@ -25,7 +25,11 @@
     void *hs, *hr;                                                                                           \
     coll_gpu_stage_init(&st);                                                                                \
     int rc = stage_##name(&st, comm, ARGS_##name(sbuf, rbuf), &hs, &hr);                                     \
-    if (rc == OMPI_SUCCESS) rc = m->previous_##name(ARGS_##name(hs, hr), comm, m->previous_##name##_module); \
+    if (rc == OMPI_SUCCESS) {                                                                                \
+      ++mca_coll_gpu_nesting;                                                                                \
+      rc = m->previous_##name(ARGS_##name(hs, hr), comm, m->previous_##name##_module);                       \
+      --mca_coll_gpu_nesting;                                                                                \
+    }                                                                                                        \
     return mca_coll_gpu_unstage(&st, rc, comm, NAME_##name);                                                 \
   }
 

@@ -8,7 +8,12 @@
  *   - intercommunicator collectives between groups of unequal sizes, with MPI_ROOT and MPI_PROC_NULL;
  *   - MPI_Reduce_local.
  *
- * usage: test_entries [-m host|device|managed|pinned|pool|mixed] [-s seed]
+ * With -S (where every buffer is staged: device memory, or coll_gpu_force_staging) each call must also
+ * have staged exactly the buffers MPI makes significant on this rank, as coll/gpu's MPI_T counter
+ * coll_gpu_staged_buffers tells: a buffer handed on unstaged works on host memory, so only this shows it
+ * there.
+ *
+ * usage: test_entries [-m host|device|managed|pinned|pool|mixed] [-s seed] [-S]
  */
 #include <mpi.h>
 /* after mpi.h, which it needs: MPIX_*_init */
@@ -38,6 +43,41 @@ static void expect_rc(const char *what, int rc) {
   ++checks;
   if (rc != MPI_SUCCESS) fail(what, "returned an error");
 }
+
+/* The staging counter (-S): mark() before a call, staged() after it with the buffers it must have staged. */
+static bool counting;
+static MPI_T_pvar_session session;
+static MPI_T_pvar_handle counter;
+static unsigned long long marked;
+static unsigned long long staged_now(void) {
+  unsigned long long v = 0;
+  MPI_T_pvar_read(session, counter, &v);
+  return v;
+}
+static void mark(void) {
+  if (counting) marked = staged_now();
+}
+static void staged(const char *what, int want) {
+  if (!counting) return;
+  const unsigned long long got = staged_now() - marked;
+  ++checks;
+  if (got != (unsigned long long)want) {
+    char d[96];
+    snprintf(d, sizeof(d), "staged %llu buffer(s), expected %d", got, want);
+    fail(what, d);
+  }
+}
+static void counter_open(void) {
+  int provided, index, count;
+  MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+  if (MPI_T_pvar_get_index("coll_gpu_staged_buffers", MPI_T_PVAR_CLASS_COUNTER, &index) != MPI_SUCCESS ||
+      MPI_T_pvar_session_create(&session) != MPI_SUCCESS ||
+      MPI_T_pvar_handle_alloc(session, index, NULL, &counter, &count) != MPI_SUCCESS) {
+    fprintf(stderr, "the MPI_T variable coll_gpu_staged_buffers cannot be read\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  counting = true;
+}
 /* A buffer of n ints, poisoned on the device and in its image. */
 static buf_t ints(size_t n) {
   buf_t b = buf_new(n * sizeof(int));
@@ -60,6 +100,7 @@ static void test_persistent(void) {
         atr = ints((size_t)N * n), rds = ints(N), rdr = ints(N);
   int *ref = malloc(sizeof(int) * N * n);
   MPI_Request req[6];
+  mark();
   expect_rc("MPIX_Allreduce_init",
             MPIX_Allreduce_init(ars.dev, arr.dev, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req[0]));
   expect_rc("MPIX_Bcast_init", MPIX_Bcast_init(bc.dev, N, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req[1]));
@@ -72,6 +113,7 @@ static void test_persistent(void) {
   /* never started: freeing it must release what it holds */
   expect_rc("MPIX_Allreduce_init",
             MPIX_Allreduce_init(ars.dev, arr.dev, N, MPI_INT, MPI_MAX, MPI_COMM_WORLD, MPI_INFO_NULL, &req[5]));
+  staged("persistent inits (staged once, at init)", 2 + 1 + 2 + 2 + (rank == 0 ? 2 : 1) + 2);
   for (int start = 0; start < 3; ++start) {
     salt = rnd(1, start, 0);
     fill(&ars, rank, -1, 0, N);
@@ -93,12 +135,14 @@ static void test_persistent(void) {
     buf_push(&rds);
     poison(&rdr);
     /* allreduce and bcast one by one, the rest together */
+    mark();
     expect_rc("MPI_Start allreduce", MPI_Start(&req[0]));
     expect_rc("MPI_Wait allreduce", MPI_Wait(&req[0], MPI_STATUS_IGNORE));
     expect_rc("MPI_Start bcast", MPI_Start(&req[1]));
     expect_rc("MPI_Wait bcast", MPI_Wait(&req[1], MPI_STATUS_IGNORE));
     expect_rc("MPI_Startall", MPI_Startall(3, &req[2]));
     expect_rc("MPI_Waitall", MPI_Waitall(3, &req[2], MPI_STATUSES_IGNORE));
+    staged("persistent starts (bound at init)", 0);
     char what[64];
     for (int i = 0; i < N; ++i) {
       ref[i] = 0;
@@ -190,6 +234,7 @@ static void test_hood(hood_t *h, void (*of)(int, hood_t *)) {
     fill(&s, rank, -1, 0, N);
     buf_push(&s);
     MPI_Request q;
+    mark();
     if (form == 0)
       expect_rc("MPI_Neighbor_allgather", MPI_Neighbor_allgather(s.dev, N, MPI_INT, r.dev, N, MPI_INT, h->comm));
     if (form == 1) {
@@ -203,6 +248,7 @@ static void test_hood(hood_t *h, void (*of)(int, hood_t *)) {
       expect_rc("MPI_Wait", MPI_Wait(&q, MPI_STATUS_IGNORE));
       expect_rc("MPI_Request_free", MPI_Request_free(&q));
     }
+    staged("neighbor_allgather", 2);
     for (size_t i = 0; i < in; ++i)
       for (int e = 0; e < N; ++e) ref[i * N + e] = val(h->src[i], -1, e);
     snprintf(what, sizeof(what), "%s neighbor_allgather (%s)", h->name,
@@ -220,6 +266,7 @@ static void test_hood(hood_t *h, void (*of)(int, hood_t *)) {
     for (size_t k = 0; k < out; ++k) fill(&s, rank, block_tag(h, (int)k), k * N, N);
     buf_push(&s);
     MPI_Request q;
+    mark();
     if (form == 0)
       expect_rc("MPI_Neighbor_alltoall", MPI_Neighbor_alltoall(s.dev, N, MPI_INT, r.dev, N, MPI_INT, h->comm));
     if (form == 1) {
@@ -240,6 +287,7 @@ static void test_hood(hood_t *h, void (*of)(int, hood_t *)) {
       }
       expect_rc("MPI_Request_free", MPI_Request_free(&q));
     }
+    staged("neighbor_alltoall", 2);
     for (size_t i = 0; i < in; ++i) {
       of(h->src[i], &peer);
       const int k = slot_from(&peer);
@@ -282,12 +330,14 @@ static void test_hood(hood_t *h, void (*of)(int, hood_t *)) {
       buf_t s = ints(stotal), r = ints(rtotal);
       for (size_t k = 0; k < out; ++k) fill(&s, rank, block_tag(h, (int)k), (size_t)sdispl[k], (size_t)scount[k]);
       buf_push(&s);
+      mark();
       if (w == 0)
         expect_rc("MPI_Neighbor_alltoallv",
                   MPI_Neighbor_alltoallv(s.dev, scount, sdispl, MPI_INT, r.dev, rcount, rdispl, MPI_INT, h->comm));
       else
         expect_rc("MPI_Neighbor_alltoallw",
                   MPI_Neighbor_alltoallw(s.dev, scount, sbyte, types, r.dev, rcount, rbyte, types, h->comm));
+      staged(w == 0 ? "neighbor_alltoallv" : "neighbor_alltoallw", 2);
       ref_poison(ref, rtotal);
       for (size_t i = 0; i < in; ++i) {
         of(h->src[i], &peer);
@@ -316,8 +366,12 @@ static void test_neighborhoods(void) {
 
   hood_t graph = {"distributed graph", MPI_COMM_NULL, 0, 0, {0}, {0}};
   graph_of(rank, &graph);
+  /* GCC takes MPI_UNWEIGHTED, a marker address, for an array it would read */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-overread"
   MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, graph.in, graph.src, MPI_UNWEIGHTED, graph.out, graph.dst,
                                  MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &graph.comm);
+#pragma GCC diagnostic pop
   int in, out, weighted;
   MPI_Dist_graph_neighbors_count(graph.comm, &in, &out, &weighted);
   ++checks;
@@ -350,7 +404,9 @@ static void test_intercomm(void) {
   buf_t s = ints(N), r = ints(N);
   fill(&s, rank, -1, 0, N);
   buf_push(&s);
+  mark();
   expect_rc("intercomm MPI_Allreduce", MPI_Allreduce(s.dev, r.dev, N, MPI_INT, MPI_SUM, inter));
+  staged("intercomm allreduce", 2);
   for (int e = 0; e < N; ++e) {
     ref[e] = 0;
     for (int q = 0; q < rsize; ++q) ref[e] += val(rbase + q, -1, e);
@@ -364,7 +420,10 @@ static void test_intercomm(void) {
     fill(&r, rank, -2, 0, N);
     buf_push(&r);
   }
+  const int rooted = root == MPI_PROC_NULL ? 0 : 1; /* the buffers of a rooted call on this rank */
+  mark();
   expect_rc("intercomm MPI_Bcast", MPI_Bcast(r.dev, N, MPI_INT, root, inter));
+  staged("intercomm bcast", rooted);
   if (root == MPI_PROC_NULL)
     ref_poison(ref, N);
   else
@@ -376,7 +435,9 @@ static void test_intercomm(void) {
   buf_t g = ints((size_t)N * n);
   fill(&s, rank, -3, 0, N);
   buf_push(&s);
+  mark();
   expect_rc("intercomm MPI_Gather", MPI_Gather(s.dev, N, MPI_INT, g.dev, N, MPI_INT, root, inter));
+  staged("intercomm gather", rooted);
   ref_poison(ref, (size_t)N * n);
   if (root == MPI_ROOT)
     for (int q = 0; q < rsize; ++q)
@@ -394,7 +455,9 @@ static void test_intercomm(void) {
     for (int q = 0; q < rsize; ++q) fill(&g, rank, q, (size_t)q * N, N);
     buf_push(&g);
   }
+  mark();
   expect_rc("intercomm MPI_Scatter", MPI_Scatter(g.dev, N, MPI_INT, r.dev, N, MPI_INT, root, inter));
+  staged("intercomm scatter", rooted);
   if (in_a)
     ref_poison(ref, N);
   else
@@ -406,7 +469,9 @@ static void test_intercomm(void) {
   poison(&r);
   fill(&s, rank, -5, 0, N);
   buf_push(&s);
+  mark();
   expect_rc("intercomm MPI_Reduce", MPI_Reduce(s.dev, r.dev, N, MPI_INT, MPI_SUM, root, inter));
+  staged("intercomm reduce", rooted);
   if (root == MPI_ROOT)
     for (int e = 0; e < N; ++e) {
       ref[e] = 0;
@@ -421,7 +486,9 @@ static void test_intercomm(void) {
   poison(&g);
   fill(&s, rank, -6, 0, N);
   buf_push(&s);
+  mark();
   expect_rc("intercomm MPI_Allgather", MPI_Allgather(s.dev, N, MPI_INT, g.dev, N, MPI_INT, inter));
+  staged("intercomm allgather", 2);
   ref_poison(ref, (size_t)N * n);
   for (int q = 0; q < rsize; ++q)
     for (int e = 0; e < N; ++e) ref[q * N + e] = val(rbase + q, -6, e);
@@ -433,7 +500,9 @@ static void test_intercomm(void) {
   poison(&g);
   for (int q = 0; q < rsize; ++q) fill(&t, rank, q, (size_t)q * N, N);
   buf_push(&t);
+  mark();
   expect_rc("intercomm MPI_Alltoall", MPI_Alltoall(t.dev, N, MPI_INT, g.dev, N, MPI_INT, inter));
+  staged("intercomm alltoall", 2);
   ref_poison(ref, (size_t)N * n);
   for (int q = 0; q < rsize; ++q)
     for (int e = 0; e < N; ++e) ref[q * N + e] = val(rbase + q, lrank, e);
@@ -459,7 +528,9 @@ static void test_reduce_local(void) {
   buf_push(&io);
   int ref[N];
   for (int e = 0; e < N; ++e) ref[e] = val(rank, 1, e) > val(rank, 2, e) ? val(rank, 1, e) : val(rank, 2, e);
+  mark();
   expect_rc("MPI_Reduce_local", MPI_Reduce_local(in.dev, io.dev, N, MPI_INT, MPI_MAX));
+  staged("reduce_local", 2);
   buf_check("reduce_local MAX", &io, ref);
   for (int e = 0; e < N; ++e) ref[e] += val(rank, 1, e);
   expect_rc("MPI_Reduce_local", MPI_Reduce_local(in.dev, io.dev, N, MPI_INT, MPI_SUM));
@@ -477,7 +548,9 @@ int main(int argc, char **argv) {
   unsigned long long s = (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 20);
   if (getenv("TEST_SEED")) s = strtoull(getenv("TEST_SEED"), NULL, 0);
   int opt;
-  while ((opt = getopt(argc, argv, "m:s:")) != -1) {
+  bool count_staging = false;
+  while ((opt = getopt(argc, argv, "m:s:S")) != -1) {
+    if (opt == 'S') count_staging = true;
     if (opt == 'm' && tbuf_parse_kind(optarg, &kind) != 0) {
       fprintf(stderr, "unknown or unavailable memory kind '%s'\n", optarg);
       MPI_Abort(MPI_COMM_WORLD, 2);
@@ -491,6 +564,7 @@ int main(int argc, char **argv) {
   TBUF_CHECK(cudaGetDeviceCount(&ndev));
   TBUF_CHECK(cudaSetDevice(rank % ndev));
 #endif
+  if (count_staging) counter_open();
   alarm(300); /* a hang becomes a failure */
   test_reduce_local();
   test_persistent();
