@@ -24,6 +24,9 @@ static int stage_allreduce(coll_gpu_stage_t *st, struct ompi_communicator_t *com
   return stage_vector(st, sbuf, rbuf, count, dtype, hs, hr);
 }
 
+COLL_GPU_STAGED(allreduce, staged_allreduce)
+
+/* The blocking entry is the one with a GPU path: tried before staging. */
 int mca_coll_gpu_allreduce(PARAMS_allreduce, struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
@@ -32,16 +35,7 @@ int mca_coll_gpu_allreduce(PARAMS_allreduce, struct ompi_communicator_t *comm, m
   }
   int rc;
   if (mca_coll_gpu_allreduce_gpu(sbuf, rbuf, count, dtype, op, comm, m, &rc)) return rc;
-  coll_gpu_stage_t st;
-  void *hs, *hr;
-  coll_gpu_stage_init(&st);
-  rc = stage_allreduce(&st, comm, sbuf, rbuf, count, dtype, op, &hs, &hr);
-  if (rc == OMPI_SUCCESS) {
-    ++mca_coll_gpu_nesting;
-    rc = m->previous_allreduce(hs, hr, count, dtype, op, comm, m->previous_allreduce_module);
-    --mca_coll_gpu_nesting;
-  }
-  return mca_coll_gpu_unstage(&st, rc, comm, NAME_allreduce);
+  return staged_allreduce(sbuf, rbuf, count, dtype, op, comm, m);
 }
 COLL_GPU_NONBLOCKING(allreduce)
 COLL_GPU_PERSISTENT(allreduce)

@@ -7,7 +7,9 @@
  *   NAME_name        its MPI name, for messages ("MPI_Allgather");
  *   stage_name(st, comm, ARGS_name(sbuf, rbuf), &hs, &hr)
  *                    stages what the call touches and sets hs and hr to what the previous module gets;
- * and then COLL_GPU_ENTRIES(name), which defines its blocking, nonblocking and persistent entries.
+ * and then COLL_GPU_ENTRIES(name), which defines its blocking, nonblocking and persistent entries. A
+ * collective whose blocking entry has a path of its own (allreduce on the GPUs) writes that entry and
+ * falls back to COLL_GPU_STAGED's function.
  * Every entry hands host buffers straight to the previous module: one check, and no other cost, in a
  * process that never loaded CUDA (mca_coll_gpu_staging_possible).
  */
@@ -16,21 +18,30 @@
 
 #include "coll_gpu.h"
 
+/* The staged form of `name`, as static fn(PARAMS_name, comm, m): stages, runs the previous module's
+ * function on the bounce buffers (collectives it runs inside count as nested: mca_coll_gpu_nesting),
+ * copies back. */
+#define COLL_GPU_STAGED(name, fn)                                                            \
+  static int fn(PARAMS_##name, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m) { \
+    coll_gpu_stage_t st;                                                                     \
+    void *hs, *hr;                                                                           \
+    coll_gpu_stage_init(&st);                                                                \
+    int rc = stage_##name(&st, comm, ARGS_##name(sbuf, rbuf), &hs, &hr);                     \
+    if (rc == OMPI_SUCCESS) {                                                                \
+      ++mca_coll_gpu_nesting;                                                                \
+      rc = m->previous_##name(ARGS_##name(hs, hr), comm, m->previous_##name##_module);       \
+      --mca_coll_gpu_nesting;                                                                \
+    }                                                                                        \
+    return mca_coll_gpu_unstage(&st, rc, comm, NAME_##name);                                 \
+  }
+
 #define COLL_GPU_BLOCKING(name)                                                                              \
+  COLL_GPU_STAGED(name, staged_##name)                                                                       \
   int mca_coll_gpu_##name(PARAMS_##name, struct ompi_communicator_t *comm, mca_coll_base_module_t *module) { \
     mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;                                              \
     if (OPAL_LIKELY(!mca_coll_gpu_staging_possible()))                                                       \
       return m->previous_##name(ARGS_##name(sbuf, rbuf), comm, m->previous_##name##_module);                 \
-    coll_gpu_stage_t st;                                                                                     \
-    void *hs, *hr;                                                                                           \
-    coll_gpu_stage_init(&st);                                                                                \
-    int rc = stage_##name(&st, comm, ARGS_##name(sbuf, rbuf), &hs, &hr);                                     \
-    if (rc == OMPI_SUCCESS) {                                                                                \
-      ++mca_coll_gpu_nesting;                                                                                \
-      rc = m->previous_##name(ARGS_##name(hs, hr), comm, m->previous_##name##_module);                       \
-      --mca_coll_gpu_nesting;                                                                                \
-    }                                                                                                        \
-    return mca_coll_gpu_unstage(&st, rc, comm, NAME_##name);                                                 \
+    return staged_##name(ARGS_##name(sbuf, rbuf), comm, m);                                                  \
   }
 
 #define COLL_GPU_NONBLOCKING(name)                                                                      \
