@@ -207,7 +207,7 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                "an error naming it (1-86400)",
                300, 1, 86400, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->timeout);
   register_int("spin_us",
-               "Microseconds a wait for peers spins before it yields the CPU; after 1 ms of yielding it sleeps "
+               "Microseconds a wait for peers spins before it yields the CPU; once the wait has lasted 1 ms it sleeps "
                "in steps of up to 50 us. Not used (no spinning) where Open MPI yields when idle, as with more "
                "ranks than cores (0-1000000)",
                50, 0, 1000000, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL, &c->spin_us);
