@@ -1,5 +1,6 @@
 #!/bin/sh
-# Compiles one CUDA source with nvcc into a libtool object, so that .cu files link into libtool libraries.
+# Compiles one CUDA source with nvcc into a libtool object, so that .cu files link into libtool libraries,
+# and writes OUTPUT.d beside it: make's rules for the headers the source read.
 # usage: cudalt.sh OUTPUT.lo NVCC [nvcc arguments...] -c SOURCE.cu
 set -e
 lo=$1
@@ -7,7 +8,7 @@ shift
 dir=$(dirname "$lo")
 base=$(basename "$lo" .lo)
 mkdir -p "$dir/.libs"
-"$@" -Xcompiler -fPIC -o "$dir/.libs/$base.o"
+"$@" -Xcompiler -fPIC -MD -MP -MF "$dir/$base.d" -MT "$lo" -o "$dir/.libs/$base.o"
 cp "$dir/.libs/$base.o" "$dir/$base.o"
 cat >"$lo" <<EOT
 # $base.lo - a libtool object file

@@ -1,7 +1,7 @@
 #!/bin/bash
 # On a GPU machine: build coll/gpu from the `make dist` tarball against the Open MPI installed there,
-# run the whole test suite (the GPU cases run there), the allreduce benchmark on device buffers
-# through the component, and the same benchmark without it (stock Open MPI). Logs go to $OUT
+# run the whole test suite (the GPU cases run there), the benchmark of each collective on device buffers
+# through the component beside NCCL, and the allreduce benchmark without it (stock Open MPI). Logs go to $OUT
 # (default /tmp/coll-gpu-out).
 # Expects under .carry/: coll-gpu-*.tar.gz and the libgtest-dev .deb (machines without GoogleTest);
 # optionally .carry/base/coll-gpu-*.tar.gz, a baseline (an earlier commit's `make dist`): it is built
@@ -9,7 +9,10 @@
 # usage: bash contrib/device-run.sh [NP-LIST]   (ranks for the benchmark, default "2 <GPUs>")
 # environment: TESTS_SET=gpu runs only the unit, topology and GPU cases, TESTS_SET=none no test (the
 # build stays in /tmp/coll-gpu-build for a next command while the machine is held); BENCH_MAX_MB (default 512) bounds the
-# benchmark's largest message. The benchmark runs NCCL beside coll/gpu on the same buffers.
+# benchmark's largest message; BENCH_COLLS (default "allreduce bcast allgather alltoall") the collectives it runs,
+# none for no benchmark;
+# TESTS_FIRST, test cases run (and reported) before the benchmark. The benchmark runs NCCL beside coll/gpu
+# on the same buffers.
 set -u
 out=${OUT:-/tmp/coll-gpu-out}
 mkdir -p "$out"
@@ -24,15 +27,23 @@ base=""
 if ls "$top"/.carry/base/coll-gpu-*.tar.gz >/dev/null 2>&1; then
   mkdir -p "$work/base" && tar xzf "$top"/.carry/base/coll-gpu-*.tar.gz -C "$work/base"
   base=$(ls -d "$work"/base/coll-gpu-*)
-  (cd "$base" && ./configure --without-ucx >"$out/base-configure.log" 2>&1 &&
-    make -j"$(nproc)" >"$out/base-build.log" 2>&1) &
 fi
 echo "== configure and build"
 start=$(date +%s)
 if ! ./configure --without-ucx >"$out/configure.log" 2>&1; then tail -30 "$out/configure.log"; exit 1; fi
+configured=$(date +%s)
 if ! make -j"$(nproc)" >"$out/build.log" 2>&1; then tail -40 "$out/build.log"; exit 1; fi
-echo "built in $(($(date +%s) - start)) s"
-wait
+echo "configured in $((configured - start)) s, built (make -j$(nproc)) in $(($(date +%s) - configured)) s"
+if [ -n "${TESTS_FIRST:-}" ]; then
+  echo "== tests first: $TESTS_FIRST"
+  make -j1 check TESTS="$TESTS_FIRST" >"$out/check-first.log" 2>&1
+  grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):' "$out/check-first.log"
+  grep -A30 '^FAIL:' test-suite.log | head -40
+fi
+if [ -n "$base" ]; then
+  (cd "$base" && ./configure --without-ucx >"$out/base-configure.log" 2>&1 &&
+    make -j"$(nproc)" >"$out/base-build.log" 2>&1)
+fi
 sysdir=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
 path="--mca mca_base_component_path $PWD/.libs:$sysdir"
 if [ -n "$base" ]; then
@@ -46,10 +57,13 @@ if [ -n "$base" ]; then
     done
   done 2>&1 | tee "$out/before_after.txt"
 fi
-for np in $(echo ${1:-2 $ngpu} | tr " " "\n" | sort -nu); do
-  echo "== allreduce on device buffers through coll/gpu, $np ranks"
-  timeout 150 mpirun -np "$np" --bind-to none $path --mca coll gpu,tuned,libnbc,basic,self,inter \
-    test/perf/coll_gpu_allreduce_bench -d cuda -c -M $((${BENCH_MAX_MB:-512} << 20)) 2>&1 | tee "$out/bench_np$np.txt"
+[ "${BENCH_COLLS:-}" = none ] && set -- ""
+for np in $(echo ${1-2 $ngpu} | tr " " "\n" | sort -nu); do
+  for coll in ${BENCH_COLLS:-allreduce bcast allgather alltoall}; do
+    echo "== $coll on device buffers through coll/gpu, $np ranks"
+    timeout 150 mpirun -np "$np" --bind-to none $path --mca coll gpu,tuned,libnbc,basic,self,inter \
+      test/perf/coll_gpu_allreduce_bench -C "$coll" -d cuda -c -M $((${BENCH_MAX_MB:-512} << 20)) 2>&1
+  done | tee "$out/bench_np$np.txt"
 done
 [ "${TESTS_SET:-all}" = none ] && exit 0
 echo "== tests (${TESTS_SET:-all})"

@@ -4,6 +4,7 @@
  *
  * Memory each rank exposes to its peers through CUDA IPC (one allocation, coll_gpu_ar_scratch_bytes):
  *   flags: per-sender step counters and per-sender one-shot/two-shot flags
+ *   steps: each ring channel's step counters (read and written by this rank's kernels only)
  *   ll:    one-shot LL lines, [parity][sender][line]
  *   simple: two-shot slots, [parity][region][bytes]
  *   fifo:  ring step FIFOs, [channel][slot][bytes]
@@ -69,6 +70,16 @@ int coll_gpu_reduce_host(coll_gpu_dtype_t type, coll_gpu_redop_t op, void *dst, 
                          size_t count);
 
 typedef enum { COLL_GPU_ALGO_ONESHOT, COLL_GPU_ALGO_TWOSHOT, COLL_GPU_ALGO_RING, COLL_GPU_NALGOS } coll_gpu_algo_t;
+
+/* The collectives the kernels run. The moves (bcast, allgather, alltoall) copy bytes: their calls give
+ * count in bytes, type COLL_GPU_UINT8 and no op; kernels/move.cu runs them. */
+typedef enum {
+  COLL_GPU_COLL_ALLREDUCE,
+  COLL_GPU_COLL_BCAST,     /* recvbuf at root -> recvbuf everywhere (sendbuf = recvbuf) */
+  COLL_GPU_COLL_ALLGATHER, /* each rank's sendbuf -> block r of every recvbuf */
+  COLL_GPU_COLL_ALLTOALL,  /* block q of rank r's sendbuf -> block r of rank q's recvbuf */
+  COLL_GPU_NCOLLS
+} coll_gpu_coll_t;
 typedef enum { COLL_GPU_PROTO_LL, COLL_GPU_PROTO_SIMPLE, COLL_GPU_NPROTOS } coll_gpu_proto_t;
 
 /* Sizes of the shared scratch, fixed when the engine is created. */
@@ -117,9 +128,12 @@ enum { COLL_GPU_KERR_NONE = 0, COLL_GPU_KERR_ABORTED = 1 };
 
 typedef struct {
   /* the call */
+  coll_gpu_coll_t coll;
+  int root; /* bcast */
   const void *sendbuf;
   void *recvbuf;
   size_t count;
+  size_t block; /* allgather and alltoall: bytes from one rank's block to the next in the buffers */
   coll_gpu_dtype_t type;
   coll_gpu_redop_t op;
   coll_gpu_algo_t algo;
@@ -128,21 +142,20 @@ typedef struct {
   uint64_t timeout_ns; /* a wait this long is reported in status->waiting */
   /* a lingering one-shot kernel */
   uint64_t linger_ns; /* how long it polls for the next call after one */
-  uint64_t instance;  /* this launch, for status->leaving and status->exited */
+  uint64_t instance;  /* this launch, from 1, for status->leaving and status->exited; 0: a kernel of one call */
   uint32_t ticket;    /* the ticket of the first call it takes from status->call */
   /* the communicator */
   int rank, nranks;
   coll_gpu_ar_layout_t layout;
   void *peer_scratch[COLL_GPU_MAX_RANKS];                /* every rank's scratch as mapped here; [rank] is our own */
-  uint64_t ring_step[COLL_GPU_MAX_CHANNELS];             /* ring: steps done so far per channel (updated by launch) */
   int nrings;                                            /* ring: channel c sends around rings[c % nrings] */
   uint8_t rings[COLL_GPU_MAX_RINGS][COLL_GPU_MAX_RANKS]; /* ranks in ring order */
   coll_gpu_ar_status_t *status;                          /* host-mapped, as a device pointer */
 } coll_gpu_ar_params_t;
 
-/* Launches one allreduce on stream (a cudaStream_t). The blocks that finish write seq into
+/* Launches one call of p->coll on stream (a cudaStream_t). The blocks that finish write seq into
  * status->done[0..blocks); coll_gpu_ar_blocks says how many to wait for. */
-int coll_gpu_ar_launch(coll_gpu_ar_params_t *p, void *stream);
+int coll_gpu_ar_launch(const coll_gpu_ar_params_t *p, void *stream);
 int coll_gpu_ar_blocks(const coll_gpu_ar_params_t *p);
 
 /* One-shot calls up to this many blocks can go to a lingering kernel (64 KiB). */

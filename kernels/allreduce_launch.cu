@@ -10,27 +10,20 @@
 extern "C" size_t coll_gpu_ar_scratch_bytes(const coll_gpu_ar_layout_t *l) { return coll_gpu::Layout(*l).total(); }
 
 extern "C" int coll_gpu_ar_blocks(const coll_gpu_ar_params_t *p) {
+  if (p->coll != COLL_GPU_COLL_ALLREDUCE) return coll_gpu::move_blocks(*p);
   return p->algo == COLL_GPU_ALGO_ONESHOT ? coll_gpu::oneshot_blocks(*p) : p->nchannels;
 }
 
-extern "C" int coll_gpu_ar_launch(coll_gpu_ar_params_t *p, void *stream) {
+extern "C" int coll_gpu_ar_launch(const coll_gpu_ar_params_t *p, void *stream) {
   cudaStream_t s = (cudaStream_t)stream;
+  if (p->coll != COLL_GPU_COLL_ALLREDUCE) return coll_gpu::move_launch(*p, s);
   switch (p->algo) {
     case COLL_GPU_ALGO_ONESHOT:
       return coll_gpu::oneshot_launch(*p, s);
     case COLL_GPU_ALGO_TWOSHOT:
-      return coll_gpu::twoshot_launch(*p, s);
-    case COLL_GPU_ALGO_RING: {
-      int rc = coll_gpu::ring_launch(*p, s);
-      // every rank advanced each channel's FIFO by the same number of steps
-      const size_t pack = coll_gpu::kPack / coll_gpu_dtype_size(p->type);
-      const size_t slot = p->layout.slot_bytes / coll_gpu_dtype_size(p->type);
-      for (int ch = 0; ch < p->nchannels; ++ch) {
-        coll_gpu_range_t part = coll_gpu_part(p->count, p->nchannels, ch, pack);
-        p->ring_step[ch] += coll_gpu_ring_rounds(part.count, p->nranks, slot) * 2 * (p->nranks - 1);
-      }
-      return rc;
-    }
+      COLL_GPU_DISPATCH(coll_gpu::twoshot_typed, (int)cudaErrorInvalidValue, p->type, p->op, *p, s);
+    case COLL_GPU_ALGO_RING:
+      COLL_GPU_DISPATCH(coll_gpu::ring_typed, (int)cudaErrorInvalidValue, p->type, p->op, *p, s);
     default:
       return (int)cudaErrorInvalidValue;
   }

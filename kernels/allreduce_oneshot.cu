@@ -78,15 +78,7 @@ __device__ __forceinline__ void oneshot_call(const coll_gpu_ar_params_t &p, cons
   }
 }
 
-template <typename T, typename Op, bool Aligned>
-__global__ void __launch_bounds__(kLLThreads) oneshot_ll(coll_gpu_ar_params_t p) {
-  oneshot_call<T, Op, Aligned>(p, Call{(const char *)p.sendbuf, (char *)p.recvbuf, p.count, p.seq, p.type, p.op});
-  block_done(p.status, p.seq);
-}
-
-COLL_GPU_DEFINE_LAUNCHER(oneshot_ll)
-
-// ---- the lingering kernel
+// ---- the kernel: one call, or (lingering) the calls the host posts after it
 
 // A call record: 8 words, each 32 bits of the call (low half) next to its ticket (high half), so its four
 // 16-byte parts are LL lines flagged with the ticket. Lanes 0-3 of a warp each hold one part (words 2l
@@ -161,7 +153,7 @@ __global__ void __launch_bounds__(kLLThreads) oneshot_linger(const __grid_consta
   __shared__ uint32_t next[8];
   char *rec = (char *)p.peer_scratch[p.rank] + Layout(p.layout).linger_call();
   Call c{(const char *)p.sendbuf, (char *)p.recvbuf, p.count, p.seq, p.type, p.op};
-  uint32_t what = kRecServe;
+  uint32_t what = p.instance == 0 ? kRecLast : kRecServe;  // instance 0: a kernel of one call
   for (uint32_t ticket = p.ticket;; ticket = ticket + 1 == 0 ? 1 : ticket + 1) {
     linger_serve(p, c);
     block_done(p.status, c.seq);
@@ -185,7 +177,7 @@ __global__ void __launch_bounds__(kLLThreads) oneshot_linger(const __grid_consta
     if (what & kRecExit) break;
     c = decode(d);
   }
-  if (blockIdx.x == 0 && threadIdx.x == 0) st_release_sys((uint64_t *)&p.status->exited, p.instance);
+  if (p.instance != 0 && blockIdx.x == 0 && threadIdx.x == 0) st_release_sys((uint64_t *)&p.status->exited, p.instance);
 }
 
 }  // namespace
@@ -197,14 +189,14 @@ int oneshot_blocks(const coll_gpu_ar_params_t &p) {
 }
 
 int oneshot_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream) {
-  return dispatch(p, dim3(oneshot_blocks(p)), dim3(kLLThreads), stream);
+  oneshot_linger<<<oneshot_blocks(p), kLLThreads, 0, stream>>>(p);
+  return (int)cudaGetLastError();
 }
 
 }  // namespace coll_gpu
 
 extern "C" int coll_gpu_ar_linger_launch(const coll_gpu_ar_params_t *p, void *stream) {
-  coll_gpu::oneshot_linger<<<coll_gpu::oneshot_blocks(*p), coll_gpu::kLLThreads, 0, (cudaStream_t)stream>>>(*p);
-  return (int)cudaGetLastError();
+  return p->instance == 0 ? (int)cudaErrorInvalidValue : coll_gpu::oneshot_launch(*p, (cudaStream_t)stream);
 }
 
 extern "C" void coll_gpu_ar_linger_post(coll_gpu_ar_status_t *status, uint32_t ticket, const coll_gpu_ar_params_t *p) {

@@ -36,8 +36,10 @@ struct Layout {
            kLine;
   }
   COLL_GPU_HD size_t flags_end() const { return flag(2, 0, 0); }
-  // a lingering one-shot kernel: the call block 0 hands to the other blocks (this rank's use only)
-  COLL_GPU_HD size_t linger_call() const { return align(flags_end()); }
+  // this rank's use only: each ring channel's step counters (kernels/prims_ring.cuh), and the call block 0
+  // of a lingering one-shot kernel hands to its other blocks
+  COLL_GPU_HD size_t steps(int ch) const { return align(flags_end()) + (size_t)ch * 2 * sizeof(uint64_t); }
+  COLL_GPU_HD size_t linger_call() const { return align(steps(COLL_GPU_MAX_CHANNELS)); }
   // LL: two 16-byte lines carry one 16-byte unit of data
   COLL_GPU_HD size_t ll_lines() const { return l.ll_bytes / 8; }
   COLL_GPU_HD size_t ll(int parity, int sender) const {
@@ -239,26 +241,19 @@ __device__ __forceinline__ void block_done(coll_gpu_ar_status_t *status, uint64_
   if (threadIdx.x == 0) st_relaxed_sys((uint64_t *)&status->done[blockIdx.x], seq);
 }
 
-// The algorithms (one file each): launch on a stream, and the blocks a launch runs.
+// The algorithms, one file each. One-shot (allreduce_oneshot.cu) is one kernel for every type and op;
+// two-shot and ring (allreduce_twoshot.cuh, allreduce_ring.cuh) are a kernel per type and op, behind
+// their typed launchers, which the files that kernels/generate.sh writes instantiate a few at a time so
+// that the build runs them in parallel.
 int oneshot_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream);
 int oneshot_blocks(const coll_gpu_ar_params_t &p);
-int twoshot_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream);
-int ring_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream);
-
-// Defines, in an algorithm's file, launch_typed<T, Op> (Kernel<T, Op, aligned> for the call's buffers)
-// and dispatch(), which picks it for the call's type and op.
-#define COLL_GPU_DEFINE_LAUNCHER(Kernel)                                                               \
-  template <typename T, typename Op>                                                                   \
-  int launch_typed(const coll_gpu_ar_params_t &p, dim3 grid, dim3 block, cudaStream_t stream) {        \
-    if (packs_aligned(p.sendbuf, p.recvbuf))                                                           \
-      Kernel<T, Op, true><<<grid, block, 0, stream>>>(p);                                              \
-    else                                                                                               \
-      Kernel<T, Op, false><<<grid, block, 0, stream>>>(p);                                             \
-    return (int)cudaGetLastError();                                                                    \
-  }                                                                                                    \
-  int dispatch(const coll_gpu_ar_params_t &p, dim3 grid, dim3 block, cudaStream_t stream) {            \
-    COLL_GPU_DISPATCH(launch_typed, (int)cudaErrorInvalidValue, p.type, p.op, p, grid, block, stream); \
-  }
+template <typename T, typename Op>
+int twoshot_typed(const coll_gpu_ar_params_t &p, cudaStream_t stream);
+template <typename T, typename Op>
+int ring_typed(const coll_gpu_ar_params_t &p, cudaStream_t stream);
+// The moves (kernels/move.cu): bcast, allgather and alltoall.
+int move_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream);
+int move_blocks(const coll_gpu_ar_params_t &p);
 
 #endif  // __CUDACC__
 

@@ -43,9 +43,10 @@ typedef struct {
   size_t stage_cache_size;
   bool force_staging;
   /* the GPU allreduce */
-  int allreduce_algorithm; /* -1 auto, a coll_gpu_algo_t, or COLL_GPU_NALGOS: always stage */
-  int allreduce_protocol;  /* -1 auto, or a coll_gpu_proto_t */
-  int nchannels;           /* 0 auto */
+  int allreduce_algorithm;             /* -1 auto, a coll_gpu_algo_t, or COLL_GPU_NALGOS: always stage */
+  int allreduce_protocol;              /* -1 auto, or a coll_gpu_proto_t */
+  int move_algorithm[COLL_GPU_NCOLLS]; /* bcast, allgather, alltoall: -1 auto, ONESHOT, RING or NALGOS (stage) */
+  int nchannels;                       /* 0 auto */
   int max_channels;
   size_t oneshot_max_bytes;
   size_t twoshot_max_bytes;
@@ -159,12 +160,27 @@ coll_gpu_role_t mca_coll_gpu_role(struct ompi_communicator_t *comm, int root);
 /* Whether the communicator can ever take the GPU path (one node, 2 to COLL_GPU_MAX_RANKS ranks): the
  * same answer on every rank. */
 bool mca_coll_gpu_gpupath_possible(struct ompi_communicator_t *comm);
-/* What a rank that cannot take the GPU path (no CUDA in the process) does in each MPI_Allreduce: it
- * tells the ranks that may be deciding that it passes host memory. A few stores, once set up. */
-void mca_coll_gpu_allreduce_host(int count, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m);
+/* What a rank that cannot take the GPU path (no CUDA in the process) does in each collective that has one
+ * (bytes: the call's, 0 for none): it tells the ranks that may be deciding that it passes host memory. A
+ * few stores, once set up. */
+void mca_coll_gpu_path_host(size_t bytes, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m);
 int mca_coll_gpu_allreduce_gpu(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                                struct ompi_op_t *op, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
                                int *rc);
+/* The moves on the GPUs (bcast, allgather, alltoall; coll_gpu_gpupath.c), as mca_coll_gpu_allreduce_gpu.
+ * Contiguous datatypes on the engine's device, on every rank; in-place alltoall is staged. */
+typedef struct {
+  coll_gpu_coll_t coll;
+  const void *sbuf; /* allgather, alltoall: the send buffer or MPI_IN_PLACE */
+  int scount;       /* per block */
+  struct ompi_datatype_t *sdtype;
+  void *rbuf; /* bcast: the buffer */
+  int rcount; /* per block */
+  struct ompi_datatype_t *rdtype;
+  int root; /* bcast */
+} mca_coll_gpu_move_t;
+int mca_coll_gpu_move_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                          int *rc);
 
 /* The entry points (coll_gpu_colls_*.c), installed through COLL_GPU_FOREACH. */
 #define COLL_GPU_DECLARE_ENTRIES(name)                                           \

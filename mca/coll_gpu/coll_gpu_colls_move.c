@@ -4,6 +4,8 @@
  * out; in place, the receive buffer goes in and out. Blocks are counted over the ranks a rank exchanges
  * with: the communicator's for an intra-communicator, the remote group's for an intercommunicator.
  * Arguments MPI leaves undefined (a non-root's receive buffer, a send count in place) are never read.
+ * Blocking MPI_Bcast, MPI_Allgather and MPI_Alltoall run on the GPUs when every rank passes device memory
+ * (coll_gpu_gpupath.c).
  */
 #include "coll_gpu_wrap.h"
 
@@ -27,7 +29,13 @@ static int stage_bcast(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, P
   coll_gpu_span_t span = mca_coll_gpu_span(dtype, (size_t)count, &bytes);
   return mca_coll_gpu_stage(st, rbuf, span, bytes, role == COLL_GPU_ROOT ? COLL_GPU_IN : COLL_GPU_OUT, hr);
 }
-COLL_GPU_ENTRIES(bcast)
+static int gpu_bcast(PARAMS_bcast, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
+  const mca_coll_gpu_move_t mv = {COLL_GPU_COLL_BCAST, NULL, 0, NULL, rbuf, count, dtype, root};
+  return mca_coll_gpu_move_gpu(&mv, comm, m, rc);
+}
+COLL_GPU_BLOCKING_GPU(bcast, coll_gpu_bytes(dtype, count), gpu_bcast)
+COLL_GPU_NONBLOCKING(bcast)
+COLL_GPU_PERSISTENT(bcast)
 
 /* ------------------------------------------------------------------ MPI_Gather(v): blocks to the root */
 
@@ -136,7 +144,13 @@ static int stage_allgather(coll_gpu_stage_t *st, struct ompi_communicator_t *com
   coll_gpu_span_t rspan = mca_coll_gpu_span(rdtype, (size_t)rcount * peers(comm), &rbytes);
   return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr);
 }
-COLL_GPU_ENTRIES(allgather)
+static int gpu_allgather(PARAMS_allgather, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
+  const mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLGATHER, sbuf, scount, sdtype, rbuf, rcount, rdtype, 0};
+  return mca_coll_gpu_move_gpu(&mv, comm, m, rc);
+}
+COLL_GPU_BLOCKING_GPU(allgather, coll_gpu_bytes(rdtype, rcount), gpu_allgather)
+COLL_GPU_NONBLOCKING(allgather)
+COLL_GPU_PERSISTENT(allgather)
 
 #define PARAMS_allgatherv                                                                                          \
   const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts, const int *displs, \
@@ -165,7 +179,13 @@ static int stage_alltoall(coll_gpu_stage_t *st, struct ompi_communicator_t *comm
   coll_gpu_span_t rspan = mca_coll_gpu_span(rdtype, (size_t)rcount * peers(comm), &rbytes);
   return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr);
 }
-COLL_GPU_ENTRIES(alltoall)
+static int gpu_alltoall(PARAMS_alltoall, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
+  const mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLTOALL, sbuf, scount, sdtype, rbuf, rcount, rdtype, 0};
+  return mca_coll_gpu_move_gpu(&mv, comm, m, rc);
+}
+COLL_GPU_BLOCKING_GPU(alltoall, coll_gpu_bytes(rdtype, rcount), gpu_alltoall)
+COLL_GPU_NONBLOCKING(alltoall)
+COLL_GPU_PERSISTENT(alltoall)
 
 #define PARAMS_alltoallv                                                                                \
   const void *sbuf, const int *scounts, const int *sdispls, struct ompi_datatype_t *sdtype, void *rbuf, \

@@ -24,19 +24,7 @@ static int stage_allreduce(coll_gpu_stage_t *st, struct ompi_communicator_t *com
   return stage_vector(st, sbuf, rbuf, count, dtype, hs, hr);
 }
 
-COLL_GPU_STAGED(allreduce, staged_allreduce)
-
-/* The blocking entry is the one with a GPU path: tried before staging. */
-int mca_coll_gpu_allreduce(PARAMS_allreduce, struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
-  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
-  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_allreduce_host(count, comm, m);
-    return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm, m->previous_allreduce_module);
-  }
-  int rc;
-  if (mca_coll_gpu_allreduce_gpu(sbuf, rbuf, count, dtype, op, comm, m, &rc)) return rc;
-  return staged_allreduce(sbuf, rbuf, count, dtype, op, comm, m);
-}
+COLL_GPU_BLOCKING_GPU(allreduce, (size_t)count, mca_coll_gpu_allreduce_gpu)
 COLL_GPU_NONBLOCKING(allreduce)
 COLL_GPU_PERSISTENT(allreduce)
 

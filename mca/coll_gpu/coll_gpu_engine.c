@@ -38,7 +38,6 @@ struct coll_gpu_engine {
   coll_gpu_ar_status_t *status; /* host view */
   void *status_dev;             /* device view */
   uint64_t seq;
-  uint64_t ring_step[COLL_GPU_MAX_CHANNELS];
   coll_gpu_rings_t rings;
   int32_t pid[COLL_GPU_MAX_RANKS];     /* every rank's process, from the peer exchange */
   uint8_t visible[COLL_GPU_MAX_RANKS]; /* 1: its process can be checked from here (same PID namespace) */
@@ -62,7 +61,10 @@ static uint64_t config_hash(const coll_gpu_engine_config_t *c) {
                   (uint64_t)c->tune.max_channels,
                   c->tune.oneshot_max_bytes,
                   c->tune.twoshot_max_bytes,
-                  c->slot_bytes};
+                  c->slot_bytes,
+                  (uint64_t)c->tune.move_algorithm[COLL_GPU_COLL_BCAST],
+                  (uint64_t)c->tune.move_algorithm[COLL_GPU_COLL_ALLGATHER],
+                  (uint64_t)c->tune.move_algorithm[COLL_GPU_COLL_ALLTOALL]};
   return coll_gpu_hash(v, sizeof(v), 0);
 }
 
@@ -114,7 +116,7 @@ static void describe(const call_wait_t *cw, char *what, size_t len) {
     snprintf(what, len, "the exit of the lingering one-shot kernel");
     return;
   }
-  snprintf(what, len, "MPI_Allreduce seq %llu (%zu bytes, %s/%s)", (unsigned long long)p->seq,
+  snprintf(what, len, "%s seq %llu (%zu bytes, %s/%s)", coll_gpu_coll_mpi_name(p->coll), (unsigned long long)p->seq,
            p->count * coll_gpu_dtype_size(p->type), coll_gpu_algo_name(p->algo), coll_gpu_proto_name(cw->proto));
 }
 
@@ -388,67 +390,101 @@ int coll_gpu_engine_owns(const coll_gpu_engine_t *e, const coll_gpu_meminfo_t *m
   return mem->kind == COLL_GPU_MEM_DEVICE && mem->device == e->mem.device && mem->ctx == e->mem.ctx;
 }
 
-int coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf, size_t count,
-                              coll_gpu_dtype_t type, coll_gpu_redop_t op, char *why, size_t why_len) {
-  const size_t bytes = count * coll_gpu_dtype_size(type);
-  const coll_gpu_choice_t choice = coll_gpu_tune_choose(&e->cfg.tune, e->nranks, bytes);
+/* A call's parameters: the communicator's part, and the next seq. */
+static void call_init(coll_gpu_engine_t *e, coll_gpu_ar_params_t *p, coll_gpu_coll_t coll,
+                      const coll_gpu_choice_t *choice) {
+  memset(p, 0, sizeof(*p));
   /* the LL flag is the low 32 bits of seq: never 0 */
   if ((uint32_t)++e->seq == 0) ++e->seq;
-  coll_gpu_ar_params_t p;
-  memset(&p, 0, sizeof(p));
-  p.sendbuf = sendbuf;
-  p.recvbuf = recvbuf;
-  p.count = count;
-  p.type = type;
-  p.op = op;
-  p.algo = choice.algo;
-  p.nchannels = choice.nchannels;
-  p.seq = e->seq;
-  p.timeout_ns = e->cfg.wait.timeout_ns;
-  p.rank = e->rank;
-  p.nranks = e->nranks;
-  p.layout = e->layout;
-  memcpy(p.peer_scratch, e->peer, sizeof(p.peer_scratch));
-  memcpy(p.ring_step, e->ring_step, sizeof(p.ring_step));
-  p.nrings = e->rings.nrings;
-  memcpy(p.rings, e->rings.order, sizeof(p.rings));
-  p.status = (coll_gpu_ar_status_t *)e->status_dev;
-  if (e->cfg.log != NULL)
-    e->cfg.log(COLL_GPU_LVL_TRACE, COLL_GPU_LOG_COLL, "comm %s: allreduce seq %llu, %zu bytes: %s/%s, %d channels",
-               e->cfg.name, (unsigned long long)p.seq, bytes, coll_gpu_algo_name(choice.algo),
-               coll_gpu_proto_name(choice.proto), choice.nchannels);
+  p->coll = coll;
+  p->algo = choice->algo;
+  p->nchannels = choice->nchannels;
+  p->seq = e->seq;
+  p->timeout_ns = e->cfg.wait.timeout_ns;
+  p->rank = e->rank;
+  p->nranks = e->nranks;
+  p->layout = e->layout;
+  memcpy(p->peer_scratch, e->peer, sizeof(p->peer_scratch));
+  p->nrings = e->rings.nrings;
+  memcpy(p->rings, e->rings.order, sizeof(p->rings));
+  p->status = (coll_gpu_ar_status_t *)e->status_dev;
+}
 
+/* Launches call p (on a lingering kernel when `linger` allows) and waits for it. */
+static int run_call(coll_gpu_engine_t *e, coll_gpu_ar_params_t *p, coll_gpu_proto_t proto, int linger, char *why,
+                    size_t why_len) {
   void *saved = NULL;
   int rc = coll_gpu_mem_ctx_enter(&e->mem, &saved);
   if (rc != 0) {
     coll_gpu_say(why, why_len, "cannot enter the context of device %d (CUresult %d)", e->mem.device, rc);
     return COLL_GPU_ENGINE_ERROR;
   }
-  int blocks = coll_gpu_ar_blocks(&p);
-  const int linger = choice.algo == COLL_GPU_ALGO_ONESHOT && e->cfg.linger_ns > 0 &&
-                     blocks <= COLL_GPU_LINGER_MAX_BLOCKS && linger_takes(e, blocks);
+  int blocks = coll_gpu_ar_blocks(p);
+  linger = linger && p->algo == COLL_GPU_ALGO_ONESHOT && e->cfg.linger_ns > 0 && blocks <= COLL_GPU_LINGER_MAX_BLOCKS &&
+           linger_takes(e, blocks);
   if (linger) {
-    rc = linger_start(e, &p, &blocks, why, why_len);
+    rc = linger_start(e, p, &blocks, why, why_len);
   } else {
-    rc = coll_gpu_ar_launch(&p, e->stream);
+    rc = coll_gpu_ar_launch(p, e->stream);
     if (rc != 0)
-      coll_gpu_say(why, why_len, "the %s kernel launch failed: %s", coll_gpu_algo_name(choice.algo),
-                   coll_gpu_staging_error_string(rc));
+      coll_gpu_say(why, why_len, "the %s %s kernel launch failed: %s", coll_gpu_coll_name(p->coll),
+                   coll_gpu_algo_name(p->algo), coll_gpu_staging_error_string(rc));
   }
   coll_gpu_mem_ctx_leave(saved);
   if (rc != 0) return COLL_GPU_ENGINE_ERROR;
-  memcpy(e->ring_step, p.ring_step, sizeof(e->ring_step));
 
   /* wait for every block's done word: as long as the peers live */
   call_wait_t cw;
-  call_wait_init(e, &cw, &p, choice.proto);
+  call_wait_init(e, &cw, p, proto);
   int stopped = 1;
-  for (int blk = 0; blk < blocks && stopped; ++blk) stopped = wait_word(e, &cw, &e->status->done[blk], p.seq) == 0;
+  for (int blk = 0; blk < blocks && stopped; ++blk) stopped = wait_word(e, &cw, &e->status->done[blk], p->seq) == 0;
   if (cw.aborted_at != 0 || !stopped) {
     say_gone(&cw, e->nranks, stopped, why, why_len);
     return COLL_GPU_ENGINE_ERROR;
   }
   for (int r = 0; r < COLL_GPU_MAX_RANKS; ++r) /* flags of a long wait: cleared for the next call's watchdog */
     if (e->status->waiting[r]) e->status->waiting[r] = 0;
+  return COLL_GPU_ENGINE_OK;
+}
+
+int coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf, size_t count,
+                              coll_gpu_dtype_t type, coll_gpu_redop_t op, char *why, size_t why_len) {
+  const size_t bytes = count * coll_gpu_dtype_size(type);
+  const coll_gpu_choice_t choice = coll_gpu_tune_choose(&e->cfg.tune, e->nranks, bytes);
+  coll_gpu_ar_params_t p;
+  call_init(e, &p, COLL_GPU_COLL_ALLREDUCE, &choice);
+  p.sendbuf = sendbuf;
+  p.recvbuf = recvbuf;
+  p.count = count;
+  p.type = type;
+  p.op = op;
+  if (e->cfg.log != NULL)
+    e->cfg.log(COLL_GPU_LVL_TRACE, COLL_GPU_LOG_COLL, "comm %s: allreduce seq %llu, %zu bytes: %s/%s, %d channels",
+               e->cfg.name, (unsigned long long)p.seq, bytes, coll_gpu_algo_name(choice.algo),
+               coll_gpu_proto_name(choice.proto), choice.nchannels);
+  return run_call(e, &p, choice.proto, 1, why, why_len);
+}
+
+int coll_gpu_engine_move(coll_gpu_engine_t *e, coll_gpu_coll_t coll, const void *sendbuf, void *recvbuf, size_t bytes,
+                         int root, char *why, size_t why_len) {
+  const coll_gpu_choice_t choice = coll_gpu_tune_choose_move(&e->cfg.tune, coll, e->nranks, bytes);
+  /* LL calls move at most a one-shot slot per peer: larger parts go in several */
+  const size_t piece = choice.algo == COLL_GPU_ALGO_ONESHOT ? e->layout.ll_bytes : bytes;
+  for (size_t off = 0; off < bytes; off += piece) {
+    coll_gpu_ar_params_t p;
+    call_init(e, &p, coll, &choice);
+    p.root = root;
+    p.sendbuf = (const char *)sendbuf + off;
+    p.recvbuf = (char *)recvbuf + off;
+    p.count = bytes - off < piece ? bytes - off : piece;
+    p.block = bytes;
+    p.type = COLL_GPU_UINT8;
+    if (e->cfg.log != NULL)
+      e->cfg.log(COLL_GPU_LVL_TRACE, COLL_GPU_LOG_COLL, "comm %s: %s seq %llu, %zu of %zu bytes: %s/%s, %d channels",
+                 e->cfg.name, coll_gpu_coll_name(coll), (unsigned long long)p.seq, p.count, bytes,
+                 coll_gpu_algo_name(choice.algo), coll_gpu_proto_name(choice.proto), choice.nchannels);
+    int rc = run_call(e, &p, choice.proto, 0, why, why_len);
+    if (rc != COLL_GPU_ENGINE_OK) return rc;
+  }
   return COLL_GPU_ENGINE_OK;
 }

@@ -58,6 +58,13 @@ int coll_gpu_engine_owns(const coll_gpu_engine_t *e, const coll_gpu_meminfo_t *m
 int coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf, size_t count,
                               coll_gpu_dtype_t type, coll_gpu_redop_t op, char *why, size_t why_len);
 
+/* One bcast, allgather or alltoall on the GPUs, as coll_gpu_engine_allreduce, moving `bytes` per block:
+ * bcast: recvbuf at root to recvbuf everywhere (sendbuf unused); allgather: sendbuf (bytes) to block r of
+ * every recvbuf (n blocks of bytes; sendbuf may be recvbuf's block r); alltoall: block q of sendbuf to block
+ * r of rank q's recvbuf (not in place). Alltoall with more than 2 ranks runs the direct LL kernel. */
+int coll_gpu_engine_move(coll_gpu_engine_t *e, coll_gpu_coll_t coll, const void *sendbuf, void *recvbuf, size_t bytes,
+                         int root, char *why, size_t why_len);
+
 #ifdef __cplusplus
 }
 #endif

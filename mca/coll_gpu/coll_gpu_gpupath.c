@@ -174,8 +174,8 @@ static coll_gpu_agree_t *agreement(mca_coll_gpu_module_t *m, struct ompi_communi
   return m->agree;
 }
 
-void mca_coll_gpu_allreduce_host(int count, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m) {
-  if (count == 0 || mca_coll_gpu_component.uniform_buffers) return;
+void mca_coll_gpu_path_host(size_t bytes, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m) {
+  if (bytes == 0 || mca_coll_gpu_component.uniform_buffers) return;
   coll_gpu_agree_t *a = agreement(m, comm);
   if (a != NULL) coll_gpu_agree_post(a, PATH_HOST);
 }
@@ -193,6 +193,7 @@ static coll_gpu_wait_config_t wait_config(void) {
 
 typedef struct {
   struct ompi_communicator_t *comm;
+  const char *call; /* "MPI_Bcast" */
   size_t bytes;
 } watch_ctx_t;
 
@@ -202,9 +203,9 @@ static void agree_report(void *ctx, const uint8_t *late) {
   char ranks[128] = "";
   coll_gpu_append_ranks(ranks, sizeof(ranks), late, ompi_comm_size(w->comm));
   COLL_GPU_LOG(COLL_GPU_LVL_WATCHDOG, COLL_GPU_LOG_COLL,
-               "comm %s: MPI_Allreduce (%zu bytes) has waited %d s for rank(s)%s to reach it, whose processes are "
+               "comm %s: %s (%zu bytes) has waited %d s for rank(s)%s to reach it, whose processes are "
                "alive: still waiting (reported once per call, after coll_gpu_timeout)",
-               w->comm->c_name, w->bytes, mca_coll_gpu_component.timeout, ranks);
+               w->comm->c_name, w->call, w->bytes, mca_coll_gpu_component.timeout, ranks);
 }
 
 /* ------------------------------------------------------------------ the decision */
@@ -254,6 +255,7 @@ static int create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *c
   cfg.tune.max_channels = c->max_channels;
   cfg.tune.oneshot_max_bytes = c->oneshot_max_bytes;
   cfg.tune.twoshot_max_bytes = c->twoshot_max_bytes;
+  for (int k = 0; k < COLL_GPU_NCOLLS; ++k) cfg.tune.move_algorithm[k] = c->move_algorithm[k];
   cfg.wait = wait_config();
   cfg.linger_ns = (uint64_t)c->oneshot_linger_us * 1000;
   cfg.slot_bytes = c->ring_slot_bytes;
@@ -291,6 +293,30 @@ static int gpu_failed(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm
   return OMPI_ERROR;
 }
 
+/* Every rank's path for this call, from this rank's: through the agreement, or as the user asserted it.
+ * Returns 0 with *all set; -1 when the call goes on through the previous module (no agreement); 1 when
+ * it failed (a rank gone: *rc set). */
+static int agree_path(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, uint32_t mine, const char *call,
+                      size_t bytes, uint32_t *all, int *rc) {
+  if (mca_coll_gpu_component.uniform_buffers) {
+    *all = mine; /* asserted by the user: every rank passes what this one passes */
+    return 0;
+  }
+  coll_gpu_agree_t *a = agreement(m, comm);
+  if (a == NULL) return -1;
+  uint8_t missing[COLL_GPU_MAX_RANKS] = {0};
+  watch_ctx_t wctx = {comm, call, bytes};
+  const coll_gpu_agree_watch_t watch = {wait_config(), agree_report, &wctx};
+  if (coll_gpu_agree(a, mine, &watch, all, missing) == 0) return 0;
+  char why[256];
+  snprintf(why, sizeof(why), "the process of rank(s)");
+  coll_gpu_append_ranks(why, sizeof(why), missing, ompi_comm_size(comm));
+  const size_t at = strlen(why);
+  snprintf(why + at, sizeof(why) - at, " ended before it reached the call");
+  *rc = gpu_failed(m, comm, bytes, "while the ranks agreed on its path", why);
+  return 1;
+}
+
 int mca_coll_gpu_allreduce_gpu(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                                struct ompi_op_t *op, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
                                int *rc) {
@@ -307,27 +333,71 @@ int mca_coll_gpu_allreduce_gpu(const void *sbuf, void *rbuf, int count, struct o
   size_t dsize = 0;
   ompi_datatype_type_size(dtype, &dsize);
   const size_t bytes = (size_t)count * dsize; /* for messages */
-  if (c->uniform_buffers) {
-    all = mine; /* asserted by the user: every rank passes what this one passes */
-  } else {
-    coll_gpu_agree_t *a = agreement(m, comm);
-    if (a == NULL) return 0;
-    uint8_t missing[COLL_GPU_MAX_RANKS] = {0};
-    watch_ctx_t wctx = {comm, bytes};
-    const coll_gpu_agree_watch_t watch = {wait_config(), agree_report, &wctx};
-    if (coll_gpu_agree(a, mine, &watch, &all, missing) != 0) {
-      snprintf(why, sizeof(why), "the process of rank(s)");
-      coll_gpu_append_ranks(why, sizeof(why), missing, ompi_comm_size(comm));
-      const size_t at = strlen(why);
-      snprintf(why + at, sizeof(why) - at, " ended before it reached the call");
-      *rc = gpu_failed(m, comm, bytes, "while the ranks agreed on its path", why);
-      return 1;
-    }
-  }
+  const int agreed = agree_path(m, comm, mine, "MPI_Allreduce", bytes, &all, rc);
+  if (agreed != 0) return agreed > 0;
   if (all != PATH_GPU) return 0;
   if (m->engine == NULL && !create_engine(m, comm, &mem)) return 0;
   if (coll_gpu_engine_allreduce(m->engine, sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf, (size_t)count, type, redop, why,
                                 sizeof(why)) != COLL_GPU_ENGINE_OK) {
+    *rc = gpu_failed(m, comm, bytes, "on the GPU", why);
+    return 1;
+  }
+  *rc = OMPI_SUCCESS;
+  return 1;
+}
+
+/* ------------------------------------------------------------------ the moves: bcast, allgather, alltoall */
+
+/* Where `count` elements of dt start, when they are one contiguous run of bytes; NULL otherwise. */
+static char *contiguous(const void *buf, struct ompi_datatype_t *dt, size_t count) {
+  if (count > INT32_MAX || !ompi_datatype_is_contiguous_memory_layout(dt, (int32_t)count)) return NULL;
+  ptrdiff_t lb, extent;
+  ompi_datatype_get_true_extent(dt, &lb, &extent);
+  return (char *)buf + lb;
+}
+
+/* Whether a buffer's memory can go through the engine this rank has or would create on mem. */
+static int on_engine(const mca_coll_gpu_module_t *m, const coll_gpu_meminfo_t *b, const coll_gpu_meminfo_t *mem) {
+  if (b->kind != COLL_GPU_MEM_DEVICE || b->device != mem->device || b->ctx != mem->ctx) return 0;
+  return m->engine == NULL || coll_gpu_engine_owns(m->engine, b);
+}
+
+int mca_coll_gpu_move_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                          int *rc) {
+  const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
+  const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
+  size_t rsize = 0;
+  ompi_datatype_type_size(mv->rdtype, &rsize);
+  const size_t bytes = (size_t)mv->rcount * rsize; /* per block: the same on every rank */
+  if (m->agree_state == COLL_GPU_STATE_OFF || bytes == 0) return 0;
+  const size_t blocks = mv->coll == COLL_GPU_COLL_BCAST ? 1 : (size_t)n;
+  coll_gpu_meminfo_t mem, smem;
+  uint32_t mine = PATH_STAGE, all;
+  const char *src = NULL;
+  char *dst = contiguous(mv->rbuf, mv->rdtype, (size_t)mv->rcount * blocks);
+  coll_gpu_mem_classify(mv->rbuf, &mem);
+  smem = mem;
+  if (mv->coll != COLL_GPU_COLL_BCAST && mv->sbuf != MPI_IN_PLACE) {
+    coll_gpu_mem_classify(mv->sbuf, &smem);
+    src = contiguous(mv->sbuf, mv->sdtype, (size_t)mv->scount * (mv->coll == COLL_GPU_COLL_ALLTOALL ? blocks : 1));
+  } else if (mv->coll == COLL_GPU_COLL_ALLGATHER && dst != NULL) {
+    src = dst + (size_t)me * bytes; /* in place: my block of recvbuf */
+  } else if (mv->coll == COLL_GPU_COLL_BCAST) {
+    src = dst;
+  }
+  if (mem.kind == COLL_GPU_MEM_HOST && smem.kind == COLL_GPU_MEM_HOST)
+    mine = PATH_HOST;
+  else if (m->engine_state != COLL_GPU_STATE_OFF && c->move_algorithm[mv->coll] != COLL_GPU_NALGOS && dst != NULL &&
+           src != NULL && on_engine(m, &mem, &mem) && on_engine(m, &smem, &mem))
+    mine = PATH_GPU; /* in-place alltoall has no src: staged */
+  if (mine == PATH_GPU && mv->coll == COLL_GPU_COLL_ALLTOALL && n > 2 && c->oneshot_max_bytes < 16)
+    mine = PATH_STAGE; /* beyond 2 ranks alltoall runs one-shot only */
+  const int agreed = agree_path(m, comm, mine, coll_gpu_coll_mpi_name(mv->coll), bytes, &all, rc);
+  if (agreed != 0) return agreed > 0;
+  if (all != PATH_GPU) return 0;
+  if (m->engine == NULL && !create_engine(m, comm, &mem)) return 0;
+  char why[256];
+  if (coll_gpu_engine_move(m->engine, mv->coll, src, dst, bytes, mv->root, why, sizeof(why)) != COLL_GPU_ENGINE_OK) {
     *rc = gpu_failed(m, comm, bytes, "on the GPU", why);
     return 1;
   }

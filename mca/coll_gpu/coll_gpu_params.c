@@ -169,6 +169,26 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
       "Protocol of MPI_Allreduce on device buffers: auto, LL (flags travel with the data: one-shot) or "
       "Simple (bulk data, then a release flag: two-shot and ring). Restricts the algorithms auto chooses from",
       protocols, -1, &c->allreduce_protocol);
+  static const mca_base_var_enum_value_t moves[] = {{-1, "auto"},
+                                                    {COLL_GPU_ALGO_ONESHOT, "oneshot"},
+                                                    {COLL_GPU_ALGO_RING, "ring"},
+                                                    {COLL_GPU_NALGOS, "staged"},
+                                                    {0, NULL}};
+  register_enum("bcast_algorithm",
+                "Algorithm of MPI_Bcast on device buffers: auto (the tuning model picks by size and ranks), oneshot "
+                "(the root writes LL lines into every rank's slot, in pieces of coll_gpu_oneshot_max_bytes), ring "
+                "(a pipelined chain from the root, Simple protocol), or staged (through host memory and the next "
+                "coll component)",
+                moves, -1, &c->move_algorithm[COLL_GPU_COLL_BCAST]);
+  register_enum("allgather_algorithm",
+                "Algorithm of MPI_Allgather on device buffers: auto, oneshot (every rank writes its block as LL "
+                "lines into every peer, in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol), or staged",
+                moves, -1, &c->move_algorithm[COLL_GPU_COLL_ALLGATHER]);
+  register_enum("alltoall_algorithm",
+                "Algorithm of MPI_Alltoall on device buffers: auto, oneshot (every rank writes each peer's block "
+                "as LL lines into that peer, in pieces of coll_gpu_oneshot_max_bytes), ring (2 ranks only; with "
+                "more, oneshot runs), or staged. In-place alltoall is always staged",
+                moves, -1, &c->move_algorithm[COLL_GPU_COLL_ALLTOALL]);
   register_int("nchannels",
                "Thread blocks of the two-shot allreduce and channels (one block each) of the ring; 0 lets the "
                "tuning model choose by size. The ring takes at most coll_gpu_max_channels",
@@ -182,8 +202,10 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                COLL_GPU_MAX_CHANNELS, 1, COLL_GPU_MAX_CHANNELS, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
                &c->max_channels);
   register_size("oneshot_max_bytes",
-                "Largest MPI_Allreduce message (bytes) the one-shot LL algorithm takes. Each rank allocates "
-                "4 x ranks x this much device memory for it; 0 disables one-shot",
+                "Largest MPI_Allreduce message (bytes) the one-shot LL algorithm takes, and the largest piece a "
+                "one-shot MPI_Bcast, MPI_Allgather or MPI_Alltoall moves per peer in one kernel. Each rank "
+                "allocates 4 x ranks x this much device memory for it; 0 disables one-shot (alltoall on more than "
+                "2 ranks is then staged)",
                 512 << 10, 0, 16 << 20, 16, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->oneshot_max_bytes);
   register_size("twoshot_max_bytes",
                 "Largest MPI_Allreduce message (bytes) the two-shot algorithm takes. Each rank allocates 4 x this "

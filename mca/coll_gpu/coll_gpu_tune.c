@@ -94,6 +94,55 @@ coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, int nran
   return ch;
 }
 
+/* A launch of its own for each one-shot slot of data beyond the first (a call's ~9 us around its kernel). */
+#define LAUNCH_US 9.0
+
+double coll_gpu_tune_move_time_us(coll_gpu_coll_t coll, coll_gpu_algo_t algo, int nranks, size_t bytes,
+                                  size_t ll_bytes) {
+  const double n = nranks, b = (double)bytes;
+  if (algo == COLL_GPU_ALGO_ONESHOT) { /* every rank pushes n - 1 blocks (a bcast's root n - 1 copies) */
+    const double extra = ll_bytes > 0 && bytes > ll_bytes ? (double)((bytes - 1) / ll_bytes) : 0;
+    return ONESHOT_US + extra * LAUNCH_US + (n - 1) * b / LL_BW;
+  }
+  if (algo != COLL_GPU_ALGO_RING) return 1e30;
+  switch (coll) {
+    case COLL_GPU_COLL_BCAST: /* a chain of n - 1 hops; every link carries the buffer once */
+      return (n - 1) * RING_STEP_US + b / RING_BW;
+    case COLL_GPU_COLL_ALLGATHER: /* n - 1 steps; every link carries n - 1 blocks */
+      return (n - 1) * RING_STEP_US + (n - 1) * b / RING_BW;
+    case COLL_GPU_COLL_ALLTOALL: /* 2 ranks only: one step each way */
+      return nranks == 2 ? RING_STEP_US + b / RING_BW : 1e30;
+    default:
+      return 1e30;
+  }
+}
+
+coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks,
+                                            size_t bytes) {
+  const int forced = coll >= 0 && coll < COLL_GPU_NCOLLS ? c->move_algorithm[coll] : -1;
+  coll_gpu_algo_t best = COLL_GPU_ALGO_ONESHOT;
+  if (forced == COLL_GPU_ALGO_ONESHOT || forced == COLL_GPU_ALGO_RING) {
+    best = (coll_gpu_algo_t)forced;
+  } else if (coll_gpu_tune_move_time_us(coll, COLL_GPU_ALGO_RING, nranks, bytes, c->oneshot_max_bytes) <
+             coll_gpu_tune_move_time_us(coll, COLL_GPU_ALGO_ONESHOT, nranks, bytes, c->oneshot_max_bytes)) {
+    best = COLL_GPU_ALGO_RING;
+  }
+  if (best == COLL_GPU_ALGO_RING && coll == COLL_GPU_COLL_ALLTOALL && nranks != 2) best = COLL_GPU_ALGO_ONESHOT;
+  if (best == COLL_GPU_ALGO_ONESHOT && c->oneshot_max_bytes < 16) best = COLL_GPU_ALGO_RING; /* no LL slot */
+  coll_gpu_choice_t ch = {best, coll_gpu_algo_proto(best), best == COLL_GPU_ALGO_RING ? channels(c, best, bytes) : 0};
+  return ch;
+}
+
+const char *coll_gpu_coll_name(coll_gpu_coll_t coll) {
+  static const char *names[] = {"allreduce", "bcast", "allgather", "alltoall"};
+  return coll >= 0 && coll < COLL_GPU_NCOLLS ? names[coll] : "?";
+}
+
+const char *coll_gpu_coll_mpi_name(coll_gpu_coll_t coll) {
+  static const char *names[] = {"MPI_Allreduce", "MPI_Bcast", "MPI_Allgather", "MPI_Alltoall"};
+  return coll >= 0 && coll < COLL_GPU_NCOLLS ? names[coll] : "?";
+}
+
 const char *coll_gpu_algo_name(coll_gpu_algo_t algo) {
   static const char *names[] = {"oneshot", "twoshot", "ring"};
   return algo >= 0 && algo < COLL_GPU_NALGOS ? names[algo] : "?";

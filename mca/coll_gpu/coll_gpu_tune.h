@@ -15,12 +15,13 @@ extern "C" {
 #endif
 
 typedef struct {
-  int algorithm;            /* -1: choose, else a coll_gpu_algo_t */
-  int protocol;             /* -1: any, else a coll_gpu_proto_t (restricts the algorithms) */
-  int nchannels;            /* 0: choose, else the channel (block) count for two-shot and ring */
-  int max_channels;         /* channels allocated */
-  size_t oneshot_max_bytes; /* largest one-shot message (its scratch) */
-  size_t twoshot_max_bytes; /* largest two-shot message (its scratch) */
+  int algorithm;                       /* -1: choose, else a coll_gpu_algo_t */
+  int protocol;                        /* -1: any, else a coll_gpu_proto_t (restricts the algorithms) */
+  int nchannels;                       /* 0: choose, else the channel (block) count for two-shot and ring */
+  int max_channels;                    /* channels allocated */
+  size_t oneshot_max_bytes;            /* largest one-shot message (its scratch) */
+  size_t twoshot_max_bytes;            /* largest two-shot message (its scratch) */
+  int move_algorithm[COLL_GPU_NCOLLS]; /* bcast, allgather, alltoall: -1 choose, else ONESHOT or RING */
 } coll_gpu_tune_config_t;
 
 typedef struct {
@@ -37,7 +38,15 @@ double coll_gpu_tune_time_us(coll_gpu_algo_t algo, int nranks, size_t bytes, int
 int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, size_t bytes);
 /* The choice for one call. A forced algorithm that does not fit falls back to the model. */
 coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, int nranks, size_t bytes);
+/* The moves (bcast, allgather, alltoall) with `bytes` per block: direct LL or ring. Alltoall beyond 2 ranks
+ * runs direct LL at every size (the ring connects neighbours only). */
+double coll_gpu_tune_move_time_us(coll_gpu_coll_t coll, coll_gpu_algo_t algo, int nranks, size_t bytes,
+                                  size_t ll_bytes);
+coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks,
+                                            size_t bytes);
 const char *coll_gpu_algo_name(coll_gpu_algo_t algo);
+const char *coll_gpu_coll_name(coll_gpu_coll_t coll);     /* "bcast" */
+const char *coll_gpu_coll_mpi_name(coll_gpu_coll_t coll); /* "MPI_Bcast" */
 const char *coll_gpu_proto_name(coll_gpu_proto_t proto);
 
 #ifdef __cplusplus

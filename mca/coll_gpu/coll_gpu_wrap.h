@@ -8,8 +8,7 @@
  *   stage_name(st, comm, ARGS_name(sbuf, rbuf), &hs, &hr)
  *                    stages what the call touches and sets hs and hr to what the previous module gets;
  * and then COLL_GPU_ENTRIES(name), which defines its blocking, nonblocking and persistent entries. A
- * collective whose blocking entry has a path of its own (allreduce on the GPUs) writes that entry and
- * falls back to COLL_GPU_STAGED's function.
+ * collective whose blocking entry runs on the GPUs uses COLL_GPU_BLOCKING_GPU for that entry instead.
  * Every entry hands host buffers straight to the previous module: one check, and no other cost, in a
  * process that never loaded CUDA (mca_coll_gpu_staging_possible).
  */
@@ -17,6 +16,7 @@
 #define MCA_COLL_GPU_WRAP_H
 
 #include "coll_gpu.h"
+#include "ompi/datatype/ompi_datatype.h"
 
 /* The staged form of `name`, as static fn(PARAMS_name, comm, m): stages, runs the previous module's
  * function on the bounce buffers (collectives it runs inside count as nested: mca_coll_gpu_nesting),
@@ -41,6 +41,23 @@
     mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;                                              \
     if (OPAL_LIKELY(!mca_coll_gpu_staging_possible()))                                                       \
       return m->previous_##name(ARGS_##name(sbuf, rbuf), comm, m->previous_##name##_module);                 \
+    return staged_##name(ARGS_##name(sbuf, rbuf), comm, m);                                                  \
+  }
+
+/* A blocking entry with a GPU path (coll_gpu_gpupath.c): try_gpu(ARGS_name(sbuf, rbuf), comm, m, &rc) returns
+ * 1 when it ran the call (result in rc), 0 when the call is staged or goes to the previous module. A
+ * process without CUDA posts `host_bytes` (an expression of the parameters: the call's bytes, the same on
+ * every rank) to the path agreement instead. */
+#define COLL_GPU_BLOCKING_GPU(name, host_bytes, try_gpu)                                                     \
+  COLL_GPU_STAGED(name, staged_##name)                                                                       \
+  int mca_coll_gpu_##name(PARAMS_##name, struct ompi_communicator_t *comm, mca_coll_base_module_t *module) { \
+    mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;                                              \
+    if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {                                                     \
+      if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host((host_bytes), comm, m);               \
+      return m->previous_##name(ARGS_##name(sbuf, rbuf), comm, m->previous_##name##_module);                 \
+    }                                                                                                        \
+    int rc;                                                                                                  \
+    if (try_gpu(ARGS_##name(sbuf, rbuf), comm, m, &rc)) return rc;                                           \
     return staged_##name(ARGS_##name(sbuf, rbuf), comm, m);                                                  \
   }
 
@@ -78,6 +95,13 @@
   }
 
 #define COLL_GPU_ENTRIES(name) COLL_GPU_BLOCKING(name) COLL_GPU_NONBLOCKING(name) COLL_GPU_PERSISTENT(name)
+
+/* The bytes of `count` elements of dt. */
+static inline size_t coll_gpu_bytes(struct ompi_datatype_t *dt, int count) {
+  size_t size = 0;
+  ompi_datatype_type_size(dt, &size);
+  return size * (size_t)count;
+}
 
 /* Spans of the buffers of one call: `count` elements of dt, or nothing when buf is MPI_IN_PLACE (whose
  * count and datatype arguments MPI leaves undefined). */

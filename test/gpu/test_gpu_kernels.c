@@ -151,7 +151,6 @@ typedef struct {
   coll_gpu_ar_status_t *status[COLL_GPU_MAX_RANKS];
   void *status_dev[COLL_GPU_MAX_RANKS];
   void *stream[COLL_GPU_MAX_RANKS];
-  uint64_t ring_step[COLL_GPU_MAX_RANKS][COLL_GPU_MAX_CHANNELS];
   uint64_t seq;
   unsigned char *send[COLL_GPU_MAX_RANKS], *recv[COLL_GPU_MAX_RANKS]; /* device, MAX_BYTES + 2 GUARD + 16 */
 } comm_t;
@@ -301,13 +300,11 @@ static int run_call(comm_t *c, const call_t *k, unsigned char **host_in, unsigne
     p.nranks = c->n;
     p.layout = c->layout;
     memcpy(p.peer_scratch, c->scratch, sizeof(p.peer_scratch));
-    memcpy(p.ring_step, c->ring_step[r], sizeof(p.ring_step));
     p.nrings = k->nrings;
     memcpy(p.rings, k->rings, sizeof(p.rings));
     p.status = (coll_gpu_ar_status_t *)c->status_dev[r];
     CHECK(cudaSetDevice(c->dev[r]));
     CHECK(coll_gpu_ar_launch(&p, c->stream[r]));
-    memcpy(c->ring_step[r], p.ring_step, sizeof(p.ring_step));
   }
   int failed = hung(c, what);
   for (int r = 0; r < c->n; ++r) {

@@ -1,19 +1,28 @@
 /*
- * MPI_Allreduce latency and bandwidth, OSU style, on host or CUDA device buffers.
+ * Collective latency and bandwidth, OSU style, on host or CUDA device buffers: MPI_Allreduce, and with -C
+ * MPI_Bcast (root 0), MPI_Allgather or MPI_Alltoall.
  *
- * usage: coll_gpu_allreduce_bench [-d host|cuda] [-m MIN] [-M MAX] [-i ITERS] [-c] [-O ROUNDS]
+ * usage: coll_gpu_allreduce_bench [-C allreduce|bcast|allgather|alltoall] [-d host|cuda] [-m MIN] [-M MAX]
+ *                                 [-i ITERS] [-c] [-N] [-O ROUNDS]
+ *   -C  the collective (default allreduce: MPI_FLOAT MPI_SUM; the others move MPI_BYTE). Sizes are OSU's:
+ *       per rank for allgather and alltoall (each rank's send block), the whole buffer otherwise
  *   -d  buffer memory (default cuda when built with CUDA, else host)
  *   -m, -M  smallest and largest message in bytes (default 8 and 64 MiB), doubling
  *   -i  iterations per size (default 1000 up to 1 MiB, 100 above); a tenth of them warm up first
- *   -c  validate every size (float sums of small integers: exact)
+ *   -c  validate every size (allreduce: float sums of small integers, exact; the moves: a byte pattern per
+ *       sender and receiver)
+ *   -N  no NCCL beside it (NCCL takes one rank per GPU)
  *   -O  overhead of coll/gpu instead: MIN-byte allreduces on a communicator created with coll/gpu and
  *       one created without it (coll_gpu_enable set false through MPI_T in between), timed in
  *       alternation for ROUNDS rounds of ITERS calls in this one process, so that drift and
  *       placement hit both alike; prints both medians and their ratio
- * Prints per size the average latency (the slowest rank's mean), algbw = size / time and
- * busbw = algbw * 2 (n - 1) / n, as nccl-tests defines them. When built with NCCL and run on CUDA
- * buffers, each size also runs ncclAllReduce on the same buffers (each call followed by a stream
- * synchronize, as OSU's NCCL benchmarks do) and prints NCCL's latency, busbw and the ratio ours/NCCL.
+ * Prints per size the average latency (the slowest rank's mean), algbw and busbw as nccl-tests defines
+ * them (algbw = total bytes / time, the total being n blocks for allgather and alltoall; busbw = algbw
+ * times 2 (n - 1) / n for allreduce, (n - 1) / n for allgather and alltoall, 1 for bcast). When built with
+ * NCCL and run on CUDA buffers, each size also runs NCCL's counterpart on the same buffers
+ * (ncclAllReduce, ncclBroadcast, ncclAllGather, grouped ncclSend/ncclRecv for alltoall; each call followed
+ * by a stream synchronize, as OSU's NCCL benchmarks do) and prints NCCL's latency, busbw and the ratio
+ * ours/NCCL.
  */
 #include "config.h"
 
@@ -41,16 +50,38 @@ static void nccl_init(int rank, int n) {
   if (ncclCommInitRank(&nccl_comm, n, id, rank) != ncclSuccess) MPI_Abort(MPI_COMM_WORLD, 3);
 }
 
-/* Mean microseconds per ncclAllReduce + stream synchronize, the slowest rank's. */
-static double nccl_time(void *s, void *r, int count, int iters) {
+/* One NCCL call of collective `coll` (as in main) moving `bytes` (per block). */
+static void nccl_call(int coll, void *s, void *r, size_t bytes, int n) {
+  switch (coll) {
+    case 0:
+      ncclAllReduce(s, r, bytes / sizeof(float), ncclFloat, ncclSum, nccl_comm, nccl_stream);
+      break;
+    case 1:
+      ncclBroadcast(s, s, bytes, ncclChar, 0, nccl_comm, nccl_stream);
+      break;
+    case 2:
+      ncclAllGather(s, r, bytes, ncclChar, nccl_comm, nccl_stream);
+      break;
+    default:
+      ncclGroupStart();
+      for (int q = 0; q < n; ++q) {
+        ncclSend((char *)s + (size_t)q * bytes, bytes, ncclChar, q, nccl_comm, nccl_stream);
+        ncclRecv((char *)r + (size_t)q * bytes, bytes, ncclChar, q, nccl_comm, nccl_stream);
+      }
+      ncclGroupEnd();
+  }
+}
+
+/* Mean microseconds per NCCL call + stream synchronize, the slowest rank's. */
+static double nccl_time(int coll, void *s, void *r, size_t bytes, int n, int iters) {
   for (int i = 0; i < iters / 10 + 1; ++i) {
-    ncclAllReduce(s, r, count, ncclFloat, ncclSum, nccl_comm, nccl_stream);
+    nccl_call(coll, s, r, bytes, n);
     cudaStreamSynchronize(nccl_stream);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   double t0 = MPI_Wtime();
   for (int i = 0; i < iters; ++i) {
-    ncclAllReduce(s, r, count, ncclFloat, ncclSum, nccl_comm, nccl_stream);
+    nccl_call(coll, s, r, bytes, n);
     cudaStreamSynchronize(nccl_stream);
   }
   double us = (MPI_Wtime() - t0) * 1e6 / iters, worst;
@@ -60,6 +91,59 @@ static double nccl_time(void *s, void *r, int count, int iters) {
 #else
 #define WITH_NCCL 0
 #endif
+
+static const char *coll_names[] = {"allreduce", "bcast", "allgather", "alltoall"};
+
+/* One MPI call of collective `coll` (an index into coll_names) moving `bytes` (per block). */
+static void call(int coll, void *s, void *r, size_t bytes, int n) {
+  switch (coll) {
+    case 0:
+      MPI_Allreduce(s, r, (int)(bytes / sizeof(float)), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      break;
+    case 1:
+      MPI_Bcast(s, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+      break;
+    case 2:
+      MPI_Allgather(s, (int)bytes, MPI_BYTE, r, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+      break;
+    default:
+      MPI_Alltoall(s, (int)bytes, MPI_BYTE, r, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+  }
+  (void)n;
+}
+
+/* Byte i of the block rank `from` sends to rank `to` (allgather: to = 0; bcast: from = root 0). */
+static unsigned char pattern(int from, int to, size_t i) { return (unsigned char)(from * 31 + to * 7 + i * 13 + 1); }
+
+/* One fresh call checked against what MPI defines: the count of wrong elements on this rank. */
+static int validate(tbuf_kind_t kind, int coll, void *s, void *r, float *hs, float *hr, size_t bytes, int rank, int n) {
+  unsigned char *bs = (unsigned char *)hs, *br = (unsigned char *)hr;
+  const size_t blocks = coll >= 2 ? (size_t)n : 1;
+  int bad = 0;
+  if (coll == 0) { /* float sums of small integers: exact */
+    const int count = (int)(bytes / sizeof(float));
+    for (int i = 0; i < count; ++i) hs[i] = (float)(rank + 1 + i % 7);
+    tbuf_put(kind, s, hs, (size_t)count * sizeof(float));
+    call(coll, s, r, bytes, n);
+    tbuf_get(kind, hr, r, (size_t)count * sizeof(float));
+    for (int i = 0; i < count; ++i) bad += hr[i] != (float)(n * (n + 1) / 2 + n * (i % 7));
+    return bad;
+  }
+  for (size_t q = 0; q < blocks; ++q)
+    for (size_t i = 0; i < bytes; ++i)
+      bs[q * bytes + i] = coll == 1 && rank != 0 ? 0xee : pattern(rank, coll == 3 ? (int)q : 0, i);
+  tbuf_put(kind, s, bs, blocks * bytes);
+  memset(br, 0xee, blocks * bytes);
+  tbuf_put(kind, r, br, blocks * bytes);
+  call(coll, s, r, bytes, n);
+  tbuf_get(kind, br, coll == 1 ? s : r, blocks * bytes);
+  for (size_t q = 0; q < blocks; ++q)
+    for (size_t i = 0; i < bytes; ++i) {
+      const unsigned char want = coll == 1 ? pattern(0, 0, i) : pattern((int)q, coll == 3 ? rank : 0, i);
+      bad += br[q * bytes + i] != want;
+    }
+  return bad;
+}
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -139,9 +223,18 @@ int main(int argc, char **argv) {
   int iters_arg = 0;
   bool check = false;
   int rounds = 0;
+  int coll = 0;
+  bool with_nccl = true;
   int opt;
-  while ((opt = getopt(argc, argv, "d:m:M:i:cO:")) != -1) {
+  while ((opt = getopt(argc, argv, "C:d:m:M:i:cNO:")) != -1) {
     switch (opt) {
+      case 'C':
+        for (coll = 0; coll < 4 && strcmp(optarg, coll_names[coll]) != 0; ++coll) continue;
+        if (coll == 4) {
+          if (rank == 0) fprintf(stderr, "unknown collective '%s'\n", optarg);
+          MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        break;
       case 'd':
         if (strcmp(optarg, "cuda") == 0) optarg = "device";
         if (tbuf_parse_kind(optarg, &kind) != 0) {
@@ -161,12 +254,18 @@ int main(int argc, char **argv) {
       case 'c':
         check = true;
         break;
+      case 'N':
+        with_nccl = false;
+        break;
       case 'O':
         rounds = atoi(optarg);
         break;
       default:
         if (rank == 0)
-          fprintf(stderr, "usage: %s [-d host|cuda] [-m MIN] [-M MAX] [-i ITERS] [-c] [-O ROUNDS]\n", argv[0]);
+          fprintf(stderr,
+                  "usage: %s [-C allreduce|bcast|allgather|alltoall] [-d host|cuda] [-m MIN] [-M MAX] [-i ITERS] [-c] "
+                  "[-N] [-O ROUNDS]\n",
+                  argv[0]);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
   }
@@ -176,8 +275,10 @@ int main(int argc, char **argv) {
   TBUF_CHECK(cudaGetDeviceCount(&ndev));
   TBUF_CHECK(cudaSetDevice(rank % ndev));
 #endif
-  float *hs = malloc(max), *hr = malloc(max);
-  void *s = tbuf_alloc(kind, max), *r = tbuf_alloc(kind, max);
+  /* allgather and alltoall: n blocks of at most max */
+  const size_t room = coll >= 2 ? max * (size_t)n : max;
+  float *hs = malloc(room), *hr = malloc(room);
+  void *s = tbuf_alloc(kind, room), *r = tbuf_alloc(kind, room);
   if (rounds > 0) {
     int rc = overhead(s, r, min, rounds, iters_arg > 0 ? iters_arg : 100000, rank);
     tbuf_free(kind, s);
@@ -189,11 +290,16 @@ int main(int argc, char **argv) {
   }
   int nccl = 0;
 #if WITH_NCCL
-  nccl = kind == TBUF_DEVICE;
+  nccl = kind == TBUF_DEVICE && with_nccl;
   if (nccl) nccl_init(rank, n);
+#else
+  (void)with_nccl;
 #endif
   if (rank == 0) {
-    printf("# coll/gpu allreduce benchmark: %d ranks, %s memory, MPI_FLOAT MPI_SUM%s%s\n", n, tbuf_kind_name(kind),
+    printf("# coll/gpu %s benchmark: %d ranks, %s memory, %s%s%s\n", coll_names[coll], n, tbuf_kind_name(kind),
+           coll == 0   ? "MPI_FLOAT MPI_SUM"
+           : coll == 1 ? "MPI_BYTE from root 0"
+                       : "MPI_BYTE, sizes per rank",
            check ? ", validated" : "", nccl ? "; NCCL on the same buffers" : "");
     printf("%-12s %16s %12s %12s %8s", "# Size(B)", "Avg lat(us)", "algbw(GB/s)", "busbw(GB/s)", "check");
     if (nccl) printf(" %14s %12s %10s", "NCCL lat(us)", "NCCL busbw", "ours/NCCL");
@@ -201,20 +307,16 @@ int main(int argc, char **argv) {
   }
   int bad_total = 0;
   for (size_t bytes = min; bytes <= max; bytes *= 2) {
-    int count = (int)(bytes / sizeof(float));
     int iters = iters_arg > 0 ? iters_arg : bytes <= (1 << 20) ? 1000 : 100;
-    for (int i = 0; i < count; ++i) hs[i] = (float)(rank + 1 + i % 7);
-    tbuf_put(kind, s, hs, (size_t)count * sizeof(float));
-    for (int i = 0; i < iters / 10 + 1; ++i) MPI_Allreduce(s, r, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < iters / 10 + 1; ++i) call(coll, s, r, bytes, n);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    for (int i = 0; i < iters; ++i) MPI_Allreduce(s, r, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < iters; ++i) call(coll, s, r, bytes, n);
     double us = (MPI_Wtime() - t0) * 1e6 / iters, worst;
     MPI_Reduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     int bad = 0;
     if (check) {
-      tbuf_get(kind, hr, r, (size_t)count * sizeof(float));
-      for (int i = 0; i < count; ++i) bad += hr[i] != (float)(n * (n + 1) / 2 + n * (i % 7));
+      bad = validate(kind, coll, s, r, hs, hr, bytes, rank, n);
       int all;
       MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
       bad = all;
@@ -222,13 +324,14 @@ int main(int argc, char **argv) {
     }
     double nccl_us = 0;
 #if WITH_NCCL
-    if (nccl) nccl_us = nccl_time(s, r, count, iters);
+    if (nccl) nccl_us = nccl_time(coll, s, r, bytes, n, iters);
 #endif
     if (rank == 0) {
-      double algbw = bytes / worst / 1e3;
-      printf("%-12zu %16.2f %12.2f %12.2f %8s", bytes, worst, algbw, algbw * 2 * (n - 1) / n,
-             check ? (bad ? "FAIL" : "ok") : "-");
-      if (nccl) printf(" %14.2f %12.2f %10.2f", nccl_us, bytes / nccl_us / 1e3 * 2 * (n - 1) / n, worst / nccl_us);
+      const double total = coll >= 2 ? (double)bytes * n : (double)bytes;
+      const double bus = coll == 0 ? 2.0 * (n - 1) / n : coll == 1 ? 1.0 : (double)(n - 1) / n;
+      double algbw = total / worst / 1e3;
+      printf("%-12zu %16.2f %12.2f %12.2f %8s", bytes, worst, algbw, algbw * bus, check ? (bad ? "FAIL" : "ok") : "-");
+      if (nccl) printf(" %14.2f %12.2f %10.2f", nccl_us, total / nccl_us / 1e3 * bus, worst / nccl_us);
       printf("\n");
       fflush(stdout);
     }

@@ -44,7 +44,6 @@ static coll_gpu_ar_layout_t layout;
 static void *scratch[COLL_GPU_MAX_RANKS], *status_dev[COLL_GPU_MAX_RANKS], *stream[COLL_GPU_MAX_RANKS];
 static coll_gpu_ar_status_t *status[COLL_GPU_MAX_RANKS];
 static char *buf[COLL_GPU_MAX_RANKS];
-static uint64_t ring_step[COLL_GPU_MAX_RANKS][COLL_GPU_MAX_CHANNELS];
 static uint64_t seq;
 
 /* Microseconds from launching every rank's graph of `calls` calls of p to the end of the last. */
@@ -62,12 +61,10 @@ static double run_graphs(coll_gpu_ar_params_t p, size_t max, int calls) {
       p.nranks = nranks;
       p.layout = layout;
       memcpy(p.peer_scratch, scratch, sizeof(p.peer_scratch));
-      memcpy(p.ring_step, ring_step[r], sizeof(p.ring_step));
       p.nrings = 1;
       for (int i = 0; i < nranks; ++i) p.rings[0][i] = (uint8_t)i;
       p.status = (coll_gpu_ar_status_t *)status_dev[r];
       CHECK(coll_gpu_ar_launch(&p, stream[r]));
-      memcpy(ring_step[r], p.ring_step, sizeof(p.ring_step));
     }
     cudaGraph_t g;
     CHECK(cudaStreamEndCapture((cudaStream_t)stream[r], &g));

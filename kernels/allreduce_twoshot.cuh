@@ -10,6 +10,9 @@
  *   step 2: wait for every peer's flag; copy their reduced slices into my output.
  * Slots alternate by seq parity, flags hold the seq of the phase a sender last completed.
  */
+#ifndef COLL_GPU_KERNELS_ALLREDUCE_TWOSHOT_CUH
+#define COLL_GPU_KERNELS_ALLREDUCE_TWOSHOT_CUH
+
 #include <cuda_runtime.h>
 
 #include "kernels/primitives.cuh"
@@ -156,12 +159,18 @@ __global__ void __launch_bounds__(kThreads) twoshot(coll_gpu_ar_params_t p) {
   block_done(p.status, p.seq);
 }
 
-COLL_GPU_DEFINE_LAUNCHER(twoshot)
-
 }  // namespace
 
-int twoshot_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream) {
-  return dispatch(p, dim3(p.nchannels), dim3(kThreads), stream);
+// Call p with the kernel for T, Op and the buffers' alignment (instantiated in kernels/inst/twoshot_*.cu).
+template <typename T, typename Op>
+int twoshot_typed(const coll_gpu_ar_params_t &p, cudaStream_t stream) {
+  if (packs_aligned(p.sendbuf, p.recvbuf))
+    twoshot<T, Op, true><<<dim3(p.nchannels), dim3(kThreads), 0, stream>>>(p);
+  else
+    twoshot<T, Op, false><<<dim3(p.nchannels), dim3(kThreads), 0, stream>>>(p);
+  return (int)cudaGetLastError();
 }
 
 }  // namespace coll_gpu
+
+#endif

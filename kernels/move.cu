@@ -1,0 +1,207 @@
+/*
+ * The moves: MPI_Bcast, MPI_Allgather and MPI_Alltoall on the GPUs, as bytes (no type, no op), so one
+ * kernel per protocol and alignment serves every datatype.
+ *
+ * Direct, LL (small messages; any rank count): every rank writes each peer's part, as LL lines flagged
+ * with the call's seq, straight into that peer's one-shot slot for it, and reads its own slots:
+ *   step 0: push my part for each peer (bcast root: the buffer; allgather: my block; alltoall: block q
+ *           for peer q); copy my own block from sendbuf to recvbuf (allgather, alltoall);
+ *   step 1: wait for each peer's lines and keep them (bcast: from the root; allgather and alltoall: in
+ *           block s of recvbuf).
+ * A rank that has nothing for a peer (a bcast's non-roots, and the root's receive) still writes, and
+ * waits for, one token line: so every rank of call seq waits for every other, no rank gets a call ahead,
+ * and the slot of seq is free again at seq + 2 (kernels/allreduce_oneshot.cu's rule). The host cuts
+ * parts above the slot into calls of their own.
+ *
+ * Ring, Simple (large messages), over kernels/prims_ring.cuh, each channel a part of the buffer (of each
+ * block) in slot-sized steps:
+ *   bcast, at distance d from the root along the ring: d = 0 send; 0 < d < n - 1 recvCopySend; d = n - 1
+ *   recv (copy out);
+ *   allgather: step 0 send my block (and copy it into my recvbuf); steps 1..n-2 recvCopySend the block of
+ *   the rank s before me; step n-1 recv the block of the rank after me;
+ *   alltoall, 2 ranks: per slot, send my block for the peer, then recv (copy out) the peer's block for me
+ *   (a step that waited for the peer's data before sending its own would wait forever on both sides);
+ *   my own block copied.
+ */
+#include <cuda_runtime.h>
+
+#include "kernels/prims_ring.cuh"
+
+namespace coll_gpu {
+namespace {
+
+// The part of rank r's buffers a call moves to or from peer q: src/dst and bytes; 0 bytes: a token.
+struct Part {
+  const char *src;
+  char *dst;
+  size_t bytes;
+};
+
+__device__ __forceinline__ Part send_part(const coll_gpu_ar_params_t &p, int q) {
+  switch (p.coll) {
+    case COLL_GPU_COLL_BCAST:
+      return Part{(const char *)p.recvbuf, nullptr, p.rank == p.root ? p.count : 0};
+    case COLL_GPU_COLL_ALLGATHER:
+      return Part{(const char *)p.sendbuf, nullptr, p.count};
+    default:  // alltoall
+      return Part{(const char *)p.sendbuf + (size_t)q * p.block, nullptr, p.count};
+  }
+}
+
+__device__ __forceinline__ Part recv_part(const coll_gpu_ar_params_t &p, int s) {
+  if (p.coll == COLL_GPU_COLL_BCAST)
+    return Part{nullptr, (char *)p.recvbuf, p.rank != p.root && s == p.root ? p.count : 0};
+  return Part{nullptr, (char *)p.recvbuf + (size_t)s * p.block, p.count};
+}
+
+// My own block, copied from sendbuf to recvbuf (allgather, alltoall; nothing when in place or bcast).
+__device__ __forceinline__ Part own_part(const coll_gpu_ar_params_t &p) {
+  const size_t at = (size_t)p.rank * p.block;
+  if (p.coll == COLL_GPU_COLL_ALLGATHER) return Part{(const char *)p.sendbuf, (char *)p.recvbuf + at, p.count};
+  if (p.coll == COLL_GPU_COLL_ALLTOALL) return Part{(const char *)p.sendbuf + at, (char *)p.recvbuf + at, p.count};
+  return Part{nullptr, nullptr, 0};
+}
+
+template <bool Aligned>
+__global__ void __launch_bounds__(kLLThreads) move_ll(coll_gpu_ar_params_t p) {
+  const Layout L(p.layout);
+  const int parity = (int)(p.seq & 1);
+  const uint32_t flag = (uint32_t)p.seq;  // never 0: the engine skips seqs that are 0 mod 2^32
+  const size_t units = coll_gpu_div_up(p.count, kPack);
+  const size_t stride = (size_t)gridDim.x * blockDim.x;
+  const Part own = own_part(p);
+  const bool copy_own = own.bytes != 0 && own.src != own.dst;
+
+  // step 0: push my part for each peer, copy my own block
+  for (size_t u = (size_t)blockIdx.x * blockDim.x + threadIdx.x; u < units; u += stride) {
+    for (int k = 1; k < p.nranks; ++k) {
+      const int peer = (p.rank + k) % p.nranks;
+      const Part s = send_part(p, peer);
+      if (s.bytes == 0 && u != 0) continue;
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (s.bytes != 0) v = load_pack<Aligned>(s.src + u * kPack, (int)coll_gpu_min(kPack, s.bytes - u * kPack));
+      uint4 *line = (uint4 *)((char *)p.peer_scratch[peer] + L.ll(parity, p.rank)) + 2 * u;
+      ll_store(line, v.x, v.y, flag);
+      ll_store(line + 1, v.z, v.w, flag);
+    }
+    if (copy_own) {
+      const int n = (int)coll_gpu_min(kPack, own.bytes - u * kPack);
+      store_pack<Aligned>(own.dst + u * kPack, load_pack<Aligned>(own.src + u * kPack, n), n);
+    }
+  }
+
+  // step 1: keep what each peer pushed
+  const Waiter w(p);
+  bool alive = true;
+  for (size_t u = (size_t)blockIdx.x * blockDim.x + threadIdx.x; alive && u < units; u += stride) {
+    for (int k = 1; alive && k < p.nranks; ++k) {
+      const int s = (p.rank + p.nranks - k) % p.nranks;
+      const Part r = recv_part(p, s);
+      if (r.bytes == 0 && u != 0) continue;
+      const uint4 *line = (const uint4 *)((const char *)p.peer_scratch[p.rank] + L.ll(parity, s)) + 2 * u;
+      uint4 v;
+      int spins = 0;
+      while (alive && !ll_load(line, flag, &v.x, &v.y)) alive = !w.expired(++spins, s);
+      while (alive && !ll_load(line + 1, flag, &v.z, &v.w)) alive = !w.expired(++spins, s);
+      if (alive && r.bytes != 0)
+        store_pack<Aligned>(r.dst + u * kPack, v, (int)coll_gpu_min(kPack, r.bytes - u * kPack));
+    }
+  }
+  block_done(p.status, p.seq);
+}
+
+// A block's copy of `bytes` from src to dst.
+template <bool Aligned>
+__device__ void block_copy(const char *src, char *dst, size_t bytes) {
+  for (size_t i = (size_t)threadIdx.x * kPack; i < bytes; i += (size_t)blockDim.x * kPack) {
+    const int n = (int)coll_gpu_min(kPack, bytes - i);
+    store_pack<Aligned>(dst + i, load_pack<Aligned>(src + i, n), n);
+  }
+}
+
+template <bool Aligned>
+__global__ void __launch_bounds__(kThreads) move_ring(coll_gpu_ar_params_t p) {
+  using Bytes = uint8_t;
+  RingChannel<Bytes, OpSum<Bytes>, Aligned> c(p);
+  const int n = p.nranks;
+  const uint8_t *ring = p.rings[blockIdx.x % p.nrings];
+  const size_t slot = p.layout.slot_bytes;
+  const coll_gpu_range_t part = coll_gpu_part(p.count, gridDim.x, blockIdx.x, kPack);
+  const char *in = (const char *)p.sendbuf;
+  char *out = (char *)p.recvbuf;
+  bool ok = true;
+  if (p.coll == COLL_GPU_COLL_BCAST) {
+    int root_pos = 0;
+    while (root_pos < n - 1 && ring[root_pos] != p.root) ++root_pos;
+    const int d = (c.pos - root_pos + n) % n;
+    for (size_t off = part.begin; ok && off < part.begin + part.count; off += slot) {
+      const size_t len = coll_gpu_min(slot, part.begin + part.count - off);
+      if (d == 0)  // the root: push the buffer to the next GPU
+        ok = c.template step<kSend>(out + off, nullptr, len);
+      else if (d < n - 1)  // keep what arrived and push it on
+        ok = c.template step<kRecv | kCopyOut | kSend>(nullptr, out + off, len);
+      else  // the last GPU of the chain: keep it
+        ok = c.template step<kRecv | kCopyOut>(nullptr, out + off, len);
+    }
+  } else if (p.coll == COLL_GPU_COLL_ALLGATHER) {
+    auto block = [&](int ring_pos) { return out + (size_t)ring[(ring_pos % n + n) % n] * p.block; };
+    for (size_t off = part.begin; ok && off < part.begin + part.count; off += slot) {
+      const size_t len = coll_gpu_min(slot, part.begin + part.count - off);
+      // step 0: push my block to the next GPU, and keep it
+      ok = c.template step<kSend | kCopyOut>(in + off, block(c.pos) + off, len);
+      // steps 1..n-2: keep the block of the rank s before me, push it on
+      for (int s = 1; ok && s < n - 1; ++s)
+        ok = c.template step<kRecv | kCopyOut | kSend>(nullptr, block(c.pos - s) + off, len);
+      // step n-1: keep the block of the rank after me
+      if (ok) ok = c.template step<kRecv | kCopyOut>(nullptr, block(c.pos + 1) + off, len);
+    }
+  } else {  // alltoall, 2 ranks: the peer is both next and previous
+    const size_t mine = (size_t)p.rank * p.block, theirs = (size_t)c.next * p.block;
+    if (in + mine != out + mine) block_copy<Aligned>(in + mine + part.begin, out + mine + part.begin, part.count);
+    for (size_t off = part.begin; ok && off < part.begin + part.count; off += slot) {
+      const size_t len = coll_gpu_min(slot, part.begin + part.count - off);
+      // push my block for the peer, then keep the peer's block for me
+      ok = c.template step<kSend>(in + theirs + off, nullptr, len);
+      if (ok) ok = c.template step<kRecv | kCopyOut>(nullptr, out + theirs + off, len);
+    }
+  }
+  c.save();
+  block_done(p.status, p.seq);
+}
+
+// Whether every address a call touches starts on a pack boundary.
+bool move_aligned(const coll_gpu_ar_params_t &p) {
+  return packs_aligned(p.sendbuf, p.recvbuf) && (p.coll == COLL_GPU_COLL_BCAST || p.block % kPack == 0);
+}
+
+}  // namespace
+
+int move_blocks(const coll_gpu_ar_params_t &p) {
+  if (p.algo != COLL_GPU_ALGO_ONESHOT) return p.nchannels;
+  const size_t units = coll_gpu_div_up(p.count, kPack);
+  return (int)coll_gpu_min(coll_gpu_max(coll_gpu_div_up(units, kLLThreads), 1), 2 * COLL_GPU_MAX_CHANNELS);
+}
+
+int move_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream) {
+  const bool aligned = move_aligned(p);
+  switch (p.algo) {
+    case COLL_GPU_ALGO_ONESHOT:
+      if (aligned)
+        move_ll<true><<<move_blocks(p), kLLThreads, 0, stream>>>(p);
+      else
+        move_ll<false><<<move_blocks(p), kLLThreads, 0, stream>>>(p);
+      break;
+    case COLL_GPU_ALGO_RING:
+      if (p.coll == COLL_GPU_COLL_ALLTOALL && p.nranks != 2) return (int)cudaErrorInvalidValue;
+      if (aligned)
+        move_ring<true><<<p.nchannels, kThreads, 0, stream>>>(p);
+      else
+        move_ring<false><<<p.nchannels, kThreads, 0, stream>>>(p);
+      break;
+    default:
+      return (int)cudaErrorInvalidValue;
+  }
+  return (int)cudaGetLastError();
+}
+
+}  // namespace coll_gpu

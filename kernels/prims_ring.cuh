@@ -1,0 +1,126 @@
+/*
+ * The ring primitives, Simple protocol: one block per channel moves a buffer's parts through its ring's
+ * connections, one FIFO slot per step. Every ring collective is a list of steps over them (NCCL's
+ * runRing): send, recv, recvReduceSend, recvReduceCopySend, recvCopySend.
+ *
+ * A send writes into the next rank's FIFO slot (step mod depth), then raises the next rank's tail; a
+ * receive waits for our tail, consumes the slot, then raises the previous rank's head, which frees the
+ * slot. One release fence after the step's data orders both flags. Each channel's step counters (steps
+ * sent to the next rank, received from the previous one) live in this rank's scratch: a kernel reads them
+ * when it starts and saves them when it ends, so the host never replays the kernels' arithmetic, and
+ * calls whose ranks send and receive different numbers of steps (a broadcast's root) keep them right.
+ */
+#ifndef COLL_GPU_KERNELS_PRIMS_RING_CUH
+#define COLL_GPU_KERNELS_PRIMS_RING_CUH
+
+#include <cuda_runtime.h>
+
+#include "kernels/primitives.cuh"
+
+namespace coll_gpu {
+
+// What a step does; a step sends what it received (reduced with this rank's data under kReduce), or
+// this rank's own data when it receives nothing.
+enum { kRecv = 1, kReduce = 2, kCopyOut = 4, kSend = 8 };
+
+template <typename T, typename Op, bool Aligned>
+struct RingChannel {
+  const coll_gpu_ar_params_t &p;
+  const Layout L;
+  const Waiter w;
+  const int ch;
+  int pos, next, prev;  // my position in this channel's ring, and my neighbours there
+  uint64_t send_step, recv_step;
+  uint64_t *saved;  // this channel's counters in my scratch: [0] sent, [1] received
+  char *my_fifo, *next_fifo;
+  uint64_t *recv_tail, *send_head, *next_tail, *prev_head;
+
+  __device__ explicit RingChannel(const coll_gpu_ar_params_t &params)
+      : p(params), L(params.layout), w(params), ch(blockIdx.x) {
+    const uint8_t *ring = p.rings[ch % p.nrings];
+    const int n = p.nranks;
+    pos = 0;
+    while (pos < n - 1 && ring[pos] != p.rank) ++pos;
+    next = ring[(pos + 1) % n];
+    prev = ring[(pos + n - 1) % n];
+    char *mine = (char *)p.peer_scratch[p.rank];
+    saved = flag_at(mine, L.steps(ch));
+    send_step = saved[0];
+    recv_step = saved[1];
+    my_fifo = mine + L.fifo(ch, 0);
+    next_fifo = (char *)p.peer_scratch[next] + L.fifo(ch, 0);
+    recv_tail = flag_at(mine, L.tail(ch));
+    send_head = flag_at(mine, L.head(ch));
+    next_tail = flag_at(p.peer_scratch[next], L.tail(ch));
+    prev_head = flag_at(p.peer_scratch[prev], L.head(ch));
+  }
+
+  // Saves the counters for the channel's next kernel (every thread holds the same; the kernel's end
+  // orders the store before that kernel's loads).
+  __device__ void save() {
+    if (threadIdx.x == 0) {
+      saved[0] = send_step;
+      saved[1] = recv_step;
+    }
+  }
+
+  // One step on `bytes` bytes: `in` is this rank's data (read when the step reduces or sends it), `out`
+  // where the step's result goes (kCopyOut). False when the host aborted the call.
+  template <int Mode>
+  __device__ bool step(const char *in, char *out, size_t bytes) {
+    __shared__ int ok;
+    if (threadIdx.x == 0) {
+      ok = 1;
+      if (Mode & kRecv) ok = w.wait_geq(recv_tail, recv_step + 1, prev);
+      if (ok && (Mode & kSend) && send_step + 1 > COLL_GPU_RING_SLOTS)
+        ok = w.wait_geq(send_head, send_step + 1 - COLL_GPU_RING_SLOTS, next);
+    }
+    __syncthreads();
+    if (!ok) return false;
+    constexpr bool kMine = (Mode & kReduce) || !(Mode & kRecv);
+    const char *src = my_fifo + (recv_step % COLL_GPU_RING_SLOTS) * L.l.slot_bytes;
+    char *dst = next_fifo + (send_step % COLL_GPU_RING_SLOTS) * L.l.slot_bytes;
+    const size_t stride = (size_t)blockDim.x * kPack;
+    for (size_t tile = (size_t)threadIdx.x * kPack; tile < bytes; tile += stride * kUnroll) {
+      uint4 v[kUnroll], mine[kUnroll];
+      int n[kUnroll];
+      tile_packs(tile, stride, bytes, n);
+#pragma unroll
+      for (int k = 0; k < kUnroll; ++k) {
+        if (n[k] == 0) continue;
+        const size_t i = tile + k * stride;
+        if (Mode & kRecv) v[k] = load_peer_pack(src + i, n[k]);
+        if (kMine) mine[k] = load_pack<Aligned>(in + i, n[k]);
+      }
+#pragma unroll
+      for (int k = 0; k < kUnroll; ++k) {
+        if (n[k] == 0) continue;
+        const size_t i = tile + k * stride;
+        if (!(Mode & kRecv)) v[k] = mine[k];
+        if (Mode & kReduce) v[k] = reduce_pack<T, Op>(v[k], mine[k]);
+        if (Mode & kCopyOut) store_out<T, Aligned>(out + i, v[k], n[k]);
+        if (Mode & kSend) store_pack<true>(dst + i, v[k], n[k]);
+      }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      fence_release_sys();  // this step's stores and loads, then both flags
+      if (Mode & kSend) st_relaxed_sys(next_tail, send_step + 1);
+      if (Mode & kRecv) st_relaxed_sys(prev_head, recv_step + 1);
+    }
+    if (Mode & kSend) ++send_step;
+    if (Mode & kRecv) ++recv_step;
+    return true;
+  }
+
+  // A step on elements [begin, begin + count) of the call's buffers, at the same place in both.
+  template <int Mode>
+  __device__ bool step_at(size_t begin, size_t count) {
+    return step<Mode>((const char *)p.sendbuf + begin * sizeof(T), (char *)p.recvbuf + begin * sizeof(T),
+                      count * sizeof(T));
+  }
+};
+
+}  // namespace coll_gpu
+
+#endif
