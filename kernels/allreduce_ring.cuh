@@ -60,15 +60,8 @@ __global__ void __launch_bounds__(kThreads) ring(coll_gpu_ar_params_t p) {
 
 }  // namespace
 
-// Call p with the kernel for T, Op and the buffers' alignment (instantiated in kernels/inst/ring_*.cu).
-template <typename T, typename Op>
-int ring_typed(const coll_gpu_ar_params_t &p, cudaStream_t stream) {
-  if (packs_aligned(p.sendbuf, p.recvbuf))
-    ring<T, Op, true><<<dim3(p.nchannels), dim3(kThreads), 0, stream>>>(p);
-  else
-    ring<T, Op, false><<<dim3(p.nchannels), dim3(kThreads), 0, stream>>>(p);
-  return (int)cudaGetLastError();
-}
+// instantiated in kernels/inst/ring_*.cu
+COLL_GPU_DEFINE_TYPED(ring_typed, ring, dim3(p.nchannels), dim3(kThreads))
 
 }  // namespace coll_gpu
 

@@ -247,6 +247,16 @@ __device__ __forceinline__ void block_done(coll_gpu_ar_status_t *status, uint64_
 // that the build runs them in parallel.
 int oneshot_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream);
 int oneshot_blocks(const coll_gpu_ar_params_t &p);
+// Defines typed launcher `name`: call p with Kernel<T, Op, aligned> for the call's buffers.
+#define COLL_GPU_DEFINE_TYPED(name, Kernel, grid, block)         \
+  template <typename T, typename Op>                             \
+  int name(const coll_gpu_ar_params_t &p, cudaStream_t stream) { \
+    if (packs_aligned(p.sendbuf, p.recvbuf))                     \
+      Kernel<T, Op, true><<<grid, block, 0, stream>>>(p);        \
+    else                                                         \
+      Kernel<T, Op, false><<<grid, block, 0, stream>>>(p);       \
+    return (int)cudaGetLastError();                              \
+  }
 template <typename T, typename Op>
 int twoshot_typed(const coll_gpu_ar_params_t &p, cudaStream_t stream);
 template <typename T, typename Op>

@@ -1,6 +1,6 @@
 /*
- * The GPU path of MPI_Allreduce: which path a call takes, the same on every rank, and the engine's
- * bootstrap over the communicator.
+ * The GPU path of MPI_Allreduce, MPI_Bcast, MPI_Allgather and MPI_Alltoall: which path a call takes, the
+ * same on every rank, and the engine's bootstrap over the communicator.
  *
  * Each rank classifies its own buffers into one bit: HOST (both buffers host memory), GPU (both on the
  * engine's device, a type and op the kernels implement) or STAGE (anything else on a device). The OR
@@ -9,9 +9,9 @@
  * meet in the same host collective.
  *
  * The OR goes through a shared-memory segment of the communicator (coll_gpu_agree.h), set up by every
- * rank in its first MPI_Allreduce with a nonzero count, on communicators that can take the GPU path at
+ * rank in its first of these collectives with a nonzero size, on communicators that can take the GPU path at
  * all (one node, 2 to 8 ranks). Every rank posts in every such call, also a rank whose process never
- * loaded CUDA (mca_coll_gpu_allreduce_host: a few stores, no wait), because another rank may have
+ * loaded CUDA (mca_coll_gpu_path_host: a few stores, no wait), because another rank may have
  * loaded CUDA and be waiting for its answer. A rank that may pass device memory posts and reads every
  * rank's post: one cache line per peer. coll_gpu_uniform_buffers=1 lets the user assert that all ranks
  * pass the same kind of memory, and skips the agreement.
