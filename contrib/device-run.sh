@@ -9,8 +9,9 @@
 # usage: bash contrib/device-run.sh [NP-LIST]   (ranks for the benchmark, default "2 <GPUs>")
 # environment: TESTS_SET=gpu runs only the unit, topology and GPU cases, TESTS_SET=none no test (the
 # build stays in /tmp/coll-gpu-build for a next command while the machine is held); BENCH_MAX_MB (default 512) bounds the
-# benchmark's largest message; BENCH_COLLS (default "allreduce bcast allgather alltoall") the collectives it runs,
-# none for no benchmark;
+# benchmark's largest message; BENCH_COLLS (default "allreduce bcast allgather alltoall reduce reduce_scatter")
+# the collectives it runs, none for no benchmark; BENCH_ARGS more benchmark options (one GPU: "-N", since NCCL
+# takes a GPU per rank);
 # TESTS_FIRST, test cases run (and reported) before the benchmark. The benchmark runs NCCL beside coll/gpu
 # on the same buffers.
 set -u
@@ -59,10 +60,10 @@ if [ -n "$base" ]; then
 fi
 [ "${BENCH_COLLS:-}" = none ] && set -- ""
 for np in $(echo ${1-2 $ngpu} | tr " " "\n" | sort -nu); do
-  for coll in ${BENCH_COLLS:-allreduce bcast allgather alltoall}; do
+  for coll in ${BENCH_COLLS:-allreduce bcast allgather alltoall reduce reduce_scatter}; do
     echo "== $coll on device buffers through coll/gpu, $np ranks"
     timeout 150 mpirun -np "$np" --bind-to none $path --mca coll gpu,tuned,libnbc,basic,self,inter \
-      test/perf/coll_gpu_allreduce_bench -C "$coll" -d cuda -c -M $((${BENCH_MAX_MB:-512} << 20)) 2>&1
+      test/perf/coll_gpu_allreduce_bench -C "$coll" -d cuda -c -M $((${BENCH_MAX_MB:-512} << 20)) ${BENCH_ARGS:-} 2>&1
   done | tee "$out/bench_np$np.txt"
 done
 [ "${TESTS_SET:-all}" = none ] && exit 0

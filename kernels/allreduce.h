@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/partition.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -72,12 +74,15 @@ int coll_gpu_reduce_host(coll_gpu_dtype_t type, coll_gpu_redop_t op, void *dst, 
 typedef enum { COLL_GPU_ALGO_ONESHOT, COLL_GPU_ALGO_TWOSHOT, COLL_GPU_ALGO_RING, COLL_GPU_NALGOS } coll_gpu_algo_t;
 
 /* The collectives the kernels run. The moves (bcast, allgather, alltoall) copy bytes: their calls give
- * count in bytes, type COLL_GPU_UINT8 and no op; kernels/move.cu runs them. */
+ * count in bytes, type COLL_GPU_UINT8 and no op; kernels/move.cu runs them. The reductions other than
+ * allreduce (reduce, reduce-scatter) are kernels/reduce.cuh's. */
 typedef enum {
   COLL_GPU_COLL_ALLREDUCE,
-  COLL_GPU_COLL_BCAST,     /* recvbuf at root -> recvbuf everywhere (sendbuf = recvbuf) */
-  COLL_GPU_COLL_ALLGATHER, /* each rank's sendbuf -> block r of every recvbuf */
-  COLL_GPU_COLL_ALLTOALL,  /* block q of rank r's sendbuf -> block r of rank q's recvbuf */
+  COLL_GPU_COLL_BCAST,          /* recvbuf at root -> recvbuf everywhere (sendbuf = recvbuf) */
+  COLL_GPU_COLL_ALLGATHER,      /* each rank's sendbuf -> block r of every recvbuf */
+  COLL_GPU_COLL_ALLTOALL,       /* block q of rank r's sendbuf -> block r of rank q's recvbuf */
+  COLL_GPU_COLL_REDUCE,         /* every rank's sendbuf, reduced -> recvbuf at root */
+  COLL_GPU_COLL_REDUCE_SCATTER, /* elements blocks[q] of every sendbuf, reduced -> recvbuf at rank q */
   COLL_GPU_NCOLLS
 } coll_gpu_coll_t;
 typedef enum { COLL_GPU_PROTO_LL, COLL_GPU_PROTO_SIMPLE, COLL_GPU_NPROTOS } coll_gpu_proto_t;
@@ -129,11 +134,12 @@ enum { COLL_GPU_KERR_NONE = 0, COLL_GPU_KERR_ABORTED = 1 };
 typedef struct {
   /* the call */
   coll_gpu_coll_t coll;
-  int root; /* bcast */
+  int root; /* bcast, reduce */
   const void *sendbuf;
   void *recvbuf;
   size_t count;
   size_t block; /* allgather and alltoall: bytes from one rank's block to the next in the buffers */
+  coll_gpu_range_t blocks[COLL_GPU_MAX_RANKS]; /* reduce-scatter: rank q's elements of sendbuf */
   coll_gpu_dtype_t type;
   coll_gpu_redop_t op;
   coll_gpu_algo_t algo;

@@ -9,21 +9,40 @@
 
 extern "C" size_t coll_gpu_ar_scratch_bytes(const coll_gpu_ar_layout_t *l) { return coll_gpu::Layout(*l).total(); }
 
+namespace coll_gpu {
+int reduce_blocks(const coll_gpu_ar_params_t &p) {
+  if (p.algo != COLL_GPU_ALGO_ONESHOT) return p.nchannels;
+  const size_t size = coll_gpu_dtype_size(p.type);
+  size_t units = coll_gpu_div_up(p.count * size, kPack);  // reduce: one part; reduce-scatter: the longest
+  if (p.coll == COLL_GPU_COLL_REDUCE_SCATTER)
+    for (int q = 0; q < p.nranks; ++q) units = coll_gpu_max(units, coll_gpu_div_up(p.blocks[q].count * size, kPack));
+  return (int)coll_gpu_min(coll_gpu_max(coll_gpu_div_up(units, kLLThreads), 1), 2 * COLL_GPU_MAX_CHANNELS);
+}
+}  // namespace coll_gpu
+
+static bool is_reduction(coll_gpu_coll_t coll) {
+  return coll == COLL_GPU_COLL_REDUCE || coll == COLL_GPU_COLL_REDUCE_SCATTER;
+}
+
 extern "C" int coll_gpu_ar_blocks(const coll_gpu_ar_params_t *p) {
+  if (is_reduction(p->coll)) return coll_gpu::reduce_blocks(*p);
   if (p->coll != COLL_GPU_COLL_ALLREDUCE) return coll_gpu::move_blocks(*p);
   return p->algo == COLL_GPU_ALGO_ONESHOT ? coll_gpu::oneshot_blocks(*p) : p->nchannels;
 }
 
-extern "C" int coll_gpu_ar_launch(const coll_gpu_ar_params_t *p, void *stream) {
+extern "C" int coll_gpu_ar_launch(const coll_gpu_ar_params_t *call, void *stream) {
   cudaStream_t s = (cudaStream_t)stream;
-  if (p->coll != COLL_GPU_COLL_ALLREDUCE) return coll_gpu::move_launch(*p, s);
-  switch (p->algo) {
+  const coll_gpu_ar_params_t p = coll_gpu::bytewise(*call);
+  if (is_reduction(p.coll))
+    COLL_GPU_DISPATCH_BYTEWISE(coll_gpu::reduce_typed, (int)cudaErrorInvalidValue, p.type, p.op, p, s);
+  if (p.coll != COLL_GPU_COLL_ALLREDUCE) return coll_gpu::move_launch(p, s);
+  switch (p.algo) {
     case COLL_GPU_ALGO_ONESHOT:
-      return coll_gpu::oneshot_launch(*p, s);
+      return coll_gpu::oneshot_launch(p, s);
     case COLL_GPU_ALGO_TWOSHOT:
-      COLL_GPU_DISPATCH(coll_gpu::twoshot_typed, (int)cudaErrorInvalidValue, p->type, p->op, *p, s);
+      COLL_GPU_DISPATCH_BYTEWISE(coll_gpu::twoshot_typed, (int)cudaErrorInvalidValue, p.type, p.op, p, s);
     case COLL_GPU_ALGO_RING:
-      COLL_GPU_DISPATCH(coll_gpu::ring_typed, (int)cudaErrorInvalidValue, p->type, p->op, *p, s);
+      COLL_GPU_DISPATCH_BYTEWISE(coll_gpu::ring_typed, (int)cudaErrorInvalidValue, p.type, p.op, p, s);
     default:
       return (int)cudaErrorInvalidValue;
   }

@@ -146,7 +146,7 @@ __device__ __noinline__ void linger_typed(const coll_gpu_ar_params_t &p, const C
 }
 
 __device__ void linger_serve(const coll_gpu_ar_params_t &p, const Call &c) {
-  COLL_GPU_DISPATCH(linger_typed, , (coll_gpu_dtype_t)c.type, (coll_gpu_redop_t)c.op, p, c);
+  COLL_GPU_DISPATCH_BYTEWISE(linger_typed, , (coll_gpu_dtype_t)c.type, (coll_gpu_redop_t)c.op, p, c);
 }
 
 __global__ void __launch_bounds__(kLLThreads) oneshot_linger(const __grid_constant__ coll_gpu_ar_params_t p) {
@@ -196,14 +196,17 @@ int oneshot_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream) {
 }  // namespace coll_gpu
 
 extern "C" int coll_gpu_ar_linger_launch(const coll_gpu_ar_params_t *p, void *stream) {
-  return p->instance == 0 ? (int)cudaErrorInvalidValue : coll_gpu::oneshot_launch(*p, (cudaStream_t)stream);
+  return p->instance == 0 ? (int)cudaErrorInvalidValue
+                          : coll_gpu::oneshot_launch(coll_gpu::bytewise(*p), (cudaStream_t)stream);
 }
 
 extern "C" void coll_gpu_ar_linger_post(coll_gpu_ar_status_t *status, uint32_t ticket, const coll_gpu_ar_params_t *p) {
+  const size_t width = coll_gpu::bytewise_width(p->type, p->op);  // as coll_gpu::bytewise
+  const uint32_t type = width == 1 ? (uint32_t)p->type : (uint32_t)COLL_GPU_UINT8;
   const uint64_t send = (uint64_t)(uintptr_t)p->sendbuf, recv = (uint64_t)(uintptr_t)p->recvbuf;
-  const uint32_t d[8] = {
-      (uint32_t)send,     (uint32_t)(send >> 32), (uint32_t)recv,           (uint32_t)(recv >> 32),
-      (uint32_t)p->count, (uint32_t)p->seq,       (uint32_t)(p->seq >> 32), (uint32_t)p->type | (uint32_t)p->op << 8};
+  const uint32_t d[8] = {(uint32_t)send,           (uint32_t)(send >> 32),       (uint32_t)recv,
+                         (uint32_t)(recv >> 32),   (uint32_t)(p->count * width), (uint32_t)p->seq,
+                         (uint32_t)(p->seq >> 32), type | (uint32_t)p->op << 8};
   for (int k = 0; k < 8; ++k) status->call[k] = (uint64_t)ticket << 32 | d[k];
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }

@@ -22,6 +22,7 @@
  *   alltoall, 2 ranks: per slot, send my block for the peer, then recv (copy out) the peer's block for me
  *   (a step that waited for the peer's data before sending its own would wait forever on both sides);
  *   my own block copied.
+ * A bcast's root only sends: it announces its start and waits for every peer's (prims_ring.cuh).
  */
 #include <cuda_runtime.h>
 
@@ -131,6 +132,7 @@ __global__ void __launch_bounds__(kThreads) move_ring(coll_gpu_ar_params_t p) {
   char *out = (char *)p.recvbuf;
   bool ok = true;
   if (p.coll == COLL_GPU_COLL_BCAST) {
+    announce_start(p);
     int root_pos = 0;
     while (root_pos < n - 1 && ring[root_pos] != p.root) ++root_pos;
     const int d = (c.pos - root_pos + n) % n;
@@ -165,6 +167,7 @@ __global__ void __launch_bounds__(kThreads) move_ring(coll_gpu_ar_params_t p) {
       if (ok) ok = c.template step<kRecv | kCopyOut>(nullptr, out + theirs + off, len);
     }
   }
+  if (p.coll == COLL_GPU_COLL_BCAST) await_started(p, c.w);
   c.save();
   block_done(p.status, p.seq);
 }

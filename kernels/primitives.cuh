@@ -35,7 +35,10 @@ struct Layout {
                     block) *
            kLine;
   }
-  COLL_GPU_HD size_t flags_end() const { return flag(2, 0, 0); }
+  // started[sender]: the last seq a sender began of the calls that end without hearing from every rank
+  // (kernels/prims_ring.cuh, announce_start)
+  COLL_GPU_HD size_t started(int sender) const { return flag(2, 0, 0) + (size_t)sender * kLine; }
+  COLL_GPU_HD size_t flags_end() const { return started(COLL_GPU_MAX_RANKS); }
   // this rank's use only: each ring channel's step counters (kernels/prims_ring.cuh), and the call block 0
   // of a lingering one-shot kernel hands to its other blocks
   COLL_GPU_HD size_t steps(int ch) const { return align(flags_end()) + (size_t)ch * 2 * sizeof(uint64_t); }
@@ -229,6 +232,26 @@ __device__ __forceinline__ void store_out(char *p, uint4 v, int n) {
   store_pack<Aligned>(p, v, n);
 }
 
+// A call as the kernels run it: BAND, BOR and BXOR of a wider integer type become the same op on its
+// bytes (uint8_t, count and blocks in bytes), so that their kernels exist once (COLL_GPU_DISPATCH_BYTEWISE,
+// which every launch uses). The results are the same bits.
+inline size_t bytewise_width(coll_gpu_dtype_t type, coll_gpu_redop_t op) {  // 1: runs as it is
+  const bool bits = op == COLL_GPU_BAND || op == COLL_GPU_BOR || op == COLL_GPU_BXOR;
+  return bits && type <= COLL_GPU_UINT64 ? coll_gpu_dtype_size(type) : 1;
+}
+inline coll_gpu_ar_params_t bytewise(const coll_gpu_ar_params_t &p) {
+  coll_gpu_ar_params_t q = p;
+  const size_t width = bytewise_width(p.type, p.op);
+  if (width == 1) return q;
+  q.type = COLL_GPU_UINT8;
+  q.count *= width;
+  for (int r = 0; r < COLL_GPU_MAX_RANKS; ++r) {
+    q.blocks[r].begin *= width;
+    q.blocks[r].count *= width;
+  }
+  return q;
+}
+
 // Tells the host this block is done. The block's results are device memory that the host only reads
 // through CUDA work it issues after it sees the word, work that runs on this GPU: a gpu-scope fence by
 // every thread, then the barrier, order them before the word for every such reader. A system-scope
@@ -264,6 +287,10 @@ int ring_typed(const coll_gpu_ar_params_t &p, cudaStream_t stream);
 // The moves (kernels/move.cu): bcast, allgather and alltoall.
 int move_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream);
 int move_blocks(const coll_gpu_ar_params_t &p);
+// Reduce and reduce-scatter (kernels/reduce.cuh): direct LL and ring, per type and op.
+template <typename T, typename Op>
+int reduce_typed(const coll_gpu_ar_params_t &p, cudaStream_t stream);
+int reduce_blocks(const coll_gpu_ar_params_t &p);
 
 #endif  // __CUDACC__
 

@@ -121,6 +121,24 @@ struct RingChannel {
   }
 };
 
+// A call in which a rank can finish before a peer has begun it (a bcast's root and a reduce's first rank
+// only send, and a send needs no freed slot while the FIFO has room) would let that rank reach a one-shot
+// or two-shot call two seqs later and write a slot of the parity a slow peer still reads. Such a kernel
+// announces its start to every peer, and its block 0 ends only once every peer has announced: so, as in
+// the other collectives, no rank finishes a call before every rank has begun it (and so finished the one
+// before). One store per peer; the wait is over by the time a large call ends.
+__device__ __forceinline__ void announce_start(const coll_gpu_ar_params_t &p) {
+  if (blockIdx.x == 0 && threadIdx.x < p.nranks && (int)threadIdx.x != p.rank)
+    st_relaxed_sys(flag_at(p.peer_scratch[threadIdx.x], Layout(p.layout).started(p.rank)), p.seq);
+}
+// Block 0, before block_done: waits until every peer has announced this call.
+__device__ __forceinline__ void await_started(const coll_gpu_ar_params_t &p, const Waiter &w) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  const Layout L(p.layout);
+  for (int s = 0; s < p.nranks; ++s)
+    if (s != p.rank && !w.wait_geq(flag_at(p.peer_scratch[p.rank], L.started(s)), p.seq, s)) return;
+}
+
 }  // namespace coll_gpu
 
 #endif

@@ -45,7 +45,7 @@ typedef struct {
   /* the GPU allreduce */
   int allreduce_algorithm;             /* -1 auto, a coll_gpu_algo_t, or COLL_GPU_NALGOS: always stage */
   int allreduce_protocol;              /* -1 auto, or a coll_gpu_proto_t */
-  int move_algorithm[COLL_GPU_NCOLLS]; /* bcast, allgather, alltoall: -1 auto, ONESHOT, RING or NALGOS (stage) */
+  int move_algorithm[COLL_GPU_NCOLLS]; /* all but allreduce: -1 auto, ONESHOT, RING or NALGOS (stage) */
   int nchannels;                       /* 0 auto */
   int max_channels;
   size_t oneshot_max_bytes;
@@ -181,6 +181,23 @@ typedef struct {
 } mca_coll_gpu_move_t;
 int mca_coll_gpu_move_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
                           int *rc);
+
+/* MPI_Reduce and MPI_Reduce_scatter(_block) on the GPUs (coll_gpu_gpupath.c), as
+ * mca_coll_gpu_allreduce_gpu. A reduce's root classifies both buffers, the other ranks their send
+ * buffer; in-place MPI_Reduce_scatter with counts that differ is staged. */
+typedef struct {
+  coll_gpu_coll_t coll; /* COLL_GPU_COLL_REDUCE or COLL_GPU_COLL_REDUCE_SCATTER */
+  const char *name;     /* the MPI function, for messages */
+  const void *sbuf;     /* or MPI_IN_PLACE */
+  void *rbuf;
+  int count;          /* reduce: the buffer; reduce_scatter_block: each rank's block */
+  const int *rcounts; /* MPI_Reduce_scatter: each rank's block; NULL for the others */
+  struct ompi_datatype_t *dtype;
+  struct ompi_op_t *op;
+  int root; /* reduce */
+} mca_coll_gpu_reduction_t;
+int mca_coll_gpu_reduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
+                               mca_coll_gpu_module_t *m, int *rc);
 
 /* The entry points (coll_gpu_colls_*.c), installed through COLL_GPU_FOREACH. */
 #define COLL_GPU_DECLARE_ENTRIES(name)                                           \

@@ -1,8 +1,9 @@
 /*
  * Reductions: allreduce, reduce, scan, exscan, reduce_scatter(_block), blocking, nonblocking and
  * persistent (coll_gpu_wrap.h), on intra- and intercommunicators, and MPI_Reduce_local. The send buffer
- * goes in, the receive buffer comes out (in and out when in place). A blocking MPI_Allreduce on device
- * buffers runs on the GPUs when every rank passes device memory (coll_gpu_gpupath.c).
+ * goes in, the receive buffer comes out (in and out when in place). Blocking MPI_Allreduce, MPI_Reduce
+ * and MPI_Reduce_scatter(_block) on device buffers run on the GPUs when every rank passes device memory
+ * (coll_gpu_gpupath.c).
  */
 #include "coll_gpu_wrap.h"
 
@@ -49,7 +50,13 @@ static int stage_reduce(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, 
       return OMPI_SUCCESS;
   }
 }
-COLL_GPU_ENTRIES(reduce)
+static int gpu_reduce(PARAMS_reduce, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
+  const mca_coll_gpu_reduction_t rd = {COLL_GPU_COLL_REDUCE, NAME_reduce, sbuf, rbuf, count, NULL, dtype, op, root};
+  return mca_coll_gpu_reduction_gpu(&rd, comm, m, rc);
+}
+COLL_GPU_BLOCKING_GPU(reduce, (size_t)count, gpu_reduce)
+COLL_GPU_NONBLOCKING(reduce)
+COLL_GPU_PERSISTENT(reduce)
 
 /* ------------------------------------------------------------------ MPI_Scan, MPI_Exscan (intra only) */
 
@@ -103,7 +110,21 @@ static int stage_reduce_scatter(coll_gpu_stage_t *st, struct ompi_communicator_t
   for (int i = 0; i < ompi_comm_size(comm); ++i) total += (size_t)rcounts[i];
   return stage_scattered(st, sbuf, rbuf, total, (size_t)rcounts[ompi_comm_rank(comm)], dtype, hs, hr);
 }
-COLL_GPU_ENTRIES(reduce_scatter)
+static int gpu_reduce_scatter(PARAMS_reduce_scatter, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                              int *rc) {
+  const mca_coll_gpu_reduction_t rd = {
+      COLL_GPU_COLL_REDUCE_SCATTER, NAME_reduce_scatter, sbuf, rbuf, 0, rcounts, dtype, op, 0};
+  return mca_coll_gpu_reduction_gpu(&rd, comm, m, rc);
+}
+/* the elements of all blocks, for the path agreement (intra-communicators only take it) */
+static size_t scattered_total(struct ompi_communicator_t *comm, const int *rcounts) {
+  size_t total = 0;
+  for (int i = 0; i < ompi_comm_size(comm); ++i) total += (size_t)rcounts[i];
+  return total;
+}
+COLL_GPU_BLOCKING_GPU(reduce_scatter, scattered_total(comm, rcounts), gpu_reduce_scatter)
+COLL_GPU_NONBLOCKING(reduce_scatter)
+COLL_GPU_PERSISTENT(reduce_scatter)
 
 #define PARAMS_reduce_scatter_block \
   const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype, struct ompi_op_t *op
@@ -113,7 +134,15 @@ static int stage_reduce_scatter_block(coll_gpu_stage_t *st, struct ompi_communic
                                       PARAMS_reduce_scatter_block, void **hs, void **hr) {
   return stage_scattered(st, sbuf, rbuf, (size_t)rcount * ompi_comm_size(comm), (size_t)rcount, dtype, hs, hr);
 }
-COLL_GPU_ENTRIES(reduce_scatter_block)
+static int gpu_reduce_scatter_block(PARAMS_reduce_scatter_block, struct ompi_communicator_t *comm,
+                                    mca_coll_gpu_module_t *m, int *rc) {
+  const mca_coll_gpu_reduction_t rd = {
+      COLL_GPU_COLL_REDUCE_SCATTER, NAME_reduce_scatter_block, sbuf, rbuf, rcount, NULL, dtype, op, 0};
+  return mca_coll_gpu_reduction_gpu(&rd, comm, m, rc);
+}
+COLL_GPU_BLOCKING_GPU(reduce_scatter_block, (size_t)rcount, gpu_reduce_scatter_block)
+COLL_GPU_NONBLOCKING(reduce_scatter_block)
+COLL_GPU_PERSISTENT(reduce_scatter_block)
 
 /* ------------------------------------------------------------------ MPI_Reduce_local */
 

@@ -64,7 +64,9 @@ static uint64_t config_hash(const coll_gpu_engine_config_t *c) {
                   c->slot_bytes,
                   (uint64_t)c->tune.move_algorithm[COLL_GPU_COLL_BCAST],
                   (uint64_t)c->tune.move_algorithm[COLL_GPU_COLL_ALLGATHER],
-                  (uint64_t)c->tune.move_algorithm[COLL_GPU_COLL_ALLTOALL]};
+                  (uint64_t)c->tune.move_algorithm[COLL_GPU_COLL_ALLTOALL],
+                  (uint64_t)c->tune.move_algorithm[COLL_GPU_COLL_REDUCE],
+                  (uint64_t)c->tune.move_algorithm[COLL_GPU_COLL_REDUCE_SCATTER]};
   return coll_gpu_hash(v, sizeof(v), 0);
 }
 
@@ -483,6 +485,72 @@ int coll_gpu_engine_move(coll_gpu_engine_t *e, coll_gpu_coll_t coll, const void 
       e->cfg.log(COLL_GPU_LVL_TRACE, COLL_GPU_LOG_COLL, "comm %s: %s seq %llu, %zu of %zu bytes: %s/%s, %d channels",
                  e->cfg.name, coll_gpu_coll_name(coll), (unsigned long long)p.seq, p.count, bytes,
                  coll_gpu_algo_name(choice.algo), coll_gpu_proto_name(choice.proto), choice.nchannels);
+    int rc = run_call(e, &p, choice.proto, 0, why, why_len);
+    if (rc != COLL_GPU_ENGINE_OK) return rc;
+  }
+  return COLL_GPU_ENGINE_OK;
+}
+
+/* The trace line of one reduction call. */
+static void trace_reduction(const coll_gpu_engine_t *e, const coll_gpu_ar_params_t *p, size_t bytes,
+                            const coll_gpu_choice_t *choice) {
+  if (e->cfg.log != NULL)
+    e->cfg.log(COLL_GPU_LVL_TRACE, COLL_GPU_LOG_COLL, "comm %s: %s seq %llu, %zu of %zu bytes: %s/%s, %d channels",
+               e->cfg.name, coll_gpu_coll_name(p->coll), (unsigned long long)p->seq,
+               p->coll == COLL_GPU_COLL_REDUCE ? p->count * coll_gpu_dtype_size(p->type)
+                                               : p->blocks[p->rank].count * coll_gpu_dtype_size(p->type),
+               bytes, coll_gpu_algo_name(choice->algo), coll_gpu_proto_name(choice->proto), choice->nchannels);
+}
+
+int coll_gpu_engine_reduce(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf, size_t count,
+                           coll_gpu_dtype_t type, coll_gpu_redop_t op, int root, char *why, size_t why_len) {
+  const size_t size = coll_gpu_dtype_size(type), bytes = count * size;
+  const coll_gpu_choice_t choice = coll_gpu_tune_choose_move(&e->cfg.tune, COLL_GPU_COLL_REDUCE, e->nranks, bytes);
+  /* LL calls move at most a one-shot slot per peer: larger buffers go in several */
+  const size_t piece = choice.algo == COLL_GPU_ALGO_ONESHOT ? e->layout.ll_bytes / size : count;
+  for (size_t off = 0; off < count; off += piece) {
+    coll_gpu_ar_params_t p;
+    call_init(e, &p, COLL_GPU_COLL_REDUCE, &choice);
+    p.root = root;
+    p.sendbuf = (const char *)sendbuf + off * size;
+    p.recvbuf = recvbuf == NULL ? NULL : (char *)recvbuf + off * size;
+    p.count = count - off < piece ? count - off : piece;
+    p.type = type;
+    p.op = op;
+    trace_reduction(e, &p, bytes, &choice);
+    int rc = run_call(e, &p, choice.proto, 0, why, why_len);
+    if (rc != COLL_GPU_ENGINE_OK) return rc;
+  }
+  return COLL_GPU_ENGINE_OK;
+}
+
+int coll_gpu_engine_reduce_scatter(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf, const size_t *counts,
+                                   coll_gpu_dtype_t type, coll_gpu_redop_t op, char *why, size_t why_len) {
+  const size_t size = coll_gpu_dtype_size(type);
+  size_t longest = 0, total = 0;
+  for (int q = 0; q < e->nranks; ++q) {
+    longest = counts[q] > longest ? counts[q] : longest;
+    total += counts[q];
+  }
+  const coll_gpu_choice_t choice =
+      coll_gpu_tune_choose_move(&e->cfg.tune, COLL_GPU_COLL_REDUCE_SCATTER, e->nranks, longest * size);
+  /* LL calls move at most a one-shot slot per peer: the blocks are cut at the same offsets */
+  const size_t piece = choice.algo == COLL_GPU_ALGO_ONESHOT ? e->layout.ll_bytes / size : longest;
+  for (size_t off = 0; off < longest; off += piece) {
+    coll_gpu_ar_params_t p;
+    call_init(e, &p, COLL_GPU_COLL_REDUCE_SCATTER, &choice);
+    size_t begin = 0;
+    for (int q = 0; q < e->nranks; ++q) {
+      const size_t from = off < counts[q] ? off : counts[q];
+      p.blocks[q].begin = begin + from;
+      p.blocks[q].count = counts[q] - from < piece ? counts[q] - from : piece;
+      begin += counts[q];
+    }
+    p.sendbuf = sendbuf;
+    p.recvbuf = (char *)recvbuf + (off < counts[e->rank] ? off : counts[e->rank]) * size;
+    p.type = type;
+    p.op = op;
+    trace_reduction(e, &p, total * size, &choice);
     int rc = run_call(e, &p, choice.proto, 0, why, why_len);
     if (rc != COLL_GPU_ENGINE_OK) return rc;
   }

@@ -65,6 +65,16 @@ int coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *r
 int coll_gpu_engine_move(coll_gpu_engine_t *e, coll_gpu_coll_t coll, const void *sendbuf, void *recvbuf, size_t bytes,
                          int root, char *why, size_t why_len);
 
+/* One reduce on the GPUs, as coll_gpu_engine_allreduce: `count` elements of every rank's sendbuf, reduced
+ * into recvbuf at root (recvbuf is not touched elsewhere; at the root sendbuf may equal recvbuf). */
+int coll_gpu_engine_reduce(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf, size_t count,
+                           coll_gpu_dtype_t type, coll_gpu_redop_t op, int root, char *why, size_t why_len);
+/* One reduce-scatter on the GPUs: sendbuf holds the ranks' blocks in rank order, counts[q] elements for
+ * rank q; this rank's block, reduced over every rank, lands in recvbuf. sendbuf may equal recvbuf when all
+ * counts are equal (MPI_IN_PLACE: block 0 is then overwritten with the result). */
+int coll_gpu_engine_reduce_scatter(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf, const size_t *counts,
+                                   coll_gpu_dtype_t type, coll_gpu_redop_t op, char *why, size_t why_len);
+
 #ifdef __cplusplus
 }
 #endif

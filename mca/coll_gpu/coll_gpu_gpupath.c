@@ -1,6 +1,7 @@
 /*
- * The GPU path of MPI_Allreduce, MPI_Bcast, MPI_Allgather and MPI_Alltoall: which path a call takes, the
- * same on every rank, and the engine's bootstrap over the communicator.
+ * The GPU path of MPI_Allreduce, MPI_Reduce, MPI_Reduce_scatter(_block), MPI_Bcast, MPI_Allgather and
+ * MPI_Alltoall: which path a call takes, the same on every rank, and the engine's bootstrap over the
+ * communicator.
  *
  * Each rank classifies its own buffers into one bit: HOST (both buffers host memory), GPU (both on the
  * engine's device, a type and op the kernels implement) or STAGE (anything else on a device). The OR
@@ -339,6 +340,56 @@ int mca_coll_gpu_allreduce_gpu(const void *sbuf, void *rbuf, int count, struct o
   if (m->engine == NULL && !create_engine(m, comm, &mem)) return 0;
   if (coll_gpu_engine_allreduce(m->engine, sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf, (size_t)count, type, redop, why,
                                 sizeof(why)) != COLL_GPU_ENGINE_OK) {
+    *rc = gpu_failed(m, comm, bytes, "on the GPU", why);
+    return 1;
+  }
+  *rc = OMPI_SUCCESS;
+  return 1;
+}
+
+int mca_coll_gpu_reduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
+                               mca_coll_gpu_module_t *m, int *rc) {
+  const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
+  if (m->agree_state == COLL_GPU_STATE_OFF) return 0; /* from here on, at most COLL_GPU_MAX_RANKS ranks */
+  const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
+  size_t counts[COLL_GPU_MAX_RANKS], total = (size_t)rd->count;
+  int equal = 1;
+  if (rd->coll == COLL_GPU_COLL_REDUCE_SCATTER) {
+    total = 0;
+    for (int q = 0; q < n; ++q) {
+      counts[q] = (size_t)(rd->rcounts != NULL ? rd->rcounts[q] : rd->count);
+      total += counts[q];
+      equal = equal && counts[q] == counts[0];
+    }
+  }
+  if (total == 0) return 0;
+  const int leaf = rd->coll == COLL_GPU_COLL_REDUCE && me != rd->root; /* only its send buffer counts */
+  coll_gpu_meminfo_t mem;
+  coll_gpu_dtype_t type = COLL_GPU_NTYPES;
+  coll_gpu_redop_t redop = COLL_GPU_NOPS;
+  uint32_t mine = PATH_STAGE, all;
+  if (m->engine_state != COLL_GPU_STATE_OFF && c->move_algorithm[rd->coll] != COLL_GPU_NALGOS)
+    mine = (uint32_t)local_path(leaf ? MPI_IN_PLACE : rd->sbuf, leaf ? (void *)rd->sbuf : rd->rbuf, rd->dtype, rd->op,
+                                m, &mem, &type, &redop);
+  /* in place, a rank's result would overwrite input a later block of another length still reads */
+  if (mine == PATH_GPU && rd->coll == COLL_GPU_COLL_REDUCE_SCATTER && rd->sbuf == MPI_IN_PLACE && !equal)
+    mine = PATH_STAGE;
+  size_t dsize = 0;
+  ompi_datatype_type_size(rd->dtype, &dsize);
+  const size_t bytes = total * dsize; /* for messages */
+  const int agreed = agree_path(m, comm, mine, rd->name, bytes, &all, rc);
+  if (agreed != 0) return agreed > 0;
+  if (all != PATH_GPU) return 0;
+  if (m->engine == NULL && !create_engine(m, comm, &mem)) return 0;
+  const void *src = rd->sbuf == MPI_IN_PLACE ? rd->rbuf : rd->sbuf;
+  char why[256];
+  int erc;
+  if (rd->coll == COLL_GPU_COLL_REDUCE)
+    erc =
+        coll_gpu_engine_reduce(m->engine, src, leaf ? NULL : rd->rbuf, total, type, redop, rd->root, why, sizeof(why));
+  else
+    erc = coll_gpu_engine_reduce_scatter(m->engine, src, rd->rbuf, counts, type, redop, why, sizeof(why));
+  if (erc != COLL_GPU_ENGINE_OK) {
     *rc = gpu_failed(m, comm, bytes, "on the GPU", why);
     return 1;
   }

@@ -189,6 +189,17 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                 "as LL lines into that peer, in pieces of coll_gpu_oneshot_max_bytes), ring (2 ranks only; with "
                 "more, oneshot runs), or staged. In-place alltoall is always staged",
                 moves, -1, &c->move_algorithm[COLL_GPU_COLL_ALLTOALL]);
+  register_enum("reduce_algorithm",
+                "Algorithm of MPI_Reduce on device buffers: auto, oneshot (every rank writes its buffer as LL lines "
+                "into the root, which reduces them in rank order; in pieces of coll_gpu_oneshot_max_bytes), ring "
+                "(a pipelined chain ending at the root, Simple protocol), or staged",
+                moves, -1, &c->move_algorithm[COLL_GPU_COLL_REDUCE]);
+  register_enum("reduce_scatter_algorithm",
+                "Algorithm of MPI_Reduce_scatter and MPI_Reduce_scatter_block on device buffers: auto, oneshot "
+                "(every rank writes each peer's block as LL lines into that peer, which reduces them in rank "
+                "order; in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol), or staged. In-place "
+                "MPI_Reduce_scatter with counts that differ is always staged",
+                moves, -1, &c->move_algorithm[COLL_GPU_COLL_REDUCE_SCATTER]);
   register_int("nchannels",
                "Thread blocks of the two-shot allreduce and channels (one block each) of the ring; 0 lets the "
                "tuning model choose by size. The ring takes at most coll_gpu_max_channels",

@@ -106,9 +106,11 @@ double coll_gpu_tune_move_time_us(coll_gpu_coll_t coll, coll_gpu_algo_t algo, in
   }
   if (algo != COLL_GPU_ALGO_RING) return 1e30;
   switch (coll) {
-    case COLL_GPU_COLL_BCAST: /* a chain of n - 1 hops; every link carries the buffer once */
+    case COLL_GPU_COLL_BCAST:  /* a chain of n - 1 hops; every link carries the buffer once */
+    case COLL_GPU_COLL_REDUCE: /* the same chain, towards the root */
       return (n - 1) * RING_STEP_US + b / RING_BW;
-    case COLL_GPU_COLL_ALLGATHER: /* n - 1 steps; every link carries n - 1 blocks */
+    case COLL_GPU_COLL_ALLGATHER:      /* n - 1 steps; every link carries n - 1 blocks */
+    case COLL_GPU_COLL_REDUCE_SCATTER: /* the same steps, reducing */
       return (n - 1) * RING_STEP_US + (n - 1) * b / RING_BW;
     case COLL_GPU_COLL_ALLTOALL: /* 2 ranks only: one step each way */
       return nranks == 2 ? RING_STEP_US + b / RING_BW : 1e30;
@@ -134,12 +136,13 @@ coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, col
 }
 
 const char *coll_gpu_coll_name(coll_gpu_coll_t coll) {
-  static const char *names[] = {"allreduce", "bcast", "allgather", "alltoall"};
+  static const char *names[] = {"allreduce", "bcast", "allgather", "alltoall", "reduce", "reduce_scatter"};
   return coll >= 0 && coll < COLL_GPU_NCOLLS ? names[coll] : "?";
 }
 
 const char *coll_gpu_coll_mpi_name(coll_gpu_coll_t coll) {
-  static const char *names[] = {"MPI_Allreduce", "MPI_Bcast", "MPI_Allgather", "MPI_Alltoall"};
+  static const char *names[] = {"MPI_Allreduce", "MPI_Bcast",  "MPI_Allgather",
+                                "MPI_Alltoall",  "MPI_Reduce", "MPI_Reduce_scatter"};
   return coll >= 0 && coll < COLL_GPU_NCOLLS ? names[coll] : "?";
 }
 

@@ -21,7 +21,7 @@ typedef struct {
   int max_channels;                    /* channels allocated */
   size_t oneshot_max_bytes;            /* largest one-shot message (its scratch) */
   size_t twoshot_max_bytes;            /* largest two-shot message (its scratch) */
-  int move_algorithm[COLL_GPU_NCOLLS]; /* bcast, allgather, alltoall: -1 choose, else ONESHOT or RING */
+  int move_algorithm[COLL_GPU_NCOLLS]; /* every collective but allreduce: -1 choose, else ONESHOT or RING */
 } coll_gpu_tune_config_t;
 
 typedef struct {
@@ -38,8 +38,9 @@ double coll_gpu_tune_time_us(coll_gpu_algo_t algo, int nranks, size_t bytes, int
 int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, size_t bytes);
 /* The choice for one call. A forced algorithm that does not fit falls back to the model. */
 coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, int nranks, size_t bytes);
-/* The moves (bcast, allgather, alltoall) with `bytes` per block: direct LL or ring. Alltoall beyond 2 ranks
- * runs direct LL at every size (the ring connects neighbours only). */
+/* The collectives other than allreduce (the moves, reduce, reduce-scatter) with `bytes` per block (reduce:
+ * the buffer): direct LL or ring. Alltoall beyond 2 ranks runs direct LL at every size (the ring connects
+ * neighbours only). */
 double coll_gpu_tune_move_time_us(coll_gpu_coll_t coll, coll_gpu_algo_t algo, int nranks, size_t bytes,
                                   size_t ll_bytes);
 coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks,

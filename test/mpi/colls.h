@@ -17,6 +17,9 @@ extern uint64_t seed;
 extern tbuf_kind_t kind;
 extern long checks, failures;
 extern bool verbose;
+extern bool gpu_path; /* -G: the GPU path's calls must stage nothing */
+/* Buffers coll/gpu staged so far (-G only). */
+unsigned long long staged_count(void);
 
 #define POISON 0xA5 /* the byte every output is filled with before a collective */
 

@@ -369,6 +369,13 @@ static void run_reduction(rcoll_t c, const rtype_t *t, opid_t o, int count, bool
   const void *s = inplace ? MPI_IN_PLACE : sb.dev;
   MPI_Request req;
   int err = MPI_SUCCESS;
+  /* -G: blocking reductions with a GPU path on types the kernels take stage nothing (in-place
+   * MPI_Reduce_scatter with counts that differ is staged by design) */
+  const bool gpu_type = t->type == MPI_FLOAT || t->type == MPI_DOUBLE || t->type == MPI_INT32_T ||
+                        t->type == MPI_INT64_T || t->type == MPI_UINT8_T;
+  const bool must_gpu = gpu_path && !nb && total > 0 && gpu_type &&
+                        (c == R_ALLREDUCE || c == R_REDUCE || c == R_RSB || (c == R_RS && !inplace));
+  const unsigned long long staged_before = must_gpu ? staged_count() : 0;
   switch (c) {
     case R_ALLREDUCE:
       err = nb ? MPI_Iallreduce(s, rb.dev, count, t->type, mpiop(o), MPI_COMM_WORLD, &req)
@@ -399,6 +406,10 @@ static void run_reduction(rcoll_t c, const rtype_t *t, opid_t o, int count, bool
   if (err == MPI_SUCCESS && nb) err = MPI_Wait(&req, MPI_STATUS_IGNORE);
   checks++;
   if (err != MPI_SUCCESS) fail(what, "returned an error");
+  if (must_gpu) {
+    checks++;
+    if (staged_count() != staged_before) fail(what, "staged its buffers: the GPU path did not run");
+  }
   /* expected receive image: what it held, with the result where MPI defines one */
   char *want = malloc(total * es + 1);
   memcpy(want, rb.img, total * es);
@@ -465,4 +476,12 @@ void test_reductions(void) {
     run_reduction(R_ALLREDUCE, &rtypes[12], O_SUM, counts[k] * 3 + 1, false, false, 0);
   run_reduction(R_ALLREDUCE, &rtypes[19], O_SUM, 65537, false, false, 0);
   run_reduction(R_ALLREDUCE, &rtypes[19], O_MAX, 1 << 20, true, true, 0);
+  /* reduce and reduce-scatter past one LL slot and one ring step, at every root, unaligned blocks */
+  for (int root = 0; root < nranks; ++root)
+    run_reduction(R_REDUCE, &rtypes[18], O_SUM, 65537 + root, root % 2 == 1, false, root);
+  run_reduction(R_REDUCE, &rtypes[26], O_MINLOC, 40001, false, false, nranks - 1);
+  run_reduction(R_RSB, &rtypes[19], O_MAX, 30001, false, false, 0);
+  run_reduction(R_RSB, &rtypes[12], O_SUM, 1 << 16, true, false, 0);
+  run_reduction(R_RS, &rtypes[10], O_PROD, 50001, false, false, 0);
+  run_reduction(R_RS, &rtypes[23], O_MAXLOC, 20000, true, false, 0);
 }

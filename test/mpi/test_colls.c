@@ -4,9 +4,12 @@
  * derived datatypes (holes, negative lower bound), in place and not, counts 0, 1 and more, every root.
  * Outputs are poisoned first; receive images are compared byte for byte, holes included.
  *
- * usage: test_colls [-m host|device|managed|pinned|pool|mixed] [-s seed] [-v] [-L] [-F]
+ * usage: test_colls [-m host|device|managed|pinned|pool|mixed] [-s seed] [-v] [-L] [-F] [-G]
  * -F makes odd ranks stage every buffer (coll_gpu_force_staging through MPI_T) and even ranks not, as
  *    ranks that loaded CUDA beside ranks that did not.
+ * -G (device memory, one node, at most 8 ranks) also checks that the blocking reductions with a GPU path
+ *    stage no buffer for the types the kernels take (coll/gpu's MPI_T counter coll_gpu_staged_buffers):
+ *    a staged call gives the same bytes, so only the counter tells the GPU path ran.
  * -L runs only a broadcast of more than 2^31 bytes (several GiB of memory per rank).
  * -v names every case before running it (to find a case that crashes).
  * The seed is random unless given (TEST_SEED also sets it); it is printed for reproduction.
@@ -22,6 +25,26 @@ uint64_t seed;
 tbuf_kind_t kind;
 long checks, failures;
 bool verbose;
+bool gpu_path;
+
+/* -G: the counter of the buffers coll/gpu staged */
+static MPI_T_pvar_session stage_session;
+static MPI_T_pvar_handle stage_counter;
+unsigned long long staged_count(void) {
+  unsigned long long v = 0;
+  MPI_T_pvar_read(stage_session, stage_counter, &v);
+  return v;
+}
+static void staged_count_open(void) {
+  int provided, index, count;
+  MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+  if (MPI_T_pvar_get_index("coll_gpu_staged_buffers", MPI_T_PVAR_CLASS_COUNTER, &index) != MPI_SUCCESS ||
+      MPI_T_pvar_session_create(&stage_session) != MPI_SUCCESS ||
+      MPI_T_pvar_handle_alloc(stage_session, index, NULL, &stage_counter, &count) != MPI_SUCCESS) {
+    fprintf(stderr, "the MPI_T variable coll_gpu_staged_buffers cannot be read\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+}
 
 /* A legal program posts a nonblocking collective, then waits on point-to-point traffic that the other
  * rank sends before joining the collective: nothing may block inside the nonblocking call. */
@@ -92,8 +115,9 @@ int main(int argc, char **argv) {
   int opt;
   bool large = false;
   bool split_staging = false;
-  while ((opt = getopt(argc, argv, "m:s:vLF")) != -1) {
+  while ((opt = getopt(argc, argv, "m:s:vLFG")) != -1) {
     if (opt == 'L') large = true;
+    if (opt == 'G') gpu_path = true;
     if (opt == 'F') split_staging = true;
     if (opt == 'm' && tbuf_parse_kind(optarg, &kind) != 0) {
       fprintf(stderr, "unknown or unavailable memory kind '%s'\n", optarg);
@@ -115,6 +139,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "coll_gpu_force_staging cannot be set through MPI_T\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
+  if (gpu_path) staged_count_open();
   seed = s;
   alarm(600); /* a hang becomes a failure, never a stuck test run */
   make_layouts();

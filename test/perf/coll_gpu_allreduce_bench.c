@@ -1,28 +1,29 @@
 /*
  * Collective latency and bandwidth, OSU style, on host or CUDA device buffers: MPI_Allreduce, and with -C
- * MPI_Bcast (root 0), MPI_Allgather or MPI_Alltoall.
+ * MPI_Bcast (root 0), MPI_Allgather, MPI_Alltoall, MPI_Reduce (root 0) or MPI_Reduce_scatter_block.
  *
- * usage: coll_gpu_allreduce_bench [-C allreduce|bcast|allgather|alltoall] [-d host|cuda] [-m MIN] [-M MAX]
- *                                 [-i ITERS] [-c] [-N] [-O ROUNDS]
- *   -C  the collective (default allreduce: MPI_FLOAT MPI_SUM; the others move MPI_BYTE). Sizes are OSU's:
- *       per rank for allgather and alltoall (each rank's send block), the whole buffer otherwise
+ * usage: coll_gpu_allreduce_bench [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter] [-d host|cuda]
+ *                                 [-m MIN] [-M MAX] [-i ITERS] [-c] [-N] [-O ROUNDS]
+ *   -C  the collective (default allreduce; the reductions take MPI_FLOAT MPI_SUM, the moves MPI_BYTE).
+ *       Sizes are per rank for allgather, alltoall and reduce_scatter (each rank's block), the whole
+ *       buffer otherwise
  *   -d  buffer memory (default cuda when built with CUDA, else host)
  *   -m, -M  smallest and largest message in bytes (default 8 and 64 MiB), doubling
  *   -i  iterations per size (default 1000 up to 1 MiB, 100 above); a tenth of them warm up first
- *   -c  validate every size (allreduce: float sums of small integers, exact; the moves: a byte pattern per
- *       sender and receiver)
+ *   -c  validate every size (the reductions: float sums of small integers, exact; the moves: a byte
+ *       pattern per sender and receiver)
  *   -N  no NCCL beside it (NCCL takes one rank per GPU)
  *   -O  overhead of coll/gpu instead: MIN-byte allreduces on a communicator created with coll/gpu and
  *       one created without it (coll_gpu_enable set false through MPI_T in between), timed in
  *       alternation for ROUNDS rounds of ITERS calls in this one process, so that drift and
  *       placement hit both alike; prints both medians and their ratio
  * Prints per size the average latency (the slowest rank's mean), algbw and busbw as nccl-tests defines
- * them (algbw = total bytes / time, the total being n blocks for allgather and alltoall; busbw = algbw
- * times 2 (n - 1) / n for allreduce, (n - 1) / n for allgather and alltoall, 1 for bcast). When built with
- * NCCL and run on CUDA buffers, each size also runs NCCL's counterpart on the same buffers
- * (ncclAllReduce, ncclBroadcast, ncclAllGather, grouped ncclSend/ncclRecv for alltoall; each call followed
- * by a stream synchronize, as OSU's NCCL benchmarks do) and prints NCCL's latency, busbw and the ratio
- * ours/NCCL.
+ * them (algbw = total bytes / time, the total being n blocks for allgather, alltoall and reduce_scatter;
+ * busbw = algbw times 2 (n - 1) / n for allreduce, (n - 1) / n for allgather, alltoall and reduce_scatter,
+ * 1 for bcast and reduce). When built with NCCL and run on CUDA buffers, each size also runs NCCL's
+ * counterpart on the same buffers (ncclAllReduce, ncclBroadcast, ncclAllGather, grouped ncclSend/ncclRecv
+ * for alltoall, ncclReduce, ncclReduceScatter; each call followed by a stream synchronize, as OSU's NCCL
+ * benchmarks do) and prints NCCL's latency, busbw and the ratio ours/NCCL.
  */
 #include "config.h"
 
@@ -62,6 +63,12 @@ static void nccl_call(int coll, void *s, void *r, size_t bytes, int n) {
     case 2:
       ncclAllGather(s, r, bytes, ncclChar, nccl_comm, nccl_stream);
       break;
+    case 4:
+      ncclReduce(s, r, bytes / sizeof(float), ncclFloat, ncclSum, 0, nccl_comm, nccl_stream);
+      break;
+    case 5:
+      ncclReduceScatter(s, r, bytes / sizeof(float), ncclFloat, ncclSum, nccl_comm, nccl_stream);
+      break;
     default:
       ncclGroupStart();
       for (int q = 0; q < n; ++q) {
@@ -92,7 +99,12 @@ static double nccl_time(int coll, void *s, void *r, size_t bytes, int n, int ite
 #define WITH_NCCL 0
 #endif
 
-static const char *coll_names[] = {"allreduce", "bcast", "allgather", "alltoall"};
+static const char *coll_names[] = {"allreduce", "bcast", "allgather", "alltoall", "reduce", "reduce_scatter"};
+#define NCOLLS 6
+/* Whether a call's buffers hold a block per rank (its size is per rank). */
+static bool blocked(int coll) { return coll == 2 || coll == 3 || coll == 5; }
+/* Whether it reduces floats. */
+static bool reduces(int coll) { return coll == 0 || coll == 4 || coll == 5; }
 
 /* One MPI call of collective `coll` (an index into coll_names) moving `bytes` (per block). */
 static void call(int coll, void *s, void *r, size_t bytes, int n) {
@@ -106,6 +118,12 @@ static void call(int coll, void *s, void *r, size_t bytes, int n) {
     case 2:
       MPI_Allgather(s, (int)bytes, MPI_BYTE, r, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
       break;
+    case 4:
+      MPI_Reduce(s, r, (int)(bytes / sizeof(float)), MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
+      break;
+    case 5:
+      MPI_Reduce_scatter_block(s, r, (int)(bytes / sizeof(float)), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      break;
     default:
       MPI_Alltoall(s, (int)bytes, MPI_BYTE, r, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
   }
@@ -118,15 +136,19 @@ static unsigned char pattern(int from, int to, size_t i) { return (unsigned char
 /* One fresh call checked against what MPI defines: the count of wrong elements on this rank. */
 static int validate(tbuf_kind_t kind, int coll, void *s, void *r, float *hs, float *hr, size_t bytes, int rank, int n) {
   unsigned char *bs = (unsigned char *)hs, *br = (unsigned char *)hr;
-  const size_t blocks = coll >= 2 ? (size_t)n : 1;
+  const size_t blocks = blocked(coll) ? (size_t)n : 1;
   int bad = 0;
-  if (coll == 0) { /* float sums of small integers: exact */
-    const int count = (int)(bytes / sizeof(float));
-    for (int i = 0; i < count; ++i) hs[i] = (float)(rank + 1 + i % 7);
-    tbuf_put(kind, s, hs, (size_t)count * sizeof(float));
+  if (reduces(coll)) { /* float sums of small integers: exact */
+    const size_t count = bytes / sizeof(float), all = count * blocks;
+    for (size_t i = 0; i < all; ++i) hs[i] = (float)(rank + 1 + i % 7);
+    tbuf_put(kind, s, hs, all * sizeof(float));
+    for (size_t i = 0; i < count; ++i) hr[i] = -1;
+    tbuf_put(kind, r, hr, count * sizeof(float));
     call(coll, s, r, bytes, n);
-    tbuf_get(kind, hr, r, (size_t)count * sizeof(float));
-    for (int i = 0; i < count; ++i) bad += hr[i] != (float)(n * (n + 1) / 2 + n * (i % 7));
+    if (coll == 4 && rank != 0) return 0; /* the result is the root's */
+    tbuf_get(kind, hr, r, count * sizeof(float));
+    const size_t first = coll == 5 ? (size_t)rank * count : 0; /* reduce_scatter: my block */
+    for (size_t i = 0; i < count; ++i) bad += hr[i] != (float)(n * (n + 1) / 2 + n * ((first + i) % 7));
     return bad;
   }
   for (size_t q = 0; q < blocks; ++q)
@@ -229,8 +251,8 @@ int main(int argc, char **argv) {
   while ((opt = getopt(argc, argv, "C:d:m:M:i:cNO:")) != -1) {
     switch (opt) {
       case 'C':
-        for (coll = 0; coll < 4 && strcmp(optarg, coll_names[coll]) != 0; ++coll) continue;
-        if (coll == 4) {
+        for (coll = 0; coll < NCOLLS && strcmp(optarg, coll_names[coll]) != 0; ++coll) continue;
+        if (coll == NCOLLS) {
           if (rank == 0) fprintf(stderr, "unknown collective '%s'\n", optarg);
           MPI_Abort(MPI_COMM_WORLD, 2);
         }
@@ -263,8 +285,8 @@ int main(int argc, char **argv) {
       default:
         if (rank == 0)
           fprintf(stderr,
-                  "usage: %s [-C allreduce|bcast|allgather|alltoall] [-d host|cuda] [-m MIN] [-M MAX] [-i ITERS] [-c] "
-                  "[-N] [-O ROUNDS]\n",
+                  "usage: %s [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter] [-d host|cuda] [-m MIN] "
+                  "[-M MAX] [-i ITERS] [-c] [-N] [-O ROUNDS]\n",
                   argv[0]);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
@@ -275,8 +297,8 @@ int main(int argc, char **argv) {
   TBUF_CHECK(cudaGetDeviceCount(&ndev));
   TBUF_CHECK(cudaSetDevice(rank % ndev));
 #endif
-  /* allgather and alltoall: n blocks of at most max */
-  const size_t room = coll >= 2 ? max * (size_t)n : max;
+  /* allgather, alltoall and reduce_scatter: n blocks of at most max */
+  const size_t room = blocked(coll) ? max * (size_t)n : max;
   float *hs = malloc(room), *hr = malloc(room);
   void *s = tbuf_alloc(kind, room), *r = tbuf_alloc(kind, room);
   if (rounds > 0) {
@@ -299,6 +321,8 @@ int main(int argc, char **argv) {
     printf("# coll/gpu %s benchmark: %d ranks, %s memory, %s%s%s\n", coll_names[coll], n, tbuf_kind_name(kind),
            coll == 0   ? "MPI_FLOAT MPI_SUM"
            : coll == 1 ? "MPI_BYTE from root 0"
+           : coll == 4 ? "MPI_FLOAT MPI_SUM to root 0"
+           : coll == 5 ? "MPI_FLOAT MPI_SUM, sizes per rank"
                        : "MPI_BYTE, sizes per rank",
            check ? ", validated" : "", nccl ? "; NCCL on the same buffers" : "");
     printf("%-12s %16s %12s %12s %8s", "# Size(B)", "Avg lat(us)", "algbw(GB/s)", "busbw(GB/s)", "check");
@@ -327,8 +351,8 @@ int main(int argc, char **argv) {
     if (nccl) nccl_us = nccl_time(coll, s, r, bytes, n, iters);
 #endif
     if (rank == 0) {
-      const double total = coll >= 2 ? (double)bytes * n : (double)bytes;
-      const double bus = coll == 0 ? 2.0 * (n - 1) / n : coll == 1 ? 1.0 : (double)(n - 1) / n;
+      const double total = blocked(coll) ? (double)bytes * n : (double)bytes;
+      const double bus = coll == 0 ? 2.0 * (n - 1) / n : blocked(coll) ? (double)(n - 1) / n : 1.0;
       double algbw = total / worst / 1e3;
       printf("%-12zu %16.2f %12.2f %12.2f %8s", bytes, worst, algbw, algbw * bus, check ? (bad ? "FAIL" : "ok") : "-");
       if (nccl) printf(" %14.2f %12.2f %10.2f", nccl_us, total / nccl_us / 1e3 * bus, worst / nccl_us);

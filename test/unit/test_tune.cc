@@ -14,6 +14,7 @@ coll_gpu_tune_config_t defaults() {
   c.max_channels = 16;
   c.oneshot_max_bytes = 512 << 10;
   c.twoshot_max_bytes = 16 << 20;
+  for (int &a : c.move_algorithm) a = -1;
   return c;
 }
 
@@ -101,6 +102,44 @@ TEST(Tune, ChannelsForcedAndBounded) {
   EXPECT_EQ(32, coll_gpu_tune_choose(&c, 4, 1 << 20).nchannels);                // two-shot: 32 blocks
   c.nchannels = 0;
   EXPECT_EQ(64, coll_gpu_tune_choose(&c, 8, 1 << 20).nchannels);  // two-shot: a block per 16 KiB
+}
+
+// The collectives other than allreduce: direct LL for small blocks, the ring for large ones (alltoall
+// beyond 2 ranks: direct at every size), the modelled faster of the two, and what the parameters force.
+TEST(Tune, OtherCollectives) {
+  coll_gpu_tune_config_t c = defaults();
+  for (int k = COLL_GPU_COLL_BCAST; k < COLL_GPU_NCOLLS; ++k) {
+    const coll_gpu_coll_t coll = (coll_gpu_coll_t)k;
+    for (int n : {2, 3, 4, 8}) {
+      const bool ring_ok = coll != COLL_GPU_COLL_ALLTOALL || n == 2;
+      EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose_move(&c, coll, n, 8).algo) << k << " " << n;
+      EXPECT_EQ(ring_ok ? COLL_GPU_ALGO_RING : COLL_GPU_ALGO_ONESHOT,
+                coll_gpu_tune_choose_move(&c, coll, n, 1ul << 30).algo)
+          << k << " " << n;
+      for (size_t bytes = 8; bytes <= (1ul << 30); bytes *= 8) {
+        const coll_gpu_choice_t ch = coll_gpu_tune_choose_move(&c, coll, n, bytes);
+        EXPECT_EQ(coll_gpu_algo_proto(ch.algo), ch.proto);
+        const double t = coll_gpu_tune_move_time_us(coll, ch.algo, n, bytes, c.oneshot_max_bytes);
+        if (ring_ok) {
+          EXPECT_LE(t, coll_gpu_tune_move_time_us(coll, COLL_GPU_ALGO_RING, n, bytes, c.oneshot_max_bytes));
+        }
+        EXPECT_LE(t, coll_gpu_tune_move_time_us(coll, COLL_GPU_ALGO_ONESHOT, n, bytes, c.oneshot_max_bytes));
+        if (ch.algo == COLL_GPU_ALGO_RING) {
+          EXPECT_GE(ch.nchannels, 1);
+          EXPECT_LE(ch.nchannels, c.max_channels);
+        }
+      }
+      coll_gpu_tune_config_t f = c;
+      f.move_algorithm[k] = COLL_GPU_ALGO_RING;
+      EXPECT_EQ(ring_ok ? COLL_GPU_ALGO_RING : COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose_move(&f, coll, n, 8).algo);
+      f.move_algorithm[k] = COLL_GPU_ALGO_ONESHOT;
+      EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose_move(&f, coll, n, 1ul << 30).algo);
+      f.oneshot_max_bytes = 0;  // no LL slot: the ring, whatever is forced
+      if (ring_ok) EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose_move(&f, coll, n, 8).algo);
+    }
+  }
+  EXPECT_STREQ("reduce_scatter", coll_gpu_coll_name(COLL_GPU_COLL_REDUCE_SCATTER));
+  EXPECT_STREQ("MPI_Reduce", coll_gpu_coll_mpi_name(COLL_GPU_COLL_REDUCE));
 }
 
 // Every part of the scratch lies inside it, the parts do not overlap, and they grow with the sizes.

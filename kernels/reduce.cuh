@@ -1,0 +1,188 @@
+/*
+ * MPI_Reduce and MPI_Reduce_scatter(_block) on the GPUs: per type and op, behind typed launchers that the
+ * files kernels/generate.sh writes instantiate a few at a time.
+ *
+ * Direct, LL (small messages; any rank count), as the one-shot allreduce and the direct moves: every rank
+ * writes each peer's part, as LL lines flagged with the call's seq, into that peer's one-shot slot for it:
+ *   step 0: push my part for each peer (reduce: my buffer to the root; reduce-scatter: block q to rank q);
+ *   step 1: reduce my part over every rank in rank order (my own data from sendbuf, the peers' from my
+ *           slots) and write it to recvbuf.
+ * A rank with nothing for a peer (reduce: every rank but the root's sends to each other, and the root's to
+ * everyone; a reduce-scatter block of 0 elements) writes and waits for one token line, so every rank of
+ * call seq waits for every other and the slot of seq is free again at seq + 2 (allreduce_oneshot.cu's rule).
+ * The host cuts parts above the slot into calls of their own.
+ *
+ * Ring, Simple (large messages), over kernels/prims_ring.cuh, each channel a part of the buffer (of each
+ * block) in slot-sized steps:
+ *   reduce, at distance d from the root along the ring: d = 1 send my data; 1 < d send on what arrived,
+ *   reduced with mine (recvReduceSend); d = 0, the root: reduce what arrived with mine, keep it
+ *   (recvReduceCopy). A chain's first rank only sends: the kernel announces its start and waits for every
+ *   peer's (prims_ring.cuh);
+ *   reduce-scatter (NCCL's ring): step 0 send the block of the rank before me; steps 1..n-2 recvReduceSend
+ *   the block of the rank s + 1 before me; step n-1 recvReduceCopy my own block into recvbuf. Blocks of
+ *   different lengths (MPI_Reduce_scatter) take steps of 0 bytes past their end, so every rank takes the
+ *   same steps.
+ */
+#ifndef COLL_GPU_KERNELS_REDUCE_CUH
+#define COLL_GPU_KERNELS_REDUCE_CUH
+
+#include <cuda_runtime.h>
+
+#include "kernels/prims_ring.cuh"
+
+namespace coll_gpu {
+namespace {
+
+// The elements of sendbuf a rank sends to rank q (0 elements: a token), and those it reduces for itself.
+__device__ __forceinline__ coll_gpu_range_t reduce_part(const coll_gpu_ar_params_t &p, int q) {
+  if (p.coll == COLL_GPU_COLL_REDUCE_SCATTER) return p.blocks[q];
+  return coll_gpu_range_t{0, q == p.root ? p.count : 0};
+}
+
+template <typename T, typename Op, bool Aligned>
+__global__ void __launch_bounds__(kLLThreads) reduce_direct(coll_gpu_ar_params_t p) {
+  const Layout L(p.layout);
+  const int parity = (int)(p.seq & 1);
+  const uint32_t flag = (uint32_t)p.seq;  // never 0: the engine skips seqs that are 0 mod 2^32
+  const size_t stride = (size_t)gridDim.x * blockDim.x;
+  const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const char *in = (const char *)p.sendbuf;
+  size_t units = 1;  // a token at least
+  for (int q = 0; q < p.nranks; ++q)
+    units = coll_gpu_max(units, coll_gpu_div_up(reduce_part(p, q).count * sizeof(T), kPack));
+
+  // step 0: push my part for each peer
+  for (size_t u = first; u < units; u += stride) {
+    for (int k = 1; k < p.nranks; ++k) {
+      const int peer = (p.rank + k) % p.nranks;
+      const coll_gpu_range_t part = reduce_part(p, peer);
+      const size_t bytes = part.count * sizeof(T);
+      if (bytes == 0 ? u != 0 : u * kPack >= bytes) continue;
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (bytes != 0)
+        v = load_pack<Aligned>(in + part.begin * sizeof(T) + u * kPack, (int)coll_gpu_min(kPack, bytes - u * kPack));
+      uint4 *line = (uint4 *)((char *)p.peer_scratch[peer] + L.ll(parity, p.rank)) + 2 * u;
+      ll_store(line, v.x, v.y, flag);
+      ll_store(line + 1, v.z, v.w, flag);
+    }
+  }
+
+  // step 1: reduce my part over every rank in rank order (or take each peer's token)
+  const coll_gpu_range_t mine = reduce_part(p, p.rank);
+  const size_t bytes = mine.count * sizeof(T);
+  const char *own = in + mine.begin * sizeof(T);
+  char *out = (char *)p.recvbuf;
+  const Waiter w(p);
+  bool alive = true;
+  for (size_t u = first; alive && u < coll_gpu_max(coll_gpu_div_up(bytes, kPack), 1); u += stride) {
+    const int n = bytes == 0 ? 0 : (int)coll_gpu_min(kPack, bytes - u * kPack);
+    uint4 acc = make_uint4(0, 0, 0, 0);
+    for (int s = 0; alive && s < p.nranks; ++s) {
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (s == p.rank) {
+        if (n != 0) v = load_pack<Aligned>(own + u * kPack, n);
+      } else {
+        const uint4 *line = (const uint4 *)((const char *)p.peer_scratch[p.rank] + L.ll(parity, s)) + 2 * u;
+        int spins = 0;
+        while (alive && !ll_load(line, flag, &v.x, &v.y)) alive = !w.expired(++spins, s);
+        while (alive && !ll_load(line + 1, flag, &v.z, &v.w)) alive = !w.expired(++spins, s);
+      }
+      acc = s == 0 ? v : reduce_pack<T, Op>(acc, v);
+    }
+    if (alive && n != 0) store_out<T, Aligned>(out + u * kPack, acc, n);
+  }
+  block_done(p.status, p.seq);
+}
+
+template <typename T, typename Op, bool Aligned>
+__global__ void __launch_bounds__(kThreads) reduce_ring(coll_gpu_ar_params_t p) {
+  RingChannel<T, Op, Aligned> c(p);
+  const int n = p.nranks;
+  const uint8_t *ring = p.rings[blockIdx.x % p.nrings];
+  const size_t pack = kPack / sizeof(T);
+  const size_t slot = p.layout.slot_bytes / sizeof(T);
+  const char *in = (const char *)p.sendbuf;
+  char *out = (char *)p.recvbuf;
+  bool ok = true;
+  if (p.coll == COLL_GPU_COLL_REDUCE) {
+    announce_start(p);
+    int root_pos = 0;
+    while (root_pos < n - 1 && ring[root_pos] != p.root) ++root_pos;
+    const int d = (c.pos - root_pos + n) % n;
+    const coll_gpu_range_t part = coll_gpu_part(p.count, gridDim.x, blockIdx.x, pack);
+    for (size_t off = part.begin; ok && off < part.begin + part.count; off += slot) {
+      const size_t at = off * sizeof(T), bytes = coll_gpu_min(slot, part.begin + part.count - off) * sizeof(T);
+      if (d == 1)  // the chain's first rank: push my data
+        ok = c.template step<kSend>(in + at, nullptr, bytes);
+      else if (d != 0)  // add mine to what arrived, push it on
+        ok = c.template step<kRecv | kReduce | kSend>(in + at, nullptr, bytes);
+      else  // the root: add mine, keep it
+        ok = c.template step<kRecv | kReduce | kCopyOut>(in + at, out + at, bytes);
+    }
+    await_started(p, c.w);
+  } else {  // reduce-scatter
+    // this channel's part of the block at ring position `pos`, from element off of the part: where it
+    // starts in sendbuf, where in the part, and its length (0 past the part's end)
+    struct Seg {
+      size_t send, at, count;
+    };
+    auto seg = [&](int pos, size_t off) {
+      const int q = ring[(pos % n + n) % n];
+      const coll_gpu_range_t part = coll_gpu_part(p.blocks[q].count, gridDim.x, blockIdx.x, pack);
+      const size_t b = coll_gpu_min(off, part.count);
+      return Seg{p.blocks[q].begin + part.begin + b, part.begin + b, coll_gpu_min(slot, part.count - b)};
+    };
+    size_t longest = 0;
+    for (int q = 0; q < n; ++q)
+      longest = coll_gpu_max(longest, coll_gpu_part(p.blocks[q].count, gridDim.x, blockIdx.x, pack).count);
+    for (size_t off = 0; ok && off < longest; off += slot) {
+      // step 0: push the block of the rank before me
+      Seg s = seg(c.pos - 1, off);
+      ok = c.template step<kSend>(in + s.send * sizeof(T), nullptr, s.count * sizeof(T));
+      // steps 1..n-2: add mine to what arrived, push it on
+      for (int j = 1; ok && j < n - 1; ++j) {
+        s = seg(c.pos - 1 - j, off);
+        ok = c.template step<kRecv | kReduce | kSend>(in + s.send * sizeof(T), nullptr, s.count * sizeof(T));
+      }
+      // step n-1: my own block is complete here: keep it
+      s = seg(c.pos, off);
+      if (ok)
+        ok = c.template step<kRecv | kReduce | kCopyOut>(in + s.send * sizeof(T), out + s.at * sizeof(T),
+                                                         s.count * sizeof(T));
+    }
+  }
+  c.save();
+  block_done(p.status, p.seq);
+}
+
+// Whether every address a call touches starts on a pack boundary.
+__host__ bool reduce_aligned(const coll_gpu_ar_params_t &p) {
+  if (!packs_aligned(p.sendbuf, p.recvbuf)) return false;
+  if (p.coll != COLL_GPU_COLL_REDUCE_SCATTER) return true;
+  for (int q = 0; q < p.nranks; ++q)
+    if (p.blocks[q].begin * coll_gpu_dtype_size(p.type) % kPack != 0) return false;
+  return true;
+}
+
+}  // namespace
+
+// instantiated in kernels/inst/reduce_*.cu
+template <typename T, typename Op>
+int reduce_typed(const coll_gpu_ar_params_t &p, cudaStream_t stream) {
+  const bool aligned = reduce_aligned(p);
+  if (p.algo == COLL_GPU_ALGO_ONESHOT && aligned)
+    reduce_direct<T, Op, true><<<reduce_blocks(p), kLLThreads, 0, stream>>>(p);
+  else if (p.algo == COLL_GPU_ALGO_ONESHOT)
+    reduce_direct<T, Op, false><<<reduce_blocks(p), kLLThreads, 0, stream>>>(p);
+  else if (p.algo != COLL_GPU_ALGO_RING)
+    return (int)cudaErrorInvalidValue;
+  else if (aligned)
+    reduce_ring<T, Op, true><<<p.nchannels, kThreads, 0, stream>>>(p);
+  else
+    reduce_ring<T, Op, false><<<p.nchannels, kThreads, 0, stream>>>(p);
+  return (int)cudaGetLastError();
+}
+
+}  // namespace coll_gpu
+
+#endif
