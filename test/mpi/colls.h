@@ -17,8 +17,9 @@ extern uint64_t seed;
 extern tbuf_kind_t kind;
 extern long checks, failures;
 extern bool verbose;
-extern bool gpu_path; /* -G: the GPU path's calls must stage nothing */
-/* Buffers coll/gpu staged so far (-G only). */
+extern bool gpu_path; /* test_colls -G: the GPU path's calls must stage nothing */
+/* staged_count.c: coll/gpu's count of the buffers it staged (MPI_T), once opened. */
+void staged_count_open(void);
 unsigned long long staged_count(void);
 
 #define POISON 0xA5 /* the byte every output is filled with before a collective */

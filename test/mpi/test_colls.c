@@ -27,25 +27,6 @@ long checks, failures;
 bool verbose;
 bool gpu_path;
 
-/* -G: the counter of the buffers coll/gpu staged */
-static MPI_T_pvar_session stage_session;
-static MPI_T_pvar_handle stage_counter;
-unsigned long long staged_count(void) {
-  unsigned long long v = 0;
-  MPI_T_pvar_read(stage_session, stage_counter, &v);
-  return v;
-}
-static void staged_count_open(void) {
-  int provided, index, count;
-  MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
-  if (MPI_T_pvar_get_index("coll_gpu_staged_buffers", MPI_T_PVAR_CLASS_COUNTER, &index) != MPI_SUCCESS ||
-      MPI_T_pvar_session_create(&stage_session) != MPI_SUCCESS ||
-      MPI_T_pvar_handle_alloc(stage_session, index, NULL, &stage_counter, &count) != MPI_SUCCESS) {
-    fprintf(stderr, "the MPI_T variable coll_gpu_staged_buffers cannot be read\n");
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
-}
-
 /* A legal program posts a nonblocking collective, then waits on point-to-point traffic that the other
  * rank sends before joining the collective: nothing may block inside the nonblocking call. */
 static void test_nonblocking_progress(void) {

@@ -46,37 +46,19 @@ static void expect_rc(const char *what, int rc) {
 
 /* The staging counter (-S): mark() before a call, staged() after it with the buffers it must have staged. */
 static bool counting;
-static MPI_T_pvar_session session;
-static MPI_T_pvar_handle counter;
 static unsigned long long marked;
-static unsigned long long staged_now(void) {
-  unsigned long long v = 0;
-  MPI_T_pvar_read(session, counter, &v);
-  return v;
-}
 static void mark(void) {
-  if (counting) marked = staged_now();
+  if (counting) marked = staged_count();
 }
 static void staged(const char *what, int want) {
   if (!counting) return;
-  const unsigned long long got = staged_now() - marked;
+  const unsigned long long got = staged_count() - marked;
   ++checks;
   if (got != (unsigned long long)want) {
     char d[96];
     snprintf(d, sizeof(d), "staged %llu buffer(s), expected %d", got, want);
     fail(what, d);
   }
-}
-static void counter_open(void) {
-  int provided, index, count;
-  MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
-  if (MPI_T_pvar_get_index("coll_gpu_staged_buffers", MPI_T_PVAR_CLASS_COUNTER, &index) != MPI_SUCCESS ||
-      MPI_T_pvar_session_create(&session) != MPI_SUCCESS ||
-      MPI_T_pvar_handle_alloc(session, index, NULL, &counter, &count) != MPI_SUCCESS) {
-    fprintf(stderr, "the MPI_T variable coll_gpu_staged_buffers cannot be read\n");
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
-  counting = true;
 }
 /* A buffer of n ints, poisoned on the device and in its image. */
 static buf_t ints(size_t n) {
@@ -564,7 +546,10 @@ int main(int argc, char **argv) {
   TBUF_CHECK(cudaGetDeviceCount(&ndev));
   TBUF_CHECK(cudaSetDevice(rank % ndev));
 #endif
-  if (count_staging) counter_open();
+  if (count_staging) {
+    staged_count_open();
+    counting = true;
+  }
   alarm(300); /* a hang becomes a failure */
   test_reduce_local();
   test_persistent();

@@ -1,0 +1,27 @@
+/*
+ * coll/gpu's MPI_T performance variable coll_gpu_staged_buffers, for the tests that check which
+ * buffers a call staged (colls.h).
+ */
+#include <stdio.h>
+
+#include "test/mpi/colls.h"
+
+static MPI_T_pvar_session session;
+static MPI_T_pvar_handle counter;
+
+void staged_count_open(void) {
+  int provided, index, count;
+  MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+  if (MPI_T_pvar_get_index("coll_gpu_staged_buffers", MPI_T_PVAR_CLASS_COUNTER, &index) != MPI_SUCCESS ||
+      MPI_T_pvar_session_create(&session) != MPI_SUCCESS ||
+      MPI_T_pvar_handle_alloc(session, index, NULL, &counter, &count) != MPI_SUCCESS) {
+    fprintf(stderr, "the MPI_T variable coll_gpu_staged_buffers cannot be read\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+}
+
+unsigned long long staged_count(void) {
+  unsigned long long v = 0;
+  MPI_T_pvar_read(session, counter, &v);
+  return v;
+}
