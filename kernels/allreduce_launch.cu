@@ -12,11 +12,10 @@ extern "C" size_t coll_gpu_ar_scratch_bytes(const coll_gpu_ar_layout_t *l) { ret
 namespace coll_gpu {
 int reduce_blocks(const coll_gpu_ar_params_t &p) {
   if (p.algo != COLL_GPU_ALGO_ONESHOT) return p.nchannels;
-  const size_t size = coll_gpu_dtype_size(p.type);
-  size_t units = coll_gpu_div_up(p.count * size, kPack);  // reduce: one part; reduce-scatter: the longest
+  size_t count = p.count;  // reduce: one part; reduce-scatter: the longest block
   if (p.coll == COLL_GPU_COLL_REDUCE_SCATTER)
-    for (int q = 0; q < p.nranks; ++q) units = coll_gpu_max(units, coll_gpu_div_up(p.blocks[q].count * size, kPack));
-  return (int)coll_gpu_min(coll_gpu_max(coll_gpu_div_up(units, kLLThreads), 1), 2 * COLL_GPU_MAX_CHANNELS);
+    for (int q = 0; q < p.nranks; ++q) count = coll_gpu_max(count, p.blocks[q].count);
+  return ll_blocks(count * coll_gpu_dtype_size(p.type));
 }
 }  // namespace coll_gpu
 

@@ -50,9 +50,7 @@ __device__ __forceinline__ void oneshot_call(const coll_gpu_ar_params_t &p, cons
     const uint4 v = load_pack<Aligned>(in + u * kPack, n);
     for (int k = 1; k < p.nranks; ++k) {
       const int peer = (p.rank + k) % p.nranks;
-      uint4 *line = (uint4 *)((char *)p.peer_scratch[peer] + L.ll(parity, p.rank)) + 2 * u;
-      ll_store(line, v.x, v.y, flag);
-      ll_store(line + 1, v.z, v.w, flag);
+      ll_put((uint4 *)((char *)p.peer_scratch[peer] + L.ll(parity, p.rank)) + 2 * u, v, flag);
     }
   }
 
@@ -68,9 +66,7 @@ __device__ __forceinline__ void oneshot_call(const coll_gpu_ar_params_t &p, cons
         v = load_pack<Aligned>(in + u * kPack, n);
       } else {
         const uint4 *line = (const uint4 *)((const char *)p.peer_scratch[p.rank] + L.ll(parity, s)) + 2 * u;
-        int spins = 0;
-        while (alive && !ll_load(line, flag, &v.x, &v.y)) alive = !w.expired(++spins, s);
-        while (alive && !ll_load(line + 1, flag, &v.z, &v.w)) alive = !w.expired(++spins, s);
+        alive = alive && ll_get(line, flag, w, s, &v);
       }
       acc = s == 0 ? v : reduce_pack<T, Op>(acc, v);
     }
@@ -182,11 +178,7 @@ __global__ void __launch_bounds__(kLLThreads) oneshot_linger(const __grid_consta
 
 }  // namespace
 
-int oneshot_blocks(const coll_gpu_ar_params_t &p) {
-  size_t units = coll_gpu_div_up(p.count * coll_gpu_dtype_size(p.type), kPack);
-  // one thread per unit up to the block limit; the done[] words bound the grid
-  return (int)coll_gpu_min(coll_gpu_max(coll_gpu_div_up(units, kLLThreads), 1), 2 * COLL_GPU_MAX_CHANNELS);
-}
+int oneshot_blocks(const coll_gpu_ar_params_t &p) { return ll_blocks(p.count * coll_gpu_dtype_size(p.type)); }
 
 int oneshot_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream) {
   oneshot_linger<<<oneshot_blocks(p), kLLThreads, 0, stream>>>(p);

@@ -81,9 +81,7 @@ __global__ void __launch_bounds__(kLLThreads) move_ll(coll_gpu_ar_params_t p) {
       if (s.bytes == 0 && u != 0) continue;
       uint4 v = make_uint4(0, 0, 0, 0);
       if (s.bytes != 0) v = load_pack<Aligned>(s.src + u * kPack, (int)coll_gpu_min(kPack, s.bytes - u * kPack));
-      uint4 *line = (uint4 *)((char *)p.peer_scratch[peer] + L.ll(parity, p.rank)) + 2 * u;
-      ll_store(line, v.x, v.y, flag);
-      ll_store(line + 1, v.z, v.w, flag);
+      ll_put((uint4 *)((char *)p.peer_scratch[peer] + L.ll(parity, p.rank)) + 2 * u, v, flag);
     }
     if (copy_own) {
       const int n = (int)coll_gpu_min(kPack, own.bytes - u * kPack);
@@ -101,9 +99,7 @@ __global__ void __launch_bounds__(kLLThreads) move_ll(coll_gpu_ar_params_t p) {
       if (r.bytes == 0 && u != 0) continue;
       const uint4 *line = (const uint4 *)((const char *)p.peer_scratch[p.rank] + L.ll(parity, s)) + 2 * u;
       uint4 v;
-      int spins = 0;
-      while (alive && !ll_load(line, flag, &v.x, &v.y)) alive = !w.expired(++spins, s);
-      while (alive && !ll_load(line + 1, flag, &v.z, &v.w)) alive = !w.expired(++spins, s);
+      alive = ll_get(line, flag, w, s, &v);
       if (alive && r.bytes != 0)
         store_pack<Aligned>(r.dst + u * kPack, v, (int)coll_gpu_min(kPack, r.bytes - u * kPack));
     }
@@ -133,9 +129,7 @@ __global__ void __launch_bounds__(kThreads) move_ring(coll_gpu_ar_params_t p) {
   bool ok = true;
   if (p.coll == COLL_GPU_COLL_BCAST) {
     announce_start(p);
-    int root_pos = 0;
-    while (root_pos < n - 1 && ring[root_pos] != p.root) ++root_pos;
-    const int d = (c.pos - root_pos + n) % n;
+    const int d = c.hops_from(p.root);
     for (size_t off = part.begin; ok && off < part.begin + part.count; off += slot) {
       const size_t len = coll_gpu_min(slot, part.begin + part.count - off);
       if (d == 0)  // the root: push the buffer to the next GPU
@@ -180,9 +174,7 @@ bool move_aligned(const coll_gpu_ar_params_t &p) {
 }  // namespace
 
 int move_blocks(const coll_gpu_ar_params_t &p) {
-  if (p.algo != COLL_GPU_ALGO_ONESHOT) return p.nchannels;
-  const size_t units = coll_gpu_div_up(p.count, kPack);
-  return (int)coll_gpu_min(coll_gpu_max(coll_gpu_div_up(units, kLLThreads), 1), 2 * COLL_GPU_MAX_CHANNELS);
+  return p.algo == COLL_GPU_ALGO_ONESHOT ? ll_blocks(p.count) : p.nchannels;
 }
 
 int move_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream) {

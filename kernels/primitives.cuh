@@ -198,6 +198,27 @@ __device__ __forceinline__ bool ll_load(const void *line, uint32_t flag, uint32_
                : "memory");
   return f0 == flag && f1 == flag;
 }
+// One 16-byte unit of data as its two LL lines.
+__device__ __forceinline__ void ll_put(uint4 *lines, uint4 v, uint32_t flag) {
+  ll_store(lines, v.x, v.y, flag);
+  ll_store(lines + 1, v.z, v.w, flag);
+}
+// Waits for both lines of a unit that `peer` writes; false when the host aborted the call.
+__device__ __forceinline__ bool ll_get(const uint4 *lines, uint32_t flag, const Waiter &w, int peer, uint4 *v) {
+  int spins = 0;
+  while (!ll_load(lines, flag, &v->x, &v->y))
+    if (w.expired(++spins, peer)) return false;
+  while (!ll_load(lines + 1, flag, &v->z, &v->w))
+    if (w.expired(++spins, peer)) return false;
+  return true;
+}
+
+// Blocks of a direct LL kernel for `bytes` per part: a thread per 16-byte unit up to the block limit;
+// the done[] words bound the grid.
+inline int ll_blocks(size_t bytes) {
+  const size_t units = coll_gpu_div_up(bytes, kPack);
+  return (int)coll_gpu_min(coll_gpu_max(coll_gpu_div_up(units, kLLThreads), 1), 2 * COLL_GPU_MAX_CHANNELS);
+}
 
 // The bytes of an element that are data: the pair types with a hole (MPI_DOUBLE_INT, MPI_LONG_INT: 4 bytes
 // after the index; MPI_SHORT_INT: 2 bytes after the value) must leave the receive buffer's hole alone.

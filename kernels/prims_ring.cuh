@@ -55,6 +55,14 @@ struct RingChannel {
     prev_head = flag_at(p.peer_scratch[prev], L.head(ch));
   }
 
+  // Hops along this channel's ring from `rank` to me (0: I am `rank`).
+  __device__ int hops_from(int rank) const {
+    const uint8_t *ring = p.rings[ch % p.nrings];
+    int at = 0;
+    while (at < p.nranks - 1 && ring[at] != rank) ++at;
+    return (pos - at + p.nranks) % p.nranks;
+  }
+
   // Saves the counters for the channel's next kernel (every thread holds the same; the kernel's end
   // orders the store before that kernel's loads).
   __device__ void save() {

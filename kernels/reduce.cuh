@@ -61,9 +61,7 @@ __global__ void __launch_bounds__(kLLThreads) reduce_direct(coll_gpu_ar_params_t
       uint4 v = make_uint4(0, 0, 0, 0);
       if (bytes != 0)
         v = load_pack<Aligned>(in + part.begin * sizeof(T) + u * kPack, (int)coll_gpu_min(kPack, bytes - u * kPack));
-      uint4 *line = (uint4 *)((char *)p.peer_scratch[peer] + L.ll(parity, p.rank)) + 2 * u;
-      ll_store(line, v.x, v.y, flag);
-      ll_store(line + 1, v.z, v.w, flag);
+      ll_put((uint4 *)((char *)p.peer_scratch[peer] + L.ll(parity, p.rank)) + 2 * u, v, flag);
     }
   }
 
@@ -83,9 +81,7 @@ __global__ void __launch_bounds__(kLLThreads) reduce_direct(coll_gpu_ar_params_t
         if (n != 0) v = load_pack<Aligned>(own + u * kPack, n);
       } else {
         const uint4 *line = (const uint4 *)((const char *)p.peer_scratch[p.rank] + L.ll(parity, s)) + 2 * u;
-        int spins = 0;
-        while (alive && !ll_load(line, flag, &v.x, &v.y)) alive = !w.expired(++spins, s);
-        while (alive && !ll_load(line + 1, flag, &v.z, &v.w)) alive = !w.expired(++spins, s);
+        alive = ll_get(line, flag, w, s, &v);
       }
       acc = s == 0 ? v : reduce_pack<T, Op>(acc, v);
     }
@@ -106,9 +102,7 @@ __global__ void __launch_bounds__(kThreads) reduce_ring(coll_gpu_ar_params_t p) 
   bool ok = true;
   if (p.coll == COLL_GPU_COLL_REDUCE) {
     announce_start(p);
-    int root_pos = 0;
-    while (root_pos < n - 1 && ring[root_pos] != p.root) ++root_pos;
-    const int d = (c.pos - root_pos + n) % n;
+    const int d = c.hops_from(p.root);
     const coll_gpu_range_t part = coll_gpu_part(p.count, gridDim.x, blockIdx.x, pack);
     for (size_t off = part.begin; ok && off < part.begin + part.count; off += slot) {
       const size_t at = off * sizeof(T), bytes = coll_gpu_min(slot, part.begin + part.count - off) * sizeof(T);

@@ -155,8 +155,6 @@ int mca_coll_gpu_pend(coll_gpu_stage_t *st, int rc, void *persistent, struct omp
 typedef enum { COLL_GPU_ROOT, COLL_GPU_LEAF, COLL_GPU_NOT_INVOLVED } coll_gpu_role_t;
 coll_gpu_role_t mca_coll_gpu_role(struct ompi_communicator_t *comm, int root);
 
-/* coll_gpu_gpupath.c: MPI_Allreduce on the GPUs. Returns 1 when it handled the call (result in *rc),
- * 0 when the call goes on through the previous module, with staging where buffers need it. */
 /* Whether the communicator can ever take the GPU path (one node, 2 to COLL_GPU_MAX_RANKS ranks): the
  * same answer on every rank. */
 bool mca_coll_gpu_gpupath_possible(struct ompi_communicator_t *comm);
@@ -164,10 +162,7 @@ bool mca_coll_gpu_gpupath_possible(struct ompi_communicator_t *comm);
  * (bytes: the call's, 0 for none): it tells the ranks that may be deciding that it passes host memory. A
  * few stores, once set up. */
 void mca_coll_gpu_path_host(size_t bytes, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m);
-int mca_coll_gpu_allreduce_gpu(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                               struct ompi_op_t *op, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
-                               int *rc);
-/* The moves on the GPUs (bcast, allgather, alltoall; coll_gpu_gpupath.c), as mca_coll_gpu_allreduce_gpu.
+/* The moves on the GPUs (bcast, allgather, alltoall; coll_gpu_gpupath.c), as mca_coll_gpu_reduction_gpu.
  * Contiguous datatypes on the engine's device, on every rank; in-place alltoall is staged. */
 typedef struct {
   coll_gpu_coll_t coll;
@@ -182,15 +177,16 @@ typedef struct {
 int mca_coll_gpu_move_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
                           int *rc);
 
-/* MPI_Reduce and MPI_Reduce_scatter(_block) on the GPUs (coll_gpu_gpupath.c), as
- * mca_coll_gpu_allreduce_gpu. A reduce's root classifies both buffers, the other ranks their send
+/* MPI_Allreduce, MPI_Reduce and MPI_Reduce_scatter(_block) on the GPUs (coll_gpu_gpupath.c). Returns 1
+ * when it handled the call (result in *rc), 0 when the call goes on through the previous module, with
+ * staging where buffers need it. A reduce's root classifies both buffers, the other ranks their send
  * buffer; in-place MPI_Reduce_scatter with counts that differ is staged. */
 typedef struct {
-  coll_gpu_coll_t coll; /* COLL_GPU_COLL_REDUCE or COLL_GPU_COLL_REDUCE_SCATTER */
+  coll_gpu_coll_t coll; /* COLL_GPU_COLL_ALLREDUCE, COLL_GPU_COLL_REDUCE or COLL_GPU_COLL_REDUCE_SCATTER */
   const char *name;     /* the MPI function, for messages */
   const void *sbuf;     /* or MPI_IN_PLACE */
   void *rbuf;
-  int count;          /* reduce: the buffer; reduce_scatter_block: each rank's block */
+  int count;          /* allreduce, reduce: the buffer; reduce_scatter_block: each rank's block */
   const int *rcounts; /* MPI_Reduce_scatter: each rank's block; NULL for the others */
   struct ompi_datatype_t *dtype;
   struct ompi_op_t *op;

@@ -25,7 +25,11 @@ static int stage_allreduce(coll_gpu_stage_t *st, struct ompi_communicator_t *com
   return stage_vector(st, sbuf, rbuf, count, dtype, hs, hr);
 }
 
-COLL_GPU_BLOCKING_GPU(allreduce, (size_t)count, mca_coll_gpu_allreduce_gpu)
+static int gpu_allreduce(PARAMS_allreduce, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
+  const mca_coll_gpu_reduction_t rd = {COLL_GPU_COLL_ALLREDUCE, NAME_allreduce, sbuf, rbuf, count, NULL, dtype, op, 0};
+  return mca_coll_gpu_reduction_gpu(&rd, comm, m, rc);
+}
+COLL_GPU_BLOCKING_GPU(allreduce, (size_t)count, gpu_allreduce)
 COLL_GPU_NONBLOCKING(allreduce)
 COLL_GPU_PERSISTENT(allreduce)
 

@@ -318,35 +318,6 @@ static int agree_path(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm
   return 1;
 }
 
-int mca_coll_gpu_allreduce_gpu(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                               struct ompi_op_t *op, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
-                               int *rc) {
-  const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
-  if (m->agree_state == COLL_GPU_STATE_OFF || count == 0) return 0;
-  coll_gpu_meminfo_t mem;
-  coll_gpu_dtype_t type = COLL_GPU_NTYPES;
-  coll_gpu_redop_t redop = COLL_GPU_NOPS;
-  uint32_t mine = PATH_STAGE, all;
-  /* no GPU path on this rank (it failed, or was told to stage): the others still get an answer */
-  if (m->engine_state != COLL_GPU_STATE_OFF && c->allreduce_algorithm != COLL_GPU_NALGOS)
-    mine = (uint32_t)local_path(sbuf, rbuf, dtype, op, m, &mem, &type, &redop);
-  char why[256];
-  size_t dsize = 0;
-  ompi_datatype_type_size(dtype, &dsize);
-  const size_t bytes = (size_t)count * dsize; /* for messages */
-  const int agreed = agree_path(m, comm, mine, "MPI_Allreduce", bytes, &all, rc);
-  if (agreed != 0) return agreed > 0;
-  if (all != PATH_GPU) return 0;
-  if (m->engine == NULL && !create_engine(m, comm, &mem)) return 0;
-  if (coll_gpu_engine_allreduce(m->engine, sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf, (size_t)count, type, redop, why,
-                                sizeof(why)) != COLL_GPU_ENGINE_OK) {
-    *rc = gpu_failed(m, comm, bytes, "on the GPU", why);
-    return 1;
-  }
-  *rc = OMPI_SUCCESS;
-  return 1;
-}
-
 int mca_coll_gpu_reduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
                                mca_coll_gpu_module_t *m, int *rc) {
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
@@ -368,7 +339,9 @@ int mca_coll_gpu_reduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_c
   coll_gpu_dtype_t type = COLL_GPU_NTYPES;
   coll_gpu_redop_t redop = COLL_GPU_NOPS;
   uint32_t mine = PATH_STAGE, all;
-  if (m->engine_state != COLL_GPU_STATE_OFF && c->move_algorithm[rd->coll] != COLL_GPU_NALGOS)
+  /* no GPU path on this rank (it failed, or was told to stage): the others still get an answer */
+  const int algorithm = rd->coll == COLL_GPU_COLL_ALLREDUCE ? c->allreduce_algorithm : c->move_algorithm[rd->coll];
+  if (m->engine_state != COLL_GPU_STATE_OFF && algorithm != COLL_GPU_NALGOS)
     mine = (uint32_t)local_path(leaf ? MPI_IN_PLACE : rd->sbuf, leaf ? (void *)rd->sbuf : rd->rbuf, rd->dtype, rd->op,
                                 m, &mem, &type, &redop);
   /* in place, a rank's result would overwrite input a later block of another length still reads */
@@ -384,7 +357,9 @@ int mca_coll_gpu_reduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_c
   const void *src = rd->sbuf == MPI_IN_PLACE ? rd->rbuf : rd->sbuf;
   char why[256];
   int erc;
-  if (rd->coll == COLL_GPU_COLL_REDUCE)
+  if (rd->coll == COLL_GPU_COLL_ALLREDUCE)
+    erc = coll_gpu_engine_allreduce(m->engine, src, rd->rbuf, total, type, redop, why, sizeof(why));
+  else if (rd->coll == COLL_GPU_COLL_REDUCE)
     erc =
         coll_gpu_engine_reduce(m->engine, src, leaf ? NULL : rd->rbuf, total, type, redop, rd->root, why, sizeof(why));
   else
