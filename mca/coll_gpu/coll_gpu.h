@@ -10,10 +10,10 @@
 
 #include "ompi_config.h"
 
-#include "mca/coll_gpu/coll_gpu_agree.h"
-#include "mca/coll_gpu/coll_gpu_engine.h"
-#include "mca/coll_gpu/coll_gpu_log.h"
-#include "mca/coll_gpu/coll_gpu_stage.h"
+#include "engine/agree.h"
+#include "engine/engine.h"
+#include "engine/log.h"
+#include "engine/stage.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
 #include "ompi/request/request.h"

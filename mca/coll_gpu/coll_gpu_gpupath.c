@@ -9,7 +9,7 @@
  * the staging fallback, where device ranks stage and host ranks pass straight through, so all ranks
  * meet in the same host collective.
  *
- * The OR goes through a shared-memory segment of the communicator (coll_gpu_agree.h), set up by every
+ * The OR goes through a shared-memory segment of the communicator (engine/agree.h), set up by every
  * rank in its first of these collectives with a nonzero size, on communicators that can take the GPU path at
  * all (one node, 2 to 8 ranks). Every rank posts in every such call, also a rank whose process never
  * loaded CUDA (mca_coll_gpu_path_host: a few stores, no wait), because another rank may have

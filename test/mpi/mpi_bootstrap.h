@@ -1,5 +1,5 @@
 /*
- * For the MPI tests of the engine's pieces: the bootstrap interface (coll_gpu_bootstrap.h) over an MPI
+ * For the MPI tests of the engine's pieces: the bootstrap interface (engine/bootstrap.h) over an MPI
  * communicator (ctx points to it), and EXPECT, which counts a failure in the test's `failures` and
  * prints it with the test's `rank`.
  */

@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mca/coll_gpu/coll_gpu_agree.h"
-#include "mca/coll_gpu/coll_gpu_bootstrap.h"
+#include "engine/agree.h"
+#include "engine/bootstrap.h"
 #include "test/mpi/mpi_bootstrap.h"
 
 static int rank, nranks, failures;

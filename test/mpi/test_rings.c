@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mca/coll_gpu/coll_gpu_rings.h"
+#include "engine/rings.h"
 #include "test/mpi/mpi_bootstrap.h"
 #include "topo/topo_xml.h"
 

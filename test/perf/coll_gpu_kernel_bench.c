@@ -20,8 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/tune.h"
 #include "kernels/allreduce.h"
-#include "mca/coll_gpu/coll_gpu_tune.h"
 
 #define CHECK(call)                                                                                 \
   do {                                                                                              \

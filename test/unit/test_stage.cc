@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "mca/coll_gpu/coll_gpu_stage.h"
+#include "engine/stage.h"
 
 namespace {
 

@@ -2,15 +2,15 @@
  * Agreement on the path of one collective among the ranks of one node, through a shared-memory segment:
  * each rank posts what it can do (bits), and every rank reads the OR of all posts. Costs one cache line
  * written per rank and one read per peer (well under a microsecond at 8 ranks), instead of an MPI
- * allreduce. A wait lasts while the ranks it waits for exist (coll_gpu_wait.h).
+ * allreduce. A wait lasts while the ranks it waits for exist (engine/wait.h).
  */
 #ifndef COLL_GPU_AGREE_H
 #define COLL_GPU_AGREE_H
 
 #include <stdint.h>
 
-#include "mca/coll_gpu/coll_gpu_bootstrap.h"
-#include "mca/coll_gpu/coll_gpu_wait.h"
+#include "engine/bootstrap.h"
+#include "engine/wait.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,7 +22,7 @@ typedef struct coll_gpu_agree coll_gpu_agree_t;
  * others map it, and it is unlinked as soon as all have. Returns 0 or an errno value. */
 int coll_gpu_agree_create(const coll_gpu_bootstrap_t *b, const uint8_t id[COLL_GPU_UNIQUE_ID_BYTES],
                           coll_gpu_agree_t **out);
-/* Watching an agreement's wait (coll_gpu_wait.h): after wait->timeout_ns, report(ctx, late) is called
+/* Watching an agreement's wait (engine/wait.h): after wait->timeout_ns, report(ctx, late) is called
  * once with late[r] = 1 for each rank that has not posted yet, and the wait goes on. */
 typedef struct {
   coll_gpu_wait_config_t wait;

@@ -1,7 +1,7 @@
 /*
- * Waits that yield and sleep (coll_gpu_wait.h).
+ * Waits that yield and sleep (engine/wait.h).
  */
-#include "mca/coll_gpu/coll_gpu_wait.h"
+#include "engine/wait.h"
 
 #include <errno.h>
 #include <sched.h>

@@ -1,7 +1,7 @@
 /*
- * The rings of a communicator's GPU allreduce (coll_gpu_rings.h).
+ * The rings of a communicator's GPU allreduce (engine/rings.h).
  */
-#include "mca/coll_gpu/coll_gpu_rings.h"
+#include "engine/rings.h"
 
 #include <pthread.h>
 #include <stdarg.h>

@@ -1,16 +1,16 @@
 /*
- * The communicator engine (coll_gpu_engine.h).
+ * The communicator engine (engine/engine.h).
  *
  * Creation, on every rank, in the same order (every bootstrap call is made even after a local failure,
  * so the collective calls always match):
  *   1. local set-up on the buffer's device: scratch, status words, streams, the scratch's IPC handle;
  *   2. allgather of peer info: one node, at most COLL_GPU_MAX_RANKS ranks, equal parameters, every rank
  *      set up; otherwise every rank reaches the same "unavailable";
- *   3. the rings: every rank's view of the node, merged, and the ring search (coll_gpu_rings.h);
+ *   3. the rings: every rank's view of the node, merged, and the ring search (engine/rings.h);
  *   4. allgather of the IPC handles; each rank opens its peers' handles;
  *   5. allgather of the open results.
  */
-#include "mca/coll_gpu/coll_gpu_engine.h"
+#include "engine/engine.h"
 
 #include <stdio.h>
 #include <stdlib.h>

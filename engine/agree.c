@@ -1,9 +1,9 @@
 /*
- * Shared-memory agreement (coll_gpu_agree.h). Slot r belongs to rank r: it writes bits[n % 4] for its
+ * Shared-memory agreement (engine/agree.h). Slot r belongs to rank r: it writes bits[n % 4] for its
  * agreement n, then releases n. A rank can be at most one agreement ahead of any peer still reading
  * (each agreement precedes a collective that needs every rank), so four entries never collide.
  */
-#include "mca/coll_gpu/coll_gpu_agree.h"
+#include "engine/agree.h"
 
 #include <errno.h>
 #include <fcntl.h>

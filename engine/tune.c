@@ -1,12 +1,12 @@
 /*
- * The allreduce tuning model (coll_gpu_tune.h).
+ * The allreduce tuning model (engine/tune.h).
  *
  * time = latency + bytes moved per rank / bandwidth, with the constants below (per GPU, over NVLink on
  * H200 through NVSwitch), measured: the latencies are those of the kernels, not the flag round trips
  * alone (a flag written into a peer's memory through CUDA IPC is seen about 0.7 us later on that
  * machine, but a phase also waits for its data to land before it flags).
  */
-#include "mca/coll_gpu/coll_gpu_tune.h"
+#include "engine/tune.h"
 
 /* Constants from the benchmark on 2 H200 (coll_gpu_allreduce_bench), the launch taken out: kernel times
  * from globaltimer stamps in block 0 (one-shot and two-shot) or host time less the ~9 us a launched call

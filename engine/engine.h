@@ -3,7 +3,7 @@
  * collectively (through the bootstrap interface) on the first allreduce that every rank passes device
  * buffers to; destroyed with the communicator. No MPI here.
  *
- * The ring channels follow the rings of the topology search (coll_gpu_rings.h), computed at creation.
+ * The ring channels follow the rings of the topology search (engine/rings.h), computed at creation.
  * Per rank it holds one scratch allocation on the buffers' GPU, exchanged with every peer as a CUDA IPC
  * handle (kernels/allreduce.h gives its layout), two streams (one for lingering one-shot kernels) and
  * host-mapped status words. Only the handles of this exchange are ever opened.
@@ -14,13 +14,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/bootstrap.h"
+#include "engine/log.h"
+#include "engine/rings.h"
+#include "engine/tune.h"
+#include "engine/wait.h"
 #include "kernels/allreduce.h"
 #include "kernels/gpu_mem.h"
-#include "mca/coll_gpu/coll_gpu_bootstrap.h"
-#include "mca/coll_gpu/coll_gpu_log.h"
-#include "mca/coll_gpu/coll_gpu_rings.h"
-#include "mca/coll_gpu/coll_gpu_tune.h"
-#include "mca/coll_gpu/coll_gpu_wait.h"
 
 #ifdef __cplusplus
 extern "C" {

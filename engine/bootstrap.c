@@ -1,7 +1,7 @@
 /*
- * Bootstrap helpers over the interface of coll_gpu_bootstrap.h: the unique id and the peer exchange.
+ * Bootstrap helpers over the interface of engine/bootstrap.h: the unique id and the peer exchange.
  */
-#include "mca/coll_gpu/coll_gpu_bootstrap.h"
+#include "engine/bootstrap.h"
 
 #include <fcntl.h>
 #include <stdarg.h>

@@ -1,11 +1,11 @@
 /*
- * Staging of device buffers through host memory. See coll_gpu_stage.h.
+ * Staging of device buffers through host memory. See engine/stage.h.
  *
  * A staged buffer is copied as the whole byte span its datatype layout covers, holes included: one
  * large copy instead of one per block. A receive buffer whose span has holes is staged INOUT, so the
  * holes go back with the bytes they had.
  */
-#include "coll_gpu_stage.h"
+#include "engine/stage.h"
 
 #include <pthread.h>
 #include <stdint.h>

@@ -15,9 +15,9 @@
 
 #include <stdint.h>
 
+#include "engine/bootstrap.h"
+#include "engine/log.h"
 #include "kernels/allreduce.h"
-#include "mca/coll_gpu/coll_gpu_bootstrap.h"
-#include "mca/coll_gpu/coll_gpu_log.h"
 
 #ifdef __cplusplus
 extern "C" {
