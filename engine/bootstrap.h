@@ -1,8 +1,8 @@
 /*
  * The engine's view of MPI: a small bootstrap interface (allgather, broadcast, barrier) and what the
  * engine learns through it at creation: a random unique id drawn by rank 0 and every rank's peer info.
- * No MPI here: the glue implements the interface over the communicator (coll_gpu_engine_glue.c), tests
- * over anything.
+ * No MPI here: the glue implements the interface over the communicator (mca/coll_gpu/coll_gpu_gpupath.c),
+ * tests over anything. The interface's functions return 0 or an error.
  */
 #ifndef COLL_GPU_BOOTSTRAP_H
 #define COLL_GPU_BOOTSTRAP_H
@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "engine/status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,10 +44,11 @@ uint64_t coll_gpu_hash(const void *data, size_t bytes, uint64_t seed);
 /* This machine's identity: host name and kernel boot id, hashed. */
 uint64_t coll_gpu_host_id(void);
 
-/* Rank 0 draws a random unique id and broadcasts it. Returns 0 or an error. */
-int coll_gpu_unique_id(const coll_gpu_bootstrap_t *b, uint8_t id[COLL_GPU_UNIQUE_ID_BYTES]);
-/* Allgathers `mine` into peers[0..size). Returns 0 or an error. */
-int coll_gpu_peers_exchange(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *mine, coll_gpu_peer_t *peers);
+/* Rank 0 draws a random unique id and broadcasts it. */
+coll_gpu_status_t coll_gpu_unique_id(const coll_gpu_bootstrap_t *b, uint8_t id[COLL_GPU_UNIQUE_ID_BYTES]);
+/* Allgathers `mine` into peers[0..size). */
+coll_gpu_status_t coll_gpu_peers_exchange(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *mine,
+                                          coll_gpu_peer_t *peers);
 /* Writes a reason into why (the engine's messages for the glue). */
 void coll_gpu_say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Appends " r" to the message in why for each rank r < n marked in marked[] (the ranks a wait missed). */

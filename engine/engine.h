@@ -1,7 +1,8 @@
 /*
- * The communicator engine: what one communicator needs to run allreduce on its GPUs. Created lazily and
- * collectively (through the bootstrap interface) on the first allreduce that every rank passes device
- * buffers to; destroyed with the communicator. No MPI here.
+ * The communicator engine: what one communicator needs to run its collectives on its GPUs. Created lazily
+ * and collectively (through the bootstrap interface) on the first collective that every rank passes device
+ * buffers to; destroyed with the communicator. No MPI here. C++17 (engine.cc) behind this C API; every
+ * function that can fail returns a coll_gpu_status_t (engine/status.h) and says why in `why`.
  *
  * The ring channels follow the rings of the topology search (engine/rings.h), computed at creation.
  * Per rank it holds one scratch allocation on the buffers' GPU, exchanged with every peer as a CUDA IPC
@@ -17,6 +18,7 @@
 #include "engine/bootstrap.h"
 #include "engine/log.h"
 #include "engine/rings.h"
+#include "engine/status.h"
 #include "engine/tune.h"
 #include "engine/wait.h"
 #include "kernels/allreduce.h"
@@ -38,42 +40,40 @@ typedef struct {
 
 typedef struct coll_gpu_engine coll_gpu_engine_t;
 
-enum {
-  COLL_GPU_ENGINE_OK = 0,
-  COLL_GPU_ENGINE_UNAVAILABLE = 1, /* creation: the communicator cannot use the GPU path (why says why) */
-  COLL_GPU_ENGINE_ERROR = 2,       /* a call failed: a CUDA error, or a peer gone (why says which) */
-};
-
-/* Collective over b. On COLL_GPU_ENGINE_UNAVAILABLE every rank got the same answer; why holds the
- * reason. `mem` is the classification of the first buffer: the engine lives on its device. */
-int coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const coll_gpu_engine_config_t *cfg,
-                           const coll_gpu_meminfo_t *mem, coll_gpu_engine_t **out, char *why, size_t why_len);
+/* Collective over b. On COLL_GPU_UNAVAILABLE (its only failure) every rank got the same answer; why holds
+ * the reason. `mem` is the classification of the first buffer: the engine lives on its device. */
+coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const coll_gpu_engine_config_t *cfg,
+                                         const coll_gpu_meminfo_t *mem, coll_gpu_engine_t **out, char *why,
+                                         size_t why_len);
 void coll_gpu_engine_destroy(coll_gpu_engine_t *e);
 /* Whether buffer memory `mem` can go through this engine (its device and context). */
 int coll_gpu_engine_owns(const coll_gpu_engine_t *e, const coll_gpu_meminfo_t *mem);
 /* One allreduce on the GPUs; returns when recvbuf holds the result. sendbuf may equal recvbuf. Late peers
  * are waited for as long as their processes exist (a watchdog line through cfg->log after
  * cfg->wait.timeout_ns names them); when one is gone, the kernels are aborted and the call fails naming
- * it. After an error the engine must not be used again. */
-int coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf, size_t count,
-                              coll_gpu_dtype_t type, coll_gpu_redop_t op, char *why, size_t why_len);
+ * it (COLL_GPU_PEER_GONE); a CUDA failure is COLL_GPU_CUDA_ERROR. After a failure the engine must not be
+ * used again. */
+coll_gpu_status_t coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf, size_t count,
+                                            coll_gpu_dtype_t type, coll_gpu_redop_t op, char *why, size_t why_len);
 
 /* One bcast, allgather or alltoall on the GPUs, as coll_gpu_engine_allreduce, moving `bytes` per block:
  * bcast: recvbuf at root to recvbuf everywhere (sendbuf unused); allgather: sendbuf (bytes) to block r of
  * every recvbuf (n blocks of bytes; sendbuf may be recvbuf's block r); alltoall: block q of sendbuf to block
  * r of rank q's recvbuf (not in place). Alltoall with more than 2 ranks runs the direct LL kernel. */
-int coll_gpu_engine_move(coll_gpu_engine_t *e, coll_gpu_coll_t coll, const void *sendbuf, void *recvbuf, size_t bytes,
-                         int root, char *why, size_t why_len);
+coll_gpu_status_t coll_gpu_engine_move(coll_gpu_engine_t *e, coll_gpu_coll_t coll, const void *sendbuf, void *recvbuf,
+                                       size_t bytes, int root, char *why, size_t why_len);
 
 /* One reduce on the GPUs, as coll_gpu_engine_allreduce: `count` elements of every rank's sendbuf, reduced
  * into recvbuf at root (recvbuf is not touched elsewhere; at the root sendbuf may equal recvbuf). */
-int coll_gpu_engine_reduce(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf, size_t count,
-                           coll_gpu_dtype_t type, coll_gpu_redop_t op, int root, char *why, size_t why_len);
+coll_gpu_status_t coll_gpu_engine_reduce(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf, size_t count,
+                                         coll_gpu_dtype_t type, coll_gpu_redop_t op, int root, char *why,
+                                         size_t why_len);
 /* One reduce-scatter on the GPUs: sendbuf holds the ranks' blocks in rank order, counts[q] elements for
  * rank q; this rank's block, reduced over every rank, lands in recvbuf. sendbuf may equal recvbuf when all
  * counts are equal (MPI_IN_PLACE: block 0 is then overwritten with the result). */
-int coll_gpu_engine_reduce_scatter(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf, const size_t *counts,
-                                   coll_gpu_dtype_t type, coll_gpu_redop_t op, char *why, size_t why_len);
+coll_gpu_status_t coll_gpu_engine_reduce_scatter(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf,
+                                                 const size_t *counts, coll_gpu_dtype_t type, coll_gpu_redop_t op,
+                                                 char *why, size_t why_len);
 
 #ifdef __cplusplus
 }

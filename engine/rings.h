@@ -1,5 +1,5 @@
 /*
- * The rings of a communicator's GPU allreduce, from the topology (topo/). Collective over the bootstrap:
+ * The rings of a communicator's GPU collectives, from the topology (topo/). Collective over the bootstrap:
  *   1. each rank describes its node: the probe (hwloc + NVML), or the topology file completed with
  *      NVML's links; the description is cached per process;
  *   2. the descriptions are allgathered and merged in rank order (topo_xml_merge), so that every rank
@@ -17,6 +17,7 @@
 
 #include "engine/bootstrap.h"
 #include "engine/log.h"
+#include "engine/status.h"
 #include "kernels/allreduce.h"
 
 #ifdef __cplusplus
@@ -40,9 +41,10 @@ typedef struct {
 
 /* Collective over b; peers[r].busid is rank r's GPU. Always fills rings: the searched ones, or one ring
  * in rank order when the topology cannot place every rank's GPU (then the reason is in why, the same on
- * every rank). Returns 0, or -1 when a bootstrap call failed (why says so). */
-int coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *peers,
-                           const coll_gpu_topo_config_t *cfg, coll_gpu_rings_t *rings, char *why, size_t why_len);
+ * every rank). Fails only when a bootstrap call failed (COLL_GPU_BOOTSTRAP_ERROR, why says so). */
+coll_gpu_status_t coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *peers,
+                                         const coll_gpu_topo_config_t *cfg, coll_gpu_rings_t *rings, char *why,
+                                         size_t why_len);
 
 #ifdef __cplusplus
 }

@@ -42,7 +42,7 @@ typedef struct {
   int subsys_mask; /* parsed verbose_subsys */
   size_t stage_cache_size;
   bool force_staging;
-  /* the GPU allreduce */
+  /* the GPU path: each collective's algorithm */
   int allreduce_algorithm;             /* -1 auto, a coll_gpu_algo_t, or COLL_GPU_NALGOS: always stage */
   int allreduce_protocol;              /* -1 auto, or a coll_gpu_proto_t */
   int move_algorithm[COLL_GPU_NCOLLS]; /* all but allreduce: -1 auto, ONESHOT, RING or NALGOS (stage) */
@@ -96,6 +96,9 @@ mca_coll_base_module_t *mca_coll_gpu_comm_query(struct ompi_communicator_t *comm
 /* The name of one subsystem bit, as coll_gpu_verbose_subsys spells it. */
 const char *mca_coll_gpu_subsys_name(int subsys);
 void mca_coll_gpu_log(int level, int subsys, const char *fmt, ...) __opal_attribute_format__(__printf__, 3, 4);
+/* The engine's logger (a coll_gpu_log_fn): mca_coll_gpu_log where coll_gpu_verbose and
+ * coll_gpu_verbose_subsys enable the line. */
+void mca_coll_gpu_engine_log(int level, int subsys, const char *fmt, ...) __opal_attribute_format__(__printf__, 3, 4);
 #define COLL_GPU_LOG(level, subsys, ...)                                                              \
   do {                                                                                                \
     if (mca_coll_gpu_component.verbose >= (level) && (mca_coll_gpu_component.subsys_mask & (subsys))) \

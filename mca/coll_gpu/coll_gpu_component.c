@@ -76,6 +76,7 @@ static int gpu_open(void) {
   mca_coll_gpu_component.output = opal_output_open(NULL);
   if (check_ompi_version() != OMPI_SUCCESS) return OMPI_ERROR;
   coll_gpu_stage_cache_limit(mca_coll_gpu_component.stage_cache_size);
+  coll_gpu_status_set_log(mca_coll_gpu_engine_log);
   name_sentinel();
   return OMPI_SUCCESS;
 }

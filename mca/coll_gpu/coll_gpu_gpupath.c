@@ -21,6 +21,8 @@
  * have a process, with a watchdog line after coll_gpu_timeout; a rank whose process is gone ends the
  * call with an error naming it.
  */
+#include <errno.h>
+
 #include "coll_gpu.h"
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/datatype/ompi_datatype_internal.h"
@@ -164,7 +166,7 @@ static coll_gpu_agree_t *agreement(mca_coll_gpu_module_t *m, struct ompi_communi
     bootstrap_ctx_t bctx = {comm, m};
     coll_gpu_bootstrap_t b = {ompi_comm_rank(comm), ompi_comm_size(comm), &bctx, bs_allgather, bs_bcast, bs_barrier};
     uint8_t id[COLL_GPU_UNIQUE_ID_BYTES];
-    int rc = coll_gpu_unique_id(&b, id);
+    int rc = coll_gpu_unique_id(&b, id) == COLL_GPU_SUCCESS ? 0 : EIO;
     if (rc == 0) rc = coll_gpu_agree_create(&b, id, &m->agree);
     m->agree_state = rc == 0 ? COLL_GPU_STATE_READY : COLL_GPU_STATE_OFF;
     if (rc != 0)
@@ -230,16 +232,6 @@ static int local_path(const void *sbuf, void *rbuf, struct ompi_datatype_t *dtyp
   return PATH_GPU;
 }
 
-static void engine_log(int level, int subsys, const char *fmt, ...) {
-  if (mca_coll_gpu_component.verbose < level || !(mca_coll_gpu_component.subsys_mask & subsys)) return;
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
-  va_end(ap);
-  mca_coll_gpu_log(level, subsys, "%s", msg);
-}
-
 static void topo_warn(const char *what) {
   opal_show_help("help-mpi-coll-gpu.txt", "topology", true, opal_process_info.nodename, what);
 }
@@ -260,21 +252,21 @@ static int create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *c
   cfg.wait = wait_config();
   cfg.linger_ns = (uint64_t)c->oneshot_linger_us * 1000;
   cfg.slot_bytes = c->ring_slot_bytes;
-  cfg.log = engine_log;
+  cfg.log = mca_coll_gpu_engine_log;
   cfg.name = comm->c_name;
   cfg.topo.file = c->topo_file;
   cfg.topo.dump_file = c->topo_dump_file;
-  cfg.topo.log = engine_log;
+  cfg.topo.log = mca_coll_gpu_engine_log;
   cfg.topo.warn = topo_warn;
   cfg.topo.name = comm->c_name;
   char why[256];
-  if (coll_gpu_engine_create(&b, &cfg, mem, &m->engine, why, sizeof(why)) == COLL_GPU_ENGINE_OK) {
+  if (coll_gpu_engine_create(&b, &cfg, mem, &m->engine, why, sizeof(why)) == COLL_GPU_SUCCESS) {
     m->engine_state = COLL_GPU_STATE_READY;
     return 1;
   }
   m->engine_state = COLL_GPU_STATE_OFF;
-  COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT, "comm %s: no GPU allreduce (%s); device buffers are staged",
-               comm->c_name, why);
+  COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
+               "comm %s: no GPU path (%s); collectives on device buffers are staged", comm->c_name, why);
   return 0;
 }
 
@@ -356,7 +348,7 @@ int mca_coll_gpu_reduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_c
   if (m->engine == NULL && !create_engine(m, comm, &mem)) return 0;
   const void *src = rd->sbuf == MPI_IN_PLACE ? rd->rbuf : rd->sbuf;
   char why[256];
-  int erc;
+  coll_gpu_status_t erc;
   if (rd->coll == COLL_GPU_COLL_ALLREDUCE)
     erc = coll_gpu_engine_allreduce(m->engine, src, rd->rbuf, total, type, redop, why, sizeof(why));
   else if (rd->coll == COLL_GPU_COLL_REDUCE)
@@ -364,7 +356,7 @@ int mca_coll_gpu_reduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_c
         coll_gpu_engine_reduce(m->engine, src, leaf ? NULL : rd->rbuf, total, type, redop, rd->root, why, sizeof(why));
   else
     erc = coll_gpu_engine_reduce_scatter(m->engine, src, rd->rbuf, counts, type, redop, why, sizeof(why));
-  if (erc != COLL_GPU_ENGINE_OK) {
+  if (erc != COLL_GPU_SUCCESS) {
     *rc = gpu_failed(m, comm, bytes, "on the GPU", why);
     return 1;
   }
@@ -423,7 +415,7 @@ int mca_coll_gpu_move_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicato
   if (all != PATH_GPU) return 0;
   if (m->engine == NULL && !create_engine(m, comm, &mem)) return 0;
   char why[256];
-  if (coll_gpu_engine_move(m->engine, mv->coll, src, dst, bytes, mv->root, why, sizeof(why)) != COLL_GPU_ENGINE_OK) {
+  if (coll_gpu_engine_move(m->engine, mv->coll, src, dst, bytes, mv->root, why, sizeof(why)) != COLL_GPU_SUCCESS) {
     *rc = gpu_failed(m, comm, bytes, "on the GPU", why);
     return 1;
   }

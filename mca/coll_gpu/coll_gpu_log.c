@@ -31,6 +31,16 @@ const char *mca_coll_gpu_subsys_name(int subsys) {
   }
 }
 
+void mca_coll_gpu_engine_log(int level, int subsys, const char *fmt, ...) {
+  if (mca_coll_gpu_component.verbose < level || !(mca_coll_gpu_component.subsys_mask & subsys)) return;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  mca_coll_gpu_log(level, subsys, "%s", msg);
+}
+
 void mca_coll_gpu_log(int level, int subsys, const char *fmt, ...) {
   char msg[512];
   va_list ap;

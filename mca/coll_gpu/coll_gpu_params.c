@@ -139,10 +139,10 @@ static void register_topology(mca_coll_gpu_component_t *c) {
                   "Topology of this node in NCCL's XML format (<system version=\"1\"> with <cpu>, <pci>, <gpu>, "
                   "<nvlink>, <nic>): used instead of probing with hwloc; GPUs the file gives without <gpu> get their "
                   "NVLinks from NVML. Empty: probe. A file that cannot be opened or read is reported (with the line "
-                  "at fault) when a communicator first takes the GPU allreduce, and the probe is used",
+                  "at fault) when a communicator first takes the GPU path, and the probe is used",
                   "", &c->topo_file);
   register_string("topo_dump_file",
-                  "File that rank 0 of each communicator taking the GPU allreduce writes the topology to, as every "
+                  "File that rank 0 of each communicator taking the GPU path writes the topology to, as every "
                   "rank merged it (NCCL's XML format, GPUs carrying their rank): read it back with coll_gpu_topo "
                   "--xml or coll_gpu_topo_file. Empty: none",
                   "", &c->topo_dump_file);
@@ -290,8 +290,8 @@ int mca_coll_gpu_register_params(void) {
                DEFAULT_PRIORITY, 0, 100, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, &c->priority);
   register_int("verbose",
                "Verbosity of coll/gpu (0-100): 0 silent, 1 warnings, 10 info (one line per communicator, the GPU "
-               "allreduce set-up and its channels), 50 debug (each staged collective), 100 trace (each staged "
-               "buffer, each GPU allreduce's algorithm)",
+               "set-up and its channels), 50 debug (each staged collective, the engine's file:line breadcrumbs "
+               "when a GPU call fails), 100 trace (each staged buffer, each GPU call's algorithm)",
                0, 0, 100, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &c->verbose);
 
   register_string("verbose_subsys",

@@ -40,8 +40,8 @@ int main(int argc, char **argv) {
 
   /* the unique id: drawn by rank 0, the same everywhere, fresh per draw */
   uint8_t id[COLL_GPU_UNIQUE_ID_BYTES], id2[COLL_GPU_UNIQUE_ID_BYTES], root[COLL_GPU_UNIQUE_ID_BYTES];
-  EXPECT(coll_gpu_unique_id(&b, id) == 0, "unique id");
-  EXPECT(coll_gpu_unique_id(&b, id2) == 0, "unique id");
+  EXPECT(coll_gpu_unique_id(&b, id) == COLL_GPU_SUCCESS, "unique id");
+  EXPECT(coll_gpu_unique_id(&b, id2) == COLL_GPU_SUCCESS, "unique id");
   memcpy(root, id, sizeof(id));
   MPI_Bcast(root, sizeof(root), MPI_BYTE, 0, comm);
   EXPECT(memcmp(root, id, sizeof(id)) == 0, "every rank has rank 0's id");
@@ -50,7 +50,7 @@ int main(int argc, char **argv) {
   /* the peer exchange */
   coll_gpu_peer_t me = {.host = coll_gpu_host_id(), .pid = getpid(), .device = rank, .ok = 1};
   coll_gpu_peer_t *peers = calloc(nranks, sizeof(*peers));
-  EXPECT(coll_gpu_peers_exchange(&b, &me, peers) == 0, "exchange");
+  EXPECT(coll_gpu_peers_exchange(&b, &me, peers) == COLL_GPU_SUCCESS, "exchange");
   for (int r = 0; r < nranks; ++r) {
     int pid = peers[r].pid;
     MPI_Bcast(&pid, 1, MPI_INT, r, comm);

@@ -30,7 +30,7 @@ static void compute(MPI_Comm comm, const char *file, const char *dump, const cha
   coll_gpu_peer_t *peers = calloc((size_t)nranks, sizeof(*peers));
   for (int r = 0; r < nranks; ++r) snprintf(peers[r].busid, sizeof(peers[r].busid), "%s", busids[r]);
   coll_gpu_topo_config_t cfg = {file, dump, NULL, on_warn, "test"};
-  EXPECT(coll_gpu_rings_compute(&b, peers, &cfg, rings, why, why_len) == 0, "compute: %s", why);
+  EXPECT(coll_gpu_rings_compute(&b, peers, &cfg, rings, why, why_len) == COLL_GPU_SUCCESS, "compute: %s", why);
   free(peers);
   EXPECT(rings->nrings >= 1 && rings->nrings <= COLL_GPU_MAX_RINGS, "%d rings", rings->nrings);
   for (int k = 0; k < rings->nrings; ++k) {

@@ -1,5 +1,5 @@
 /*
- * The rings of a communicator's GPU allreduce (engine/rings.h).
+ * The rings of a communicator's GPU collectives (engine/rings.h).
  */
 #include "engine/rings.h"
 
@@ -13,55 +13,57 @@
 #include "topo/topo.h"
 #include "topo/topo_probe.h"
 
-/* This process's description of its node, made once per topology file (the probe when none): probing
- * takes tens of milliseconds. */
-static pthread_mutex_t view_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *view_text;
-static size_t view_len;
-static char *view_file; /* the file it came from, "" for the probe; NULL before the first */
+namespace {
 
-static void warn(const coll_gpu_topo_config_t *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(const coll_gpu_topo_config_t *cfg, const char *fmt, ...) {
+// This process's description of its node, made once per topology file (the probe when none): probing
+// takes tens of milliseconds.
+pthread_mutex_t view_lock = PTHREAD_MUTEX_INITIALIZER;
+char *view_text;
+size_t view_len;
+char *view_file;  // the file it came from, "" for the probe; nullptr before the first
+
+void warn(const coll_gpu_topo_config_t *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void warn(const coll_gpu_topo_config_t *cfg, const char *fmt, ...) {
   char msg[768];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
-  if (cfg->warn != NULL) cfg->warn(msg);
+  if (cfg->warn != nullptr) cfg->warn(msg);
 }
 
-static int set(const char *s) { return s != NULL && s[0] != '\0'; }
+bool set(const char *s) { return s != nullptr && s[0] != '\0'; }
 
-/* Step 1: the topology file completed with NVML, else the probe. NULL when neither gives anything. */
-static char *describe_node(const coll_gpu_topo_config_t *cfg, size_t *len) {
+/* Step 1: the topology file completed with NVML, else the probe. nullptr when neither gives anything. */
+char *describe_node(const coll_gpu_topo_config_t *cfg, size_t *len) {
   char err[512];
-  topo_xml_node_t *root = NULL;
+  topo_xml_node_t *root = nullptr;
   topo_gpu_info_t nvml;
   const int have_nvml = topo_nvml_open(&nvml, err, sizeof(err)) == 0;
-  if (!have_nvml && cfg->log != NULL)
+  if (!have_nvml && cfg->log != nullptr)
     cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "no NVML (%s): the topology has no NVLinks", err);
   if (set(cfg->file)) {
     if (topo_xml_load(cfg->file, &root, err, sizeof(err)) != 0) {
       warn(cfg, "coll_gpu_topo_file: %s. The topology is probed instead.", err);
-      root = NULL;
+      root = nullptr;
     } else if (have_nvml && topo_complete(root, &nvml) < 0) {
       topo_xml_free(root);
-      root = NULL;
+      root = nullptr;
     }
   }
-  if (root == NULL) {
-    topo_probe_opts_t opts = {NULL, "/sys", have_nvml ? &nvml : NULL};
-    if (topo_probe(&opts, &root, err, sizeof(err)) != 0 && cfg->log != NULL)
+  if (root == nullptr) {
+    topo_probe_opts_t opts = {nullptr, "/sys", have_nvml ? &nvml : nullptr};
+    if (topo_probe(&opts, &root, err, sizeof(err)) != 0 && cfg->log != nullptr)
       cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "probe failed: %s", err);
   }
   if (have_nvml) topo_nvml_close(&nvml);
-  char *text = root != NULL ? topo_xml_text(root, len) : NULL;
+  char *text = root != nullptr ? topo_xml_text(root, len) : nullptr;
   topo_xml_free(root);
   return text;
 }
 
 /* The GPU <pci> elements below n, in document order. */
-static int find_gpus(topo_xml_node_t *n, topo_xml_node_t **out, int max, int count) {
+int find_gpus(topo_xml_node_t *n, topo_xml_node_t **out, int max, int count) {
   for (int i = 0; i < n->nchildren; ++i) {
     topo_xml_node_t *c = n->children[i];
     if (topo_xml_is_gpu(c)) {
@@ -75,11 +77,11 @@ static int find_gpus(topo_xml_node_t *n, topo_xml_node_t **out, int max, int cou
 }
 
 /* Removes the <nvlink> elements that point at bus id `busid`, below n. */
-static void drop_links_to(topo_xml_node_t *n, const char *busid) {
+void drop_links_to(topo_xml_node_t *n, const char *busid) {
   for (int i = n->nchildren - 1; i >= 0; --i) {
     topo_xml_node_t *c = n->children[i];
     const char *t = topo_xml_attr(c, "target");
-    if (strcmp(c->name, "nvlink") == 0 && t != NULL && strcasecmp(t, busid) == 0)
+    if (strcmp(c->name, "nvlink") == 0 && t != nullptr && strcasecmp(t, busid) == 0)
       topo_xml_remove(c);
     else
       drop_links_to(c, busid);
@@ -87,8 +89,8 @@ static void drop_links_to(topo_xml_node_t *n, const char *busid) {
 }
 
 /* Steps 3-4 on the merged tree. Returns 0 with the rings, or 1 with the reason the search cannot run. */
-static int search(topo_xml_node_t *root, const coll_gpu_peer_t *peers, int nranks, const coll_gpu_topo_config_t *cfg,
-                  int rank, coll_gpu_rings_t *rings, char *why, size_t why_len) {
+int search(topo_xml_node_t *root, const coll_gpu_peer_t *peers, int nranks, const coll_gpu_topo_config_t *cfg, int rank,
+           coll_gpu_rings_t *rings, char *why, size_t why_len) {
   enum { MAX_NODE_GPUS = 64 };
   topo_xml_node_t *gpus[MAX_NODE_GPUS];
   const int ngpus = find_gpus(root, gpus, MAX_NODE_GPUS, 0);
@@ -110,20 +112,20 @@ static int search(topo_xml_node_t *root, const coll_gpu_peer_t *peers, int nrank
       return 1;
     }
     topo_xml_node_t *x = topo_xml_child(gpus[g], "gpu");
-    if ((x == NULL && (x = topo_xml_add(gpus[g], "gpu")) == NULL) || topo_xml_setf(x, "rank", "%d", r) != 0) {
+    if ((x == nullptr && (x = topo_xml_add(gpus[g], "gpu")) == nullptr) || topo_xml_setf(x, "rank", "%d", r) != 0) {
       coll_gpu_say(why, why_len, "out of memory");
       return 1;
     }
     used[g] = 1;
   }
   for (int g = 0; g < ngpus; ++g) {
-    topo_xml_node_t *x = used[g] ? NULL : topo_xml_child(gpus[g], "gpu");
-    if (x != NULL) topo_xml_unset(x, "rank");
+    topo_xml_node_t *x = used[g] ? nullptr : topo_xml_child(gpus[g], "gpu");
+    if (x != nullptr) topo_xml_unset(x, "rank");
   }
   if (rank == 0 && set(cfg->dump_file)) {
     FILE *f = fopen(cfg->dump_file, "w");
-    int bad = f == NULL;
-    if (f != NULL) bad = (topo_xml_write(root, f) != 0) | (fclose(f) != 0);
+    int bad = f == nullptr;
+    if (f != nullptr) bad = (topo_xml_write(root, f) != 0) | (fclose(f) != 0);
     if (bad) warn(cfg, "coll_gpu_topo_dump_file: cannot write %s", cfg->dump_file);
   }
   /* the search runs over this communicator's GPUs only */
@@ -134,7 +136,7 @@ static int search(topo_xml_node_t *root, const coll_gpu_peer_t *peers, int nrank
       topo_xml_remove(gpus[g]);
       drop_links_to(root, busid);
     }
-  topo_system_t *s = NULL;
+  topo_system_t *s = nullptr;
   topo_rings_t found;
   const char *files[1] = {set(cfg->file) ? cfg->file : "the merged topology"};
   const topo_xml_node_t *roots[1] = {root};
@@ -148,7 +150,7 @@ static int search(topo_xml_node_t *root, const coll_gpu_peer_t *peers, int nrank
   rings->speed = found.speed[0];
   for (int k = 0; k < rings->nrings; ++k)
     for (int i = 0; i < nranks; ++i) rings->order[k][i] = (uint8_t)topo_gpu_label(s, found.order[k][i]);
-  if (cfg->log != NULL)
+  if (cfg->log != nullptr)
     for (int i = 0; i < nranks; ++i)
       for (int j = 0; j < nranks; ++j) {
         if (i == j) continue;
@@ -160,12 +162,15 @@ static int search(topo_xml_node_t *root, const coll_gpu_peer_t *peers, int nrank
   return 0;
 }
 
-int coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *peers,
-                           const coll_gpu_topo_config_t *cfg, coll_gpu_rings_t *rings, char *why, size_t why_len) {
+}  // namespace
+
+coll_gpu_status_t coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *peers,
+                                         const coll_gpu_topo_config_t *cfg, coll_gpu_rings_t *rings, char *why,
+                                         size_t why_len) {
   memset(rings, 0, sizeof(*rings));
   if (b->size > COLL_GPU_MAX_RANKS) {
     coll_gpu_say(why, why_len, "%d ranks: rings take at most %d", b->size, COLL_GPU_MAX_RANKS);
-    return -1;
+    return COLL_GPU_INTERNAL_ERROR;
   }
   rings->nrings = 1;
   for (int r = 0; r < b->size; ++r) rings->order[0][r] = (uint8_t)r;
@@ -174,7 +179,7 @@ int coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t 
   /* 1. this rank's view (made once per process) */
   pthread_mutex_lock(&view_lock);
   const char *file = set(cfg->file) ? cfg->file : "";
-  if (view_file == NULL || strcmp(view_file, file) != 0) {
+  if (view_file == nullptr || strcmp(view_file, file) != 0) {
     free(view_text);
     free(view_file);
     view_file = strdup(file);
@@ -182,31 +187,31 @@ int coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t 
     view_text = describe_node(cfg, &view_len);
     if (view_len > TOPO_XML_MAX_BYTES) { /* the merge could not read it back */
       free(view_text);
-      view_text = NULL;
+      view_text = nullptr;
     }
-    if (view_text == NULL) view_len = 0;
+    if (view_text == nullptr) view_len = 0;
   }
   const uint64_t mine = view_len;
-  char *text = mine > 0 ? malloc(mine) : NULL; /* another communicator may replace the cache meanwhile */
-  if (text != NULL) memcpy(text, view_text, mine);
+  char *text = mine > 0 ? (char *)malloc(mine) : nullptr; /* another communicator may replace the cache meanwhile */
+  if (text != nullptr) memcpy(text, view_text, mine);
   pthread_mutex_unlock(&view_lock);
 
   /* 2. every rank's view, merged in rank order */
-  uint64_t lens[COLL_GPU_MAX_RANKS], len = text != NULL ? mine : 0;
+  uint64_t lens[COLL_GPU_MAX_RANKS], len = text != nullptr ? mine : 0;
   if (b->allgather(b->ctx, &len, lens, sizeof(len)) != 0) {
     free(text);
     coll_gpu_say(why, why_len, "the topology size allgather failed");
-    return -1;
+    return COLL_GPU_BOOTSTRAP_ERROR;
   }
   uint64_t max = 1;
   for (int r = 0; r < b->size; ++r)
     if (lens[r] > max) max = lens[r];
-  char *send = calloc(1, max), *all = calloc((size_t)b->size, max);
-  if (send != NULL && len > 0) memcpy(send, text, len);
+  char *send = (char *)calloc(1, max), *all = (char *)calloc((size_t)b->size, max);
+  if (send != nullptr && len > 0) memcpy(send, text, len);
   free(text);
   /* everyone could allocate, or nobody sends: the collective calls stay matched */
-  int ok = send != NULL && all != NULL, oks[COLL_GPU_MAX_RANKS];
-  int gathered = b->allgather(b->ctx, &ok, oks, sizeof(ok)) == 0;
+  int ok = send != nullptr && all != nullptr, oks[COLL_GPU_MAX_RANKS];
+  bool gathered = b->allgather(b->ctx, &ok, oks, sizeof(ok)) == 0;
   for (int r = 0; gathered && r < b->size; ++r) ok = ok && oks[r];
   if (gathered && ok) gathered = b->allgather(b->ctx, send, all, max) == 0;
   free(send);
@@ -214,16 +219,16 @@ int coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t 
     free(all);
     coll_gpu_say(why, why_len,
                  gathered ? "a rank ran out of memory for the topologies" : "the topology allgather failed");
-    return gathered ? 0 : -1;
+    return gathered ? COLL_GPU_SUCCESS : COLL_GPU_BOOTSTRAP_ERROR;
   }
-  topo_xml_node_t *root = NULL;
-  int merged = 1;
+  topo_xml_node_t *root = nullptr;
+  bool merged = true;
   for (int r = 0; r < b->size; ++r) {
-    topo_xml_node_t *t = NULL;
+    topo_xml_node_t *t = nullptr;
     char err[256];
     if (lens[r] == 0 || topo_xml_parse(all + (size_t)r * max, lens[r], "a rank's topology", &t, err, sizeof(err)) != 0)
       continue;
-    if (root == NULL) {
+    if (root == nullptr) {
       root = t;
     } else {
       merged = topo_xml_merge(root, t) == 0 && merged;
@@ -233,8 +238,8 @@ int coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t 
   free(all);
 
   /* 3-4. the communicator's GPUs, the search */
-  coll_gpu_rings_t found = {0};
-  if (root == NULL)
+  coll_gpu_rings_t found = {};
+  if (root == nullptr)
     coll_gpu_say(why, why_len, "no rank could describe its node");
   else if (!merged)
     coll_gpu_say(why, why_len, "out of memory merging the ranks' topologies");
@@ -248,7 +253,7 @@ int coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t 
   hash = coll_gpu_hash(rings->order, sizeof(rings->order), hash);
   if (b->allgather(b->ctx, &hash, hashes, sizeof(hash)) != 0) {
     coll_gpu_say(why, why_len, "the ring check allgather failed");
-    return -1;
+    return COLL_GPU_BOOTSTRAP_ERROR;
   }
   for (int r = 0; r < b->size; ++r)
     if (hashes[r] != hash) {
@@ -258,5 +263,5 @@ int coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t 
       coll_gpu_say(why, why_len, "the ranks found different rings");
       break;
     }
-  return 0;
+  return COLL_GPU_SUCCESS;
 }

@@ -24,26 +24,27 @@ uint64_t coll_gpu_host_id(void) {
   gethostname(id, 256);
   /* the boot id tells apart containers that share a host name */
   FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-  if (f != NULL) {
-    if (fgets(id + 256, 64, f) == NULL) id[256] = '\0';
+  if (f != nullptr) {
+    if (fgets(id + 256, 64, f) == nullptr) id[256] = '\0';
     fclose(f);
   }
   return coll_gpu_hash(id, sizeof(id), 0);
 }
 
-int coll_gpu_unique_id(const coll_gpu_bootstrap_t *b, uint8_t id[COLL_GPU_UNIQUE_ID_BYTES]) {
+coll_gpu_status_t coll_gpu_unique_id(const coll_gpu_bootstrap_t *b, uint8_t id[COLL_GPU_UNIQUE_ID_BYTES]) {
   memset(id, 0, COLL_GPU_UNIQUE_ID_BYTES);
   if (b->rank == 0 && getrandom(id, COLL_GPU_UNIQUE_ID_BYTES, 0) != COLL_GPU_UNIQUE_ID_BYTES) {
     /* no entropy call: time and pid still make a name no other job uses at the same moment */
     uint64_t t[2] = {(uint64_t)getpid(), (uint64_t)(uintptr_t)&t};
-    uint64_t h = coll_gpu_hash(t, sizeof(t), (uint64_t)time(NULL));
+    uint64_t h = coll_gpu_hash(t, sizeof(t), (uint64_t)time(nullptr));
     memcpy(id, &h, sizeof(h));
   }
-  return b->bcast(b->ctx, id, COLL_GPU_UNIQUE_ID_BYTES, 0);
+  return b->bcast(b->ctx, id, COLL_GPU_UNIQUE_ID_BYTES, 0) == 0 ? COLL_GPU_SUCCESS : COLL_GPU_BOOTSTRAP_ERROR;
 }
 
-int coll_gpu_peers_exchange(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *mine, coll_gpu_peer_t *peers) {
-  return b->allgather(b->ctx, mine, peers, sizeof(*mine));
+coll_gpu_status_t coll_gpu_peers_exchange(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *mine,
+                                          coll_gpu_peer_t *peers) {
+  return b->allgather(b->ctx, mine, peers, sizeof(*mine)) == 0 ? COLL_GPU_SUCCESS : COLL_GPU_BOOTSTRAP_ERROR;
 }
 
 void coll_gpu_say(char *why, size_t len, const char *fmt, ...) {

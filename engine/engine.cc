@@ -1,0 +1,556 @@
+/*
+ * The communicator engine (engine/engine.h).
+ *
+ * Creation, on every rank, in the same order (every bootstrap call is made even after a local failure,
+ * so the collective calls always match):
+ *   1. local set-up on the buffer's device: scratch, status words, streams, the scratch's IPC handle;
+ *   2. allgather of peer info: one node, at most COLL_GPU_MAX_RANKS ranks, equal parameters, every rank
+ *      set up; otherwise every rank reaches the same "unavailable";
+ *   3. the rings: every rank's view of the node, merged, and the ring search (engine/rings.h);
+ *   4. allgather of the IPC handles; each rank opens its peers' handles;
+ *   5. allgather of the open results.
+ */
+#include "engine/engine.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/owning.h"
+#include "kernels/staging.h"
+
+using coll_gpu::ContextScope;
+
+namespace {
+
+constexpr uint64_t kReportGraceNs = 1000000000ULL;  // the host reports a wait 1 s after the kernels flag it
+constexpr uint64_t kAbortGraceNs = 10000000000ULL;  // aborted kernels stop within microseconds: 10 s is a broken GPU
+
+// A failed call of the kernels' C API (a cudaError_t or CUresult): the reason, then a breadcrumb.
+#define CUDA_CHECK(call, why, len)                                                        \
+  do {                                                                                    \
+    const int rc_ = (call);                                                               \
+    if (rc_ != 0) {                                                                       \
+      coll_gpu_say(why, len, "%s failed: %s", #call, coll_gpu_staging_error_string(rc_)); \
+      coll_gpu::breadcrumb(__FILE__, __LINE__, COLL_GPU_CUDA_ERROR);                      \
+      return COLL_GPU_CUDA_ERROR;                                                         \
+    }                                                                                     \
+  } while (0)
+
+uint64_t config_hash(const coll_gpu_engine_config_t &c) {
+  const uint64_t v[] = {(uint64_t)c.tune.algorithm,
+                        (uint64_t)c.tune.protocol,
+                        (uint64_t)c.tune.nchannels,
+                        (uint64_t)c.tune.max_channels,
+                        c.tune.oneshot_max_bytes,
+                        c.tune.twoshot_max_bytes,
+                        c.slot_bytes,
+                        (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_BCAST],
+                        (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_ALLGATHER],
+                        (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_ALLTOALL],
+                        (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_REDUCE],
+                        (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_REDUCE_SCATTER]};
+  return coll_gpu_hash(v, sizeof(v), 0);
+}
+
+uint32_t next_ticket(uint32_t t) { return t + 1 == 0 ? 1 : t + 1; }
+
+}  // namespace
+
+struct coll_gpu_engine {
+  coll_gpu_engine_config_t cfg;
+  int rank = 0, nranks = 0;
+  coll_gpu_meminfo_t mem;
+  coll_gpu_ar_layout_t layout = {};
+  coll_gpu::DeviceMemory scratch;
+  coll_gpu::IpcMapping peer_map[COLL_GPU_MAX_RANKS];  // the peers' scratch, mapped here
+  void *peer[COLL_GPU_MAX_RANKS] = {};                // every rank's scratch as this rank sees it
+  coll_gpu::Stream stream;         // blocking: after the work queued on the legacy default stream, as staging is
+  coll_gpu::Stream linger_stream;  // non-blocking: a lingering kernel holds up no other work
+  coll_gpu::HostMappedMemory status_mem;
+  coll_gpu_ar_status_t *status = nullptr;  // host view of status_mem
+  void *status_dev = nullptr;              // device view
+  bool lingering = false;                  // a lingering one-shot kernel may be polling for calls
+  int linger_blocks = 0;                   // its blocks
+  uint64_t instance = 0;                   // lingering kernels launched
+  uint32_t ticket = 0;                     // the last ticket of status->call
+  uint64_t seq = 0;
+  coll_gpu_rings_t rings = {};
+  int32_t pid[COLL_GPU_MAX_RANKS] = {};      // every rank's process, from the peer exchange
+  uint8_t visible[COLL_GPU_MAX_RANKS] = {};  // 1: its process can be checked from here (same PID namespace)
+
+  coll_gpu_engine(const coll_gpu_engine_config_t &c, int r, int n, const coll_gpu_meminfo_t &m)
+      : cfg(c), rank(r), nranks(n), mem(m) {}
+  coll_gpu_engine(const coll_gpu_engine &) = delete;
+  coll_gpu_engine &operator=(const coll_gpu_engine &) = delete;
+  // The resources go in the device's context, in this order (the owning types would free them after
+  // the context is left). Errors are ignored: the application may have reset the device already.
+  ~coll_gpu_engine() {
+    ContextScope ctx(mem, mem.device >= 0);                    // no device: nothing was set up
+    if (lingering) coll_gpu_stream_sync(linger_stream.get());  // it leaves within linger_ns
+    for (auto &m : peer_map) m.reset();
+    linger_stream.reset();
+    stream.reset();
+    status_mem.reset();
+    scratch.reset();
+  }
+
+  coll_gpu_status_t setup_local(void *ipc_handle, char *why, size_t len);
+  coll_gpu_status_t open_peers(const char *handles, int hsize, const coll_gpu_peer_t *peers, char *why, size_t len);
+  void log_channels(const coll_gpu_peer_t &me) const;
+  bool linger_takes(int blocks);
+  coll_gpu_status_t linger_start(coll_gpu_ar_params_t *p, int *blocks, char *why, size_t why_len);
+  void call_init(coll_gpu_ar_params_t *p, coll_gpu_coll_t coll, const coll_gpu_choice_t &choice);
+  coll_gpu_status_t run_call(coll_gpu_ar_params_t *p, coll_gpu_proto_t proto, bool linger, char *why, size_t why_len);
+  void trace(const coll_gpu_ar_params_t &p, size_t part, size_t bytes, const coll_gpu_choice_t &choice) const;
+};
+
+namespace {
+
+// One call's wait for its kernels, over all the words it waits for.
+class CallWait {
+ public:
+  // call: for messages; NULL: the lingering kernel's exit
+  CallWait(coll_gpu_engine &e, const coll_gpu_ar_params_t *call, coll_gpu_proto_t proto)
+      : e_(e), cfg_(e.cfg.wait), call_(call), proto_(proto) {
+    cfg_.timeout_ns += kReportGraceNs;
+    coll_gpu_wait_init(&w_, &cfg_);
+  }
+  // Waits until *word == value: as long as the peers' processes exist. One found gone makes the kernels
+  // abort (status->abort), which ends their waits; the word then comes, and aborted() says so. False if
+  // the kernels did not stop within kAbortGraceNs of the abort.
+  bool wait(const volatile uint64_t *word, uint64_t value);
+  bool aborted() const { return aborted_at_ != 0; }
+  // The reason a call failed after an abort; `stopped`: the kernels ended.
+  void say_gone(bool stopped, char *why, size_t len) const;
+
+ private:
+  void describe(char *what, size_t len) const;  // for messages only: never on a call's way
+  bool peers_gone();
+  void watchdog() const;
+
+  coll_gpu_engine &e_;
+  coll_gpu_wait_config_t cfg_;
+  coll_gpu_wait_t w_;
+  const coll_gpu_ar_params_t *call_;
+  coll_gpu_proto_t proto_;
+  uint8_t gone_[COLL_GPU_MAX_RANKS] = {};  // peers found gone
+  uint64_t aborted_at_ = 0;                // when the kernels were told to abort
+};
+
+void CallWait::describe(char *what, size_t len) const {
+  if (call_ == nullptr) {
+    snprintf(what, len, "the exit of the lingering one-shot kernel");
+    return;
+  }
+  snprintf(what, len, "%s seq %llu (%zu bytes, %s/%s)", coll_gpu_coll_mpi_name(call_->coll),
+           (unsigned long long)call_->seq, call_->count * coll_gpu_dtype_size(call_->type),
+           coll_gpu_algo_name(call_->algo), coll_gpu_proto_name(proto_));
+}
+
+bool CallWait::peers_gone() {
+  bool any = false;
+  for (int r = 0; r < e_.nranks; ++r)
+    if (e_.visible[r] && coll_gpu_pid_gone(e_.pid[r])) {
+      gone_[r] = 1;
+      any = true;
+    }
+  return any;
+}
+
+// The watchdog line, once per call: whom the kernels wait for (they flag it after the timeout).
+void CallWait::watchdog() const {
+  if (e_.cfg.log == nullptr) return;
+  uint8_t waiting[COLL_GPU_MAX_RANKS];
+  for (int r = 0; r < COLL_GPU_MAX_RANKS; ++r) waiting[r] = e_.status->waiting[r];
+  char ranks[64] = "", what[128];
+  coll_gpu_append_ranks(ranks, sizeof(ranks), waiting, e_.nranks);
+  describe(what, sizeof(what));
+  e_.cfg.log(COLL_GPU_LVL_WATCHDOG, COLL_GPU_LOG_COLL,
+             "comm %s: %s has waited %.0f s on the GPU for rank(s)%s, whose processes are alive: still waiting "
+             "(reported once per call, after coll_gpu_timeout)",
+             e_.cfg.name, what, coll_gpu_wait_seconds(&w_), ranks[0] != '\0' ? ranks : " (not known yet)");
+}
+
+bool CallWait::wait(const volatile uint64_t *word, uint64_t value) {
+  while (*word != value) {
+    const int what = coll_gpu_wait_pause(&w_);
+    if (what & COLL_GPU_WAIT_CHECK) {
+      if (aborted_at_ == 0 && peers_gone()) {
+        e_.status->abort = 1;
+        aborted_at_ = coll_gpu_now_ns();
+      } else if (aborted_at_ != 0 && coll_gpu_now_ns() - aborted_at_ > kAbortGraceNs) {
+        return false;
+      }
+    }
+    if (what & COLL_GPU_WAIT_REPORT) watchdog();
+  }
+  return true;
+}
+
+void CallWait::say_gone(bool stopped, char *why, size_t len) const {
+  char what[128];
+  describe(what, sizeof(what));
+  coll_gpu_say(why, len, "%s: the process of rank(s)", what);
+  coll_gpu_append_ranks(why, len, gone_, e_.nranks);
+  const size_t at = strlen(why);
+  snprintf(why + at, len - at, " ended before the call completed; the kernels were aborted%s",
+           stopped ? "" : " and did not stop within 10 s");
+}
+
+// Whether every rank reported ok = 0 through an allgather of one int; *first_bad: the first that did not.
+bool all_ok(const coll_gpu_bootstrap_t *b, int mine, int *first_bad) {
+  coll_gpu::HostPtr<int[]> all = coll_gpu::make_host_array<int>(b->size);
+  bool ok = all != nullptr && b->allgather(b->ctx, &mine, all.get(), sizeof(int)) == 0;
+  for (int r = 0; ok && r < b->size; ++r)
+    if (all[r] != 0) {
+      ok = false;
+      *first_bad = r;
+    }
+  return ok;
+}
+
+}  // namespace
+
+// Step 1: this rank's resources.
+coll_gpu_status_t coll_gpu_engine::setup_local(void *ipc_handle, char *why, size_t len) {
+  ContextScope ctx(mem);
+  if (ctx.rc() != 0) {
+    coll_gpu_say(why, len, "cannot enter the context of device %d (CUresult %d)", mem.device, ctx.rc());
+    return COLL_GPU_CUDA_ERROR;
+  }
+  CUDA_CHECK(coll_gpu_dev_alloc(scratch.out(), coll_gpu_ar_scratch_bytes(&layout)), why, len);
+  CUDA_CHECK(coll_gpu_host_mapped_alloc(status_mem.out(), &status_dev, sizeof(coll_gpu_ar_status_t)), why, len);
+  status = (coll_gpu_ar_status_t *)status_mem.get();
+  CUDA_CHECK(coll_gpu_stream_create(stream.out(), 0), why, len);
+  CUDA_CHECK(coll_gpu_stream_create(linger_stream.out(), 1), why, len);
+  CUDA_CHECK(coll_gpu_ipc_get(scratch.get(), ipc_handle), why, len);
+  return COLL_GPU_SUCCESS;
+}
+
+// Step 4: every peer's scratch, mapped from the handles of the exchange.
+coll_gpu_status_t coll_gpu_engine::open_peers(const char *handles, int hsize, const coll_gpu_peer_t *peers, char *why,
+                                              size_t len) {
+  ContextScope ctx(mem);
+  if (ctx.rc() != 0) {
+    coll_gpu_say(why, len, "cannot enter the context of device %d (CUresult %d)", mem.device, ctx.rc());
+    return COLL_GPU_CUDA_ERROR;
+  }
+  for (int r = 0; r < nranks; ++r) {
+    if (r == rank) {
+      peer[r] = scratch.get();
+      continue;
+    }
+    const int rc = coll_gpu_ipc_open(handles + (size_t)r * hsize, peer_map[r].out());
+    if (rc != 0) {
+      coll_gpu_say(why, len, "cannot open the IPC handle of rank %d (GPU %s): %s", r, peers[r].busid,
+                   coll_gpu_staging_error_string(rc));
+      return COLL_GPU_CUDA_ERROR;
+    }
+    peer[r] = peer_map[r].get();
+  }
+  return COLL_GPU_SUCCESS;
+}
+
+void coll_gpu_engine::log_channels(const coll_gpu_peer_t &me) const {
+  if (cfg.log == nullptr) return;
+  cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
+          "comm %s: GPU collectives on device %d (%s), %d ranks, %zu bytes of scratch", cfg.name, mem.device, me.busid,
+          nranks, coll_gpu_ar_scratch_bytes(&layout));
+  if (rings.speed > 0)
+    cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "comm %s: %d ring(s) from the topology, the first at %.1f GB/s",
+            cfg.name, rings.nrings, rings.speed);
+  for (int ch = 0; ch < cfg.tune.max_channels; ++ch) {
+    char line[16 * COLL_GPU_MAX_RANKS];
+    int len = 0;
+    for (int r = 0; r < nranks; ++r)
+      len += snprintf(line + len, sizeof(line) - len, " %d", rings.order[ch % rings.nrings][r]);
+    cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "Channel %02d/%02d :%s", ch, cfg.tune.max_channels, line);
+  }
+}
+
+coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const coll_gpu_engine_config_t *cfg,
+                                         const coll_gpu_meminfo_t *mem, coll_gpu_engine_t **out, char *why,
+                                         size_t why_len) {
+  *out = nullptr;
+  coll_gpu::HostPtr<coll_gpu_engine> e = coll_gpu::make_host<coll_gpu_engine>(*cfg, b->rank, b->size, *mem);
+  coll_gpu::HostPtr<coll_gpu_peer_t[]> peers = coll_gpu::make_host_array<coll_gpu_peer_t>(b->size);
+  const int hsize = coll_gpu_ipc_handle_size();
+  coll_gpu::HostPtr<char[]> handles = coll_gpu::make_host_array<char>((size_t)b->size * hsize);
+  int bad = -1;
+  snprintf(why, why_len, "out of host memory");
+  // a local failure still makes every collective step below, with ok = 0
+  bool local_ok = e != nullptr && peers != nullptr && handles != nullptr;
+  if (e != nullptr) {
+    e->layout.nranks = b->size;
+    e->layout.ll_bytes = cfg->tune.oneshot_max_bytes;
+    e->layout.twoshot_bytes = cfg->tune.twoshot_max_bytes;
+    e->layout.slot_bytes = cfg->slot_bytes;
+    e->layout.nchannels = cfg->tune.max_channels;
+  }
+
+  // 1. local set-up (only where the communicator can possibly qualify)
+  coll_gpu_peer_t me = {};
+  me.host = coll_gpu_host_id();
+  me.pid = (int32_t)getpid();
+  me.device = mem->device;
+  me.config_hash = config_hash(*cfg);
+  if (local_ok && b->size >= 2 && b->size <= COLL_GPU_MAX_RANKS) {
+    local_ok = coll_gpu_device_identity(mem->device, (char *)me.uuid, me.busid) == 0 &&
+               e->setup_local(handles.get() + (size_t)b->rank * hsize, why, why_len) == COLL_GPU_SUCCESS;
+  }
+  me.ok = local_ok;
+
+  // 2. peer info
+  if (peers == nullptr) return COLL_GPU_UNAVAILABLE;
+  if (coll_gpu_peers_exchange(b, &me, peers.get()) != COLL_GPU_SUCCESS) {
+    snprintf(why, why_len, "the peer info allgather failed");
+    return COLL_GPU_UNAVAILABLE;
+  }
+  if (b->size < 2) {
+    snprintf(why, why_len, "a single rank needs no GPU path");
+    return COLL_GPU_UNAVAILABLE;
+  }
+  if (b->size > COLL_GPU_MAX_RANKS) {
+    snprintf(why, why_len, "%d ranks: the GPU path takes at most %d", b->size, COLL_GPU_MAX_RANKS);
+    return COLL_GPU_UNAVAILABLE;
+  }
+  if (!coll_gpu_peers_one_node(peers.get(), b->size)) {
+    snprintf(why, why_len, "the ranks span several nodes (the network path is not built yet)");
+    return COLL_GPU_UNAVAILABLE;
+  }
+  for (int r = 0; r < b->size; ++r) {
+    if (peers[r].config_hash != peers[0].config_hash) {
+      snprintf(why, why_len, "rank %d has other coll_gpu parameters than rank 0: set them alike", r);
+      return COLL_GPU_UNAVAILABLE;
+    }
+    if (!peers[r].ok) {
+      if (r != b->rank) snprintf(why, why_len, "rank %d could not set up its GPU", r);
+      return COLL_GPU_UNAVAILABLE;
+    }
+  }
+
+  for (int r = 0; r < b->size; ++r) {
+    e->pid[r] = peers[r].pid;
+    e->visible[r] = r != b->rank && coll_gpu_pid_visible(peers[r].pid);
+  }
+
+  // 3. the rings
+  if (coll_gpu_rings_compute(b, peers.get(), &cfg->topo, &e->rings, why, why_len) != COLL_GPU_SUCCESS)
+    return COLL_GPU_UNAVAILABLE;
+  if (why[0] != '\0' && cfg->log != nullptr)
+    cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "comm %s: rings in rank order: %s", cfg->name, why);
+
+  // 4. IPC handles: every rank's, then open the peers'
+  if (b->allgather(b->ctx, handles.get() + (size_t)b->rank * hsize, handles.get(), (size_t)hsize) != 0) {
+    snprintf(why, why_len, "the IPC handle allgather failed");
+    return COLL_GPU_UNAVAILABLE;
+  }
+  const bool opened = e->open_peers(handles.get(), hsize, peers.get(), why, why_len) == COLL_GPU_SUCCESS;
+  // 5. everyone opened everything
+  if (!all_ok(b, opened ? 0 : 1, &bad)) {
+    if (opened) snprintf(why, why_len, "rank %d could not map its peers' memory", bad);
+    return COLL_GPU_UNAVAILABLE;
+  }
+  e->log_channels(me);
+  *out = e.release();
+  return COLL_GPU_SUCCESS;
+}
+
+void coll_gpu_engine_destroy(coll_gpu_engine_t *e) { coll_gpu::HostDelete<coll_gpu_engine>()(e); }
+
+int coll_gpu_engine_owns(const coll_gpu_engine_t *e, const coll_gpu_meminfo_t *mem) {
+  return mem->kind == COLL_GPU_MEM_DEVICE && mem->device == e->mem.device && mem->ctx == e->mem.ctx;
+}
+
+// Whether a one-shot call of `blocks` blocks goes to a lingering kernel: none lingers, the one that
+// lingers has blocks enough, or it has left (then one of this call's size replaces it). Otherwise the
+// call gets a kernel of its own next to it.
+bool coll_gpu_engine::linger_takes(int blocks) {
+  if (!lingering || blocks <= linger_blocks) return true;
+  if (status->exited != instance) return false;
+  // the ticket it waited for is spent: its block 0 wrote that ticket into the scratch record that tells
+  // the others to exit
+  lingering = false;
+  ticket = next_ticket(ticket);
+  return true;
+}
+
+// Starts one-shot call p on a lingering kernel (coll_gpu_ar_status_t says how): hands it to the kernel
+// that lingers, else launches one. Sets *blocks to the blocks that will write done. Such kernels run on a
+// non-blocking stream, so the call first waits for the work queued on the legacy default stream, as a
+// kernel on the blocking stream would. In the current context; linger_takes said yes.
+coll_gpu_status_t coll_gpu_engine::linger_start(coll_gpu_ar_params_t *p, int *blocks, char *why, size_t why_len) {
+  CUDA_CHECK(coll_gpu_legacy_stream_wait(), why, why_len);
+  if (lingering) {
+    ticket = next_ticket(ticket);
+    coll_gpu_ar_linger_post(status, ticket, p);
+    *blocks = linger_blocks;
+    if (status->leaving != instance) return COLL_GPU_SUCCESS;  // it will see the call
+    // it stopped polling: once it says it exits, done[0] tells whether it took the call
+    CallWait cw(*this, nullptr, COLL_GPU_PROTO_LL);
+    const bool stopped = cw.wait(&status->exited, instance);
+    if (cw.aborted() || !stopped) {
+      cw.say_gone(stopped, why, why_len);
+      return COLL_GPU_PEER_GONE;
+    }
+    lingering = false;
+    if (status->done[0] == p->seq) return COLL_GPU_SUCCESS;
+  }
+  p->linger_ns = cfg.linger_ns;
+  p->instance = ++instance;
+  p->ticket = next_ticket(ticket);
+  CUDA_CHECK(coll_gpu_ar_linger_launch(p, linger_stream.get()), why, why_len);
+  lingering = true;
+  linger_blocks = *blocks = coll_gpu_ar_blocks(p);
+  return COLL_GPU_SUCCESS;
+}
+
+// A call's parameters: the communicator's part, and the next seq.
+void coll_gpu_engine::call_init(coll_gpu_ar_params_t *p, coll_gpu_coll_t coll, const coll_gpu_choice_t &choice) {
+  memset(p, 0, sizeof(*p));
+  // the LL flag is the low 32 bits of seq: never 0
+  if ((uint32_t)++seq == 0) ++seq;
+  p->coll = coll;
+  p->algo = choice.algo;
+  p->nchannels = choice.nchannels;
+  p->seq = seq;
+  p->timeout_ns = cfg.wait.timeout_ns;
+  p->rank = rank;
+  p->nranks = nranks;
+  p->layout = layout;
+  memcpy(p->peer_scratch, peer, sizeof(p->peer_scratch));
+  p->nrings = rings.nrings;
+  memcpy(p->rings, rings.order, sizeof(p->rings));
+  p->status = (coll_gpu_ar_status_t *)status_dev;
+}
+
+// Launches call p (on a lingering kernel when `linger` allows) and waits for it.
+coll_gpu_status_t coll_gpu_engine::run_call(coll_gpu_ar_params_t *p, coll_gpu_proto_t proto, bool linger, char *why,
+                                            size_t why_len) {
+  int blocks = coll_gpu_ar_blocks(p);
+  {
+    ContextScope ctx(mem);
+    if (ctx.rc() != 0) {
+      coll_gpu_say(why, why_len, "cannot enter the context of device %d (CUresult %d)", mem.device, ctx.rc());
+      return COLL_GPU_CUDA_ERROR;
+    }
+    if (linger && p->algo == COLL_GPU_ALGO_ONESHOT && cfg.linger_ns > 0 && blocks <= COLL_GPU_LINGER_MAX_BLOCKS &&
+        linger_takes(blocks))
+      COLL_GPU_CHECK(linger_start(p, &blocks, why, why_len));
+    else
+      CUDA_CHECK(coll_gpu_ar_launch(p, stream.get()), why, why_len);
+  }
+
+  // wait for every block's done word: as long as the peers live
+  CallWait cw(*this, p, proto);
+  bool stopped = true;
+  for (int blk = 0; blk < blocks && stopped; ++blk) stopped = cw.wait(&status->done[blk], p->seq);
+  if (cw.aborted() || !stopped) {
+    cw.say_gone(stopped, why, why_len);
+    return COLL_GPU_PEER_GONE;
+  }
+  for (int r = 0; r < COLL_GPU_MAX_RANKS; ++r)  // flags of a long wait: cleared for the next call's watchdog
+    if (status->waiting[r]) status->waiting[r] = 0;
+  return COLL_GPU_SUCCESS;
+}
+
+// The trace line of one call: `part` of the collective's `bytes`.
+void coll_gpu_engine::trace(const coll_gpu_ar_params_t &p, size_t part, size_t bytes,
+                            const coll_gpu_choice_t &choice) const {
+  if (cfg.log != nullptr)
+    cfg.log(COLL_GPU_LVL_TRACE, COLL_GPU_LOG_COLL, "comm %s: %s seq %llu, %zu of %zu bytes: %s/%s, %d channels",
+            cfg.name, coll_gpu_coll_name(p.coll), (unsigned long long)p.seq, part, bytes,
+            coll_gpu_algo_name(choice.algo), coll_gpu_proto_name(choice.proto), choice.nchannels);
+}
+
+coll_gpu_status_t coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf, size_t count,
+                                            coll_gpu_dtype_t type, coll_gpu_redop_t op, char *why, size_t why_len) {
+  const size_t bytes = count * coll_gpu_dtype_size(type);
+  const coll_gpu_choice_t choice = coll_gpu_tune_choose(&e->cfg.tune, e->nranks, bytes);
+  coll_gpu_ar_params_t p;
+  e->call_init(&p, COLL_GPU_COLL_ALLREDUCE, choice);
+  p.sendbuf = sendbuf;
+  p.recvbuf = recvbuf;
+  p.count = count;
+  p.type = type;
+  p.op = op;
+  e->trace(p, bytes, bytes, choice);
+  COLL_GPU_CHECK(e->run_call(&p, choice.proto, true, why, why_len));
+  return COLL_GPU_SUCCESS;
+}
+
+coll_gpu_status_t coll_gpu_engine_move(coll_gpu_engine_t *e, coll_gpu_coll_t coll, const void *sendbuf, void *recvbuf,
+                                       size_t bytes, int root, char *why, size_t why_len) {
+  const coll_gpu_choice_t choice = coll_gpu_tune_choose_move(&e->cfg.tune, coll, e->nranks, bytes);
+  // LL calls move at most a one-shot slot per peer: larger parts go in several
+  const size_t piece = choice.algo == COLL_GPU_ALGO_ONESHOT ? e->layout.ll_bytes : bytes;
+  for (size_t off = 0; off < bytes; off += piece) {
+    coll_gpu_ar_params_t p;
+    e->call_init(&p, coll, choice);
+    p.root = root;
+    p.sendbuf = (const char *)sendbuf + off;
+    p.recvbuf = (char *)recvbuf + off;
+    p.count = bytes - off < piece ? bytes - off : piece;
+    p.block = bytes;
+    p.type = COLL_GPU_UINT8;
+    e->trace(p, p.count, bytes, choice);
+    COLL_GPU_CHECK(e->run_call(&p, choice.proto, false, why, why_len));
+  }
+  return COLL_GPU_SUCCESS;
+}
+
+coll_gpu_status_t coll_gpu_engine_reduce(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf, size_t count,
+                                         coll_gpu_dtype_t type, coll_gpu_redop_t op, int root, char *why,
+                                         size_t why_len) {
+  const size_t size = coll_gpu_dtype_size(type), bytes = count * size;
+  const coll_gpu_choice_t choice = coll_gpu_tune_choose_move(&e->cfg.tune, COLL_GPU_COLL_REDUCE, e->nranks, bytes);
+  // LL calls move at most a one-shot slot per peer: larger buffers go in several
+  const size_t piece = choice.algo == COLL_GPU_ALGO_ONESHOT ? e->layout.ll_bytes / size : count;
+  for (size_t off = 0; off < count; off += piece) {
+    coll_gpu_ar_params_t p;
+    e->call_init(&p, COLL_GPU_COLL_REDUCE, choice);
+    p.root = root;
+    p.sendbuf = (const char *)sendbuf + off * size;
+    p.recvbuf = recvbuf == nullptr ? nullptr : (char *)recvbuf + off * size;
+    p.count = count - off < piece ? count - off : piece;
+    p.type = type;
+    p.op = op;
+    e->trace(p, p.count * size, bytes, choice);
+    COLL_GPU_CHECK(e->run_call(&p, choice.proto, false, why, why_len));
+  }
+  return COLL_GPU_SUCCESS;
+}
+
+coll_gpu_status_t coll_gpu_engine_reduce_scatter(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf,
+                                                 const size_t *counts, coll_gpu_dtype_t type, coll_gpu_redop_t op,
+                                                 char *why, size_t why_len) {
+  const size_t size = coll_gpu_dtype_size(type);
+  size_t longest = 0, total = 0;
+  for (int q = 0; q < e->nranks; ++q) {
+    longest = counts[q] > longest ? counts[q] : longest;
+    total += counts[q];
+  }
+  const coll_gpu_choice_t choice =
+      coll_gpu_tune_choose_move(&e->cfg.tune, COLL_GPU_COLL_REDUCE_SCATTER, e->nranks, longest * size);
+  // LL calls move at most a one-shot slot per peer: the blocks are cut at the same offsets
+  const size_t piece = choice.algo == COLL_GPU_ALGO_ONESHOT ? e->layout.ll_bytes / size : longest;
+  for (size_t off = 0; off < longest; off += piece) {
+    coll_gpu_ar_params_t p;
+    e->call_init(&p, COLL_GPU_COLL_REDUCE_SCATTER, choice);
+    size_t begin = 0;
+    for (int q = 0; q < e->nranks; ++q) {
+      const size_t from = off < counts[q] ? off : counts[q];
+      p.blocks[q].begin = begin + from;
+      p.blocks[q].count = counts[q] - from < piece ? counts[q] - from : piece;
+      begin += counts[q];
+    }
+    p.sendbuf = sendbuf;
+    p.recvbuf = (char *)recvbuf + (off < counts[e->rank] ? off : counts[e->rank]) * size;
+    p.type = type;
+    p.op = op;
+    e->trace(p, p.blocks[p.rank].count * size, total * size, choice);
+    COLL_GPU_CHECK(e->run_call(&p, choice.proto, false, why, why_len));
+  }
+  return COLL_GPU_SUCCESS;
+}

@@ -1,0 +1,127 @@
+// The engine's status type and COLL_GPU_CHECK's breadcrumbs, and the engine's set-up through the bootstrap
+// interface where no GPU path can be had (one rank; a bootstrap that fails): the answer, the reason, the
+// collective calls made, nothing handed out.
+#include <gtest/gtest.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/status.h"
+
+namespace {
+
+std::vector<std::string> lines;  // what the logger was given: "<level> <line>"
+void capture(int level, int /*subsys*/, const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  lines.push_back(std::to_string(level) + " " + buf);
+}
+
+int inner_line, outer_line;  // the lines of the two checks below
+coll_gpu_status_t inner(coll_gpu_status_t s, int *reached) {
+  inner_line = __LINE__ + 1;
+  COLL_GPU_CHECK(s);
+  ++*reached;
+  return COLL_GPU_SUCCESS;
+}
+coll_gpu_status_t outer(coll_gpu_status_t s, int *reached) {
+  outer_line = __LINE__ + 1;
+  COLL_GPU_CHECK(inner(s, reached));
+  ++*reached;
+  return COLL_GPU_SUCCESS;
+}
+
+TEST(Status, EveryStatusHasItsOwnWords) {
+  std::set<std::string> seen;
+  for (int s = COLL_GPU_SUCCESS; s <= COLL_GPU_INTERNAL_ERROR; ++s) {
+    const std::string w = coll_gpu_status_string((coll_gpu_status_t)s);
+    EXPECT_FALSE(w.empty());
+    EXPECT_NE(w, "unknown status") << s;
+    EXPECT_TRUE(seen.insert(w).second) << w;
+  }
+  EXPECT_STREQ(coll_gpu_status_string((coll_gpu_status_t)99), "unknown status");
+}
+
+TEST(Status, CheckReturnsTheFailureWithABreadcrumbPerFunction) {
+  lines.clear();
+  coll_gpu_status_set_log(capture);
+  int reached = 0;
+  EXPECT_EQ(outer(COLL_GPU_PEER_GONE, &reached), COLL_GPU_PEER_GONE);
+  EXPECT_EQ(reached, 0) << "a failed check must return at once";
+  ASSERT_EQ(lines.size(), 2u);
+  const std::string here = "test_engine.cc:";
+  EXPECT_NE(lines[0].find(here + std::to_string(inner_line) + " -> peer process gone"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find(here + std::to_string(outer_line) + " -> peer process gone"), std::string::npos) << lines[1];
+  for (const std::string &l : lines) EXPECT_EQ(l.rfind(std::to_string(COLL_GPU_LVL_DEBUG) + " ", 0), 0u) << l;
+
+  lines.clear();
+  EXPECT_EQ(outer(COLL_GPU_SUCCESS, &reached), COLL_GPU_SUCCESS);
+  EXPECT_EQ(reached, 2);
+  EXPECT_TRUE(lines.empty());
+
+  coll_gpu_status_set_log(nullptr);  // no logger: the status still comes back
+  EXPECT_EQ(outer(COLL_GPU_CUDA_ERROR, &reached), COLL_GPU_CUDA_ERROR);
+  EXPECT_TRUE(lines.empty());
+}
+
+// A bootstrap over one process: counts its calls; `fail` makes every call fail.
+struct Fake {
+  bool fail = false;
+  int calls = 0;
+};
+int fake_allgather(void *ctx, const void *send, void *recv, size_t bytes) {
+  Fake *f = (Fake *)ctx;
+  ++f->calls;
+  if (f->fail) return 1;
+  memcpy(recv, send, bytes);
+  return 0;
+}
+int fake_bcast(void *ctx, void *, size_t, int) {
+  Fake *f = (Fake *)ctx;
+  ++f->calls;
+  return f->fail ? 1 : 0;
+}
+int fake_barrier(void *ctx) { return fake_bcast(ctx, nullptr, 0, 0); }
+
+coll_gpu_status_t create(Fake *f, coll_gpu_engine_t **e, char *why, size_t len) {
+  const coll_gpu_bootstrap_t b = {0, 1, f, fake_allgather, fake_bcast, fake_barrier};
+  coll_gpu_engine_config_t cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  cfg.name = "test";
+  coll_gpu_meminfo_t mem;
+  memset(&mem, 0, sizeof(mem));
+  mem.kind = COLL_GPU_MEM_HOST;
+  mem.device = -1;
+  *e = (coll_gpu_engine_t *)&cfg;  // poisoned: must come back NULL
+  return coll_gpu_engine_create(&b, &cfg, &mem, e, why, len);
+}
+
+TEST(Engine, OneRankGetsNoGpuPathAndSaysWhy) {
+  Fake f;
+  coll_gpu_engine_t *e;
+  char why[256] = "";
+  EXPECT_EQ(create(&f, &e, why, sizeof(why)), COLL_GPU_UNAVAILABLE);
+  EXPECT_EQ(e, nullptr);
+  EXPECT_STREQ(why, "a single rank needs no GPU path");
+  EXPECT_EQ(f.calls, 1) << "the peer exchange is made even by a rank that cannot qualify";
+}
+
+TEST(Engine, FailedBootstrapGetsNoGpuPathAndSaysWhy) {
+  Fake f;
+  f.fail = true;
+  coll_gpu_engine_t *e;
+  char why[256] = "";
+  EXPECT_EQ(create(&f, &e, why, sizeof(why)), COLL_GPU_UNAVAILABLE);
+  EXPECT_EQ(e, nullptr);
+  EXPECT_STREQ(why, "the peer info allgather failed");
+  coll_gpu_engine_destroy(nullptr);  // nothing to destroy: a no-op
+}
+
+}  // namespace
