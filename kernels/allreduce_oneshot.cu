@@ -32,8 +32,8 @@ struct Call {
 };
 
 // Call c on this block's share of the units.
-template <typename T, typename Op, bool Aligned>
-__device__ __forceinline__ void oneshot_call(const coll_gpu_ar_params_t &p, const Call &c) {
+template <typename T, typename Op>
+__device__ __forceinline__ void oneshot_call(const coll_gpu_ar_params_t &p, const Call &c, bool aligned) {
   const Layout L(p.layout);
   const int parity = (int)(c.seq & 1);
   const uint32_t flag = (uint32_t)c.seq;  // never 0: the engine skips seqs that are 0 mod 2^32
@@ -47,7 +47,7 @@ __device__ __forceinline__ void oneshot_call(const coll_gpu_ar_params_t &p, cons
   // step 0: push my data to every peer
   for (size_t u = first; u < units; u += stride) {
     const int n = (int)coll_gpu_min(kPack, bytes - u * kPack);
-    const uint4 v = load_pack<Aligned>(in + u * kPack, n);
+    const uint4 v = load_pack(aligned, in + u * kPack, n);
     for (int k = 1; k < p.nranks; ++k) {
       const int peer = (p.rank + k) % p.nranks;
       ll_put((uint4 *)((char *)p.peer_scratch[peer] + L.ll(parity, p.rank)) + 2 * u, v, flag);
@@ -63,14 +63,14 @@ __device__ __forceinline__ void oneshot_call(const coll_gpu_ar_params_t &p, cons
     for (int s = 0; s < p.nranks; ++s) {
       uint4 v = make_uint4(0, 0, 0, 0);
       if (s == p.rank) {
-        v = load_pack<Aligned>(in + u * kPack, n);
+        v = load_pack(aligned, in + u * kPack, n);
       } else {
         const uint4 *line = (const uint4 *)((const char *)p.peer_scratch[p.rank] + L.ll(parity, s)) + 2 * u;
         alive = alive && ll_get(line, flag, w, s, &v);
       }
       acc = s == 0 ? v : reduce_pack<T, Op>(acc, v);
     }
-    if (alive) store_out<T, Aligned>(out + u * kPack, acc, n);
+    if (alive) store_out<T>(aligned, out + u * kPack, acc, n);
   }
 }
 
@@ -135,10 +135,13 @@ __device__ Call decode(const uint32_t (&d)[8]) {
 
 template <typename T, typename Op>
 __device__ __noinline__ void linger_typed(const coll_gpu_ar_params_t &p, const Call &c) {
+  // a copy of the call per alignment (the constant folds into each): the one-shot kernel is latency-bound,
+  // and one copy with the run-time test took 4.5 us instead of 4.0 for 1 KiB (coll_gpu_kernel_bench -n 2
+  // -a oneshot on one H100); it is one file, so the copies cost the build little
   if (packs_aligned(c.sendbuf, c.recvbuf))
-    oneshot_call<T, Op, true>(p, c);
+    oneshot_call<T, Op>(p, c, true);
   else
-    oneshot_call<T, Op, false>(p, c);
+    oneshot_call<T, Op>(p, c, false);
 }
 
 __device__ void linger_serve(const coll_gpu_ar_params_t &p, const Call &c) {

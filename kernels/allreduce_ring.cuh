@@ -22,9 +22,9 @@
 namespace coll_gpu {
 namespace {
 
-template <typename T, typename Op, bool Aligned>
-__global__ void __launch_bounds__(kThreads) ring(coll_gpu_ar_params_t p) {
-  RingChannel<T, Op, Aligned> c(p);
+template <typename T, typename Op, int Align>
+__global__ void __launch_bounds__(kThreads) ring(coll_gpu_ar_params_t p, bool aligned) {
+  RingChannel<T, Op, Align> c(p, aligned);
   const int n = p.nranks, r = c.pos;
   const size_t pack = kPack / sizeof(T);
   const size_t slot = p.layout.slot_bytes / sizeof(T);

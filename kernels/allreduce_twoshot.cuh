@@ -78,8 +78,9 @@ __device__ __forceinline__ void move_segments(int nseg, size_t maxlen, Seg seg, 
   }
 }
 
-template <typename T, typename Op, bool Aligned>
-__global__ void __launch_bounds__(kThreads) twoshot(coll_gpu_ar_params_t p) {
+template <typename T, typename Op, int Align>
+__global__ void __launch_bounds__(kThreads) twoshot(coll_gpu_ar_params_t p, bool told) {
+  const bool aligned = call_aligned<Align>(told);
   const Layout L(p.layout);
   const int parity = (int)(p.seq & 1);
   const int n = p.nranks;
@@ -112,8 +113,8 @@ __global__ void __launch_bounds__(kThreads) twoshot(coll_gpu_ar_params_t p) {
         *src = in + at;
         *dst = (char *)p.peer_scratch[j] + L.ts(parity, 0, p.rank) + in_slot;
       },
-      [](const char *src, int bytes) { return load_pack<Aligned>(src, bytes); },
-      [](char *dst, uint4 v, int bytes) { store_pack<true>(dst, v, bytes); });
+      [=](const char *src, int bytes) { return load_pack(aligned, src, bytes); },
+      [](char *dst, uint4 v, int bytes) { store_pack(true, dst, v, bytes); });
   post_peers(p, L, 0);
 
   // step 1: reduce my chunk's slice over all ranks in rank order, keep it, push it to every peer; a
@@ -128,16 +129,16 @@ __global__ void __launch_bounds__(kThreads) twoshot(coll_gpu_ar_params_t p) {
 #pragma unroll
       for (int s = 0; s < COLL_GPU_MAX_RANKS; ++s)
         if (s < n)
-          v[s] = s == p.rank ? load_pack<Aligned>(in + at + i, bytes)
+          v[s] = s == p.rank ? load_pack(aligned, in + at + i, bytes)
                              : load_peer_pack(mine + L.ts(parity, 0, s) + off + i, bytes);
       uint4 acc = v[0];
 #pragma unroll
       for (int s = 1; s < COLL_GPU_MAX_RANKS; ++s)
         if (s < n) acc = reduce_pack<T, Op>(acc, v[s]);
-      store_out<T, Aligned>(out + at + i, acc, bytes);
+      store_out<T>(aligned, out + at + i, acc, bytes);
       for (int q = 1; q < n; ++q) {
         const int peer = (p.rank + q) % n;
-        store_pack<true>((char *)p.peer_scratch[peer] + L.ts(parity, 1, p.rank) + off + i, acc, bytes);
+        store_pack(true, (char *)p.peer_scratch[peer] + L.ts(parity, 1, p.rank) + off + i, acc, bytes);
       }
     }
     post_peers(p, L, 1);
@@ -155,7 +156,7 @@ __global__ void __launch_bounds__(kThreads) twoshot(coll_gpu_ar_params_t p) {
           *dst = out + at;
         },
         [](const char *src, int bytes) { return load_peer_pack(src, bytes); },
-        [](char *dst, uint4 v, int bytes) { store_out<T, Aligned>(dst, v, bytes); });
+        [=](char *dst, uint4 v, int bytes) { store_out<T>(aligned, dst, v, bytes); });
   block_done(p.status, p.seq);
 }
 

@@ -63,8 +63,7 @@ __device__ __forceinline__ Part own_part(const coll_gpu_ar_params_t &p) {
   return Part{nullptr, nullptr, 0};
 }
 
-template <bool Aligned>
-__global__ void __launch_bounds__(kLLThreads) move_ll(coll_gpu_ar_params_t p) {
+__global__ void __launch_bounds__(kLLThreads) move_ll(coll_gpu_ar_params_t p, bool aligned) {
   const Layout L(p.layout);
   const int parity = (int)(p.seq & 1);
   const uint32_t flag = (uint32_t)p.seq;  // never 0: the engine skips seqs that are 0 mod 2^32
@@ -80,12 +79,12 @@ __global__ void __launch_bounds__(kLLThreads) move_ll(coll_gpu_ar_params_t p) {
       const Part s = send_part(p, peer);
       if (s.bytes == 0 && u != 0) continue;
       uint4 v = make_uint4(0, 0, 0, 0);
-      if (s.bytes != 0) v = load_pack<Aligned>(s.src + u * kPack, (int)coll_gpu_min(kPack, s.bytes - u * kPack));
+      if (s.bytes != 0) v = load_pack(aligned, s.src + u * kPack, (int)coll_gpu_min(kPack, s.bytes - u * kPack));
       ll_put((uint4 *)((char *)p.peer_scratch[peer] + L.ll(parity, p.rank)) + 2 * u, v, flag);
     }
     if (copy_own) {
       const int n = (int)coll_gpu_min(kPack, own.bytes - u * kPack);
-      store_pack<Aligned>(own.dst + u * kPack, load_pack<Aligned>(own.src + u * kPack, n), n);
+      store_pack(aligned, own.dst + u * kPack, load_pack(aligned, own.src + u * kPack, n), n);
     }
   }
 
@@ -101,25 +100,23 @@ __global__ void __launch_bounds__(kLLThreads) move_ll(coll_gpu_ar_params_t p) {
       uint4 v;
       alive = ll_get(line, flag, w, s, &v);
       if (alive && r.bytes != 0)
-        store_pack<Aligned>(r.dst + u * kPack, v, (int)coll_gpu_min(kPack, r.bytes - u * kPack));
+        store_pack(aligned, r.dst + u * kPack, v, (int)coll_gpu_min(kPack, r.bytes - u * kPack));
     }
   }
   block_done(p.status, p.seq);
 }
 
 // A block's copy of `bytes` from src to dst.
-template <bool Aligned>
-__device__ void block_copy(const char *src, char *dst, size_t bytes) {
+__device__ void block_copy(bool aligned, const char *src, char *dst, size_t bytes) {
   for (size_t i = (size_t)threadIdx.x * kPack; i < bytes; i += (size_t)blockDim.x * kPack) {
     const int n = (int)coll_gpu_min(kPack, bytes - i);
-    store_pack<Aligned>(dst + i, load_pack<Aligned>(src + i, n), n);
+    store_pack(aligned, dst + i, load_pack(aligned, src + i, n), n);
   }
 }
 
-template <bool Aligned>
-__global__ void __launch_bounds__(kThreads) move_ring(coll_gpu_ar_params_t p) {
+__global__ void __launch_bounds__(kThreads) move_ring(coll_gpu_ar_params_t p, bool aligned) {
   using Bytes = uint8_t;
-  RingChannel<Bytes, OpSum<Bytes>, Aligned> c(p);
+  RingChannel<Bytes, OpSum<Bytes>> c(p, aligned);
   const int n = p.nranks;
   const uint8_t *ring = p.rings[blockIdx.x % p.nrings];
   const size_t slot = p.layout.slot_bytes;
@@ -153,7 +150,7 @@ __global__ void __launch_bounds__(kThreads) move_ring(coll_gpu_ar_params_t p) {
     }
   } else {  // alltoall, 2 ranks: the peer is both next and previous
     const size_t mine = (size_t)p.rank * p.block, theirs = (size_t)c.next * p.block;
-    if (in + mine != out + mine) block_copy<Aligned>(in + mine + part.begin, out + mine + part.begin, part.count);
+    if (in + mine != out + mine) block_copy(aligned, in + mine + part.begin, out + mine + part.begin, part.count);
     for (size_t off = part.begin; ok && off < part.begin + part.count; off += slot) {
       const size_t len = coll_gpu_min(slot, part.begin + part.count - off);
       // push my block for the peer, then keep the peer's block for me
@@ -181,17 +178,11 @@ int move_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream) {
   const bool aligned = move_aligned(p);
   switch (p.algo) {
     case COLL_GPU_ALGO_ONESHOT:
-      if (aligned)
-        move_ll<true><<<move_blocks(p), kLLThreads, 0, stream>>>(p);
-      else
-        move_ll<false><<<move_blocks(p), kLLThreads, 0, stream>>>(p);
+      move_ll<<<move_blocks(p), kLLThreads, 0, stream>>>(p, aligned);
       break;
     case COLL_GPU_ALGO_RING:
       if (p.coll == COLL_GPU_COLL_ALLTOALL && p.nranks != 2) return (int)cudaErrorInvalidValue;
-      if (aligned)
-        move_ring<true><<<p.nchannels, kThreads, 0, stream>>>(p);
-      else
-        move_ring<false><<<p.nchannels, kThreads, 0, stream>>>(p);
+      move_ring<<<p.nchannels, kThreads, 0, stream>>>(p, aligned);
       break;
     default:
       return (int)cudaErrorInvalidValue;

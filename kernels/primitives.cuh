@@ -122,18 +122,28 @@ __device__ __host__ __forceinline__ bool packs_aligned(const void *a, const void
   return ((uintptr_t)a % kPack) == 0 && ((uintptr_t)b % kPack) == 0;
 }
 
-// 16 bytes of data: a vector load when aligned and whole, byte loads otherwise (n < 16 at a buffer end).
-template <bool Aligned>
-__device__ __forceinline__ uint4 load_pack(const char *p, int n) {
-  if (Aligned && n == kPack) return *(const uint4 *)p;
+// How a kernel knows whether the call's buffers are pack-aligned: fixed, in a copy of the kernel per
+// alignment (kAligned, kUnaligned), or told at run time (kAlignRuntime: one kernel, half the kernels to
+// compile). On one H100 (coll_gpu_kernel_bench -n 2, 3 rounds) the run-time test made the ring allreduce
+// 0.5-1.7% and the two-shot 2-2.6% slower, so the allreduce kernels keep a copy per alignment; reduce,
+// reduce-scatter and the moves, which have no earlier speed to keep, take the run-time test.
+enum { kAlignRuntime = 0, kAligned = 1, kUnaligned = 2 };
+template <int Align>
+__device__ __forceinline__ bool call_aligned(bool told) {
+  return Align == kAlignRuntime ? told : Align == kAligned;
+}
+
+// 16 bytes of data: a vector load when the call's buffers are pack-aligned (`aligned`, the same for every
+// thread) and the pack is whole, byte loads otherwise (n < 16 at a buffer end).
+__device__ __forceinline__ uint4 load_pack(bool aligned, const char *p, int n) {
+  if (aligned && n == kPack) return *(const uint4 *)p;
   uint4 v = make_uint4(0, 0, 0, 0);
   char *d = (char *)&v;
   for (int i = 0; i < n; ++i) d[i] = p[i];
   return v;
 }
-template <bool Aligned>
-__device__ __forceinline__ void store_pack(char *p, uint4 v, int n) {
-  if (Aligned && n == kPack) {
+__device__ __forceinline__ void store_pack(bool aligned, char *p, uint4 v, int n) {
+  if (aligned && n == kPack) {
     *(uint4 *)p = v;
     return;
   }
@@ -240,17 +250,17 @@ struct Hole<ShortInt> {
 };
 
 // Stores a result pack into the receive buffer; for types with a hole, the hole keeps its bytes.
-template <typename T, bool Aligned>
-__device__ __forceinline__ void store_out(char *p, uint4 v, int n) {
+template <typename T>
+__device__ __forceinline__ void store_out(bool aligned, char *p, uint4 v, int n) {
   if (Hole<T>::end > Hole<T>::begin) {
-    const uint4 old = load_pack<Aligned>(p, n);
+    const uint4 old = load_pack(aligned, p, n);
     char *d = (char *)&v;
     const char *o = (const char *)&old;
 #pragma unroll
     for (int e = 0; e < kPack; e += (int)sizeof(T))
       for (int i = Hole<T>::begin; i < Hole<T>::end; ++i) d[e + i] = o[e + i];
   }
-  store_pack<Aligned>(p, v, n);
+  store_pack(aligned, p, v, n);
 }
 
 // A call as the kernels run it: BAND, BOR and BXOR of a wider integer type become the same op on its
@@ -291,15 +301,15 @@ __device__ __forceinline__ void block_done(coll_gpu_ar_status_t *status, uint64_
 // that the build runs them in parallel.
 int oneshot_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream);
 int oneshot_blocks(const coll_gpu_ar_params_t &p);
-// Defines typed launcher `name`: call p with Kernel<T, Op, aligned> for the call's buffers.
-#define COLL_GPU_DEFINE_TYPED(name, Kernel, grid, block)         \
-  template <typename T, typename Op>                             \
-  int name(const coll_gpu_ar_params_t &p, cudaStream_t stream) { \
-    if (packs_aligned(p.sendbuf, p.recvbuf))                     \
-      Kernel<T, Op, true><<<grid, block, 0, stream>>>(p);        \
-    else                                                         \
-      Kernel<T, Op, false><<<grid, block, 0, stream>>>(p);       \
-    return (int)cudaGetLastError();                              \
+// Defines typed launcher `name`: call p with Kernel<T, Op, kAligned or kUnaligned> for the call's buffers.
+#define COLL_GPU_DEFINE_TYPED(name, Kernel, grid, block)               \
+  template <typename T, typename Op>                                   \
+  int name(const coll_gpu_ar_params_t &p, cudaStream_t stream) {       \
+    if (packs_aligned(p.sendbuf, p.recvbuf))                           \
+      Kernel<T, Op, kAligned><<<grid, block, 0, stream>>>(p, true);    \
+    else                                                               \
+      Kernel<T, Op, kUnaligned><<<grid, block, 0, stream>>>(p, false); \
+    return (int)cudaGetLastError();                                    \
   }
 template <typename T, typename Op>
 int twoshot_typed(const coll_gpu_ar_params_t &p, cudaStream_t stream);

@@ -23,9 +23,11 @@ namespace coll_gpu {
 // this rank's own data when it receives nothing.
 enum { kRecv = 1, kReduce = 2, kCopyOut = 4, kSend = 8 };
 
-template <typename T, typename Op, bool Aligned>
+// Align: kAligned or kUnaligned for a kernel per alignment, kAlignRuntime to be told (primitives.cuh).
+template <typename T, typename Op, int Align = kAlignRuntime>
 struct RingChannel {
   const coll_gpu_ar_params_t &p;
+  const bool told;  // kAlignRuntime: whether the call's buffers start on a pack boundary
   const Layout L;
   const Waiter w;
   const int ch;
@@ -35,8 +37,8 @@ struct RingChannel {
   char *my_fifo, *next_fifo;
   uint64_t *recv_tail, *send_head, *next_tail, *prev_head;
 
-  __device__ explicit RingChannel(const coll_gpu_ar_params_t &params)
-      : p(params), L(params.layout), w(params), ch(blockIdx.x) {
+  __device__ RingChannel(const coll_gpu_ar_params_t &params, bool aligned_)
+      : p(params), told(aligned_), L(params.layout), w(params), ch(blockIdx.x) {
     const uint8_t *ring = p.rings[ch % p.nrings];
     const int n = p.nranks;
     pos = 0;
@@ -54,6 +56,9 @@ struct RingChannel {
     next_tail = flag_at(p.peer_scratch[next], L.tail(ch));
     prev_head = flag_at(p.peer_scratch[prev], L.head(ch));
   }
+
+  // Whether the call's buffers start on a pack boundary (load_pack): a constant unless told.
+  __device__ bool aligned() const { return call_aligned<Align>(told); }
 
   // Hops along this channel's ring from `rank` to me (0: I am `rank`).
   __device__ int hops_from(int rank) const {
@@ -98,7 +103,7 @@ struct RingChannel {
         if (n[k] == 0) continue;
         const size_t i = tile + k * stride;
         if (Mode & kRecv) v[k] = load_peer_pack(src + i, n[k]);
-        if (kMine) mine[k] = load_pack<Aligned>(in + i, n[k]);
+        if (kMine) mine[k] = load_pack(aligned(), in + i, n[k]);
       }
 #pragma unroll
       for (int k = 0; k < kUnroll; ++k) {
@@ -106,8 +111,8 @@ struct RingChannel {
         const size_t i = tile + k * stride;
         if (!(Mode & kRecv)) v[k] = mine[k];
         if (Mode & kReduce) v[k] = reduce_pack<T, Op>(v[k], mine[k]);
-        if (Mode & kCopyOut) store_out<T, Aligned>(out + i, v[k], n[k]);
-        if (Mode & kSend) store_pack<true>(dst + i, v[k], n[k]);
+        if (Mode & kCopyOut) store_out<T>(aligned(), out + i, v[k], n[k]);
+        if (Mode & kSend) store_pack(true, dst + i, v[k], n[k]);
       }
     }
     __syncthreads();

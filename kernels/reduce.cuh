@@ -39,8 +39,8 @@ __device__ __forceinline__ coll_gpu_range_t reduce_part(const coll_gpu_ar_params
   return coll_gpu_range_t{0, q == p.root ? p.count : 0};
 }
 
-template <typename T, typename Op, bool Aligned>
-__global__ void __launch_bounds__(kLLThreads) reduce_direct(coll_gpu_ar_params_t p) {
+template <typename T, typename Op>
+__global__ void __launch_bounds__(kLLThreads) reduce_direct(coll_gpu_ar_params_t p, bool aligned) {
   const Layout L(p.layout);
   const int parity = (int)(p.seq & 1);
   const uint32_t flag = (uint32_t)p.seq;  // never 0: the engine skips seqs that are 0 mod 2^32
@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(kLLThreads) reduce_direct(coll_gpu_ar_params_t
       if (bytes == 0 ? u != 0 : u * kPack >= bytes) continue;
       uint4 v = make_uint4(0, 0, 0, 0);
       if (bytes != 0)
-        v = load_pack<Aligned>(in + part.begin * sizeof(T) + u * kPack, (int)coll_gpu_min(kPack, bytes - u * kPack));
+        v = load_pack(aligned, in + part.begin * sizeof(T) + u * kPack, (int)coll_gpu_min(kPack, bytes - u * kPack));
       ll_put((uint4 *)((char *)p.peer_scratch[peer] + L.ll(parity, p.rank)) + 2 * u, v, flag);
     }
   }
@@ -78,21 +78,21 @@ __global__ void __launch_bounds__(kLLThreads) reduce_direct(coll_gpu_ar_params_t
     for (int s = 0; alive && s < p.nranks; ++s) {
       uint4 v = make_uint4(0, 0, 0, 0);
       if (s == p.rank) {
-        if (n != 0) v = load_pack<Aligned>(own + u * kPack, n);
+        if (n != 0) v = load_pack(aligned, own + u * kPack, n);
       } else {
         const uint4 *line = (const uint4 *)((const char *)p.peer_scratch[p.rank] + L.ll(parity, s)) + 2 * u;
         alive = ll_get(line, flag, w, s, &v);
       }
       acc = s == 0 ? v : reduce_pack<T, Op>(acc, v);
     }
-    if (alive && n != 0) store_out<T, Aligned>(out + u * kPack, acc, n);
+    if (alive && n != 0) store_out<T>(aligned, out + u * kPack, acc, n);
   }
   block_done(p.status, p.seq);
 }
 
-template <typename T, typename Op, bool Aligned>
-__global__ void __launch_bounds__(kThreads) reduce_ring(coll_gpu_ar_params_t p) {
-  RingChannel<T, Op, Aligned> c(p);
+template <typename T, typename Op>
+__global__ void __launch_bounds__(kThreads) reduce_ring(coll_gpu_ar_params_t p, bool aligned) {
+  RingChannel<T, Op> c(p, aligned);
   const int n = p.nranks;
   const uint8_t *ring = p.rings[blockIdx.x % p.nrings];
   const size_t pack = kPack / sizeof(T);
@@ -164,16 +164,12 @@ __host__ bool reduce_aligned(const coll_gpu_ar_params_t &p) {
 template <typename T, typename Op>
 int reduce_typed(const coll_gpu_ar_params_t &p, cudaStream_t stream) {
   const bool aligned = reduce_aligned(p);
-  if (p.algo == COLL_GPU_ALGO_ONESHOT && aligned)
-    reduce_direct<T, Op, true><<<reduce_blocks(p), kLLThreads, 0, stream>>>(p);
-  else if (p.algo == COLL_GPU_ALGO_ONESHOT)
-    reduce_direct<T, Op, false><<<reduce_blocks(p), kLLThreads, 0, stream>>>(p);
-  else if (p.algo != COLL_GPU_ALGO_RING)
-    return (int)cudaErrorInvalidValue;
-  else if (aligned)
-    reduce_ring<T, Op, true><<<p.nchannels, kThreads, 0, stream>>>(p);
+  if (p.algo == COLL_GPU_ALGO_ONESHOT)
+    reduce_direct<T, Op><<<reduce_blocks(p), kLLThreads, 0, stream>>>(p, aligned);
+  else if (p.algo == COLL_GPU_ALGO_RING)
+    reduce_ring<T, Op><<<p.nchannels, kThreads, 0, stream>>>(p, aligned);
   else
-    reduce_ring<T, Op, false><<<p.nchannels, kThreads, 0, stream>>>(p);
+    return (int)cudaErrorInvalidValue;
   return (int)cudaGetLastError();
 }
 
