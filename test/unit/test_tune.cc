@@ -52,7 +52,7 @@ TEST(Tune, ChoiceMinimizesTheModel) {
     }
 }
 
-// Choices the H200 measurements back (engine/tune.c): one-shot up to 512 KiB at 2 ranks and 256 KiB
+// Choices the H200 measurements back (engine/tune.cc): one-shot up to 512 KiB at 2 ranks and 256 KiB
 // at 4, where two-shot took 30 us and one-shot 12 at 32 KiB; two-shot for 1 MiB at 2 ranks (22.6 us
 // against 23.4) and at 8, where one-shot pushes 7 MiB of LL lines; two-shot at 16 MiB on 2 ranks (75 us
 // against the ring's 80).

@@ -15,21 +15,21 @@
  * two). The two-shot kernel takes ~10.5 us up to 256 KiB, whatever the size: each of its two phases
  * loads, stores, then waits on a system-scope fence (~1.3 us) and on the peers' flags; 4 MiB and 16 MiB
  * took 33 and 75 us through the component. At 4 ranks, two-shot took ~10 us more than at 2 (30 against
- * 20 up to 256 KiB), ~3.7 of it the flag release stores that now share one fence; TWOSHOT_PEER_US is
+ * 20 up to 256 KiB), ~3.7 of it the flag release stores that now share one fence; kTwoshotPeerUs is
  * the rest, from that one run. The ring (64 channels, 512 KiB slots) moved 8 MiB in ~43 us, 16 MiB in
  * ~70 and 1 GiB at 311-316 GB/s bus bandwidth. */
-#define ONESHOT_US 2.0      /* LL one-shot: one flag round, no fence */
-#define LL_BW 85e3          /* bytes/us of one-shot data per peer: half of each line is flags */
-#define TWOSHOT_US 10.5     /* two-shot at 2 ranks: two phases of data, fence and flags */
-#define TWOSHOT_PEER_US 3.0 /* two-shot: each peer beyond the first */
-#define SIMPLE_BW 300e3     /* bytes/us of the two-shot kernel's bus traffic */
-#define RING_BW 310e3       /* bytes/us of the ring's bus traffic at large sizes */
-#define RING_STEP_US 8.0    /* per dependent ring step: wait, barrier, data, release, seen by the next rank */
+constexpr double kOneshotUs = 2.0;      // LL one-shot: one flag round, no fence
+constexpr double kLLBw = 85e3;          // bytes/us of one-shot data per peer: half of each line is flags
+constexpr double kTwoshotUs = 10.5;     // two-shot at 2 ranks: two phases of data, fence and flags
+constexpr double kTwoshotPeerUs = 3.0;  // two-shot: each peer beyond the first
+constexpr double kSimpleBw = 300e3;     // bytes/us of the two-shot kernel's bus traffic
+constexpr double kRingBw = 310e3;       // bytes/us of the ring's bus traffic at large sizes
+constexpr double kRingStepUs = 8.0;     // per dependent ring step: wait, barrier, data, release, seen by the next rank
 /* two-shot: a block per 16 KiB of message. Blocks are latency-bound (each waits for its peers' flags), so
  * more of them pay: on 2 H200, 512 KiB took 21 us with 32 blocks against 33 with 8, 1 MiB 23.5 us with 64
  * against 33 with 16, 2-8 MiB 2-4% less again with 128 than with 64 */
-#define TWOSHOT_BLOCK_BYTES (16 << 10)
-#define TWOSHOT_MAX_BLOCKS (2 * COLL_GPU_MAX_CHANNELS) /* the flags and done words it has */
+constexpr size_t kTwoshotBlockBytes = 16 << 10;
+constexpr int kTwoshotMaxBlocks = 2 * COLL_GPU_MAX_CHANNELS;  // the flags and done words it has
 
 coll_gpu_proto_t coll_gpu_algo_proto(coll_gpu_algo_t algo) {
   return algo == COLL_GPU_ALGO_ONESHOT ? COLL_GPU_PROTO_LL : COLL_GPU_PROTO_SIMPLE;
@@ -40,11 +40,11 @@ double coll_gpu_tune_time_us(coll_gpu_algo_t algo, int nranks, size_t bytes, int
   (void)nchannels;
   switch (algo) {
     case COLL_GPU_ALGO_ONESHOT: /* every rank pushes its data to n - 1 peers */
-      return ONESHOT_US + (n - 1) * b / LL_BW;
+      return kOneshotUs + (n - 1) * b / kLLBw;
     case COLL_GPU_ALGO_TWOSHOT: /* 2 (n - 1) / n of the data out */
-      return TWOSHOT_US + (n - 2) * TWOSHOT_PEER_US + 2 * (n - 1) / n * b / SIMPLE_BW;
+      return kTwoshotUs + (n - 2) * kTwoshotPeerUs + 2 * (n - 1) / n * b / kSimpleBw;
     case COLL_GPU_ALGO_RING: /* 2 (n - 1) steps to fill the pipeline; 2 (n - 1) / n of the data out */
-      return 2 * (n - 1) * RING_STEP_US + 2 * (n - 1) / n * b / RING_BW;
+      return 2 * (n - 1) * kRingStepUs + 2 * (n - 1) / n * b / kRingBw;
     default:
       return 1e30;
   }
@@ -61,15 +61,19 @@ int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, si
   }
 }
 
-/* Blocks of one call: the ring runs every channel it has FIFOs for; two-shot one block per slice. */
-static int channels(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, size_t bytes) {
-  const int most = algo == COLL_GPU_ALGO_RING ? c->max_channels : TWOSHOT_MAX_BLOCKS;
+namespace {
+
+// Blocks of one call: the ring runs every channel it has FIFOs for; two-shot one block per slice.
+int channels(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, size_t bytes) {
+  const int most = algo == COLL_GPU_ALGO_RING ? c->max_channels : kTwoshotMaxBlocks;
   if (c->nchannels > 0) return c->nchannels < most ? c->nchannels : most;
   if (algo == COLL_GPU_ALGO_RING) return most;
-  size_t want = (bytes + TWOSHOT_BLOCK_BYTES - 1) / TWOSHOT_BLOCK_BYTES;
+  size_t want = (bytes + kTwoshotBlockBytes - 1) / kTwoshotBlockBytes;
   if (want < 1) want = 1;
   return want < (size_t)most ? (int)want : most;
 }
+
+}  // namespace
 
 coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, int nranks, size_t bytes) {
   coll_gpu_algo_t best = COLL_GPU_ALGO_RING;
@@ -95,25 +99,24 @@ coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, int nran
 }
 
 /* A launch of its own for each one-shot slot of data beyond the first (a call's ~9 us around its kernel). */
-#define LAUNCH_US 9.0
-
+constexpr double kLaunchUs = 9.0;
 double coll_gpu_tune_move_time_us(coll_gpu_coll_t coll, coll_gpu_algo_t algo, int nranks, size_t bytes,
                                   size_t ll_bytes) {
   const double n = nranks, b = (double)bytes;
   if (algo == COLL_GPU_ALGO_ONESHOT) { /* every rank pushes n - 1 blocks (a bcast's root n - 1 copies) */
     const double extra = ll_bytes > 0 && bytes > ll_bytes ? (double)((bytes - 1) / ll_bytes) : 0;
-    return ONESHOT_US + extra * LAUNCH_US + (n - 1) * b / LL_BW;
+    return kOneshotUs + extra * kLaunchUs + (n - 1) * b / kLLBw;
   }
   if (algo != COLL_GPU_ALGO_RING) return 1e30;
   switch (coll) {
     case COLL_GPU_COLL_BCAST:  /* a chain of n - 1 hops; every link carries the buffer once */
     case COLL_GPU_COLL_REDUCE: /* the same chain, towards the root */
-      return (n - 1) * RING_STEP_US + b / RING_BW;
+      return (n - 1) * kRingStepUs + b / kRingBw;
     case COLL_GPU_COLL_ALLGATHER:      /* n - 1 steps; every link carries n - 1 blocks */
     case COLL_GPU_COLL_REDUCE_SCATTER: /* the same steps, reducing */
-      return (n - 1) * RING_STEP_US + (n - 1) * b / RING_BW;
+      return (n - 1) * kRingStepUs + (n - 1) * b / kRingBw;
     case COLL_GPU_COLL_ALLTOALL: /* 2 ranks only: one step each way */
-      return nranks == 2 ? RING_STEP_US + b / RING_BW : 1e30;
+      return nranks == 2 ? kRingStepUs + b / kRingBw : 1e30;
     default:
       return 1e30;
   }

@@ -10,10 +10,12 @@
 #include <string.h>
 #include <time.h>
 
-#define FIRST_POLLS 64        /* polls before the first clock read */
-#define YIELD_NS 1000000ULL   /* then yielding until 1 ms has passed */
-#define SLEEP_MAX_NS 50000ULL /* sleeps grow to 50 us: a late peer is seen at most that late */
-#define CHECK_NS 100000000ULL /* peers checked every 100 ms: kill(pid, 0) is one system call each */
+namespace {
+constexpr unsigned kFirstPolls = 64;         // polls before the first clock read
+constexpr uint64_t kYieldNs = 1000000ULL;    // then yielding until 1 ms has passed
+constexpr uint64_t kSleepMaxNs = 50000ULL;   // sleeps grow to 50 us: a late peer is seen at most that late
+constexpr uint64_t kCheckNs = 100000000ULL;  // peers checked every 100 ms: kill(pid, 0) is one system call each
+}  // namespace
 
 uint64_t coll_gpu_now_ns(void) {
   struct timespec ts;
@@ -31,24 +33,24 @@ void coll_gpu_wait_init(coll_gpu_wait_t *w, const coll_gpu_wait_config_t *cfg) {
 }
 
 int coll_gpu_wait_pause(coll_gpu_wait_t *w) {
-  if (++w->polls < FIRST_POLLS) return 0;
+  if (++w->polls < kFirstPolls) return 0;
   const uint64_t t = coll_gpu_now_ns();
   if (w->start == 0) {
     w->start = t;
-    w->next_check = t + CHECK_NS;
+    w->next_check = t + kCheckNs;
   }
   const uint64_t waited = t - w->start;
-  if (waited >= YIELD_NS) {
+  if (waited >= kYieldNs) {
     struct timespec ts = {0, (long)w->sleep_ns};
-    nanosleep(&ts, NULL);
-    if (w->sleep_ns < SLEEP_MAX_NS) w->sleep_ns *= 2;
-    if (w->sleep_ns > SLEEP_MAX_NS) w->sleep_ns = SLEEP_MAX_NS;
+    nanosleep(&ts, nullptr);
+    if (w->sleep_ns < kSleepMaxNs) w->sleep_ns *= 2;
+    if (w->sleep_ns > kSleepMaxNs) w->sleep_ns = kSleepMaxNs;
   } else if (waited >= w->cfg->spin_ns) {
     sched_yield();
   }
   int what = 0;
   if (t >= w->next_check) {
-    w->next_check = t + CHECK_NS;
+    w->next_check = t + kCheckNs;
     what |= COLL_GPU_WAIT_CHECK;
   }
   if (!w->reported && waited >= w->cfg->timeout_ns) {
@@ -66,14 +68,14 @@ int coll_gpu_pid_visible(int32_t pid) { return pid > 0 && (kill(pid, 0) == 0 || 
 
 int coll_gpu_pid_gone(int32_t pid) {
   if (kill(pid, 0) != 0) return errno == ESRCH;
-  /* a process that has ended but was not reaped yet (a zombie) still takes signals: its state says */
+  // a process that has ended but was not reaped yet (a zombie) still takes signals: its state says
   char path[64], stat[512];
   snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
   FILE *f = fopen(path, "r");
-  if (f == NULL) return 0;
+  if (f == nullptr) return 0;
   const size_t n = fread(stat, 1, sizeof(stat) - 1, f);
   fclose(f);
   stat[n] = '\0';
-  const char *paren = strrchr(stat, ')'); /* the command name before it may hold anything */
-  return paren != NULL && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+  const char *paren = strrchr(stat, ')');  // the command name before it may hold anything
+  return paren != nullptr && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
 }
