@@ -21,8 +21,6 @@
  * have a process, with a watchdog line after coll_gpu_timeout; a rank whose process is gone ends the
  * call with an error naming it.
  */
-#include <errno.h>
-
 #include "coll_gpu.h"
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/datatype/ompi_datatype_internal.h"
@@ -166,13 +164,14 @@ static coll_gpu_agree_t *agreement(mca_coll_gpu_module_t *m, struct ompi_communi
     bootstrap_ctx_t bctx = {comm, m};
     coll_gpu_bootstrap_t b = {ompi_comm_rank(comm), ompi_comm_size(comm), &bctx, bs_allgather, bs_bcast, bs_barrier};
     uint8_t id[COLL_GPU_UNIQUE_ID_BYTES];
-    int rc = coll_gpu_unique_id(&b, id) == COLL_GPU_SUCCESS ? 0 : EIO;
-    if (rc == 0) rc = coll_gpu_agree_create(&b, id, &m->agree);
-    m->agree_state = rc == 0 ? COLL_GPU_STATE_READY : COLL_GPU_STATE_OFF;
-    if (rc != 0)
+    char why[256] = "the unique id broadcast failed";
+    coll_gpu_status_t rc = coll_gpu_unique_id(&b, id);
+    if (rc == COLL_GPU_SUCCESS) rc = coll_gpu_agree_create(&b, id, &m->agree, why, sizeof(why));
+    m->agree_state = rc == COLL_GPU_SUCCESS ? COLL_GPU_STATE_READY : COLL_GPU_STATE_OFF;
+    if (rc != COLL_GPU_SUCCESS)
       COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
-                   "comm %s: no path agreement segment (%s): allreduce on device buffers is staged", comm->c_name,
-                   strerror(rc));
+                   "comm %s: no path agreement segment (%s): collectives on device buffers are staged", comm->c_name,
+                   why);
   }
   return m->agree;
 }
@@ -300,7 +299,7 @@ static int agree_path(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm
   uint8_t missing[COLL_GPU_MAX_RANKS] = {0};
   watch_ctx_t wctx = {comm, call, bytes};
   const coll_gpu_agree_watch_t watch = {wait_config(), agree_report, &wctx};
-  if (coll_gpu_agree(a, mine, &watch, all, missing) == 0) return 0;
+  if (coll_gpu_agree(a, mine, &watch, all, missing) == COLL_GPU_SUCCESS) return 0;
   char why[256];
   snprintf(why, sizeof(why), "the process of rank(s)");
   coll_gpu_append_ranks(why, sizeof(why), missing, ompi_comm_size(comm));

@@ -63,7 +63,8 @@ int main(int argc, char **argv) {
 
   /* the agreement segment: mapped by all, then gone from the namespace */
   coll_gpu_agree_t *a = NULL;
-  EXPECT(coll_gpu_agree_create(&b, id, &a) == 0, "create");
+  char why[256] = "";
+  EXPECT(coll_gpu_agree_create(&b, id, &a, why, sizeof(why)) == COLL_GPU_SUCCESS, "create: %s", why);
   if (a != NULL) {
     int fd = shm_open(coll_gpu_agree_name(a), O_RDONLY, 0);
     EXPECT(fd < 0 && errno == ENOENT, "segment %s unlinked once mapped", coll_gpu_agree_name(a));
@@ -75,7 +76,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 5000; ++i) {
       uint32_t bits = (uint32_t)(rand() % 8), all = 0, ref = 0;
       uint8_t missing[64] = {0};
-      if (coll_gpu_agree(a, bits, &watch, &all, missing) != 0) ++wrong;
+      if (coll_gpu_agree(a, bits, &watch, &all, missing) != COLL_GPU_SUCCESS) ++wrong;
       MPI_Allreduce(&bits, &ref, 1, MPI_UINT32_T, MPI_BOR, comm);
       if (all != ref) ++wrong;
     }
@@ -88,10 +89,10 @@ int main(int argc, char **argv) {
       uint8_t missing[64] = {0};
       if (rank == 1) usleep(1500000);
       double t0 = MPI_Wtime();
-      int rc = coll_gpu_agree(a, mine, &watch, &all, missing);
+      coll_gpu_status_t rc = coll_gpu_agree(a, mine, &watch, &all, missing);
       double waited = MPI_Wtime() - t0;
       MPI_Allreduce(&mine, &ref, 1, MPI_UINT32_T, MPI_BOR, comm);
-      EXPECT(rc == 0 && all == ref, "late rank: rc %d, 0x%x against 0x%x", rc, all, ref);
+      EXPECT(rc == COLL_GPU_SUCCESS && all == ref, "late rank: rc %d, 0x%x against 0x%x", rc, all, ref);
       if (rank != 1) {
         EXPECT(waited >= 1.0, "waited %.2f s for the late rank", waited);
         EXPECT(reports == 1 && named_rank1, "%d report(s), rank 1 %snamed alone", reports, named_rank1 ? "" : "not ");
@@ -101,7 +102,8 @@ int main(int argc, char **argv) {
   }
   /* a second segment from the same id cannot be created while the name is free: it can (unlinked) */
   coll_gpu_agree_t *again = NULL;
-  EXPECT(coll_gpu_agree_create(&b, id, &again) == 0, "the name is free again");
+  EXPECT(coll_gpu_agree_create(&b, id, &again, why, sizeof(why)) == COLL_GPU_SUCCESS, "the name is free again: %s",
+         why);
   coll_gpu_agree_destroy(again);
 
   int all_failures = 0;

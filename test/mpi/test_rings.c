@@ -1,5 +1,5 @@
 /*
- * The rings of the GPU allreduce over a real MPI job, without a GPU: each rank is given a GPU bus id of
+ * The rings of the GPU path over a real MPI job, without a GPU: each rank is given a GPU bus id of
  * a topology fixture (test/data), the ranks' views are merged, and the rings must be the same on every
  * rank and the ones the topology calls for; the dump carries each GPU's rank; a GPU the topology lacks,
  * two ranks on one GPU and bad files fall back to rank order, with the reason, on every rank alike.
