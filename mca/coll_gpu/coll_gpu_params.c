@@ -212,12 +212,13 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                "8 x coll_gpu_ring_slot_bytes of device memory per rank",
                COLL_GPU_MAX_CHANNELS, 1, COLL_GPU_MAX_CHANNELS, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
                &c->max_channels);
-  register_size("oneshot_max_bytes",
-                "Largest MPI_Allreduce message (bytes) the one-shot LL algorithm takes, and the largest piece a "
-                "one-shot MPI_Bcast, MPI_Allgather or MPI_Alltoall moves per peer in one kernel. Each rank "
-                "allocates 4 x ranks x this much device memory for it; 0 disables one-shot (alltoall on more than "
-                "2 ranks is then staged)",
-                512 << 10, 0, 16 << 20, 16, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->oneshot_max_bytes);
+  register_size(
+      "oneshot_max_bytes",
+      "Largest MPI_Allreduce message (bytes) the one-shot LL algorithm takes, and the largest piece a one-shot "
+      "MPI_Bcast, MPI_Allgather, MPI_Alltoall, MPI_Reduce or MPI_Reduce_scatter moves per peer in one kernel. "
+      "Each rank allocates 4 x ranks x this much device memory for it; 0 disables one-shot (alltoall on more than "
+      "2 ranks is then staged)",
+      512 << 10, 0, 16 << 20, 16, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->oneshot_max_bytes);
   register_size("twoshot_max_bytes",
                 "Largest MPI_Allreduce message (bytes) the two-shot algorithm takes. Each rank allocates 4 x this "
                 "much device memory for it; 0 disables two-shot",
@@ -246,7 +247,7 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                50, 0, 1000000, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL, &c->spin_us);
   c->uniform_buffers = false;
   mca_base_component_var_register(component(), "uniform_buffers",
-                                  "Assert that in every MPI_Allreduce all ranks pass the same kind of memory (all "
+                                  "Assert that in every collective call all ranks pass the same kind of memory (all "
                                   "host, or all device memory of one GPU per rank). Skips the agreement on the "
                                   "path each call takes (one shared-memory exchange per call). If a rank breaks "
                                   "the assertion, the ranks that passed device memory wait for it on the GPU, "
