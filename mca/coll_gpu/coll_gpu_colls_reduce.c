@@ -108,23 +108,22 @@ static int stage_scattered(coll_gpu_stage_t *st, const void *sbuf, void *rbuf, s
   const void *sbuf, void *rbuf, const int *rcounts, struct ompi_datatype_t *dtype, struct ompi_op_t *op
 #define ARGS_reduce_scatter(S, R) S, R, rcounts, dtype, op
 #define NAME_reduce_scatter "MPI_Reduce_scatter"
-static int stage_reduce_scatter(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_reduce_scatter,
-                                void **hs, void **hr) {
+/* the elements of all blocks */
+static size_t scattered_total(struct ompi_communicator_t *comm, const int *rcounts) {
   size_t total = 0;
   for (int i = 0; i < ompi_comm_size(comm); ++i) total += (size_t)rcounts[i];
-  return stage_scattered(st, sbuf, rbuf, total, (size_t)rcounts[ompi_comm_rank(comm)], dtype, hs, hr);
+  return total;
+}
+static int stage_reduce_scatter(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_reduce_scatter,
+                                void **hs, void **hr) {
+  return stage_scattered(st, sbuf, rbuf, scattered_total(comm, rcounts), (size_t)rcounts[ompi_comm_rank(comm)], dtype,
+                         hs, hr);
 }
 static int gpu_reduce_scatter(PARAMS_reduce_scatter, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
                               int *rc) {
   const mca_coll_gpu_reduction_t rd = {
       COLL_GPU_COLL_REDUCE_SCATTER, NAME_reduce_scatter, sbuf, rbuf, 0, rcounts, dtype, op, 0};
   return mca_coll_gpu_reduction_gpu(&rd, comm, m, rc);
-}
-/* the elements of all blocks, for the path agreement (intra-communicators only take it) */
-static size_t scattered_total(struct ompi_communicator_t *comm, const int *rcounts) {
-  size_t total = 0;
-  for (int i = 0; i < ompi_comm_size(comm); ++i) total += (size_t)rcounts[i];
-  return total;
 }
 COLL_GPU_BLOCKING_GPU(reduce_scatter, scattered_total(comm, rcounts), gpu_reduce_scatter)
 COLL_GPU_NONBLOCKING(reduce_scatter)
