@@ -198,6 +198,13 @@ void CallWait::say_gone(bool stopped, char *why, size_t len) const {
            stopped ? "" : " and did not stop within 10 s");
 }
 
+// Fails with the reason when `ctx` could not enter the context of the engine's device.
+coll_gpu_status_t entered(const ContextScope &ctx, const coll_gpu_meminfo_t &mem, char *why, size_t len) {
+  if (ctx.rc() == 0) return COLL_GPU_SUCCESS;
+  coll_gpu_say(why, len, "cannot enter the context of device %d (CUresult %d)", mem.device, ctx.rc());
+  return COLL_GPU_CUDA_ERROR;
+}
+
 // Whether every rank reported ok = 0 through an allgather of one int; *first_bad: the first that did not.
 bool all_ok(const coll_gpu_bootstrap_t *b, int mine, int *first_bad) {
   coll_gpu::HostPtr<int[]> all = coll_gpu::make_host_array<int>(b->size);
@@ -215,10 +222,7 @@ bool all_ok(const coll_gpu_bootstrap_t *b, int mine, int *first_bad) {
 // Step 1: this rank's resources.
 coll_gpu_status_t coll_gpu_engine::setup_local(void *ipc_handle, char *why, size_t len) {
   ContextScope ctx(mem);
-  if (ctx.rc() != 0) {
-    coll_gpu_say(why, len, "cannot enter the context of device %d (CUresult %d)", mem.device, ctx.rc());
-    return COLL_GPU_CUDA_ERROR;
-  }
+  COLL_GPU_CHECK(entered(ctx, mem, why, len));
   CUDA_CHECK(coll_gpu_dev_alloc(scratch.out(), coll_gpu_ar_scratch_bytes(&layout)), why, len);
   CUDA_CHECK(coll_gpu_host_mapped_alloc(status_mem.out(), &status_dev, sizeof(coll_gpu_ar_status_t)), why, len);
   status = (coll_gpu_ar_status_t *)status_mem.get();
@@ -232,10 +236,7 @@ coll_gpu_status_t coll_gpu_engine::setup_local(void *ipc_handle, char *why, size
 coll_gpu_status_t coll_gpu_engine::open_peers(const char *handles, int hsize, const coll_gpu_peer_t *peers, char *why,
                                               size_t len) {
   ContextScope ctx(mem);
-  if (ctx.rc() != 0) {
-    coll_gpu_say(why, len, "cannot enter the context of device %d (CUresult %d)", mem.device, ctx.rc());
-    return COLL_GPU_CUDA_ERROR;
-  }
+  COLL_GPU_CHECK(entered(ctx, mem, why, len));
   for (int r = 0; r < nranks; ++r) {
     if (r == rank) {
       peer[r] = scratch.get();
@@ -431,10 +432,7 @@ coll_gpu_status_t coll_gpu_engine::run_call(coll_gpu_ar_params_t *p, coll_gpu_pr
   int blocks = coll_gpu_ar_blocks(p);
   {
     ContextScope ctx(mem);
-    if (ctx.rc() != 0) {
-      coll_gpu_say(why, why_len, "cannot enter the context of device %d (CUresult %d)", mem.device, ctx.rc());
-      return COLL_GPU_CUDA_ERROR;
-    }
+    COLL_GPU_CHECK(entered(ctx, mem, why, why_len));
     if (linger && p->algo == COLL_GPU_ALGO_ONESHOT && cfg.linger_ns > 0 && blocks <= COLL_GPU_LINGER_MAX_BLOCKS &&
         linger_takes(blocks))
       COLL_GPU_CHECK(linger_start(p, &blocks, why, why_len));
