@@ -59,7 +59,7 @@ void coll_gpu_stage_cache_flush(void);
 size_t coll_gpu_stage_cache_bytes(void);
 size_t coll_gpu_stage_cache_allocs(void);
 
-/* A bounce buffer with its cache bookkeeping (stage.c). */
+/* A bounce buffer with its cache bookkeeping (stage.cc). */
 typedef struct coll_gpu_bounce coll_gpu_bounce_t;
 
 /* One staged buffer of a collective call. */
