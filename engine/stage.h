@@ -1,15 +1,16 @@
 /*
  * Staging of device buffers through host memory: byte spans of datatype layouts, a cache of bounce
- * buffers, and the copy engines. Plain C, no Open MPI headers: the unit tests drive it on host memory
- * through the host copy engine.
+ * buffers, and the copy engines. A C API without Open MPI headers (stage.cc is the engine's C++): the
+ * unit tests drive it on host memory through the host copy engine.
  */
-#ifndef MCA_COLL_GPU_STAGE_H
-#define MCA_COLL_GPU_STAGE_H
+#ifndef COLL_GPU_STAGE_H
+#define COLL_GPU_STAGE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "engine/status.h"
 #include "kernels/gpu_mem.h"
 
 #ifdef __cplusplus
@@ -37,9 +38,11 @@ typedef enum {
   COLL_GPU_INOUT = 3 /* read and written, or written with holes that must keep their bytes */
 } coll_gpu_dir_t;
 
-/* Moves bytes between a user buffer and host bounce memory. Returns 0 or an engine error code. */
+/* Moves bytes between a user buffer and host bounce memory. Its functions return 0 or the engine's own
+ * error code, which error_string names; `status` is what such a failure is (a CUDA or a system error). */
 typedef struct coll_gpu_copy_engine {
   const char *name;
+  coll_gpu_status_t status;
   int (*alloc)(void **ptr, size_t bytes, const coll_gpu_meminfo_t *owner);
   void (*release)(void *ptr, const coll_gpu_meminfo_t *owner);
   int (*copy)(void *dst, const void *src, size_t bytes, const coll_gpu_meminfo_t *owner);
@@ -78,25 +81,28 @@ typedef struct {
 typedef struct {
   int count;
   coll_gpu_staged_t buf[COLL_GPU_STAGE_MAX];
-  int error;          /* first engine error, 0 if none */
-  const char *failed; /* what failed: "allocate", "copy to host", "copy to device" */
+  coll_gpu_status_t status; /* the first failure, COLL_GPU_SUCCESS if none */
+  int error;                /* and its copy engine's code */
+  const char *failed;       /* what failed: "allocate", "copy to host", "copy to device", "track" */
   const coll_gpu_copy_engine_t *failed_engine;
 } coll_gpu_stage_t;
 
 void coll_gpu_stage_init(coll_gpu_stage_t *st);
 /* Stages `user` (memory described by mem, copied by engine) for a collective that touches `span`
  * bytes of it in direction dir. *host receives the pointer to hand to the host collective in its
- * place (it addresses the same span inside bounce memory). Returns 0, or -1 with st->error set. */
-int coll_gpu_stage_buffer(coll_gpu_stage_t *st, void *user, coll_gpu_span_t span, coll_gpu_dir_t dir,
-                          const coll_gpu_meminfo_t *mem, const coll_gpu_copy_engine_t *engine, void **host);
+ * place (it addresses the same span inside bounce memory). A failure is also recorded in st (the
+ * first of the call: status, error, failed, failed_engine), and returned. */
+coll_gpu_status_t coll_gpu_stage_buffer(coll_gpu_stage_t *st, void *user, coll_gpu_span_t span, coll_gpu_dir_t dir,
+                                        const coll_gpu_meminfo_t *mem, const coll_gpu_copy_engine_t *engine,
+                                        void **host);
 /* Copies IN and INOUT buffers to their bounce buffers again (a persistent collective's next start).
- * Returns 0, or -1 with st->error set. */
-int coll_gpu_stage_copy_in(coll_gpu_stage_t *st);
-/* Copies OUT and INOUT buffers back; every one is tried. Returns 0, or -1 with st->error set. */
-int coll_gpu_stage_copy_out(coll_gpu_stage_t *st);
+ * Returns st->status after it. */
+coll_gpu_status_t coll_gpu_stage_copy_in(coll_gpu_stage_t *st);
+/* Copies OUT and INOUT buffers back; every one is tried. Returns st->status after it. */
+coll_gpu_status_t coll_gpu_stage_copy_out(coll_gpu_stage_t *st);
 /* Copies OUT and INOUT buffers back when `copy_back`, then returns every bounce buffer to the cache.
- * Returns 0, or -1 with st->error set. */
-int coll_gpu_stage_finish(coll_gpu_stage_t *st, bool copy_back);
+ * Returns st->status after it. */
+coll_gpu_status_t coll_gpu_stage_finish(coll_gpu_stage_t *st, bool copy_back);
 
 #ifdef __cplusplus
 }

@@ -83,7 +83,7 @@ int mca_coll_gpu_stage(coll_gpu_stage_t *st, const void *buf, coll_gpu_span_t sp
                dir == COLL_GPU_IN    ? "in"
                : dir == COLL_GPU_OUT ? "out"
                                      : "in and out");
-  if (coll_gpu_stage_buffer(st, (void *)buf, span, dir, &mem, engine, host) != 0) return OMPI_ERROR;
+  if (coll_gpu_stage_buffer(st, (void *)buf, span, dir, &mem, engine, host) != COLL_GPU_SUCCESS) return OMPI_ERROR;
   __atomic_fetch_add(&staged_buffers, 1, __ATOMIC_RELAXED);
   return OMPI_SUCCESS;
 }
@@ -104,7 +104,7 @@ int mca_coll_gpu_unstage(coll_gpu_stage_t *st, int rc, struct ompi_communicator_
   if (st->count > 0)
     COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "%s on comm %s: %d buffer(s) staged through host memory", op,
                  comm->c_name, st->count);
-  if (coll_gpu_stage_finish(st, rc == OMPI_SUCCESS) != 0) {
+  if (coll_gpu_stage_finish(st, rc == OMPI_SUCCESS) != COLL_GPU_SUCCESS) {
     report(st, comm, op);
     return OMPI_ERROR;
   }
@@ -212,7 +212,8 @@ static persistent_t *persistent_of(const ompi_request_t *request, bool unlink) {
 /* Completion of one start: the results go back to the user's buffers. */
 static int persistent_complete(ompi_request_t *request) {
   persistent_t *p = persistent_of(request, false);
-  if (p != NULL && request->req_status.MPI_ERROR == MPI_SUCCESS && coll_gpu_stage_copy_out(&p->st) != 0) {
+  if (p != NULL && request->req_status.MPI_ERROR == MPI_SUCCESS &&
+      coll_gpu_stage_copy_out(&p->st) != COLL_GPU_SUCCESS) {
     report(&p->st, p->comm, p->op);
     request->req_status.MPI_ERROR = MPI_ERR_OTHER;
   }
@@ -224,8 +225,8 @@ static int persistent_start(size_t count, ompi_request_t **requests) {
   for (size_t i = 0; i < count; ++i) {
     persistent_t *p = persistent_of(requests[i], false);
     if (p == NULL) return OMPI_ERR_BAD_PARAM;
-    p->st.error = 0;
-    if (coll_gpu_stage_copy_in(&p->st) != 0) {
+    p->st.status = COLL_GPU_SUCCESS; /* a failure of an earlier start is not this one's */
+    if (coll_gpu_stage_copy_in(&p->st) != COLL_GPU_SUCCESS) {
       report(&p->st, p->comm, p->op);
       return OMPI_ERROR;
     }

@@ -91,13 +91,14 @@ TEST(Stage, InCopiesTheSpanAndMapsTheBase) {
   coll_gpu_stage_t st;
   coll_gpu_stage_init(&st);
   void *host = nullptr;
-  ASSERT_EQ(coll_gpu_stage_buffer(&st, b.base, b.span, COLL_GPU_IN, &kHost, &coll_gpu_host_engine, &host), 0);
+  ASSERT_EQ(coll_gpu_stage_buffer(&st, b.base, b.span, COLL_GPU_IN, &kHost, &coll_gpu_host_engine, &host),
+            COLL_GPU_SUCCESS);
   ASSERT_NE(host, b.base);
   // every byte of the span reads the same through the host pointer
   EXPECT_EQ(0, memcmp(static_cast<char *>(host) - 8, b.base - 8, 100));
   std::vector<unsigned char> before = b.user;
   memset(static_cast<char *>(host) - 8, 0x5a, 100);  // a collective writing an IN buffer: never copied back
-  ASSERT_EQ(coll_gpu_stage_finish(&st, true), 0);
+  ASSERT_EQ(coll_gpu_stage_finish(&st, true), COLL_GPU_SUCCESS);
   EXPECT_EQ(before, b.user);
 }
 
@@ -108,10 +109,11 @@ TEST(Stage, OutCopiesBackOnlyOnSuccess) {
     coll_gpu_stage_t st;
     coll_gpu_stage_init(&st);
     void *host = nullptr;
-    ASSERT_EQ(coll_gpu_stage_buffer(&st, b.base, b.span, COLL_GPU_OUT, &kHost, &coll_gpu_host_engine, &host), 0);
+    ASSERT_EQ(coll_gpu_stage_buffer(&st, b.base, b.span, COLL_GPU_OUT, &kHost, &coll_gpu_host_engine, &host),
+              COLL_GPU_SUCCESS);
     std::vector<unsigned char> result = random_bytes(b.span.len);
     memcpy(host, result.data(), result.size());
-    ASSERT_EQ(coll_gpu_stage_finish(&st, ok), 0);
+    ASSERT_EQ(coll_gpu_stage_finish(&st, ok), COLL_GPU_SUCCESS);
     if (ok) {
       EXPECT_EQ(0, memcmp(b.base, result.data(), result.size()));
     } else {
@@ -129,9 +131,10 @@ TEST(Stage, InOutKeepsBytesTheCollectiveDoesNotWrite) {
   coll_gpu_stage_t st;
   coll_gpu_stage_init(&st);
   void *host = nullptr;
-  ASSERT_EQ(coll_gpu_stage_buffer(&st, b.base, b.span, COLL_GPU_INOUT, &kHost, &coll_gpu_host_engine, &host), 0);
+  ASSERT_EQ(coll_gpu_stage_buffer(&st, b.base, b.span, COLL_GPU_INOUT, &kHost, &coll_gpu_host_engine, &host),
+            COLL_GPU_SUCCESS);
   static_cast<char *>(host)[10] = 42;  // the collective writes one byte; the holes keep theirs
-  ASSERT_EQ(coll_gpu_stage_finish(&st, true), 0);
+  ASSERT_EQ(coll_gpu_stage_finish(&st, true), COLL_GPU_SUCCESS);
   before[32 + 10] = 42;
   EXPECT_EQ(before, b.user);
 }
@@ -142,7 +145,8 @@ TEST(Stage, EmptySpanPassesThePointerUnchanged) {
   char x;
   void *host = nullptr;
   coll_gpu_span_t empty = {0, 0};
-  ASSERT_EQ(coll_gpu_stage_buffer(&st, &x, empty, COLL_GPU_INOUT, &kHost, &coll_gpu_host_engine, &host), 0);
+  ASSERT_EQ(coll_gpu_stage_buffer(&st, &x, empty, COLL_GPU_INOUT, &kHost, &coll_gpu_host_engine, &host),
+            COLL_GPU_SUCCESS);
   EXPECT_EQ(host, &x);
   EXPECT_EQ(st.count, 0);
 }
@@ -156,12 +160,13 @@ TEST(Stage, AboveTwoGigabytes) {
   coll_gpu_stage_init(&st);
   void *host = nullptr;
   coll_gpu_span_t span = {0, n};
-  ASSERT_EQ(coll_gpu_stage_buffer(&st, user.data(), span, COLL_GPU_INOUT, &kHost, &coll_gpu_host_engine, &host), 0);
+  ASSERT_EQ(coll_gpu_stage_buffer(&st, user.data(), span, COLL_GPU_INOUT, &kHost, &coll_gpu_host_engine, &host),
+            COLL_GPU_SUCCESS);
   auto *h = static_cast<unsigned char *>(host);
   EXPECT_EQ(h[n - 1], 0x77);
   EXPECT_EQ(h[4093 * 3], user[4093 * 3]);
   h[n - 2] = 0x66;
-  ASSERT_EQ(coll_gpu_stage_finish(&st, true), 0);
+  ASSERT_EQ(coll_gpu_stage_finish(&st, true), COLL_GPU_SUCCESS);
   EXPECT_EQ(user[n - 2], 0x66);
   EXPECT_EQ(user[n - 1], 0x77);
   coll_gpu_stage_cache_flush();
@@ -177,8 +182,9 @@ TEST(Cache, ReusesBounceBuffersWithinTheLimit) {
     coll_gpu_stage_t st;
     coll_gpu_stage_init(&st);
     void *host = nullptr;
-    ASSERT_EQ(coll_gpu_stage_buffer(&st, user.data(), span, COLL_GPU_IN, &kHost, &coll_gpu_host_engine, &host), 0);
-    ASSERT_EQ(coll_gpu_stage_finish(&st, true), 0);
+    ASSERT_EQ(coll_gpu_stage_buffer(&st, user.data(), span, COLL_GPU_IN, &kHost, &coll_gpu_host_engine, &host),
+              COLL_GPU_SUCCESS);
+    ASSERT_EQ(coll_gpu_stage_finish(&st, true), COLL_GPU_SUCCESS);
   }
   EXPECT_EQ(coll_gpu_stage_cache_allocs(), allocs0 + 1);
   EXPECT_EQ(coll_gpu_stage_cache_bytes(), 16384u);  // 10000 rounded up to a power of two
@@ -198,8 +204,9 @@ TEST(Cache, EverySizeReusesItsBuffer) {
       coll_gpu_stage_t st;
       coll_gpu_stage_init(&st);
       void *host = nullptr;
-      ASSERT_EQ(coll_gpu_stage_buffer(&st, user.data(), span, COLL_GPU_IN, &kHost, &coll_gpu_host_engine, &host), 0);
-      ASSERT_EQ(coll_gpu_stage_finish(&st, true), 0);
+      ASSERT_EQ(coll_gpu_stage_buffer(&st, user.data(), span, COLL_GPU_IN, &kHost, &coll_gpu_host_engine, &host),
+                COLL_GPU_SUCCESS);
+      ASSERT_EQ(coll_gpu_stage_finish(&st, true), COLL_GPU_SUCCESS);
     }
     EXPECT_EQ(coll_gpu_stage_cache_allocs(), allocs0 + 1) << "size " << n;
   }
@@ -214,8 +221,9 @@ TEST(Cache, LimitZeroKeepsNothing) {
   coll_gpu_stage_t st;
   coll_gpu_stage_init(&st);
   void *host = nullptr;
-  ASSERT_EQ(coll_gpu_stage_buffer(&st, user.data(), span, COLL_GPU_IN, &kHost, &coll_gpu_host_engine, &host), 0);
-  ASSERT_EQ(coll_gpu_stage_finish(&st, true), 0);
+  ASSERT_EQ(coll_gpu_stage_buffer(&st, user.data(), span, COLL_GPU_IN, &kHost, &coll_gpu_host_engine, &host),
+            COLL_GPU_SUCCESS);
+  ASSERT_EQ(coll_gpu_stage_finish(&st, true), COLL_GPU_SUCCESS);
   EXPECT_EQ(coll_gpu_stage_cache_bytes(), 0u);
   coll_gpu_stage_cache_limit(size_t{256} << 20);
 }
@@ -235,7 +243,9 @@ int flaky_copy(void *d, const void *s, size_t n, const coll_gpu_meminfo_t *o) {
   return coll_gpu_host_engine.copy(d, s, n, o);
 }
 const char *flaky_error(int e) { return e == 2 ? "no memory" : "copy failed"; }
-const coll_gpu_copy_engine_t kFlaky = {"flaky", flaky_alloc, flaky_release, flaky_copy, flaky_error};
+// A device-like engine: its failures are CUDA errors.
+const coll_gpu_copy_engine_t kFlaky = {"flaky",       COLL_GPU_CUDA_ERROR, flaky_alloc,
+                                       flaky_release, flaky_copy,          flaky_error};
 
 TEST(Errors, FailedAllocationIsReported) {
   coll_gpu_stage_cache_flush();
@@ -246,10 +256,30 @@ TEST(Errors, FailedAllocationIsReported) {
   coll_gpu_stage_t st;
   coll_gpu_stage_init(&st);
   void *host = nullptr;
-  EXPECT_EQ(coll_gpu_stage_buffer(&st, user.data(), span, COLL_GPU_IN, &kHost, &kFlaky, &host), -1);
+  EXPECT_EQ(coll_gpu_stage_buffer(&st, user.data(), span, COLL_GPU_IN, &kHost, &kFlaky, &host), COLL_GPU_CUDA_ERROR);
+  EXPECT_EQ(st.status, COLL_GPU_CUDA_ERROR);
   EXPECT_EQ(st.error, 2);
   EXPECT_STREQ(st.failed, "allocate");
-  EXPECT_EQ(coll_gpu_stage_finish(&st, false), -1);
+  EXPECT_EQ(st.failed_engine, &kFlaky);
+  EXPECT_EQ(coll_gpu_stage_finish(&st, false), COLL_GPU_CUDA_ERROR);
+}
+
+TEST(Errors, AThirdBufferIsAnInternalError) {
+  std::vector<unsigned char> a = random_bytes(64), b = random_bytes(64), c = random_bytes(64);
+  coll_gpu_span_t span = {0, 64};
+  coll_gpu_stage_t st;
+  coll_gpu_stage_init(&st);
+  void *ha = nullptr, *hb = nullptr, *hc = nullptr;
+  ASSERT_EQ(coll_gpu_stage_buffer(&st, a.data(), span, COLL_GPU_IN, &kHost, &coll_gpu_host_engine, &ha),
+            COLL_GPU_SUCCESS);
+  ASSERT_EQ(coll_gpu_stage_buffer(&st, b.data(), span, COLL_GPU_OUT, &kHost, &coll_gpu_host_engine, &hb),
+            COLL_GPU_SUCCESS);
+  EXPECT_EQ(coll_gpu_stage_buffer(&st, c.data(), span, COLL_GPU_IN, &kHost, &coll_gpu_host_engine, &hc),
+            COLL_GPU_INTERNAL_ERROR);
+  EXPECT_STREQ(st.failed, "track");
+  EXPECT_EQ(hc, c.data());  // nothing staged: the caller sees its own buffer
+  EXPECT_EQ(coll_gpu_stage_finish(&st, false), COLL_GPU_INTERNAL_ERROR);
+  EXPECT_EQ(st.count, 0);
 }
 
 TEST(Errors, FailedCopyBackIsReportedAndEveryBufferReturned) {
@@ -263,9 +293,9 @@ TEST(Errors, FailedCopyBackIsReportedAndEveryBufferReturned) {
   coll_gpu_stage_t st;
   coll_gpu_stage_init(&st);
   void *ha = nullptr, *hb = nullptr;
-  ASSERT_EQ(coll_gpu_stage_buffer(&st, a.data(), span, COLL_GPU_IN, &kHost, &kFlaky, &ha), 0);
-  ASSERT_EQ(coll_gpu_stage_buffer(&st, b.data(), span, COLL_GPU_OUT, &kHost, &kFlaky, &hb), 0);
-  EXPECT_EQ(coll_gpu_stage_finish(&st, true), -1);
+  ASSERT_EQ(coll_gpu_stage_buffer(&st, a.data(), span, COLL_GPU_IN, &kHost, &kFlaky, &ha), COLL_GPU_SUCCESS);
+  ASSERT_EQ(coll_gpu_stage_buffer(&st, b.data(), span, COLL_GPU_OUT, &kHost, &kFlaky, &hb), COLL_GPU_SUCCESS);
+  EXPECT_EQ(coll_gpu_stage_finish(&st, true), COLL_GPU_CUDA_ERROR);
   EXPECT_EQ(st.error, 700);
   EXPECT_STREQ(st.failed, "copy to device");
   EXPECT_EQ(releases, 2);
