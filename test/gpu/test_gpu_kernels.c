@@ -1,12 +1,19 @@
 /*
- * The allreduce kernels without MPI: 2 to 8 ranks simulated in one process, each with its own scratch,
+ * The collective kernels without MPI: 2 to 8 ranks simulated in one process, each with its own scratch,
  * status words and stream, spread round-robin over the GPUs present (peer access between them). Every
- * algorithm, random counts (rounded down to the algorithm's limit), byte offsets 0 to 15, in place and
- * not, random channel counts, and rings in random orders, a different one per channel: the order the
- * topology search may hand the engine, which a node whose rings are the identity never exercises.
- * Inputs are drawn fresh, outputs and the guard bytes around them poisoned; every rank's result is
- * checked element by element against a host reference written here, bit for bit across ranks, and the
- * guards must be intact.
+ * collective (allreduce, bcast, allgather, alltoall, reduce, reduce-scatter) and every algorithm it has,
+ * in random order on one communicator, so that each call finds the ring step counters and one-shot slots
+ * the calls before it left. Random counts (rounded down to the algorithm's limit), roots, reduce-scatter
+ * blocks of different lengths (some empty, with gaps between them, as the host's pieces cut them),
+ * allgather/alltoall blocks with gaps between them, byte offsets 0 to 15, in place as MPI defines it for
+ * each collective, random channel counts, and rings in random orders, a different one per channel: the
+ * order the topology search may hand the engine, which a node whose rings are the identity never
+ * exercises. The rings are drawn once per communicator, as the engine's are.
+ *
+ * Inputs are drawn fresh, every receive buffer poisoned around and between its blocks. The whole receive
+ * buffer of every rank must equal a host image written here: the reference result (reductions folded in
+ * plain C, moves copied) where the collective writes, the poison or the in-place input everywhere else.
+ * The whole send buffer must come back unchanged.
  *
  * The ranks' kernels spin for each other, and within one process no GPU time-slices between them, so
  * every call keeps the blocks of all ranks on a GPU within its multiprocessor count: each can then
@@ -22,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/tune.h"
 #include "kernels/allreduce.h"
 
 #define CHECK(call)                                                                                 \
@@ -33,7 +41,7 @@
     }                                                                                               \
   } while (0)
 
-enum { GUARD = 64, POISON = 0xA5, MAX_BYTES = 8 << 20 };
+enum { GUARD = 64, POISON = 0xA5, MAX_BYTES = 8 << 20, SPAN = MAX_BYTES + 2 * GUARD + 16 };
 
 /* The kernels' limits for this test's layout. */
 static const coll_gpu_ar_layout_t LAYOUT_TEMPLATE = {
@@ -53,7 +61,6 @@ static const combo_t COMBOS[] = {
     {COLL_GPU_DOUBLE, COLL_GPU_MIN, "double min"}, {COLL_GPU_BOOL, COLL_GPU_LXOR, "bool lxor"},
 };
 enum { NCOMBOS = sizeof(COMBOS) / sizeof(COMBOS[0]) };
-static const char *ALGOS[] = {"oneshot", "twoshot", "ring"};
 
 static uint64_t rng_state;
 static uint64_t rnd(void) { /* splitmix64 */
@@ -142,7 +149,21 @@ static void ref_apply(const combo_t *c, unsigned char *acc, const unsigned char 
   }
 }
 
-/* A simulated communicator. */
+static void gen_bytes(unsigned char *out, size_t n) {
+  for (size_t i = 0; i < n; i += 8) {
+    const uint64_t h = rnd();
+    memcpy(out + i, &h, n - i < 8 ? n - i : 8);
+  }
+}
+
+/* dst = the reduction over the n ranks' `count` elements at src[r] (order-free: the combos allow it). */
+static void fold(const combo_t *c, unsigned char *dst, const unsigned char *const *src, int n, size_t count) {
+  memcpy(dst, src[0], count * type_size(c->type));
+  for (int r = 1; r < n; ++r) ref_apply(c, dst, src[r], count);
+}
+
+/* A simulated communicator: the rings are fixed for its life, as the engine's are (the ring step counters
+ * belong to a channel's connections). */
 typedef struct {
   int n;
   int dev[COLL_GPU_MAX_RANKS];
@@ -152,7 +173,9 @@ typedef struct {
   void *status_dev[COLL_GPU_MAX_RANKS];
   void *stream[COLL_GPU_MAX_RANKS];
   uint64_t seq;
-  unsigned char *send[COLL_GPU_MAX_RANKS], *recv[COLL_GPU_MAX_RANKS]; /* device, MAX_BYTES + 2 GUARD + 16 */
+  int nrings;
+  uint8_t rings[COLL_GPU_MAX_RINGS][COLL_GPU_MAX_RANKS];
+  unsigned char *send[COLL_GPU_MAX_RANKS], *recv[COLL_GPU_MAX_RANKS]; /* device, SPAN bytes */
 } comm_t;
 
 static int ndev, sms_min;
@@ -168,8 +191,18 @@ static void comm_init(comm_t *c, int n) {
     CHECK(coll_gpu_dev_alloc(&c->scratch[r], coll_gpu_ar_scratch_bytes(&c->layout)));
     CHECK(coll_gpu_host_mapped_alloc((void **)&c->status[r], &c->status_dev[r], sizeof(coll_gpu_ar_status_t)));
     CHECK(coll_gpu_stream_create(&c->stream[r], 1));
-    CHECK(cudaMalloc((void **)&c->send[r], MAX_BYTES + 2 * GUARD + 16));
-    CHECK(cudaMalloc((void **)&c->recv[r], MAX_BYTES + 2 * GUARD + 16));
+    CHECK(cudaMalloc((void **)&c->send[r], SPAN));
+    CHECK(cudaMalloc((void **)&c->recv[r], SPAN));
+  }
+  c->nrings = 1 + (int)rnd_below(4);
+  for (int g = 0; g < c->nrings; ++g) {
+    for (int i = 0; i < n; ++i) c->rings[g][i] = (uint8_t)i;
+    for (int i = n - 1; i > 0; --i) { /* Fisher-Yates */
+      int j = (int)rnd_below((size_t)i + 1);
+      uint8_t t = c->rings[g][i];
+      c->rings[g][i] = c->rings[g][j];
+      c->rings[g][j] = t;
+    }
   }
 }
 
@@ -185,13 +218,29 @@ static void comm_fini(comm_t *c) {
 }
 
 typedef struct {
+  coll_gpu_coll_t coll;
   coll_gpu_algo_t algo;
-  int combo;
-  size_t count;
-  int nchannels, nrings, inplace;
+  int combo;                                   /* the reductions' type and op; the moves copy bytes */
+  size_t count;                                /* elements (the moves: bytes) of the buffer or of one block */
+  size_t block;                                /* allgather, alltoall: bytes from one block to the next */
+  coll_gpu_range_t blocks[COLL_GPU_MAX_RANKS]; /* reduce-scatter: rank q's elements of the send buffer */
+  int root, nchannels, inplace;
   size_t send_off, recv_off;
-  uint8_t rings[COLL_GPU_MAX_RINGS][COLL_GPU_MAX_RANKS];
 } call_t;
+
+static int is_move(coll_gpu_coll_t coll) {
+  return coll == COLL_GPU_COLL_BCAST || coll == COLL_GPU_COLL_ALLGATHER || coll == COLL_GPU_COLL_ALLTOALL;
+}
+/* Bytes of one element of the call's buffers. */
+static size_t elem_size(const call_t *k) { return is_move(k->coll) ? 1 : type_size(COMBOS[k->combo].type); }
+
+/* The algorithms the kernels run for a collective: two-shot is allreduce's; the ring alltoall needs the
+ * peer to be both neighbours (2 ranks). */
+static int algo_runs(coll_gpu_coll_t coll, coll_gpu_algo_t algo, int n) {
+  if (algo == COLL_GPU_ALGO_TWOSHOT) return coll == COLL_GPU_COLL_ALLREDUCE;
+  if (algo == COLL_GPU_ALGO_RING && coll == COLL_GPU_COLL_ALLTOALL) return n == 2;
+  return 1;
+}
 
 /* A call that has not finished after HANG_S seconds is aborted through the status words, as the host
  * side of coll/gpu would: it fails the test instead of hanging it. Returns 1 if it had to. */
@@ -212,12 +261,24 @@ static int hung(comm_t *c, const char *what) {
 }
 
 static void describe(const comm_t *c, const call_t *k, char *s, size_t len) {
-  int at =
-      snprintf(s, len, "%d ranks, %s, %s, count %zu, %d channels, offsets %zu/%zu%s, rings", c->n, ALGOS[k->algo],
-               COMBOS[k->combo].name, k->count, k->nchannels, k->send_off, k->recv_off, k->inplace ? ", in place" : "");
-  for (int g = 0; g < k->nrings && at < (int)len; ++g) {
+  int at = snprintf(s, len, "%d ranks, %s %s", c->n, coll_gpu_coll_name(k->coll), coll_gpu_algo_name(k->algo));
+  if (!is_move(k->coll)) at += snprintf(s + at, len - at, ", %s", COMBOS[k->combo].name);
+  if (k->coll == COLL_GPU_COLL_REDUCE_SCATTER) {
+    at += snprintf(s + at, len - at, ", blocks");
+    for (int q = 0; q < c->n && at < (int)len; ++q)
+      at += snprintf(s + at, len - at, " %zu+%zu", k->blocks[q].begin, k->blocks[q].count);
+  } else {
+    at += snprintf(s + at, len - at, ", count %zu", k->count);
+  }
+  if (k->coll == COLL_GPU_COLL_ALLGATHER || k->coll == COLL_GPU_COLL_ALLTOALL)
+    at += snprintf(s + at, len - at, ", block %zu", k->block);
+  if (k->coll == COLL_GPU_COLL_BCAST || k->coll == COLL_GPU_COLL_REDUCE)
+    at += snprintf(s + at, len - at, ", root %d", k->root);
+  at += snprintf(s + at, len - at, ", %d channels, offsets %zu/%zu%s, rings", k->nchannels, k->send_off, k->recv_off,
+                 k->inplace ? ", in place" : "");
+  for (int g = 0; g < c->nrings && at < (int)len; ++g) {
     at += snprintf(s + at, len - at, g == 0 ? " [" : " | [");
-    for (int i = 0; i < c->n && at < (int)len; ++i) at += snprintf(s + at, len - at, i ? " %d" : "%d", k->rings[g][i]);
+    for (int i = 0; i < c->n && at < (int)len; ++i) at += snprintf(s + at, len - at, i ? " %d" : "%d", c->rings[g][i]);
     at += snprintf(s + at, len - at, "]");
   }
 }
@@ -231,10 +292,15 @@ static int block_budget(const comm_t *c) {
 static call_t draw(const comm_t *c) {
   call_t k;
   memset(&k, 0, sizeof(k));
-  k.algo = (coll_gpu_algo_t)rnd_below(COLL_GPU_NALGOS);
+  const int n = c->n;
+  k.coll = (coll_gpu_coll_t)rnd_below(COLL_GPU_NCOLLS);
+  do k.algo = (coll_gpu_algo_t)rnd_below(COLL_GPU_NALGOS);
+  while (!algo_runs(k.coll, k.algo, n));
   k.combo = (int)rnd_below(NCOMBOS);
-  const size_t sz = type_size(COMBOS[k.combo].type);
+  k.root = (int)rnd_below((size_t)n);
+  const size_t sz = elem_size(&k);
   const int budget = block_budget(c);
+  /* the largest part one rank has for one peer */
   size_t max_bytes = MAX_BYTES;
   if (k.algo == COLL_GPU_ALGO_ONESHOT) {
     max_bytes = c->layout.ll_bytes;
@@ -242,76 +308,180 @@ static call_t draw(const comm_t *c) {
   } else if (k.algo == COLL_GPU_ALGO_TWOSHOT) {
     max_bytes = c->layout.twoshot_bytes;
   }
+  /* and the buffers must hold n blocks with their gaps */
+  const size_t gap_max = 64, room = (MAX_BYTES - 16) / n - gap_max * sz;
+  if (k.coll == COLL_GPU_COLL_ALLGATHER || k.coll == COLL_GPU_COLL_ALLTOALL || k.coll == COLL_GPU_COLL_REDUCE_SCATTER)
+    max_bytes = max_bytes < room ? max_bytes : room;
   /* a third tiny, a third to 64 KiB, a third to the limit */
   const size_t bytes_cap = (size_t[]){64, 64 << 10, max_bytes}[rnd_below(3)];
   const size_t cap = (bytes_cap < max_bytes ? bytes_cap : max_bytes) / sz;
   k.count = 1 + rnd_below(cap);
+  k.block = k.count + (rnd_below(2) ? 0 : rnd_below(gap_max));
   int max_ch = budget < c->layout.nchannels ? budget : c->layout.nchannels;
   k.nchannels = 1 + (int)rnd_below((size_t)max_ch);
-  k.inplace = rnd_below(4) == 0;
-  k.send_off = rnd_below(2) ? 0 : rnd_below(16);
-  k.recv_off = k.inplace ? k.send_off : (rnd_below(2) ? 0 : rnd_below(16));
-  k.nrings = 1 + (int)rnd_below(4);
-  for (int g = 0; g < k.nrings; ++g) {
-    for (int i = 0; i < c->n; ++i) k.rings[g][i] = (uint8_t)i;
-    for (int i = c->n - 1; i > 0; --i) { /* Fisher-Yates */
-      int j = (int)rnd_below((size_t)i + 1);
-      uint8_t t = k.rings[g][i];
-      k.rings[g][i] = k.rings[g][j];
-      k.rings[g][j] = t;
+  /* in place where MPI has it: not for alltoall here (the engine stages it); a bcast always is */
+  k.inplace = k.coll != COLL_GPU_COLL_ALLTOALL && k.coll != COLL_GPU_COLL_BCAST && rnd_below(4) == 0;
+  if (k.coll == COLL_GPU_COLL_REDUCE_SCATTER) {
+    /* in place: equal blocks, back to back (MPI_Reduce_scatter_block); else any lengths, some empty, with
+     * gaps, as the engine's pieces of a longer call give */
+    size_t begin = 0;
+    for (int q = 0; q < n; ++q) {
+      if (!k.inplace) begin += rnd_below(2) ? 0 : rnd_below(gap_max);
+      k.blocks[q].begin = begin;
+      k.blocks[q].count = k.inplace ? k.count : rnd_below(4) == 0 ? 0 : rnd_below(cap + 1);
+      begin += k.blocks[q].count;
     }
   }
+  k.send_off = rnd_below(2) ? 0 : rnd_below(16);
+  k.recv_off = k.inplace ? k.send_off : (rnd_below(2) ? 0 : rnd_below(16));
   return k;
 }
 
-/* Runs one call on every rank; returns the number of failed checks (reported on stderr). */
-static int run_call(comm_t *c, const call_t *k, unsigned char **host_in, unsigned char *ref, unsigned char *got,
-                    unsigned char *got0) {
+/* Bytes of rank r's input, from its send pointer. */
+static size_t input_bytes(const comm_t *c, const call_t *k, int r) {
+  const size_t sz = elem_size(k);
+  switch (k->coll) {
+    case COLL_GPU_COLL_BCAST:
+      return r == k->root ? k->count : 0;
+    case COLL_GPU_COLL_ALLTOALL:
+      return (size_t)(c->n - 1) * k->block + k->count;
+    case COLL_GPU_COLL_REDUCE_SCATTER: {
+      size_t end = 0;
+      for (int q = 0; q < c->n; ++q)
+        if (k->blocks[q].begin + k->blocks[q].count > end) end = k->blocks[q].begin + k->blocks[q].count;
+      return end * sz;
+    }
+    default:
+      return k->count * sz;
+  }
+}
+
+/* Whether rank r's input lives in its receive buffer: MPI_IN_PLACE (a reduce's at the root only), and a
+ * bcast's root. */
+static int input_in_recv(const call_t *k, int r) {
+  if (k->coll == COLL_GPU_COLL_BCAST) return 1;
+  if (k->coll == COLL_GPU_COLL_REDUCE) return k->inplace && r == k->root;
+  return k->inplace;
+}
+
+/* Offset of rank r's input in its buffer (input_in_recv: the receive buffer; else the send buffer). */
+static size_t input_at(const call_t *k, int r) {
+  if (!input_in_recv(k, r)) return GUARD + k->send_off;
+  return GUARD + k->recv_off + (k->coll == COLL_GPU_COLL_ALLGATHER ? (size_t)r * k->block : 0);
+}
+
+/* Host images of one call, SPAN bytes per rank. */
+typedef struct {
+  unsigned char *send[COLL_GPU_MAX_RANKS], *recv[COLL_GPU_MAX_RANKS]; /* as written before the call */
+  unsigned char *want[COLL_GPU_MAX_RANKS];                            /* the receive buffer after it */
+  unsigned char *got;
+} images_t;
+
+/* The receive buffers the call must leave: the host reference. */
+static void expect(const comm_t *c, const call_t *k, images_t *im) {
+  const int n = c->n;
+  const size_t sz = elem_size(k), out = GUARD + k->recv_off;
+  const unsigned char *in[COLL_GPU_MAX_RANKS];
+  for (int r = 0; r < n; ++r) {
+    memcpy(im->want[r], im->recv[r], SPAN);
+    in[r] = (input_in_recv(k, r) ? im->recv[r] : im->send[r]) + input_at(k, r);
+  }
   const combo_t *cb = &COMBOS[k->combo];
-  const size_t sz = type_size(cb->type), bytes = k->count * sz, span = MAX_BYTES + 2 * GUARD + 16;
-  char what[512];
+  switch (k->coll) {
+    case COLL_GPU_COLL_ALLREDUCE:
+      fold(cb, im->want[0] + out, in, n, k->count);
+      for (int r = 1; r < n; ++r) memcpy(im->want[r] + out, im->want[0] + out, k->count * sz);
+      break;
+    case COLL_GPU_COLL_BCAST:
+      for (int r = 0; r < n; ++r) memcpy(im->want[r] + out, in[k->root], k->count);
+      break;
+    case COLL_GPU_COLL_ALLGATHER:
+      for (int r = 0; r < n; ++r)
+        for (int s = 0; s < n; ++s) memcpy(im->want[r] + out + (size_t)s * k->block, in[s], k->count);
+      break;
+    case COLL_GPU_COLL_ALLTOALL:
+      for (int r = 0; r < n; ++r)
+        for (int q = 0; q < n; ++q)
+          memcpy(im->want[q] + out + (size_t)r * k->block, in[r] + (size_t)q * k->block, k->count);
+      break;
+    case COLL_GPU_COLL_REDUCE:
+      fold(cb, im->want[k->root] + out, in, n, k->count);
+      break;
+    default: { /* reduce-scatter */
+      for (int q = 0; q < n; ++q) {
+        const unsigned char *part[COLL_GPU_MAX_RANKS];
+        for (int r = 0; r < n; ++r) part[r] = in[r] + k->blocks[q].begin * sz;
+        if (k->blocks[q].count != 0) fold(cb, im->want[q] + out, part, n, k->blocks[q].count);
+      }
+    }
+  }
+}
+
+/* The first byte where got and want differ, named against the call's output; 0 if none. */
+static int compare(const char *what, const char *buffer, int r, const unsigned char *got, const unsigned char *want,
+                   size_t out) {
+  for (size_t i = 0; i < SPAN; ++i)
+    if (got[i] != want[i]) {
+      fprintf(stderr, "FAIL %s: rank %d's %s buffer differs at byte %lld from its output: 0x%02x, not 0x%02x\n", what,
+              r, buffer, (long long)i - (long long)out, got[i], want[i]);
+      return 1;
+    }
+  return 0;
+}
+
+/* Runs one call on every rank; returns the number of failed checks (reported on stderr). */
+static int run_call(comm_t *c, const call_t *k, images_t *im) {
+  const int n = c->n;
+  char what[768];
   describe(c, k, what, sizeof(what));
 
-  for (int r = 0; r < c->n; ++r) {
-    gen(cb, host_in[r], k->count);
-    if (r == 0)
-      memcpy(ref, host_in[0], bytes);
+  for (int r = 0; r < n; ++r) {
+    memset(im->send[r], POISON, SPAN);
+    memset(im->recv[r], POISON, SPAN);
+    unsigned char *in = (input_in_recv(k, r) ? im->recv[r] : im->send[r]) + input_at(k, r);
+    const size_t bytes = input_bytes(c, k, r);
+    if (is_move(k->coll))
+      gen_bytes(in, bytes);
     else
-      ref_apply(cb, ref, host_in[r], k->count);
+      gen(&COMBOS[k->combo], in, bytes / elem_size(k));
     CHECK(cudaSetDevice(c->dev[r]));
-    CHECK(cudaMemset(c->recv[r], POISON, span));
-    unsigned char *in = (k->inplace ? c->recv[r] : c->send[r]) + GUARD + k->send_off;
-    CHECK(cudaMemcpy(in, host_in[r], bytes, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(c->send[r], im->send[r], SPAN, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(c->recv[r], im->recv[r], SPAN, cudaMemcpyHostToDevice));
   }
+  expect(c, k, im);
   if ((uint32_t)++c->seq == 0) ++c->seq;
-  for (int r = 0; r < c->n; ++r) {
-    coll_gpu_ar_params_t p;
-    memset(&p, 0, sizeof(p));
-    p.recvbuf = c->recv[r] + GUARD + k->recv_off;
-    p.sendbuf = k->inplace ? p.recvbuf : (const void *)(c->send[r] + GUARD + k->send_off);
-    p.count = k->count;
-    p.type = cb->type;
-    p.op = cb->op;
-    p.algo = k->algo;
-    p.nchannels = k->nchannels;
-    p.seq = c->seq;
-    p.timeout_ns = (uint64_t)HANG_S * 1000 * 1000 * 1000;
-    p.rank = r;
-    p.nranks = c->n;
-    p.layout = c->layout;
-    memcpy(p.peer_scratch, c->scratch, sizeof(p.peer_scratch));
-    p.nrings = k->nrings;
-    memcpy(p.rings, k->rings, sizeof(p.rings));
-    p.status = (coll_gpu_ar_status_t *)c->status_dev[r];
+  coll_gpu_ar_params_t p[COLL_GPU_MAX_RANKS];
+  for (int r = 0; r < n; ++r) {
+    coll_gpu_ar_params_t *q = &p[r];
+    memset(q, 0, sizeof(*q));
+    q->coll = k->coll;
+    q->root = k->root;
+    q->recvbuf = c->recv[r] + GUARD + k->recv_off;
+    q->sendbuf = (input_in_recv(k, r) ? c->recv[r] : c->send[r]) + input_at(k, r);
+    q->count = k->count;
+    q->block = k->block;
+    memcpy(q->blocks, k->blocks, sizeof(q->blocks));
+    q->type = is_move(k->coll) ? COLL_GPU_UINT8 : COMBOS[k->combo].type;
+    q->op = is_move(k->coll) ? COLL_GPU_SUM : COMBOS[k->combo].op;
+    q->algo = k->algo;
+    q->nchannels = k->nchannels;
+    q->seq = c->seq;
+    q->timeout_ns = (uint64_t)HANG_S * 1000 * 1000 * 1000;
+    q->rank = r;
+    q->nranks = n;
+    q->layout = c->layout;
+    memcpy(q->peer_scratch, c->scratch, sizeof(q->peer_scratch));
+    q->nrings = c->nrings;
+    memcpy(q->rings, c->rings, sizeof(q->rings));
+    q->status = (coll_gpu_ar_status_t *)c->status_dev[r];
     CHECK(cudaSetDevice(c->dev[r]));
-    CHECK(coll_gpu_ar_launch(&p, c->stream[r]));
+    CHECK(coll_gpu_ar_launch(q, c->stream[r]));
   }
   int failed = hung(c, what);
-  for (int r = 0; r < c->n; ++r) {
+  for (int r = 0; r < n; ++r) {
     CHECK(cudaSetDevice(c->dev[r]));
     CHECK(coll_gpu_stream_sync(c->stream[r]));
-    coll_gpu_ar_params_t p = {.algo = k->algo, .nchannels = k->nchannels, .count = k->count, .type = cb->type};
-    const int blocks = coll_gpu_ar_blocks(&p);
+    const int blocks = coll_gpu_ar_blocks(&p[r]);
     for (int b = 0; b < blocks; ++b)
       if (c->status[r]->done[b] != c->seq) {
         fprintf(stderr, "FAIL %s: rank %d block %d wrote done %llu, not %llu\n", what, r, b,
@@ -323,39 +493,17 @@ static int run_call(comm_t *c, const call_t *k, unsigned char **host_in, unsigne
       fprintf(stderr, "FAIL %s: rank %d reports an aborted wait\n", what, r);
       ++failed;
     }
-    CHECK(cudaMemcpy(got, c->recv[r], span, cudaMemcpyDeviceToHost));
-    const unsigned char *res = got + GUARD + k->recv_off;
-    for (size_t i = 0; i < GUARD + k->recv_off; ++i)
-      if (got[i] != POISON) {
-        fprintf(stderr, "FAIL %s: rank %d wrote %zu bytes before its output\n", what, r, GUARD + k->recv_off - i);
-        ++failed;
-        break;
-      }
-    for (size_t i = GUARD + k->recv_off + bytes; i < span; ++i)
-      if (got[i] != POISON) {
-        fprintf(stderr, "FAIL %s: rank %d wrote byte %zu past its output\n", what, r, i - GUARD - k->recv_off - bytes);
-        ++failed;
-        break;
-      }
-    for (size_t i = 0; i < k->count; ++i)
-      if (memcmp(res + i * sz, ref + i * sz, sz) != 0) {
-        fprintf(stderr, "FAIL %s: rank %d element %zu differs from the reference\n", what, r, i);
-        ++failed;
-        break;
-      }
-    if (r == 0)
-      memcpy(got0, res, bytes);
-    else if (memcmp(got0, res, bytes) != 0) {
-      fprintf(stderr, "FAIL %s: rank %d's bytes differ from rank 0's\n", what, r);
-      ++failed;
-    }
+    CHECK(cudaMemcpy(im->got, c->recv[r], SPAN, cudaMemcpyDeviceToHost));
+    failed += compare(what, "receive", r, im->got, im->want[r], GUARD + k->recv_off);
+    CHECK(cudaMemcpy(im->got, c->send[r], SPAN, cudaMemcpyDeviceToHost));
+    failed += compare(what, "send", r, im->got, im->send[r], GUARD + k->send_off);
   }
   return failed;
 }
 
 int main(int argc, char **argv) {
   uint64_t seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
-  int calls = 40;
+  int calls = 60;
   for (int o; (o = getopt(argc, argv, "s:n:")) != -1;) {
     if (o == 's')
       seed = strtoull(optarg, NULL, 0);
@@ -391,27 +539,42 @@ int main(int argc, char **argv) {
   printf("seed %llu, %d GPU(s), %d multiprocessors each at least, %d calls per rank count\n", (unsigned long long)seed,
          ndev, sms_min, calls);
 
-  unsigned char *host_in[COLL_GPU_MAX_RANKS];
-  for (int r = 0; r < COLL_GPU_MAX_RANKS; ++r) host_in[r] = malloc(MAX_BYTES);
-  unsigned char *ref = malloc(MAX_BYTES), *got0 = malloc(MAX_BYTES), *got = malloc(MAX_BYTES + 2 * GUARD + 16);
+  images_t im;
+  for (int r = 0; r < COLL_GPU_MAX_RANKS; ++r) {
+    im.send[r] = malloc(SPAN);
+    im.recv[r] = malloc(SPAN);
+    im.want[r] = malloc(SPAN);
+  }
+  im.got = malloc(SPAN);
   int failed = 0, checked = 0;
   for (int n = 2; n <= COLL_GPU_MAX_RANKS; ++n) {
     comm_t c;
     comm_init(&c, n);
-    int per_algo[COLL_GPU_NALGOS] = {0};
+    int ran[COLL_GPU_NCOLLS][COLL_GPU_NALGOS] = {{0}};
     for (int i = 0; i < calls; ++i) {
       call_t k = draw(&c);
-      failed += run_call(&c, &k, host_in, ref, got, got0) != 0;
+      const int f = run_call(&c, &k, &im);
+      failed += f != 0;
       ++checked;
-      ++per_algo[k.algo];
+      ++ran[k.coll][k.algo];
+      if (f != 0 && c.status[0]->abort) break; /* an aborted communicator is done: a fresh one per rank count */
     }
-    printf("%d ranks: %d oneshot, %d twoshot, %d ring calls\n", n, per_algo[0], per_algo[1], per_algo[2]);
+    printf("%d ranks:", n);
+    for (int coll = 0; coll < COLL_GPU_NCOLLS; ++coll) {
+      printf(" %s", coll_gpu_coll_name((coll_gpu_coll_t)coll));
+      for (int a = 0; a < COLL_GPU_NALGOS; ++a)
+        if (algo_runs((coll_gpu_coll_t)coll, (coll_gpu_algo_t)a, n))
+          printf(" %s %d", coll_gpu_algo_name((coll_gpu_algo_t)a), ran[coll][a]);
+      printf(coll + 1 < COLL_GPU_NCOLLS ? ";" : "\n");
+    }
     comm_fini(&c);
   }
-  for (int r = 0; r < COLL_GPU_MAX_RANKS; ++r) free(host_in[r]);
-  free(ref);
-  free(got0);
-  free(got);
+  for (int r = 0; r < COLL_GPU_MAX_RANKS; ++r) {
+    free(im.send[r]);
+    free(im.recv[r]);
+    free(im.want[r]);
+  }
+  free(im.got);
   printf("%d calls, %d failed (seed %llu)\n", checked, failed, (unsigned long long)seed);
   return failed == 0 ? 0 : 1;
 }

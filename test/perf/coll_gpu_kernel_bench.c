@@ -1,5 +1,5 @@
 /*
- * Time per call of the allreduce kernels alone, with N ranks simulated in one process on the GPUs present
+ * Time per call of the collective kernels alone, with N ranks simulated in one process on the GPUs present
  * (round-robin, peer access between them): no MPI, no host work per call. Each rank's calls are
  * captured into a CUDA graph and the graphs launched one after another; the graphs of 2k calls take
  * longer than those of k by k calls, and that difference is what is reported, so the launches' skew
@@ -9,7 +9,11 @@
  * each other through its L2 and HBM, not NVLink, and share its multiprocessors, so the figures are for
  * comparing kernels, not for comparing with NCCL.
  *
- * usage: coll_gpu_kernel_bench [-n RANKS] [-a oneshot|twoshot|ring] [-m MIN] [-M MAX] [-c CHANNELS] [-i ITERS]
+ * usage: coll_gpu_kernel_bench [-C COLL] [-n RANKS] [-a oneshot|twoshot|ring] [-m MIN] [-M MAX] [-c CHANNELS]
+ *                              [-i ITERS]
+ *   COLL: allreduce (the default), bcast, allgather, alltoall, reduce or reduce_scatter, as MPI_FLOAT MPI_SUM
+ *   where it reduces, from root 0 where it has one. Sizes are bytes per block for allgather, alltoall and
+ *   reduce-scatter (a rank's part of the result), of the buffer for the others.
  *   CHANNELS 0 (the default) takes the tuning model's; either is capped so that every rank's blocks fit
  *   on its GPU at once (the kernels of ranks spin for each other).
  */
@@ -46,15 +50,16 @@ static coll_gpu_ar_status_t *status[COLL_GPU_MAX_RANKS];
 static char *buf[COLL_GPU_MAX_RANKS];
 static uint64_t seq;
 
-/* Microseconds from launching every rank's graph of `calls` calls of p to the end of the last. */
-static double run_graphs(coll_gpu_ar_params_t p, size_t max, int calls) {
+/* Microseconds from launching every rank's graph of `calls` calls of p to the end of the last. Each
+ * rank's buffer holds a send and a receive buffer of `half` bytes. */
+static double run_graphs(coll_gpu_ar_params_t p, size_t half, int calls) {
   cudaGraphExec_t exec[COLL_GPU_MAX_RANKS];
   for (int r = 0; r < nranks; ++r) {
     CHECK(cudaSetDevice(r % ndev));
     CHECK(cudaStreamBeginCapture((cudaStream_t)stream[r], cudaStreamCaptureModeThreadLocal));
     for (int it = 0; it < calls; ++it) {
       p.sendbuf = buf[r];
-      p.recvbuf = buf[r] + max;
+      p.recvbuf = buf[r] + half;
       p.seq = seq + 1 + (uint64_t)it;
       p.timeout_ns = 30ULL * 1000 * 1000 * 1000;
       p.rank = r;
@@ -92,8 +97,13 @@ int main(int argc, char **argv) {
   int n = 8, nch_opt = 0, iters = 100;
   size_t min = 8, max = 1 << 20;
   coll_gpu_algo_t algo = COLL_GPU_ALGO_TWOSHOT;
-  for (int o; (o = getopt(argc, argv, "n:a:m:M:c:i:")) != -1;) {
+  int coll = COLL_GPU_COLL_ALLREDUCE;
+  for (int o; (o = getopt(argc, argv, "C:n:a:m:M:c:i:")) != -1;) {
     switch (o) {
+      case 'C':
+        for (coll = 0; coll < COLL_GPU_NCOLLS && strcmp(optarg, coll_gpu_coll_name((coll_gpu_coll_t)coll)) != 0;)
+          ++coll;
+        break;
       case 'n':
         n = atoi(optarg);
         break;
@@ -119,15 +129,25 @@ int main(int argc, char **argv) {
         algo = COLL_GPU_NALGOS;
     }
   }
-  const coll_gpu_tune_config_t tune = {(int)algo, -1, nch_opt, 16, 512 << 10, 16 << 20};
-  if (algo == COLL_GPU_NALGOS || n < 2 || n > COLL_GPU_MAX_RANKS || min < 4 || min > max || iters < 1 ||
+  coll_gpu_tune_config_t tune = {(int)algo, -1, nch_opt, 16, 512 << 10, 16 << 20, {0}};
+  for (int k = 0; k < COLL_GPU_NCOLLS; ++k) tune.move_algorithm[k] = (int)algo;
+  const int runs = coll == COLL_GPU_COLL_ALLREDUCE ? algo != COLL_GPU_NALGOS
+                   : algo == COLL_GPU_ALGO_RING    ? coll != COLL_GPU_COLL_ALLTOALL || n == 2
+                                                   : algo == COLL_GPU_ALGO_ONESHOT;
+  if (coll == COLL_GPU_NCOLLS || !runs || n < 2 || n > COLL_GPU_MAX_RANKS || min < 4 || min > max || iters < 1 ||
       !coll_gpu_tune_fits(&tune, algo, max)) {
     fprintf(stderr,
-            "usage: %s [-n RANKS 2-%d] [-a oneshot|twoshot|ring] [-m MIN >= 4] [-M MAX] [-c CHANNELS] [-i ITERS]\n"
-            "MAX is at most 512 KiB for oneshot and 16 MiB for twoshot\n",
+            "usage: %s [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter] [-n RANKS 2-%d]\n"
+            "       [-a oneshot|twoshot|ring] [-m MIN >= 4] [-M MAX] [-c CHANNELS] [-i ITERS]\n"
+            "MAX is at most 512 KiB for oneshot and 16 MiB for twoshot; twoshot is allreduce's, and the ring\n"
+            "alltoall runs on 2 ranks only\n",
             argv[0], COLL_GPU_MAX_RANKS);
     return 2;
   }
+  /* allgather, alltoall and reduce-scatter buffers hold a block per rank */
+  const int per_rank =
+      coll == COLL_GPU_COLL_ALLGATHER || coll == COLL_GPU_COLL_ALLTOALL || coll == COLL_GPU_COLL_REDUCE_SCATTER;
+  const size_t half = per_rank ? (size_t)n * max : max;
   nranks = n;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
     printf("# no CUDA device here: nothing to time\n");
@@ -156,19 +176,28 @@ int main(int argc, char **argv) {
     CHECK(coll_gpu_dev_alloc(&scratch[r], coll_gpu_ar_scratch_bytes(&layout)));
     CHECK(coll_gpu_host_mapped_alloc((void **)&status[r], &status_dev[r], sizeof(coll_gpu_ar_status_t)));
     CHECK(coll_gpu_stream_create(&stream[r], 1));
-    CHECK(coll_gpu_dev_alloc((void **)&buf[r], 2 * max));
+    CHECK(coll_gpu_dev_alloc((void **)&buf[r], 2 * half));
   }
-  printf("# coll/gpu allreduce kernels: %d ranks simulated on %d GPU(s), %s, MPI_FLOAT MPI_SUM, %d calls\n", n, ndev,
-         coll_gpu_algo_name(algo), iters);
+  printf("# coll/gpu %s kernels: %d ranks simulated on %d GPU(s), %s, MPI_FLOAT MPI_SUM, %d calls\n",
+         coll_gpu_coll_name((coll_gpu_coll_t)coll), n, ndev, coll_gpu_algo_name(algo), iters);
   printf("# %-14s %8s %12s\n", "Size(B)", "blocks", "us/call");
   for (size_t bytes = min; bytes <= max; bytes *= 2) {
-    coll_gpu_choice_t ch = coll_gpu_tune_choose(&tune, n, bytes);
+    coll_gpu_choice_t ch = coll == COLL_GPU_COLL_ALLREDUCE
+                               ? coll_gpu_tune_choose(&tune, n, bytes)
+                               : coll_gpu_tune_choose_move(&tune, (coll_gpu_coll_t)coll, n, bytes);
     if (ch.nchannels > budget) ch.nchannels = budget;
     coll_gpu_ar_params_t p;
     memset(&p, 0, sizeof(p));
+    p.coll = (coll_gpu_coll_t)coll;
     p.count = bytes / 4;
     p.type = COLL_GPU_FLOAT;
     p.op = COLL_GPU_SUM;
+    if (coll == COLL_GPU_COLL_BCAST || coll == COLL_GPU_COLL_ALLGATHER || coll == COLL_GPU_COLL_ALLTOALL) {
+      p.count = bytes; /* the moves copy bytes */
+      p.type = COLL_GPU_UINT8;
+    }
+    p.block = bytes;
+    for (int q = 0; q < n; ++q) p.blocks[q] = (coll_gpu_range_t){(size_t)q * (bytes / 4), bytes / 4};
     p.algo = algo;
     p.nchannels = ch.nchannels;
     const int blocks = coll_gpu_ar_blocks(&p);
@@ -179,7 +208,7 @@ int main(int argc, char **argv) {
     double best = 1e30;
     for (int rep = 0; rep < 3; ++rep) {
       double t[2];
-      for (int twice = 0; twice < 2; ++twice) t[twice] = run_graphs(p, max, iters << twice);
+      for (int twice = 0; twice < 2; ++twice) t[twice] = run_graphs(p, half, iters << twice);
       if (t[1] - t[0] < best) best = t[1] - t[0];
     }
     best /= iters;
