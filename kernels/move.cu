@@ -114,9 +114,10 @@ __device__ void block_copy(bool aligned, const char *src, char *dst, size_t byte
   }
 }
 
+template <int Align>
 __global__ void __launch_bounds__(kThreads) move_ring(coll_gpu_ar_params_t p, bool aligned) {
   using Bytes = uint8_t;
-  RingChannel<Bytes, OpSum<Bytes>> c(p, aligned);
+  RingChannel<Bytes, OpSum<Bytes>, Align> c(p, aligned);
   const int n = p.nranks;
   const uint8_t *ring = p.rings[blockIdx.x % p.nrings];
   const size_t slot = p.layout.slot_bytes;
@@ -150,7 +151,7 @@ __global__ void __launch_bounds__(kThreads) move_ring(coll_gpu_ar_params_t p, bo
     }
   } else {  // alltoall, 2 ranks: the peer is both next and previous
     const size_t mine = (size_t)p.rank * p.block, theirs = (size_t)c.next * p.block;
-    if (in + mine != out + mine) block_copy(aligned, in + mine + part.begin, out + mine + part.begin, part.count);
+    if (in + mine != out + mine) block_copy(c.aligned(), in + mine + part.begin, out + mine + part.begin, part.count);
     for (size_t off = part.begin; ok && off < part.begin + part.count; off += slot) {
       const size_t len = coll_gpu_min(slot, part.begin + part.count - off);
       // push my block for the peer, then keep the peer's block for me
@@ -182,7 +183,10 @@ int move_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream) {
       break;
     case COLL_GPU_ALGO_RING:
       if (p.coll == COLL_GPU_COLL_ALLTOALL && p.nranks != 2) return (int)cudaErrorInvalidValue;
-      move_ring<<<p.nchannels, kThreads, 0, stream>>>(p, aligned);
+      if (aligned)
+        move_ring<kAligned><<<p.nchannels, kThreads, 0, stream>>>(p, true);
+      else
+        move_ring<kUnaligned><<<p.nchannels, kThreads, 0, stream>>>(p, false);
       break;
     default:
       return (int)cudaErrorInvalidValue;

@@ -124,9 +124,13 @@ __device__ __host__ __forceinline__ bool packs_aligned(const void *a, const void
 
 // How a kernel knows whether the call's buffers are pack-aligned: fixed, in a copy of the kernel per
 // alignment (kAligned, kUnaligned), or told at run time (kAlignRuntime: one kernel, half the kernels to
-// compile). On one H100 (coll_gpu_kernel_bench -n 2, 3 rounds) the run-time test made the ring allreduce
-// 0.5-1.7% and the two-shot 2-2.6% slower, so the allreduce kernels keep a copy per alignment; reduce,
-// reduce-scatter and the moves, which have no earlier speed to keep, take the run-time test.
+// compile). On one H100 (coll_gpu_kernel_bench -n 2) the run-time test made the ring allreduce 0.5-1.7%
+// and the two-shot 2-2.6% slower, and the rings of the moves 0.1-1.4% at 8-64 MiB (allgather 678 -> 687
+// us at 64 MiB): those keep a copy per alignment (the moves' ring is one kernel in all). The ring of
+// reduce and reduce-scatter cost 1.0-1.2% and 0.4% (reduce 423 -> 428 us at 64 MiB), but a copy per
+// alignment there made each generated reduce unit take 25-75% longer to compile (nvcc on reduce_f32 and
+// reduce_u8a), which the 2-core build cannot spare: they take the run-time test, as do the direct LL
+// kernels of the moves and reductions, where it cost nothing measurable.
 enum { kAlignRuntime = 0, kAligned = 1, kUnaligned = 2 };
 template <int Align>
 __device__ __forceinline__ bool call_aligned(bool told) {
