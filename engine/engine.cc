@@ -7,7 +7,8 @@
  *   2. allgather of peer info: one node, at most COLL_GPU_MAX_RANKS ranks, equal parameters, every rank
  *      set up; otherwise every rank reaches the same "unavailable";
  *   3. the rings: every rank's view of the node, merged, and the ring search (engine/rings.h);
- *   4. allgather of the IPC handles; each rank opens its peers' handles;
+ *   4. allgather of the IPC handles; each rank opens its peers' handles and uploads the communicator's
+ *      device copy (its rings' connections into the peers' scratch, kernels/allreduce.h);
  *   5. allgather of the open results.
  */
 #include "engine/engine.h"
@@ -76,6 +77,7 @@ struct coll_gpu_engine {
   uint32_t ticket = 0;                     // the last ticket of status->call
   uint64_t seq = 0;
   coll_gpu_rings_t rings = {};
+  coll_gpu_dev_comm_t comm = {};             // what every kernel gets, its channels uploaded into the scratch
   int32_t pid[COLL_GPU_MAX_RANKS] = {};      // every rank's process, from the peer exchange
   uint8_t visible[COLL_GPU_MAX_RANKS] = {};  // 1: its process can be checked from here (same PID namespace)
 
@@ -99,10 +101,10 @@ struct coll_gpu_engine {
   coll_gpu_status_t open_peers(const char *handles, int hsize, const coll_gpu_peer_t *peers, char *why, size_t len);
   void log_channels(const coll_gpu_peer_t &me) const;
   bool linger_takes(int blocks);
-  coll_gpu_status_t linger_start(coll_gpu_ar_params_t *p, int *blocks, char *why, size_t why_len);
-  void call_init(coll_gpu_ar_params_t *p, coll_gpu_coll_t coll, const coll_gpu_choice_t &choice);
-  coll_gpu_status_t run_call(coll_gpu_ar_params_t *p, coll_gpu_proto_t proto, bool linger, char *why, size_t why_len);
-  void trace(const coll_gpu_ar_params_t &p, size_t part, size_t bytes, const coll_gpu_choice_t &choice) const;
+  coll_gpu_status_t linger_start(coll_gpu_work_t *p, int *blocks, char *why, size_t why_len);
+  void call_init(coll_gpu_work_t *p, coll_gpu_coll_t coll, const coll_gpu_choice_t &choice);
+  coll_gpu_status_t run_call(coll_gpu_work_t *p, coll_gpu_proto_t proto, bool linger, char *why, size_t why_len);
+  void trace(const coll_gpu_work_t &p, size_t part, size_t bytes, const coll_gpu_choice_t &choice) const;
 };
 
 namespace {
@@ -111,7 +113,7 @@ namespace {
 class CallWait {
  public:
   // call: for messages; NULL: the lingering kernel's exit
-  CallWait(coll_gpu_engine &e, const coll_gpu_ar_params_t *call, coll_gpu_proto_t proto)
+  CallWait(coll_gpu_engine &e, const coll_gpu_work_t *call, coll_gpu_proto_t proto)
       : e_(e), cfg_(e.cfg.wait), call_(call), proto_(proto) {
     cfg_.timeout_ns += kReportGraceNs;
     coll_gpu_wait_init(&w_, &cfg_);
@@ -132,7 +134,7 @@ class CallWait {
   coll_gpu_engine &e_;
   coll_gpu_wait_config_t cfg_;
   coll_gpu_wait_t w_;
-  const coll_gpu_ar_params_t *call_;
+  const coll_gpu_work_t *call_;
   coll_gpu_proto_t proto_;
   uint8_t gone_[COLL_GPU_MAX_RANKS] = {};  // peers found gone
   uint64_t aborted_at_ = 0;                // when the kernels were told to abort
@@ -250,6 +252,16 @@ coll_gpu_status_t coll_gpu_engine::open_peers(const char *handles, int hsize, co
     }
     peer[r] = peer_map[r].get();
   }
+  coll_gpu::HostPtr<coll_gpu_dev_channel_t[]> channels =
+      coll_gpu::make_host_array<coll_gpu_dev_channel_t>(COLL_GPU_MAX_CHANNELS);
+  if (channels == nullptr) {
+    coll_gpu_say(why, len, "out of host memory");
+    return COLL_GPU_SYSTEM_ERROR;
+  }
+  CUDA_CHECK(coll_gpu_dev_comm_setup(&comm, channels.get(), rank, nranks, &layout, peer, rings.nrings, rings.order,
+                                     (coll_gpu_ar_status_t *)status_dev, cfg.wait.timeout_ns, cfg.linger_ns),
+             why, len);
+  CUDA_CHECK(coll_gpu_dev_comm_upload(&comm, channels.get()), why, len);
   return COLL_GPU_SUCCESS;
 }
 
@@ -381,7 +393,7 @@ bool coll_gpu_engine::linger_takes(int blocks) {
 // that lingers, else launches one. Sets *blocks to the blocks that will write done. Such kernels run on a
 // non-blocking stream, so the call first waits for the work queued on the legacy default stream, as a
 // kernel on the blocking stream would. In the current context; linger_takes said yes.
-coll_gpu_status_t coll_gpu_engine::linger_start(coll_gpu_ar_params_t *p, int *blocks, char *why, size_t why_len) {
+coll_gpu_status_t coll_gpu_engine::linger_start(coll_gpu_work_t *p, int *blocks, char *why, size_t why_len) {
   CUDA_CHECK(coll_gpu_legacy_stream_wait(), why, why_len);
   if (lingering) {
     ticket = next_ticket(ticket);
@@ -398,17 +410,16 @@ coll_gpu_status_t coll_gpu_engine::linger_start(coll_gpu_ar_params_t *p, int *bl
     lingering = false;
     if (status->done[0] == p->seq) return COLL_GPU_SUCCESS;
   }
-  p->linger_ns = cfg.linger_ns;
   p->instance = ++instance;
   p->ticket = next_ticket(ticket);
-  CUDA_CHECK(coll_gpu_ar_linger_launch(p, linger_stream.get()), why, why_len);
+  CUDA_CHECK(coll_gpu_ar_linger_launch(&comm, p, linger_stream.get()), why, why_len);
   lingering = true;
-  linger_blocks = *blocks = coll_gpu_ar_blocks(p);
+  linger_blocks = *blocks = coll_gpu_ar_blocks(&comm, p);
   return COLL_GPU_SUCCESS;
 }
 
-// A call's parameters: the communicator's part, and the next seq.
-void coll_gpu_engine::call_init(coll_gpu_ar_params_t *p, coll_gpu_coll_t coll, const coll_gpu_choice_t &choice) {
+// A call's work, with the next seq.
+void coll_gpu_engine::call_init(coll_gpu_work_t *p, coll_gpu_coll_t coll, const coll_gpu_choice_t &choice) {
   memset(p, 0, sizeof(*p));
   // the LL flag is the low 32 bits of seq: never 0
   if ((uint32_t)++seq == 0) ++seq;
@@ -416,20 +427,12 @@ void coll_gpu_engine::call_init(coll_gpu_ar_params_t *p, coll_gpu_coll_t coll, c
   p->algo = choice.algo;
   p->nchannels = choice.nchannels;
   p->seq = seq;
-  p->timeout_ns = cfg.wait.timeout_ns;
-  p->rank = rank;
-  p->nranks = nranks;
-  p->layout = layout;
-  memcpy(p->peer_scratch, peer, sizeof(p->peer_scratch));
-  p->nrings = rings.nrings;
-  memcpy(p->rings, rings.order, sizeof(p->rings));
-  p->status = (coll_gpu_ar_status_t *)status_dev;
 }
 
 // Launches call p (on a lingering kernel when `linger` allows) and waits for it.
-coll_gpu_status_t coll_gpu_engine::run_call(coll_gpu_ar_params_t *p, coll_gpu_proto_t proto, bool linger, char *why,
+coll_gpu_status_t coll_gpu_engine::run_call(coll_gpu_work_t *p, coll_gpu_proto_t proto, bool linger, char *why,
                                             size_t why_len) {
-  int blocks = coll_gpu_ar_blocks(p);
+  int blocks = coll_gpu_ar_blocks(&comm, p);
   {
     ContextScope ctx(mem);
     COLL_GPU_CHECK(entered(ctx, mem, why, why_len));
@@ -437,7 +440,7 @@ coll_gpu_status_t coll_gpu_engine::run_call(coll_gpu_ar_params_t *p, coll_gpu_pr
         linger_takes(blocks))
       COLL_GPU_CHECK(linger_start(p, &blocks, why, why_len));
     else
-      CUDA_CHECK(coll_gpu_ar_launch(p, stream.get()), why, why_len);
+      CUDA_CHECK(coll_gpu_ar_launch(&comm, p, stream.get()), why, why_len);
   }
 
   // wait for every block's done word: as long as the peers live
@@ -454,7 +457,7 @@ coll_gpu_status_t coll_gpu_engine::run_call(coll_gpu_ar_params_t *p, coll_gpu_pr
 }
 
 // The trace line of one call: `part` of the collective's `bytes`.
-void coll_gpu_engine::trace(const coll_gpu_ar_params_t &p, size_t part, size_t bytes,
+void coll_gpu_engine::trace(const coll_gpu_work_t &p, size_t part, size_t bytes,
                             const coll_gpu_choice_t &choice) const {
   if (cfg.log != nullptr)
     cfg.log(COLL_GPU_LVL_TRACE, COLL_GPU_LOG_COLL, "comm %s: %s seq %llu, %zu of %zu bytes: %s/%s, %d channels",
@@ -466,7 +469,7 @@ coll_gpu_status_t coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *se
                                             coll_gpu_dtype_t type, coll_gpu_redop_t op, char *why, size_t why_len) {
   const size_t bytes = count * coll_gpu_dtype_size(type);
   const coll_gpu_choice_t choice = coll_gpu_tune_choose(&e->cfg.tune, e->nranks, bytes);
-  coll_gpu_ar_params_t p;
+  coll_gpu_work_t p;
   e->call_init(&p, COLL_GPU_COLL_ALLREDUCE, choice);
   p.sendbuf = sendbuf;
   p.recvbuf = recvbuf;
@@ -484,7 +487,7 @@ coll_gpu_status_t coll_gpu_engine_move(coll_gpu_engine_t *e, coll_gpu_coll_t col
   // LL calls move at most a one-shot slot per peer: larger parts go in several
   const size_t piece = choice.algo == COLL_GPU_ALGO_ONESHOT ? e->layout.ll_bytes : bytes;
   for (size_t off = 0; off < bytes; off += piece) {
-    coll_gpu_ar_params_t p;
+    coll_gpu_work_t p;
     e->call_init(&p, coll, choice);
     p.root = root;
     p.sendbuf = (const char *)sendbuf + off;
@@ -506,7 +509,7 @@ coll_gpu_status_t coll_gpu_engine_reduce(coll_gpu_engine_t *e, const void *sendb
   // LL calls move at most a one-shot slot per peer: larger buffers go in several
   const size_t piece = choice.algo == COLL_GPU_ALGO_ONESHOT ? e->layout.ll_bytes / size : count;
   for (size_t off = 0; off < count; off += piece) {
-    coll_gpu_ar_params_t p;
+    coll_gpu_work_t p;
     e->call_init(&p, COLL_GPU_COLL_REDUCE, choice);
     p.root = root;
     p.sendbuf = (const char *)sendbuf + off * size;
@@ -534,7 +537,7 @@ coll_gpu_status_t coll_gpu_engine_reduce_scatter(coll_gpu_engine_t *e, const voi
   // LL calls move at most a one-shot slot per peer: the blocks are cut at the same offsets
   const size_t piece = choice.algo == COLL_GPU_ALGO_ONESHOT ? e->layout.ll_bytes / size : longest;
   for (size_t off = 0; off < longest; off += piece) {
-    coll_gpu_ar_params_t p;
+    coll_gpu_work_t p;
     e->call_init(&p, COLL_GPU_COLL_REDUCE_SCATTER, choice);
     size_t begin = 0;
     for (int q = 0; q < e->nranks; ++q) {
@@ -547,7 +550,7 @@ coll_gpu_status_t coll_gpu_engine_reduce_scatter(coll_gpu_engine_t *e, const voi
     p.recvbuf = (char *)recvbuf + (off < counts[e->rank] ? off : counts[e->rank]) * size;
     p.type = type;
     p.op = op;
-    e->trace(p, p.blocks[p.rank].count * size, total * size, choice);
+    e->trace(p, p.blocks[e->rank].count * size, total * size, choice);
     COLL_GPU_CHECK(e->run_call(&p, choice.proto, false, why, why_len));
   }
   return COLL_GPU_SUCCESS;

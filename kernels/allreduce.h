@@ -1,6 +1,6 @@
 /*
- * The GPU allreduce kernels: a plain C launch interface (no MPI, no CUDA types) over the algorithms in
- * kernels/allreduce_*.cu. Every function returns 0 or a cudaError_t value.
+ * The GPU collective kernels: a plain C launch interface (no MPI, no CUDA types) over the algorithms in
+ * kernels/ (allreduce_*, move.cu, reduce.cuh). Every function returns 0 or a cudaError_t value.
  *
  * Memory each rank exposes to its peers through CUDA IPC (one allocation, coll_gpu_ar_scratch_bytes):
  *   flags: per-sender step counters and per-sender one-shot/two-shot flags
@@ -8,7 +8,14 @@
  *   ll:    one-shot LL lines, [parity][sender][line]
  *   simple: two-shot slots, [parity][region][bytes]
  *   fifo:  ring step FIFOs, [channel][slot][bytes]
- * Peers write into each other's memory (push); every wait polls local memory only.
+ *   channels: the ring channels as this rank's kernels see them (coll_gpu_dev_channel_t; this rank's only)
+ * Peers write into each other's memory (push); every wait polls local memory only. The channels come
+ * last, so the other regions sit where they did before the channels existed. In a first version the
+ * whole communicator sat before the one-shot lines, moving every region after it by 5 KiB, and kernels
+ * read it through a pointer: the ring reduce-scatter then ran 17% slower at 32 MiB per rank on one H100
+ * (coll_gpu_kernel_bench -C reduce_scatter -a ring -n 2: 318 -> 373 us) while the other rings did not
+ * change. With the channels last and the rest passed by value it runs at its old speed; which of the two
+ * changes mattered was not isolated.
  */
 #ifndef COLL_GPU_KERNELS_ALLREDUCE_H
 #define COLL_GPU_KERNELS_ALLREDUCE_H
@@ -131,46 +138,83 @@ typedef struct {
  * finishes the call without a result (done is still written). */
 enum { COLL_GPU_KERR_NONE = 0, COLL_GPU_KERR_ABORTED = 1 };
 
+/* One direction of a ring channel between two ranks (NCCL's connection): the receiver's FIFO of
+ * COLL_GPU_RING_SLOTS slots, the receiver's tail (the steps the sender posted) and the sender's head (the
+ * slots the receiver freed). The sender and the receiver each hold the same three addresses, as mapped in
+ * their own process. The ring kernels reach a peer through these only, so that a connection whose FIFO
+ * lies in host memory that a proxy moves between nodes can stand in for one in a peer GPU's memory. */
 typedef struct {
-  /* the call */
+  char *buff;
+  uint64_t *tail;
+  uint64_t *head;
+} coll_gpu_conn_t;
+
+/* One ring channel as a rank's kernels see it. */
+typedef struct {
+  int pos, prev, next;              /* my position in the ring, and my neighbours there */
+  uint8_t ring[COLL_GPU_MAX_RANKS]; /* the ranks in ring order */
+  coll_gpu_conn_t send, recv;       /* to next, from prev */
+  uint64_t *steps; /* in my scratch: [0] steps sent on `send`, [1] received on `recv`; a kernel reads them
+                      when it starts and saves them when it ends */
+} coll_gpu_dev_channel_t;
+
+/* The communicator as its kernels see it (NCCL's DevComm), set up once when the engine is created
+ * (coll_gpu_dev_comm_setup): every launch passes it by value next to the call's work, so a kernel reads it
+ * from its parameters without a memory round trip before its first store; the ring channels (their
+ * connections and saved step counters) live in this rank's scratch (coll_gpu_dev_comm_upload), where only
+ * the ring kernels read them, once per block. The direct algorithms (one-shot, two-shot) write straight
+ * into every peer's slots, so they reach the peers' scratch as mapped here: they serve one node's GPUs. */
+typedef struct {
+  int rank, nranks;
+  coll_gpu_ar_layout_t layout;
+  void *peer_scratch[COLL_GPU_MAX_RANKS]; /* every rank's scratch as mapped here; [rank] is our own */
+  coll_gpu_ar_status_t *status;           /* host-mapped, as a device pointer */
+  uint64_t timeout_ns;                    /* a wait this long is reported in status->waiting */
+  uint64_t linger_ns;                     /* how long a lingering one-shot kernel polls for the next call after one */
+  const coll_gpu_dev_channel_t *channels; /* layout.nchannels of them, in our scratch */
+} coll_gpu_dev_comm_t;
+
+/* Fills comm and its channels (host memory, layout->nchannels of them) for rank `rank` of `nranks` from
+ * every rank's scratch as mapped here and the ring orders (channel c runs ring c mod nrings). 0, or
+ * cudaErrorInvalidValue for a rank count, channel count or ring out of range. */
+int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_channel_t *channels, int rank, int nranks,
+                            const coll_gpu_ar_layout_t *layout, void *const *peer_scratch, int nrings,
+                            const uint8_t (*rings)[COLL_GPU_MAX_RANKS], coll_gpu_ar_status_t *status,
+                            uint64_t timeout_ns, uint64_t linger_ns);
+/* Copies the channels to comm->channels, in the current device's context; returns once they are there. */
+int coll_gpu_dev_comm_upload(const coll_gpu_dev_comm_t *comm, const coll_gpu_dev_channel_t *channels);
+
+/* One call (NCCL's work descriptor): what the host hands the kernels per call, next to the communicator. */
+typedef struct {
   coll_gpu_coll_t coll;
-  int root; /* bcast, reduce */
+  coll_gpu_algo_t algo;
+  coll_gpu_dtype_t type;
+  coll_gpu_redop_t op;
+  int root;      /* bcast, reduce */
+  int nchannels; /* ring and two-shot: blocks */
   const void *sendbuf;
   void *recvbuf;
   size_t count;
   size_t block; /* allgather and alltoall: bytes from one rank's block to the next in the buffers */
-  coll_gpu_range_t blocks[COLL_GPU_MAX_RANKS]; /* reduce-scatter: rank q's elements of sendbuf */
-  coll_gpu_dtype_t type;
-  coll_gpu_redop_t op;
-  coll_gpu_algo_t algo;
-  int nchannels;       /* ring and two-shot: blocks */
-  uint64_t seq;        /* call number on this communicator, from 1; the same on every rank */
-  uint64_t timeout_ns; /* a wait this long is reported in status->waiting */
+  uint64_t seq; /* call number on this communicator, from 1; the same on every rank */
   /* a lingering one-shot kernel */
-  uint64_t linger_ns; /* how long it polls for the next call after one */
-  uint64_t instance;  /* this launch, from 1, for status->leaving and status->exited; 0: a kernel of one call */
-  uint32_t ticket;    /* the ticket of the first call it takes from status->call */
-  /* the communicator */
-  int rank, nranks;
-  coll_gpu_ar_layout_t layout;
-  void *peer_scratch[COLL_GPU_MAX_RANKS];                /* every rank's scratch as mapped here; [rank] is our own */
-  int nrings;                                            /* ring: channel c sends around rings[c % nrings] */
-  uint8_t rings[COLL_GPU_MAX_RINGS][COLL_GPU_MAX_RANKS]; /* ranks in ring order */
-  coll_gpu_ar_status_t *status;                          /* host-mapped, as a device pointer */
-} coll_gpu_ar_params_t;
+  uint64_t instance; /* this launch, from 1, for status->leaving and status->exited; 0: a kernel of one call */
+  uint32_t ticket;   /* the ticket of the first call it takes from status->call */
+  coll_gpu_range_t blocks[COLL_GPU_MAX_RANKS]; /* reduce-scatter: rank q's elements of sendbuf */
+} coll_gpu_work_t;
 
-/* Launches one call of p->coll on stream (a cudaStream_t). The blocks that finish write seq into
- * status->done[0..blocks); coll_gpu_ar_blocks says how many to wait for. */
-int coll_gpu_ar_launch(const coll_gpu_ar_params_t *p, void *stream);
-int coll_gpu_ar_blocks(const coll_gpu_ar_params_t *p);
+/* Launches call w of w->coll on communicator comm (its channels uploaded) on stream (a cudaStream_t). The blocks that
+ * finish write seq into status->done[0..blocks); coll_gpu_ar_blocks says how many to wait for. */
+int coll_gpu_ar_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream);
+int coll_gpu_ar_blocks(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w);
 
 /* One-shot calls up to this many blocks can go to a lingering kernel (64 KiB). */
 #define COLL_GPU_LINGER_MAX_BLOCKS 16
-/* Launches one-shot call p (p->algo ONESHOT) as a lingering kernel of coll_gpu_ar_blocks(p) blocks; it
- * serves later calls of at most as many blocks that coll_gpu_ar_linger_post hands it. */
-int coll_gpu_ar_linger_launch(const coll_gpu_ar_params_t *p, void *stream);
-/* Writes call p into status->call under ticket, then fences (the caller reads status->leaving next). */
-void coll_gpu_ar_linger_post(coll_gpu_ar_status_t *status, uint32_t ticket, const coll_gpu_ar_params_t *p);
+/* Launches one-shot call w (w->algo ONESHOT) as a lingering kernel of coll_gpu_ar_blocks blocks; it serves
+ * later calls of at most as many blocks that coll_gpu_ar_linger_post hands it. */
+int coll_gpu_ar_linger_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream);
+/* Writes call w into status->call under ticket, then fences (the caller reads status->leaving next). */
+void coll_gpu_ar_linger_post(coll_gpu_ar_status_t *status, uint32_t ticket, const coll_gpu_work_t *w);
 
 /* Resources, all in the current context. */
 int coll_gpu_dev_alloc(void **ptr, size_t bytes); /* zeroed */

@@ -9,12 +9,58 @@
 
 extern "C" size_t coll_gpu_ar_scratch_bytes(const coll_gpu_ar_layout_t *l) { return coll_gpu::Layout(*l).total(); }
 
+extern "C" int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_channel_t *channels, int rank,
+                                       int nranks, const coll_gpu_ar_layout_t *layout, void *const *peer_scratch,
+                                       int nrings, const uint8_t (*rings)[COLL_GPU_MAX_RANKS],
+                                       coll_gpu_ar_status_t *status, uint64_t timeout_ns, uint64_t linger_ns) {
+  if (nranks < 1 || nranks > COLL_GPU_MAX_RANKS || rank < 0 || rank >= nranks || nrings < 1 ||
+      nrings > COLL_GPU_MAX_RINGS || layout->nchannels < 0 || layout->nchannels > COLL_GPU_MAX_CHANNELS)
+    return (int)cudaErrorInvalidValue;
+  const coll_gpu::Layout L(*layout);
+  auto at = [&](int r, size_t off) { return (char *)peer_scratch[r] + off; };
+  memset(comm, 0, sizeof(*comm));
+  comm->rank = rank;
+  comm->nranks = nranks;
+  comm->layout = *layout;
+  for (int r = 0; r < nranks; ++r) comm->peer_scratch[r] = peer_scratch[r];
+  comm->status = status;
+  comm->timeout_ns = timeout_ns;
+  comm->linger_ns = linger_ns;
+  comm->channels = (const coll_gpu_dev_channel_t *)at(rank, L.channels());
+  for (int ch = 0; ch < layout->nchannels; ++ch) {
+    coll_gpu_dev_channel_t &c = channels[ch];
+    memset(&c, 0, sizeof(c));
+    const uint8_t *ring = rings[ch % nrings];
+    unsigned seen = 0;  // a ring holds every rank once
+    for (int i = 0; i < nranks; ++i) {
+      if (ring[i] >= nranks || (seen >> ring[i] & 1)) return (int)cudaErrorInvalidValue;
+      seen |= 1u << ring[i];
+      c.ring[i] = ring[i];
+      if (ring[i] == rank) c.pos = i;
+    }
+    c.next = ring[(c.pos + 1) % nranks];
+    c.prev = ring[(c.pos + nranks - 1) % nranks];
+    // to the next rank: its FIFO and tail, my head; from the previous one: my FIFO and tail, its head
+    c.send = coll_gpu_conn_t{at(c.next, L.fifo(ch, 0)), (uint64_t *)at(c.next, L.tail(ch)),
+                             (uint64_t *)at(rank, L.head(ch))};
+    c.recv =
+        coll_gpu_conn_t{at(rank, L.fifo(ch, 0)), (uint64_t *)at(rank, L.tail(ch)), (uint64_t *)at(c.prev, L.head(ch))};
+    c.steps = (uint64_t *)at(rank, L.steps(ch));
+  }
+  return 0;
+}
+
+extern "C" int coll_gpu_dev_comm_upload(const coll_gpu_dev_comm_t *comm, const coll_gpu_dev_channel_t *channels) {
+  return (int)cudaMemcpy((void *)comm->channels, channels, (size_t)comm->layout.nchannels * sizeof(*channels),
+                         cudaMemcpyHostToDevice);
+}
+
 namespace coll_gpu {
-int reduce_blocks(const coll_gpu_ar_params_t &p) {
+int reduce_blocks(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p) {
   if (p.algo != COLL_GPU_ALGO_ONESHOT) return p.nchannels;
   size_t count = p.count;  // reduce: one part; reduce-scatter: the longest block
   if (p.coll == COLL_GPU_COLL_REDUCE_SCATTER)
-    for (int q = 0; q < p.nranks; ++q) count = coll_gpu_max(count, p.blocks[q].count);
+    for (int q = 0; q < comm.nranks; ++q) count = coll_gpu_max(count, p.blocks[q].count);
   return ll_blocks(count * coll_gpu_dtype_size(p.type));
 }
 }  // namespace coll_gpu
@@ -23,25 +69,26 @@ static bool is_reduction(coll_gpu_coll_t coll) {
   return coll == COLL_GPU_COLL_REDUCE || coll == COLL_GPU_COLL_REDUCE_SCATTER;
 }
 
-extern "C" int coll_gpu_ar_blocks(const coll_gpu_ar_params_t *p) {
-  if (is_reduction(p->coll)) return coll_gpu::reduce_blocks(*p);
-  if (p->coll != COLL_GPU_COLL_ALLREDUCE) return coll_gpu::move_blocks(*p);
-  return p->algo == COLL_GPU_ALGO_ONESHOT ? coll_gpu::oneshot_blocks(*p) : p->nchannels;
+extern "C" int coll_gpu_ar_blocks(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w) {
+  if (is_reduction(w->coll)) return coll_gpu::reduce_blocks(*comm, *w);
+  if (w->coll != COLL_GPU_COLL_ALLREDUCE) return coll_gpu::move_blocks(*w);
+  return w->algo == COLL_GPU_ALGO_ONESHOT ? coll_gpu::oneshot_blocks(*w) : w->nchannels;
 }
 
-extern "C" int coll_gpu_ar_launch(const coll_gpu_ar_params_t *call, void *stream) {
+extern "C" int coll_gpu_ar_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *call, void *stream) {
   cudaStream_t s = (cudaStream_t)stream;
-  const coll_gpu_ar_params_t p = coll_gpu::bytewise(*call);
-  if (is_reduction(p.coll))
-    COLL_GPU_DISPATCH_BYTEWISE(coll_gpu::reduce_typed, (int)cudaErrorInvalidValue, p.type, p.op, p, s);
-  if (p.coll != COLL_GPU_COLL_ALLREDUCE) return coll_gpu::move_launch(p, s);
-  switch (p.algo) {
+  const coll_gpu_work_t w = coll_gpu::bytewise(*call);
+  const coll_gpu_dev_comm_t &c = *comm;
+  if (is_reduction(w.coll))
+    COLL_GPU_DISPATCH_BYTEWISE(coll_gpu::reduce_typed, (int)cudaErrorInvalidValue, w.type, w.op, c, w, s);
+  if (w.coll != COLL_GPU_COLL_ALLREDUCE) return coll_gpu::move_launch(c, w, s);
+  switch (w.algo) {
     case COLL_GPU_ALGO_ONESHOT:
-      return coll_gpu::oneshot_launch(p, s);
+      return coll_gpu::oneshot_launch(c, w, s);
     case COLL_GPU_ALGO_TWOSHOT:
-      COLL_GPU_DISPATCH_BYTEWISE(coll_gpu::twoshot_typed, (int)cudaErrorInvalidValue, p.type, p.op, p, s);
+      COLL_GPU_DISPATCH_BYTEWISE(coll_gpu::twoshot_typed, (int)cudaErrorInvalidValue, w.type, w.op, c, w, s);
     case COLL_GPU_ALGO_RING:
-      COLL_GPU_DISPATCH_BYTEWISE(coll_gpu::ring_typed, (int)cudaErrorInvalidValue, p.type, p.op, p, s);
+      COLL_GPU_DISPATCH_BYTEWISE(coll_gpu::ring_typed, (int)cudaErrorInvalidValue, w.type, w.op, c, w, s);
     default:
       return (int)cudaErrorInvalidValue;
   }

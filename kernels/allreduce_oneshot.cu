@@ -33,7 +33,7 @@ struct Call {
 
 // Call c on this block's share of the units.
 template <typename T, typename Op>
-__device__ __forceinline__ void oneshot_call(const coll_gpu_ar_params_t &p, const Call &c, bool aligned) {
+__device__ __forceinline__ void oneshot_call(const coll_gpu_dev_comm_t &p, const Call &c, bool aligned) {
   const Layout L(p.layout);
   const int parity = (int)(c.seq & 1);
   const uint32_t flag = (uint32_t)c.seq;  // never 0: the engine skips seqs that are 0 mod 2^32
@@ -89,9 +89,10 @@ __device__ bool read_record(const void *rec, uint32_t ticket, uint32_t &d0, uint
 
 // Lanes 0-3 of block 0: the host's call `ticket`, or the decision to exit; word 7 (lane 3's d1) says
 // which (kRec*).
-__device__ void leader_next(const coll_gpu_ar_params_t &p, uint32_t ticket, uint32_t &d0, uint32_t &d1) {
-  coll_gpu_ar_status_t *st = p.status;
-  const uint64_t deadline = global_timer() + p.linger_ns;
+__device__ void leader_next(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p, uint32_t ticket, uint32_t &d0,
+                            uint32_t &d1) {
+  coll_gpu_ar_status_t *st = comm.status;
+  const uint64_t deadline = global_timer() + comm.linger_ns;
   while (!read_record((const void *)st->call, ticket, d0, d1)) {
     if (!__shfl_sync(kRecLanes, global_timer() >= deadline, 0)) continue;
     // say so, then look once more: the host either sees this or posted before this look
@@ -113,10 +114,10 @@ __device__ void leader_next(const coll_gpu_ar_params_t &p, uint32_t ticket, uint
 // Lanes 0-3 of the other blocks: block 0's record for `ticket`. Block 0 writes one for every ticket
 // within linger_ns plus a call, and a call's waits end only when they are served or the host aborts them:
 // so does this wait.
-__device__ void follower_next(const coll_gpu_ar_params_t &p, const void *rec, uint32_t ticket, uint32_t &d0,
+__device__ void follower_next(const coll_gpu_dev_comm_t &comm, const void *rec, uint32_t ticket, uint32_t &d0,
                               uint32_t &d1) {
   for (int spins = 1; !read_record(rec, ticket, d0, d1); ++spins) {
-    if (spins % kSpinsPerCheck == 0 && __shfl_sync(kRecLanes, p.status->abort != 0, 0)) {
+    if (spins % kSpinsPerCheck == 0 && __shfl_sync(kRecLanes, comm.status->abort != 0, 0)) {
       d1 = kRecExit;
       return;
     }
@@ -134,7 +135,7 @@ __device__ Call decode(const uint32_t (&d)[8]) {
 }
 
 template <typename T, typename Op>
-__device__ __noinline__ void linger_typed(const coll_gpu_ar_params_t &p, const Call &c) {
+__device__ __noinline__ void linger_typed(const coll_gpu_dev_comm_t &p, const Call &c) {
   // a copy of the call per alignment (the constant folds into each): the one-shot kernel is latency-bound,
   // and one copy with the run-time test took 4.5 us instead of 4.0 for 1 KiB (coll_gpu_kernel_bench -n 2
   // -a oneshot on one H100); it is one file, so the copies cost the build little
@@ -144,26 +145,28 @@ __device__ __noinline__ void linger_typed(const coll_gpu_ar_params_t &p, const C
     oneshot_call<T, Op>(p, c, false);
 }
 
-__device__ void linger_serve(const coll_gpu_ar_params_t &p, const Call &c) {
+__device__ void linger_serve(const coll_gpu_dev_comm_t &p, const Call &c) {
   COLL_GPU_DISPATCH_BYTEWISE(linger_typed, , (coll_gpu_dtype_t)c.type, (coll_gpu_redop_t)c.op, p, c);
 }
 
-__global__ void __launch_bounds__(kLLThreads) oneshot_linger(const __grid_constant__ coll_gpu_ar_params_t p) {
+__global__ void __launch_bounds__(kLLThreads)
+    oneshot_linger(const __grid_constant__ coll_gpu_dev_comm_t comm, const __grid_constant__ coll_gpu_work_t p) {
   __shared__ uint32_t next[8];
-  char *rec = (char *)p.peer_scratch[p.rank] + Layout(p.layout).linger_call();
+  const coll_gpu_dev_comm_t &cm = comm;
+  char *rec = (char *)cm.peer_scratch[cm.rank] + Layout(cm.layout).linger_call();
   Call c{(const char *)p.sendbuf, (char *)p.recvbuf, p.count, p.seq, p.type, p.op};
   uint32_t what = p.instance == 0 ? kRecLast : kRecServe;  // instance 0: a kernel of one call
   for (uint32_t ticket = p.ticket;; ticket = ticket + 1 == 0 ? 1 : ticket + 1) {
-    linger_serve(p, c);
-    block_done(p.status, c.seq);
+    linger_serve(cm, c);
+    block_done(cm.status, c.seq);
     if (what & kRecLast) break;
     if (threadIdx.x < 4) {
       uint32_t d0, d1;
       if (blockIdx.x == 0) {
-        leader_next(p, ticket, d0, d1);
+        leader_next(cm, p, ticket, d0, d1);
         if (gridDim.x > 1) ll_store(rec + threadIdx.x * kPack, d0, d1, ticket);
       } else {
-        follower_next(p, rec, ticket, d0, d1);
+        follower_next(cm, rec, ticket, d0, d1);
       }
       next[2 * threadIdx.x] = d0;
       next[2 * threadIdx.x + 1] = d1;
@@ -176,26 +179,27 @@ __global__ void __launch_bounds__(kLLThreads) oneshot_linger(const __grid_consta
     if (what & kRecExit) break;
     c = decode(d);
   }
-  if (p.instance != 0 && blockIdx.x == 0 && threadIdx.x == 0) st_release_sys((uint64_t *)&p.status->exited, p.instance);
+  if (p.instance != 0 && blockIdx.x == 0 && threadIdx.x == 0)
+    st_release_sys((uint64_t *)&cm.status->exited, p.instance);
 }
 
 }  // namespace
 
-int oneshot_blocks(const coll_gpu_ar_params_t &p) { return ll_blocks(p.count * coll_gpu_dtype_size(p.type)); }
+int oneshot_blocks(const coll_gpu_work_t &w) { return ll_blocks(w.count * coll_gpu_dtype_size(w.type)); }
 
-int oneshot_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream) {
-  oneshot_linger<<<oneshot_blocks(p), kLLThreads, 0, stream>>>(p);
+int oneshot_launch(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w, cudaStream_t stream) {
+  oneshot_linger<<<oneshot_blocks(w), kLLThreads, 0, stream>>>(comm, w);
   return (int)cudaGetLastError();
 }
 
 }  // namespace coll_gpu
 
-extern "C" int coll_gpu_ar_linger_launch(const coll_gpu_ar_params_t *p, void *stream) {
-  return p->instance == 0 ? (int)cudaErrorInvalidValue
-                          : coll_gpu::oneshot_launch(coll_gpu::bytewise(*p), (cudaStream_t)stream);
+extern "C" int coll_gpu_ar_linger_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream) {
+  return w->instance == 0 ? (int)cudaErrorInvalidValue
+                          : coll_gpu::oneshot_launch(*comm, coll_gpu::bytewise(*w), (cudaStream_t)stream);
 }
 
-extern "C" void coll_gpu_ar_linger_post(coll_gpu_ar_status_t *status, uint32_t ticket, const coll_gpu_ar_params_t *p) {
+extern "C" void coll_gpu_ar_linger_post(coll_gpu_ar_status_t *status, uint32_t ticket, const coll_gpu_work_t *p) {
   const size_t width = coll_gpu::bytewise_width(p->type, p->op);  // as coll_gpu::bytewise
   const uint32_t type = width == 1 ? (uint32_t)p->type : (uint32_t)COLL_GPU_UINT8;
   const uint64_t send = (uint64_t)(uintptr_t)p->sendbuf, recv = (uint64_t)(uintptr_t)p->recvbuf;

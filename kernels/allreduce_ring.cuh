@@ -23,11 +23,12 @@ namespace coll_gpu {
 namespace {
 
 template <typename T, typename Op, int Align>
-__global__ void __launch_bounds__(kThreads) ring(coll_gpu_ar_params_t p, bool aligned) {
-  RingChannel<T, Op, Align> c(p, aligned);
-  const int n = p.nranks, r = c.pos;
+__global__ void __launch_bounds__(kThreads)
+    ring(const __grid_constant__ coll_gpu_dev_comm_t comm, const __grid_constant__ coll_gpu_work_t p, bool aligned) {
+  RingChannel<T, Op, Align> c(comm, p, aligned);
+  const int n = c.nranks, r = c.pos;
   const size_t pack = kPack / sizeof(T);
-  const size_t slot = p.layout.slot_bytes / sizeof(T);
+  const size_t slot = c.slot_bytes / sizeof(T);
   const coll_gpu_range_t part = coll_gpu_part(p.count, gridDim.x, blockIdx.x, pack);
   bool ok = true;
   for (size_t off = 0; ok && off < part.count; off += (size_t)n * slot) {
@@ -55,13 +56,13 @@ __global__ void __launch_bounds__(kThreads) ring(coll_gpu_ar_params_t p, bool al
     if (ok) ok = c.template step_at<kRecv | kCopyOut>(base + k.begin, k.count);
   }
   c.save();
-  block_done(p.status, p.seq);
+  block_done(c.w.status, p.seq);
 }
 
 }  // namespace
 
 // instantiated in kernels/inst/ring_*.cu
-COLL_GPU_DEFINE_TYPED(ring_typed, ring, dim3(p.nchannels), dim3(kThreads))
+COLL_GPU_DEFINE_TYPED(ring_typed, ring, dim3(w.nchannels), dim3(kThreads))
 
 }  // namespace coll_gpu
 

@@ -42,7 +42,7 @@ mkdir -p "$(dirname "$out")"
   for p in $pairs; do
     t=${p%%:*}
     op=${p#*:}
-    echo "template int ${algo}_typed<$t, $op<$t>>(const coll_gpu_ar_params_t &, cudaStream_t);"
+    echo "template int ${algo}_typed<$t, $op<$t>>(const coll_gpu_dev_comm_t &, const coll_gpu_work_t &, cudaStream_t);"
   done
   echo "}  // namespace coll_gpu"
 } >"$out.tmp"

@@ -38,10 +38,10 @@ struct Part {
   size_t bytes;
 };
 
-__device__ __forceinline__ Part send_part(const coll_gpu_ar_params_t &p, int q) {
+__device__ __forceinline__ Part send_part(const coll_gpu_work_t &p, int rank, int q) {
   switch (p.coll) {
     case COLL_GPU_COLL_BCAST:
-      return Part{(const char *)p.recvbuf, nullptr, p.rank == p.root ? p.count : 0};
+      return Part{(const char *)p.recvbuf, nullptr, rank == p.root ? p.count : 0};
     case COLL_GPU_COLL_ALLGATHER:
       return Part{(const char *)p.sendbuf, nullptr, p.count};
     default:  // alltoall
@@ -49,38 +49,41 @@ __device__ __forceinline__ Part send_part(const coll_gpu_ar_params_t &p, int q) 
   }
 }
 
-__device__ __forceinline__ Part recv_part(const coll_gpu_ar_params_t &p, int s) {
+__device__ __forceinline__ Part recv_part(const coll_gpu_work_t &p, int rank, int s) {
   if (p.coll == COLL_GPU_COLL_BCAST)
-    return Part{nullptr, (char *)p.recvbuf, p.rank != p.root && s == p.root ? p.count : 0};
+    return Part{nullptr, (char *)p.recvbuf, rank != p.root && s == p.root ? p.count : 0};
   return Part{nullptr, (char *)p.recvbuf + (size_t)s * p.block, p.count};
 }
 
 // My own block, copied from sendbuf to recvbuf (allgather, alltoall; nothing when in place or bcast).
-__device__ __forceinline__ Part own_part(const coll_gpu_ar_params_t &p) {
-  const size_t at = (size_t)p.rank * p.block;
+__device__ __forceinline__ Part own_part(const coll_gpu_work_t &p, int rank) {
+  const size_t at = (size_t)rank * p.block;
   if (p.coll == COLL_GPU_COLL_ALLGATHER) return Part{(const char *)p.sendbuf, (char *)p.recvbuf + at, p.count};
   if (p.coll == COLL_GPU_COLL_ALLTOALL) return Part{(const char *)p.sendbuf + at, (char *)p.recvbuf + at, p.count};
   return Part{nullptr, nullptr, 0};
 }
 
-__global__ void __launch_bounds__(kLLThreads) move_ll(coll_gpu_ar_params_t p, bool aligned) {
-  const Layout L(p.layout);
+__global__ void __launch_bounds__(kLLThreads)
+    move_ll(const __grid_constant__ coll_gpu_dev_comm_t comm, const __grid_constant__ coll_gpu_work_t p, bool aligned) {
+  const coll_gpu_dev_comm_t &c = comm;
+  const int rank = c.rank, nranks = c.nranks;
+  const Layout L(c.layout);
   const int parity = (int)(p.seq & 1);
   const uint32_t flag = (uint32_t)p.seq;  // never 0: the engine skips seqs that are 0 mod 2^32
   const size_t units = coll_gpu_div_up(p.count, kPack);
   const size_t stride = (size_t)gridDim.x * blockDim.x;
-  const Part own = own_part(p);
+  const Part own = own_part(p, rank);
   const bool copy_own = own.bytes != 0 && own.src != own.dst;
 
   // step 0: push my part for each peer, copy my own block
   for (size_t u = (size_t)blockIdx.x * blockDim.x + threadIdx.x; u < units; u += stride) {
-    for (int k = 1; k < p.nranks; ++k) {
-      const int peer = (p.rank + k) % p.nranks;
-      const Part s = send_part(p, peer);
+    for (int k = 1; k < nranks; ++k) {
+      const int peer = (rank + k) % nranks;
+      const Part s = send_part(p, rank, peer);
       if (s.bytes == 0 && u != 0) continue;
       uint4 v = make_uint4(0, 0, 0, 0);
       if (s.bytes != 0) v = load_pack(aligned, s.src + u * kPack, (int)coll_gpu_min(kPack, s.bytes - u * kPack));
-      ll_put((uint4 *)((char *)p.peer_scratch[peer] + L.ll(parity, p.rank)) + 2 * u, v, flag);
+      ll_put((uint4 *)((char *)c.peer_scratch[peer] + L.ll(parity, rank)) + 2 * u, v, flag);
     }
     if (copy_own) {
       const int n = (int)coll_gpu_min(kPack, own.bytes - u * kPack);
@@ -89,21 +92,21 @@ __global__ void __launch_bounds__(kLLThreads) move_ll(coll_gpu_ar_params_t p, bo
   }
 
   // step 1: keep what each peer pushed
-  const Waiter w(p);
+  const Waiter w(c);
   bool alive = true;
   for (size_t u = (size_t)blockIdx.x * blockDim.x + threadIdx.x; alive && u < units; u += stride) {
-    for (int k = 1; alive && k < p.nranks; ++k) {
-      const int s = (p.rank + p.nranks - k) % p.nranks;
-      const Part r = recv_part(p, s);
+    for (int k = 1; alive && k < nranks; ++k) {
+      const int s = (rank + nranks - k) % nranks;
+      const Part r = recv_part(p, rank, s);
       if (r.bytes == 0 && u != 0) continue;
-      const uint4 *line = (const uint4 *)((const char *)p.peer_scratch[p.rank] + L.ll(parity, s)) + 2 * u;
+      const uint4 *line = (const uint4 *)((const char *)c.peer_scratch[rank] + L.ll(parity, s)) + 2 * u;
       uint4 v;
       alive = ll_get(line, flag, w, s, &v);
       if (alive && r.bytes != 0)
         store_pack(aligned, r.dst + u * kPack, v, (int)coll_gpu_min(kPack, r.bytes - u * kPack));
     }
   }
-  block_done(p.status, p.seq);
+  block_done(c.status, p.seq);
 }
 
 // A block's copy of `bytes` from src to dst.
@@ -115,18 +118,18 @@ __device__ void block_copy(bool aligned, const char *src, char *dst, size_t byte
 }
 
 template <int Align>
-__global__ void __launch_bounds__(kThreads) move_ring(coll_gpu_ar_params_t p, bool aligned) {
+__global__ void __launch_bounds__(kThreads) move_ring(const __grid_constant__ coll_gpu_dev_comm_t comm,
+                                                      const __grid_constant__ coll_gpu_work_t p, bool aligned) {
   using Bytes = uint8_t;
-  RingChannel<Bytes, OpSum<Bytes>, Align> c(p, aligned);
-  const int n = p.nranks;
-  const uint8_t *ring = p.rings[blockIdx.x % p.nrings];
-  const size_t slot = p.layout.slot_bytes;
+  RingChannel<Bytes, OpSum<Bytes>, Align> c(comm, p, aligned);
+  const int n = c.nranks;
+  const size_t slot = c.slot_bytes;
   const coll_gpu_range_t part = coll_gpu_part(p.count, gridDim.x, blockIdx.x, kPack);
   const char *in = (const char *)p.sendbuf;
   char *out = (char *)p.recvbuf;
   bool ok = true;
   if (p.coll == COLL_GPU_COLL_BCAST) {
-    announce_start(p);
+    announce_start(comm, p);
     const int d = c.hops_from(p.root);
     for (size_t off = part.begin; ok && off < part.begin + part.count; off += slot) {
       const size_t len = coll_gpu_min(slot, part.begin + part.count - off);
@@ -138,7 +141,7 @@ __global__ void __launch_bounds__(kThreads) move_ring(coll_gpu_ar_params_t p, bo
         ok = c.template step<kRecv | kCopyOut>(nullptr, out + off, len);
     }
   } else if (p.coll == COLL_GPU_COLL_ALLGATHER) {
-    auto block = [&](int ring_pos) { return out + (size_t)ring[(ring_pos % n + n) % n] * p.block; };
+    auto block = [&](int ring_pos) { return out + (size_t)c.rank_at(ring_pos) * p.block; };
     for (size_t off = part.begin; ok && off < part.begin + part.count; off += slot) {
       const size_t len = coll_gpu_min(slot, part.begin + part.count - off);
       // step 0: push my block to the next GPU, and keep it
@@ -150,7 +153,7 @@ __global__ void __launch_bounds__(kThreads) move_ring(coll_gpu_ar_params_t p, bo
       if (ok) ok = c.template step<kRecv | kCopyOut>(nullptr, block(c.pos + 1) + off, len);
     }
   } else {  // alltoall, 2 ranks: the peer is both next and previous
-    const size_t mine = (size_t)p.rank * p.block, theirs = (size_t)c.next * p.block;
+    const size_t mine = (size_t)c.rank_at(c.pos) * p.block, theirs = (size_t)c.next * p.block;
     if (in + mine != out + mine) block_copy(c.aligned(), in + mine + part.begin, out + mine + part.begin, part.count);
     for (size_t off = part.begin; ok && off < part.begin + part.count; off += slot) {
       const size_t len = coll_gpu_min(slot, part.begin + part.count - off);
@@ -159,34 +162,32 @@ __global__ void __launch_bounds__(kThreads) move_ring(coll_gpu_ar_params_t p, bo
       if (ok) ok = c.template step<kRecv | kCopyOut>(nullptr, out + theirs + off, len);
     }
   }
-  if (p.coll == COLL_GPU_COLL_BCAST) await_started(p, c.w);
+  if (p.coll == COLL_GPU_COLL_BCAST) await_started(comm, p, c.w);
   c.save();
-  block_done(p.status, p.seq);
+  block_done(c.w.status, p.seq);
 }
 
 // Whether every address a call touches starts on a pack boundary.
-bool move_aligned(const coll_gpu_ar_params_t &p) {
+bool move_aligned(const coll_gpu_work_t &p) {
   return packs_aligned(p.sendbuf, p.recvbuf) && (p.coll == COLL_GPU_COLL_BCAST || p.block % kPack == 0);
 }
 
 }  // namespace
 
-int move_blocks(const coll_gpu_ar_params_t &p) {
-  return p.algo == COLL_GPU_ALGO_ONESHOT ? ll_blocks(p.count) : p.nchannels;
-}
+int move_blocks(const coll_gpu_work_t &p) { return p.algo == COLL_GPU_ALGO_ONESHOT ? ll_blocks(p.count) : p.nchannels; }
 
-int move_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream) {
+int move_launch(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p, cudaStream_t stream) {
   const bool aligned = move_aligned(p);
   switch (p.algo) {
     case COLL_GPU_ALGO_ONESHOT:
-      move_ll<<<move_blocks(p), kLLThreads, 0, stream>>>(p, aligned);
+      move_ll<<<move_blocks(p), kLLThreads, 0, stream>>>(comm, p, aligned);
       break;
     case COLL_GPU_ALGO_RING:
-      if (p.coll == COLL_GPU_COLL_ALLTOALL && p.nranks != 2) return (int)cudaErrorInvalidValue;
+      if (p.coll == COLL_GPU_COLL_ALLTOALL && comm.nranks != 2) return (int)cudaErrorInvalidValue;
       if (aligned)
-        move_ring<kAligned><<<p.nchannels, kThreads, 0, stream>>>(p, true);
+        move_ring<kAligned><<<p.nchannels, kThreads, 0, stream>>>(comm, p, true);
       else
-        move_ring<kUnaligned><<<p.nchannels, kThreads, 0, stream>>>(p, false);
+        move_ring<kUnaligned><<<p.nchannels, kThreads, 0, stream>>>(comm, p, false);
       break;
     default:
       return (int)cudaErrorInvalidValue;

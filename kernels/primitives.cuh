@@ -59,7 +59,9 @@ struct Layout {
   COLL_GPU_HD size_t fifo(int ch, int slot) const {
     return align(ts_end()) + ((size_t)ch * COLL_GPU_RING_SLOTS + slot) * l.slot_bytes;
   }
-  COLL_GPU_HD size_t total() const { return fifo(l.nchannels, 0); }
+  // this rank's use only: the ring channels as its kernels see them (coll_gpu_dev_comm_t)
+  COLL_GPU_HD size_t channels() const { return align(fifo(l.nchannels, 0)); }
+  COLL_GPU_HD size_t total() const { return channels() + (size_t)l.nchannels * sizeof(coll_gpu_dev_channel_t); }
 };
 
 #ifdef __CUDACC__
@@ -92,9 +94,9 @@ constexpr uint64_t kAbortCheckNs = 1000000;
 struct Waiter {
   uint64_t check_from, report_from;
   coll_gpu_ar_status_t *status;
-  __device__ explicit Waiter(const coll_gpu_ar_params_t &p) : status(p.status) {
+  __device__ explicit Waiter(const coll_gpu_dev_comm_t &comm) : status(comm.status) {
     check_from = global_timer() + kAbortCheckNs;
-    report_from = check_from - kAbortCheckNs + p.timeout_ns;
+    report_from = check_from - kAbortCheckNs + comm.timeout_ns;
   }
   // True when the host aborted the call: the wait must end.
   __device__ bool expired(int spins, int peer) const {
@@ -274,8 +276,8 @@ inline size_t bytewise_width(coll_gpu_dtype_t type, coll_gpu_redop_t op) {  // 1
   const bool bits = op == COLL_GPU_BAND || op == COLL_GPU_BOR || op == COLL_GPU_BXOR;
   return bits && type <= COLL_GPU_UINT64 ? coll_gpu_dtype_size(type) : 1;
 }
-inline coll_gpu_ar_params_t bytewise(const coll_gpu_ar_params_t &p) {
-  coll_gpu_ar_params_t q = p;
+inline coll_gpu_work_t bytewise(const coll_gpu_work_t &p) {
+  coll_gpu_work_t q = p;
   const size_t width = bytewise_width(p.type, p.op);
   if (width == 1) return q;
   q.type = COLL_GPU_UINT8;
@@ -302,30 +304,30 @@ __device__ __forceinline__ void block_done(coll_gpu_ar_status_t *status, uint64_
 // The algorithms, one file each. One-shot (allreduce_oneshot.cu) is one kernel for every type and op;
 // two-shot and ring (allreduce_twoshot.cuh, allreduce_ring.cuh) are a kernel per type and op, behind
 // their typed launchers, which the files that kernels/generate.sh writes instantiate a few at a time so
-// that the build runs them in parallel.
-int oneshot_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream);
-int oneshot_blocks(const coll_gpu_ar_params_t &p);
-// Defines typed launcher `name`: call p with Kernel<T, Op, kAligned or kUnaligned> for the call's buffers.
-#define COLL_GPU_DEFINE_TYPED(name, Kernel, grid, block)               \
-  template <typename T, typename Op>                                   \
-  int name(const coll_gpu_ar_params_t &p, cudaStream_t stream) {       \
-    if (packs_aligned(p.sendbuf, p.recvbuf))                           \
-      Kernel<T, Op, kAligned><<<grid, block, 0, stream>>>(p, true);    \
-    else                                                               \
-      Kernel<T, Op, kUnaligned><<<grid, block, 0, stream>>>(p, false); \
-    return (int)cudaGetLastError();                                    \
+// that the build runs them in parallel. Every kernel gets the communicator and the call's work by value.
+int oneshot_launch(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w, cudaStream_t stream);
+int oneshot_blocks(const coll_gpu_work_t &w);
+// Defines typed launcher `name`: call w with Kernel<T, Op, kAligned or kUnaligned> for the call's buffers.
+#define COLL_GPU_DEFINE_TYPED(name, Kernel, grid, block)                                     \
+  template <typename T, typename Op>                                                         \
+  int name(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w, cudaStream_t stream) { \
+    if (packs_aligned(w.sendbuf, w.recvbuf))                                                 \
+      Kernel<T, Op, kAligned><<<grid, block, 0, stream>>>(comm, w, true);                    \
+    else                                                                                     \
+      Kernel<T, Op, kUnaligned><<<grid, block, 0, stream>>>(comm, w, false);                 \
+    return (int)cudaGetLastError();                                                          \
   }
 template <typename T, typename Op>
-int twoshot_typed(const coll_gpu_ar_params_t &p, cudaStream_t stream);
+int twoshot_typed(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w, cudaStream_t stream);
 template <typename T, typename Op>
-int ring_typed(const coll_gpu_ar_params_t &p, cudaStream_t stream);
+int ring_typed(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w, cudaStream_t stream);
 // The moves (kernels/move.cu): bcast, allgather and alltoall.
-int move_launch(const coll_gpu_ar_params_t &p, cudaStream_t stream);
-int move_blocks(const coll_gpu_ar_params_t &p);
+int move_launch(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w, cudaStream_t stream);
+int move_blocks(const coll_gpu_work_t &w);
 // Reduce and reduce-scatter (kernels/reduce.cuh): direct LL and ring, per type and op.
 template <typename T, typename Op>
-int reduce_typed(const coll_gpu_ar_params_t &p, cudaStream_t stream);
-int reduce_blocks(const coll_gpu_ar_params_t &p);
+int reduce_typed(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w, cudaStream_t stream);
+int reduce_blocks(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w);
 
 #endif  // __CUDACC__
 

@@ -3,10 +3,11 @@
  * connections, one FIFO slot per step. Every ring collective is a list of steps over them (NCCL's
  * runRing): send, recv, recvReduceSend, recvReduceCopySend, recvCopySend.
  *
- * A send writes into the next rank's FIFO slot (step mod depth), then raises the next rank's tail; a
- * receive waits for our tail, consumes the slot, then raises the previous rank's head, which frees the
- * slot. One release fence after the step's data orders both flags. Each channel's step counters (steps
- * sent to the next rank, received from the previous one) live in this rank's scratch: a kernel reads them
+ * A channel reaches its neighbours through its two connections (coll_gpu_conn_t in the communicator's
+ * device copy, kernels/allreduce.h). A send writes into the send connection's FIFO slot (step mod depth),
+ * then raises its tail; a receive waits for the receive connection's tail, consumes the slot, then raises
+ * its head, which frees the slot. One release fence after the step's data orders both flags. Each
+ * channel's step counters (steps sent, steps received) live in this rank's scratch: a kernel reads them
  * when it starts and saves them when it ends, so the host never replays the kernels' arithmetic, and
  * calls whose ranks send and receive different numbers of steps (a broadcast's root) keep them right.
  */
@@ -26,46 +27,42 @@ enum { kRecv = 1, kReduce = 2, kCopyOut = 4, kSend = 8 };
 // Align: kAligned or kUnaligned for a kernel per alignment, kAlignRuntime to be told (primitives.cuh).
 template <typename T, typename Op, int Align = kAlignRuntime>
 struct RingChannel {
-  const coll_gpu_ar_params_t &p;
+  const coll_gpu_work_t &p;
   const bool told;  // kAlignRuntime: whether the call's buffers start on a pack boundary
-  const Layout L;
   const Waiter w;
-  const int ch;
+  const int nranks;
   int pos, next, prev;  // my position in this channel's ring, and my neighbours there
+  const uint8_t *ring;  // the ranks in ring order
   uint64_t send_step, recv_step;
   uint64_t *saved;  // this channel's counters in my scratch: [0] sent, [1] received
-  char *my_fifo, *next_fifo;
-  uint64_t *recv_tail, *send_head, *next_tail, *prev_head;
+  coll_gpu_conn_t send, recv;
+  size_t slot_bytes;
 
-  __device__ RingChannel(const coll_gpu_ar_params_t &params, bool aligned_)
-      : p(params), told(aligned_), L(params.layout), w(params), ch(blockIdx.x) {
-    const uint8_t *ring = p.rings[ch % p.nrings];
-    const int n = p.nranks;
-    pos = 0;
-    while (pos < n - 1 && ring[pos] != p.rank) ++pos;
-    next = ring[(pos + 1) % n];
-    prev = ring[(pos + n - 1) % n];
-    char *mine = (char *)p.peer_scratch[p.rank];
-    saved = flag_at(mine, L.steps(ch));
+  __device__ RingChannel(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &work, bool aligned_)
+      : p(work), told(aligned_), w(comm), nranks(comm.nranks) {
+    const coll_gpu_dev_channel_t &c = comm.channels[blockIdx.x];
+    pos = c.pos;
+    next = c.next;
+    prev = c.prev;
+    ring = c.ring;
+    send = c.send;
+    recv = c.recv;
+    saved = c.steps;
     send_step = saved[0];
     recv_step = saved[1];
-    my_fifo = mine + L.fifo(ch, 0);
-    next_fifo = (char *)p.peer_scratch[next] + L.fifo(ch, 0);
-    recv_tail = flag_at(mine, L.tail(ch));
-    send_head = flag_at(mine, L.head(ch));
-    next_tail = flag_at(p.peer_scratch[next], L.tail(ch));
-    prev_head = flag_at(p.peer_scratch[prev], L.head(ch));
+    slot_bytes = comm.layout.slot_bytes;
   }
 
   // Whether the call's buffers start on a pack boundary (load_pack): a constant unless told.
   __device__ bool aligned() const { return call_aligned<Align>(told); }
 
+  // The rank at ring position `at` (any integer, taken mod the ring's length).
+  __device__ int rank_at(int at) const { return ring[(at % nranks + nranks) % nranks]; }
   // Hops along this channel's ring from `rank` to me (0: I am `rank`).
   __device__ int hops_from(int rank) const {
-    const uint8_t *ring = p.rings[ch % p.nrings];
     int at = 0;
-    while (at < p.nranks - 1 && ring[at] != rank) ++at;
-    return (pos - at + p.nranks) % p.nranks;
+    while (at < nranks - 1 && ring[at] != rank) ++at;
+    return (pos - at + nranks) % nranks;
   }
 
   // Saves the counters for the channel's next kernel (every thread holds the same; the kernel's end
@@ -84,15 +81,15 @@ struct RingChannel {
     __shared__ int ok;
     if (threadIdx.x == 0) {
       ok = 1;
-      if (Mode & kRecv) ok = w.wait_geq(recv_tail, recv_step + 1, prev);
+      if (Mode & kRecv) ok = w.wait_geq(recv.tail, recv_step + 1, prev);
       if (ok && (Mode & kSend) && send_step + 1 > COLL_GPU_RING_SLOTS)
-        ok = w.wait_geq(send_head, send_step + 1 - COLL_GPU_RING_SLOTS, next);
+        ok = w.wait_geq(send.head, send_step + 1 - COLL_GPU_RING_SLOTS, next);
     }
     __syncthreads();
     if (!ok) return false;
     constexpr bool kMine = (Mode & kReduce) || !(Mode & kRecv);
-    const char *src = my_fifo + (recv_step % COLL_GPU_RING_SLOTS) * L.l.slot_bytes;
-    char *dst = next_fifo + (send_step % COLL_GPU_RING_SLOTS) * L.l.slot_bytes;
+    const char *src = recv.buff + (recv_step % COLL_GPU_RING_SLOTS) * slot_bytes;
+    char *dst = send.buff + (send_step % COLL_GPU_RING_SLOTS) * slot_bytes;
     const size_t stride = (size_t)blockDim.x * kPack;
     for (size_t tile = (size_t)threadIdx.x * kPack; tile < bytes; tile += stride * kUnroll) {
       uint4 v[kUnroll], mine[kUnroll];
@@ -118,8 +115,8 @@ struct RingChannel {
     __syncthreads();
     if (threadIdx.x == 0) {
       fence_release_sys();  // this step's stores and loads, then both flags
-      if (Mode & kSend) st_relaxed_sys(next_tail, send_step + 1);
-      if (Mode & kRecv) st_relaxed_sys(prev_head, recv_step + 1);
+      if (Mode & kSend) st_relaxed_sys(send.tail, send_step + 1);
+      if (Mode & kRecv) st_relaxed_sys(recv.head, recv_step + 1);
     }
     if (Mode & kSend) ++send_step;
     if (Mode & kRecv) ++recv_step;
@@ -140,16 +137,17 @@ struct RingChannel {
 // announces its start to every peer, and its block 0 ends only once every peer has announced: so, as in
 // the other collectives, no rank finishes a call before every rank has begun it (and so finished the one
 // before). One store per peer; the wait is over by the time a large call ends.
-__device__ __forceinline__ void announce_start(const coll_gpu_ar_params_t &p) {
-  if (blockIdx.x == 0 && threadIdx.x < p.nranks && (int)threadIdx.x != p.rank)
-    st_relaxed_sys(flag_at(p.peer_scratch[threadIdx.x], Layout(p.layout).started(p.rank)), p.seq);
+__device__ __forceinline__ void announce_start(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p) {
+  if (blockIdx.x == 0 && threadIdx.x < comm.nranks && (int)threadIdx.x != comm.rank)
+    st_relaxed_sys(flag_at(comm.peer_scratch[threadIdx.x], Layout(comm.layout).started(comm.rank)), p.seq);
 }
 // Block 0, before block_done: waits until every peer has announced this call.
-__device__ __forceinline__ void await_started(const coll_gpu_ar_params_t &p, const Waiter &w) {
+__device__ __forceinline__ void await_started(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p,
+                                              const Waiter &w) {
   if (blockIdx.x != 0 || threadIdx.x != 0) return;
-  const Layout L(p.layout);
-  for (int s = 0; s < p.nranks; ++s)
-    if (s != p.rank && !w.wait_geq(flag_at(p.peer_scratch[p.rank], L.started(s)), p.seq, s)) return;
+  const Layout L(comm.layout);
+  for (int s = 0; s < comm.nranks; ++s)
+    if (s != comm.rank && !w.wait_geq(flag_at(comm.peer_scratch[comm.rank], L.started(s)), p.seq, s)) return;
 }
 
 }  // namespace coll_gpu

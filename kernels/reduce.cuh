@@ -34,74 +34,77 @@ namespace coll_gpu {
 namespace {
 
 // The elements of sendbuf a rank sends to rank q (0 elements: a token), and those it reduces for itself.
-__device__ __forceinline__ coll_gpu_range_t reduce_part(const coll_gpu_ar_params_t &p, int q) {
+__device__ __forceinline__ coll_gpu_range_t reduce_part(const coll_gpu_work_t &p, int q) {
   if (p.coll == COLL_GPU_COLL_REDUCE_SCATTER) return p.blocks[q];
   return coll_gpu_range_t{0, q == p.root ? p.count : 0};
 }
 
 template <typename T, typename Op>
-__global__ void __launch_bounds__(kLLThreads) reduce_direct(coll_gpu_ar_params_t p, bool aligned) {
-  const Layout L(p.layout);
+__global__ void __launch_bounds__(kLLThreads) reduce_direct(const __grid_constant__ coll_gpu_dev_comm_t comm,
+                                                            const __grid_constant__ coll_gpu_work_t p, bool aligned) {
+  const coll_gpu_dev_comm_t &c = comm;
+  const int rank = c.rank, nranks = c.nranks;
+  const Layout L(c.layout);
   const int parity = (int)(p.seq & 1);
   const uint32_t flag = (uint32_t)p.seq;  // never 0: the engine skips seqs that are 0 mod 2^32
   const size_t stride = (size_t)gridDim.x * blockDim.x;
   const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   const char *in = (const char *)p.sendbuf;
   size_t units = 1;  // a token at least
-  for (int q = 0; q < p.nranks; ++q)
+  for (int q = 0; q < nranks; ++q)
     units = coll_gpu_max(units, coll_gpu_div_up(reduce_part(p, q).count * sizeof(T), kPack));
 
   // step 0: push my part for each peer
   for (size_t u = first; u < units; u += stride) {
-    for (int k = 1; k < p.nranks; ++k) {
-      const int peer = (p.rank + k) % p.nranks;
+    for (int k = 1; k < nranks; ++k) {
+      const int peer = (rank + k) % nranks;
       const coll_gpu_range_t part = reduce_part(p, peer);
       const size_t bytes = part.count * sizeof(T);
       if (bytes == 0 ? u != 0 : u * kPack >= bytes) continue;
       uint4 v = make_uint4(0, 0, 0, 0);
       if (bytes != 0)
         v = load_pack(aligned, in + part.begin * sizeof(T) + u * kPack, (int)coll_gpu_min(kPack, bytes - u * kPack));
-      ll_put((uint4 *)((char *)p.peer_scratch[peer] + L.ll(parity, p.rank)) + 2 * u, v, flag);
+      ll_put((uint4 *)((char *)c.peer_scratch[peer] + L.ll(parity, rank)) + 2 * u, v, flag);
     }
   }
 
   // step 1: reduce my part over every rank in rank order (or take each peer's token)
-  const coll_gpu_range_t mine = reduce_part(p, p.rank);
+  const coll_gpu_range_t mine = reduce_part(p, rank);
   const size_t bytes = mine.count * sizeof(T);
   const char *own = in + mine.begin * sizeof(T);
   char *out = (char *)p.recvbuf;
-  const Waiter w(p);
+  const Waiter w(c);
   bool alive = true;
   for (size_t u = first; alive && u < coll_gpu_max(coll_gpu_div_up(bytes, kPack), 1); u += stride) {
     const int n = bytes == 0 ? 0 : (int)coll_gpu_min(kPack, bytes - u * kPack);
     uint4 acc = make_uint4(0, 0, 0, 0);
-    for (int s = 0; alive && s < p.nranks; ++s) {
+    for (int s = 0; alive && s < nranks; ++s) {
       uint4 v = make_uint4(0, 0, 0, 0);
-      if (s == p.rank) {
+      if (s == rank) {
         if (n != 0) v = load_pack(aligned, own + u * kPack, n);
       } else {
-        const uint4 *line = (const uint4 *)((const char *)p.peer_scratch[p.rank] + L.ll(parity, s)) + 2 * u;
+        const uint4 *line = (const uint4 *)((const char *)c.peer_scratch[rank] + L.ll(parity, s)) + 2 * u;
         alive = ll_get(line, flag, w, s, &v);
       }
       acc = s == 0 ? v : reduce_pack<T, Op>(acc, v);
     }
     if (alive && n != 0) store_out<T>(aligned, out + u * kPack, acc, n);
   }
-  block_done(p.status, p.seq);
+  block_done(c.status, p.seq);
 }
 
 template <typename T, typename Op>
-__global__ void __launch_bounds__(kThreads) reduce_ring(coll_gpu_ar_params_t p, bool aligned) {
-  RingChannel<T, Op> c(p, aligned);
-  const int n = p.nranks;
-  const uint8_t *ring = p.rings[blockIdx.x % p.nrings];
+__global__ void __launch_bounds__(kThreads) reduce_ring(const __grid_constant__ coll_gpu_dev_comm_t comm,
+                                                        const __grid_constant__ coll_gpu_work_t p, bool aligned) {
+  RingChannel<T, Op> c(comm, p, aligned);
+  const int n = c.nranks;
   const size_t pack = kPack / sizeof(T);
-  const size_t slot = p.layout.slot_bytes / sizeof(T);
+  const size_t slot = c.slot_bytes / sizeof(T);
   const char *in = (const char *)p.sendbuf;
   char *out = (char *)p.recvbuf;
   bool ok = true;
   if (p.coll == COLL_GPU_COLL_REDUCE) {
-    announce_start(p);
+    announce_start(comm, p);
     const int d = c.hops_from(p.root);
     const coll_gpu_range_t part = coll_gpu_part(p.count, gridDim.x, blockIdx.x, pack);
     for (size_t off = part.begin; ok && off < part.begin + part.count; off += slot) {
@@ -113,7 +116,7 @@ __global__ void __launch_bounds__(kThreads) reduce_ring(coll_gpu_ar_params_t p, 
       else  // the root: add mine, keep it
         ok = c.template step<kRecv | kReduce | kCopyOut>(in + at, out + at, bytes);
     }
-    await_started(p, c.w);
+    await_started(comm, p, c.w);
   } else {  // reduce-scatter
     // this channel's part of the block at ring position `pos`, from element off of the part: where it
     // starts in sendbuf, where in the part, and its length (0 past the part's end)
@@ -121,7 +124,7 @@ __global__ void __launch_bounds__(kThreads) reduce_ring(coll_gpu_ar_params_t p, 
       size_t send, at, count;
     };
     auto seg = [&](int pos, size_t off) {
-      const int q = ring[(pos % n + n) % n];
+      const int q = c.rank_at(pos);
       const coll_gpu_range_t part = coll_gpu_part(p.blocks[q].count, gridDim.x, blockIdx.x, pack);
       const size_t b = coll_gpu_min(off, part.count);
       return Seg{p.blocks[q].begin + part.begin + b, part.begin + b, coll_gpu_min(slot, part.count - b)};
@@ -146,14 +149,14 @@ __global__ void __launch_bounds__(kThreads) reduce_ring(coll_gpu_ar_params_t p, 
     }
   }
   c.save();
-  block_done(p.status, p.seq);
+  block_done(c.w.status, p.seq);
 }
 
 // Whether every address a call touches starts on a pack boundary.
-__host__ bool reduce_aligned(const coll_gpu_ar_params_t &p) {
+__host__ bool reduce_aligned(int nranks, const coll_gpu_work_t &p) {
   if (!packs_aligned(p.sendbuf, p.recvbuf)) return false;
   if (p.coll != COLL_GPU_COLL_REDUCE_SCATTER) return true;
-  for (int q = 0; q < p.nranks; ++q)
+  for (int q = 0; q < nranks; ++q)
     if (p.blocks[q].begin * coll_gpu_dtype_size(p.type) % kPack != 0) return false;
   return true;
 }
@@ -162,12 +165,12 @@ __host__ bool reduce_aligned(const coll_gpu_ar_params_t &p) {
 
 // instantiated in kernels/inst/reduce_*.cu
 template <typename T, typename Op>
-int reduce_typed(const coll_gpu_ar_params_t &p, cudaStream_t stream) {
-  const bool aligned = reduce_aligned(p);
+int reduce_typed(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p, cudaStream_t stream) {
+  const bool aligned = reduce_aligned(comm.nranks, p);
   if (p.algo == COLL_GPU_ALGO_ONESHOT)
-    reduce_direct<T, Op><<<reduce_blocks(p), kLLThreads, 0, stream>>>(p, aligned);
+    reduce_direct<T, Op><<<reduce_blocks(comm, p), kLLThreads, 0, stream>>>(comm, p, aligned);
   else if (p.algo == COLL_GPU_ALGO_RING)
-    reduce_ring<T, Op><<<p.nchannels, kThreads, 0, stream>>>(p, aligned);
+    reduce_ring<T, Op><<<p.nchannels, kThreads, 0, stream>>>(comm, p, aligned);
   else
     return (int)cudaErrorInvalidValue;
   return (int)cudaGetLastError();

@@ -42,6 +42,7 @@
   } while (0)
 
 enum { GUARD = 64, POISON = 0xA5, MAX_BYTES = 8 << 20, SPAN = MAX_BYTES + 2 * GUARD + 16 };
+#define HANG_S 20 /* a call's limit (hung) */
 
 /* The kernels' limits for this test's layout. */
 static const coll_gpu_ar_layout_t LAYOUT_TEMPLATE = {
@@ -175,6 +176,7 @@ typedef struct {
   uint64_t seq;
   int nrings;
   uint8_t rings[COLL_GPU_MAX_RINGS][COLL_GPU_MAX_RANKS];
+  coll_gpu_dev_comm_t comm[COLL_GPU_MAX_RANKS];                       /* each rank's, channels uploaded */
   unsigned char *send[COLL_GPU_MAX_RANKS], *recv[COLL_GPU_MAX_RANKS]; /* device, SPAN bytes */
 } comm_t;
 
@@ -203,6 +205,14 @@ static void comm_init(comm_t *c, int n) {
       c->rings[g][i] = c->rings[g][j];
       c->rings[g][j] = t;
     }
+  }
+  for (int r = 0; r < n; ++r) {
+    CHECK(cudaSetDevice(c->dev[r]));
+    static coll_gpu_dev_channel_t channels[COLL_GPU_MAX_CHANNELS];
+    CHECK(coll_gpu_dev_comm_setup(&c->comm[r], channels, r, n, &c->layout, c->scratch, c->nrings,
+                                  (const uint8_t(*)[COLL_GPU_MAX_RANKS])c->rings,
+                                  (coll_gpu_ar_status_t *)c->status_dev[r], (uint64_t)HANG_S * 1000 * 1000 * 1000, 0));
+    CHECK(coll_gpu_dev_comm_upload(&c->comm[r], channels));
   }
 }
 
@@ -244,7 +254,6 @@ static int algo_runs(coll_gpu_coll_t coll, coll_gpu_algo_t algo, int n) {
 
 /* A call that has not finished after HANG_S seconds is aborted through the status words, as the host
  * side of coll/gpu would: it fails the test instead of hanging it. Returns 1 if it had to. */
-#define HANG_S 20
 static int hung(comm_t *c, const char *what) {
   const time_t deadline = time(NULL) + HANG_S;
   for (int r = 0; r < c->n; ++r) {
@@ -450,9 +459,9 @@ static int run_call(comm_t *c, const call_t *k, images_t *im) {
   }
   expect(c, k, im);
   if ((uint32_t)++c->seq == 0) ++c->seq;
-  coll_gpu_ar_params_t p[COLL_GPU_MAX_RANKS];
+  coll_gpu_work_t p[COLL_GPU_MAX_RANKS];
   for (int r = 0; r < n; ++r) {
-    coll_gpu_ar_params_t *q = &p[r];
+    coll_gpu_work_t *q = &p[r];
     memset(q, 0, sizeof(*q));
     q->coll = k->coll;
     q->root = k->root;
@@ -466,22 +475,14 @@ static int run_call(comm_t *c, const call_t *k, images_t *im) {
     q->algo = k->algo;
     q->nchannels = k->nchannels;
     q->seq = c->seq;
-    q->timeout_ns = (uint64_t)HANG_S * 1000 * 1000 * 1000;
-    q->rank = r;
-    q->nranks = n;
-    q->layout = c->layout;
-    memcpy(q->peer_scratch, c->scratch, sizeof(q->peer_scratch));
-    q->nrings = c->nrings;
-    memcpy(q->rings, c->rings, sizeof(q->rings));
-    q->status = (coll_gpu_ar_status_t *)c->status_dev[r];
     CHECK(cudaSetDevice(c->dev[r]));
-    CHECK(coll_gpu_ar_launch(q, c->stream[r]));
+    CHECK(coll_gpu_ar_launch(&c->comm[r], q, c->stream[r]));
   }
   int failed = hung(c, what);
   for (int r = 0; r < n; ++r) {
     CHECK(cudaSetDevice(c->dev[r]));
     CHECK(coll_gpu_stream_sync(c->stream[r]));
-    const int blocks = coll_gpu_ar_blocks(&p[r]);
+    const int blocks = coll_gpu_ar_blocks(&c->comm[r], &p[r]);
     for (int b = 0; b < blocks; ++b)
       if (c->status[r]->done[b] != c->seq) {
         fprintf(stderr, "FAIL %s: rank %d block %d wrote done %llu, not %llu\n", what, r, b,

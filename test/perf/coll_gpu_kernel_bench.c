@@ -48,11 +48,12 @@ static coll_gpu_ar_layout_t layout;
 static void *scratch[COLL_GPU_MAX_RANKS], *status_dev[COLL_GPU_MAX_RANKS], *stream[COLL_GPU_MAX_RANKS];
 static coll_gpu_ar_status_t *status[COLL_GPU_MAX_RANKS];
 static char *buf[COLL_GPU_MAX_RANKS];
+static coll_gpu_dev_comm_t comm[COLL_GPU_MAX_RANKS]; /* each rank's, channels uploaded; one ring in rank order */
 static uint64_t seq;
 
 /* Microseconds from launching every rank's graph of `calls` calls of p to the end of the last. Each
  * rank's buffer holds a send and a receive buffer of `half` bytes. */
-static double run_graphs(coll_gpu_ar_params_t p, size_t half, int calls) {
+static double run_graphs(coll_gpu_work_t p, size_t half, int calls) {
   cudaGraphExec_t exec[COLL_GPU_MAX_RANKS];
   for (int r = 0; r < nranks; ++r) {
     CHECK(cudaSetDevice(r % ndev));
@@ -61,15 +62,7 @@ static double run_graphs(coll_gpu_ar_params_t p, size_t half, int calls) {
       p.sendbuf = buf[r];
       p.recvbuf = buf[r] + half;
       p.seq = seq + 1 + (uint64_t)it;
-      p.timeout_ns = 30ULL * 1000 * 1000 * 1000;
-      p.rank = r;
-      p.nranks = nranks;
-      p.layout = layout;
-      memcpy(p.peer_scratch, scratch, sizeof(p.peer_scratch));
-      p.nrings = 1;
-      for (int i = 0; i < nranks; ++i) p.rings[0][i] = (uint8_t)i;
-      p.status = (coll_gpu_ar_status_t *)status_dev[r];
-      CHECK(coll_gpu_ar_launch(&p, stream[r]));
+      CHECK(coll_gpu_ar_launch(&comm[r], &p, stream[r]));
     }
     cudaGraph_t g;
     CHECK(cudaStreamEndCapture((cudaStream_t)stream[r], &g));
@@ -178,6 +171,16 @@ int main(int argc, char **argv) {
     CHECK(coll_gpu_stream_create(&stream[r], 1));
     CHECK(coll_gpu_dev_alloc((void **)&buf[r], 2 * half));
   }
+  uint8_t ring[1][COLL_GPU_MAX_RANKS];
+  for (int i = 0; i < n; ++i) ring[0][i] = (uint8_t)i;
+  for (int r = 0; r < n; ++r) {
+    CHECK(cudaSetDevice(r % ndev));
+    static coll_gpu_dev_channel_t channels[COLL_GPU_MAX_CHANNELS];
+    CHECK(coll_gpu_dev_comm_setup(&comm[r], channels, r, n, &layout, scratch, 1,
+                                  (const uint8_t(*)[COLL_GPU_MAX_RANKS])ring, (coll_gpu_ar_status_t *)status_dev[r],
+                                  30ULL * 1000 * 1000 * 1000, 0));
+    CHECK(coll_gpu_dev_comm_upload(&comm[r], channels));
+  }
   printf("# coll/gpu %s kernels: %d ranks simulated on %d GPU(s), %s, MPI_FLOAT MPI_SUM, %d calls\n",
          coll_gpu_coll_name((coll_gpu_coll_t)coll), n, ndev, coll_gpu_algo_name(algo), iters);
   printf("# %-14s %8s %12s\n", "Size(B)", "blocks", "us/call");
@@ -186,7 +189,7 @@ int main(int argc, char **argv) {
                                ? coll_gpu_tune_choose(&tune, n, bytes)
                                : coll_gpu_tune_choose_move(&tune, (coll_gpu_coll_t)coll, n, bytes);
     if (ch.nchannels > budget) ch.nchannels = budget;
-    coll_gpu_ar_params_t p;
+    coll_gpu_work_t p;
     memset(&p, 0, sizeof(p));
     p.coll = (coll_gpu_coll_t)coll;
     p.count = bytes / 4;
@@ -200,7 +203,7 @@ int main(int argc, char **argv) {
     for (int q = 0; q < n; ++q) p.blocks[q] = (coll_gpu_range_t){(size_t)q * (bytes / 4), bytes / 4};
     p.algo = algo;
     p.nchannels = ch.nchannels;
-    const int blocks = coll_gpu_ar_blocks(&p);
+    const int blocks = coll_gpu_ar_blocks(&comm[0], &p);
     if (blocks > budget) {
       printf("  %-14zu %8d %12s\n", bytes, blocks, "(too many blocks to share the GPU)");
       continue;

@@ -1,7 +1,9 @@
 // The reduction functors, compiled for the host, against a reference written here for every type and op
-// MPI allows; and the partition arithmetic the kernels cut buffers with.
+// MPI allows; the partition arithmetic the kernels cut buffers with; and the communicator's device view
+// (its ring channels' connections) as coll_gpu_dev_comm_setup builds it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -191,6 +193,121 @@ TEST(Partition, RingRoundsCoverTheChannel) {
           for (int j = 0; j < n; ++j) EXPECT_LE(coll_gpu_part(round, n, j, 16).count, slot);
         }
       }
+}
+
+// ---- the communicator's device view
+
+// Every rank's view of a communicator of n ranks whose scratch lies at `base[r]` in every process (as if
+// every rank mapped its peers' at the same addresses, which lets views be compared across ranks).
+struct Views {
+  int n = 0, nrings = 0;
+  coll_gpu_ar_layout_t layout{};
+  uint8_t rings[COLL_GPU_MAX_RINGS][COLL_GPU_MAX_RANKS] = {};
+  void *base[COLL_GPU_MAX_RANKS] = {};
+  coll_gpu_dev_comm_t comm[COLL_GPU_MAX_RANKS];
+  coll_gpu_dev_channel_t chan[COLL_GPU_MAX_RANKS][COLL_GPU_MAX_CHANNELS];  // host copies of the channels
+  size_t bytes = 0;                                                        // each rank's scratch
+
+  Views(int ranks, int channels) : n(ranks) {
+    layout = coll_gpu_ar_layout_t{n, 64u << 10, 1u << 20, 32u << 10, channels};
+    bytes = coll_gpu_ar_scratch_bytes(&layout);
+    nrings = 1 + (int)(rng()() % COLL_GPU_MAX_RINGS);
+    for (int g = 0; g < nrings; ++g) {
+      for (int i = 0; i < n; ++i) rings[g][i] = (uint8_t)i;
+      std::shuffle(rings[g], rings[g] + n, rng());
+    }
+    for (int r = 0; r < n; ++r) base[r] = (void *)(uintptr_t)((uint64_t)(r + 1) << 40);
+  }
+  int setup(int r) {
+    return coll_gpu_dev_comm_setup(&comm[r], chan[r], r, n, &layout, base, nrings, rings, nullptr, 1, 2);
+  }
+  // The rank whose scratch holds address a, or -1.
+  int owner(const void *a, size_t len) const {
+    for (int r = 0; r < n; ++r)
+      if ((uintptr_t)a >= (uintptr_t)base[r] && (uintptr_t)a + len <= (uintptr_t)base[r] + bytes) return r;
+    return -1;
+  }
+};
+
+bool same_conn(const coll_gpu_conn_t &a, const coll_gpu_conn_t &b) {
+  return a.buff == b.buff && a.tail == b.tail && a.head == b.head;
+}
+
+// Each channel follows its ring, and the sending end of every connection names the same FIFO, tail and
+// head as its receiving end, each in the scratch of the rank that polls or owns it.
+TEST(DevComm, ConnectionsPairAcrossRanks) {
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 2 + (int)(rng()() % (COLL_GPU_MAX_RANKS - 1));
+    const int channels = 1 + (int)(rng()() % COLL_GPU_MAX_CHANNELS);
+    Views v(n, channels);
+    for (int r = 0; r < n; ++r) ASSERT_EQ(0, v.setup(r));
+    const size_t fifo = (size_t)COLL_GPU_RING_SLOTS * v.layout.slot_bytes;
+    for (int r = 0; r < n; ++r) {
+      const coll_gpu_dev_comm_t &c = v.comm[r];
+      ASSERT_EQ(r, c.rank);
+      ASSERT_EQ(n, c.nranks);
+      // the channels' device copy lies in my own scratch
+      ASSERT_EQ(r, v.owner(c.channels, channels * sizeof(coll_gpu_dev_channel_t)));
+      for (int ch = 0; ch < channels; ++ch) {
+        const coll_gpu_dev_channel_t &k = v.chan[r][ch];
+        const uint8_t *ring = v.rings[ch % v.nrings];
+        ASSERT_EQ(0, memcmp(k.ring, ring, n)) << "channel " << ch;
+        ASSERT_EQ(r, ring[k.pos]);
+        ASSERT_EQ(ring[(k.pos + 1) % n], k.next);
+        ASSERT_EQ(ring[(k.pos + n - 1) % n], k.prev);
+        // my send connection is my next rank's receive connection, and my receive my previous rank's send
+        ASSERT_TRUE(same_conn(k.send, v.chan[k.next][ch].recv)) << "rank " << r << " channel " << ch;
+        ASSERT_TRUE(same_conn(k.recv, v.chan[k.prev][ch].send)) << "rank " << r << " channel " << ch;
+        // the receiver owns the FIFO and the tail it polls; the sender the head it polls
+        ASSERT_EQ(k.next, v.owner(k.send.buff, fifo));
+        ASSERT_EQ(k.next, v.owner(k.send.tail, 8));
+        ASSERT_EQ(r, v.owner(k.send.head, 8));
+        ASSERT_EQ(r, v.owner(k.steps, 16));
+      }
+    }
+  }
+}
+
+// Within one rank's scratch nothing of one channel overlaps another's or the channels' device copy: FIFOs,
+// flags (each polled word on its own cache line) and saved step counters.
+TEST(DevComm, ChannelsDoNotOverlap) {
+  for (int trial = 0; trial < 50; ++trial) {
+    const int n = 2 + (int)(rng()() % (COLL_GPU_MAX_RANKS - 1));
+    Views v(n, 1 + (int)(rng()() % COLL_GPU_MAX_CHANNELS));
+    const int r = (int)(rng()() % n);
+    ASSERT_EQ(0, v.setup(r));
+    const coll_gpu_dev_comm_t &c = v.comm[r];
+    std::vector<std::pair<uintptr_t, uintptr_t>> spans;  // [begin, end) in my scratch
+    auto add = [&](const void *p, size_t len) { spans.emplace_back((uintptr_t)p, (uintptr_t)p + len); };
+    add(c.channels, v.layout.nchannels * sizeof(coll_gpu_dev_channel_t));
+    for (int ch = 0; ch < v.layout.nchannels; ++ch) {
+      const coll_gpu_dev_channel_t &k = v.chan[r][ch];
+      add(k.recv.buff, (size_t)COLL_GPU_RING_SLOTS * v.layout.slot_bytes);
+      add(k.recv.tail, 128);
+      add(k.send.head, 128);
+      add(k.steps, 16);
+    }
+    std::sort(spans.begin(), spans.end());
+    for (size_t i = 0; i < spans.size(); ++i) {
+      ASSERT_EQ(r, v.owner((const void *)spans[i].first, spans[i].second - spans[i].first));
+      if (i > 0) {
+        ASSERT_LE(spans[i - 1].second, spans[i].first) << "span " << i;
+      }
+    }
+  }
+}
+
+TEST(DevComm, RefusesBadRings) {
+  Views v(4, 2);
+  v.nrings = 1;
+  v.rings[0][0] = 0, v.rings[0][1] = 1, v.rings[0][2] = 1, v.rings[0][3] = 3;  // rank 2 missing
+  EXPECT_NE(0, v.setup(0));
+  v.rings[0][2] = 4;  // not a rank
+  EXPECT_NE(0, v.setup(0));
+  v.rings[0][2] = 2;
+  EXPECT_EQ(0, v.setup(0));
+  v.layout.nchannels = COLL_GPU_MAX_CHANNELS + 1;
+  EXPECT_NE(0, v.setup(0));
 }
 
 }  // namespace
