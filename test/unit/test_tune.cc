@@ -135,7 +135,9 @@ TEST(Tune, OtherCollectives) {
       f.move_algorithm[k] = COLL_GPU_ALGO_ONESHOT;
       EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose_move(&f, coll, n, 1ul << 30).algo);
       f.oneshot_max_bytes = 0;  // no LL slot: the ring, whatever is forced
-      if (ring_ok) EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose_move(&f, coll, n, 8).algo);
+      if (ring_ok) {
+        EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose_move(&f, coll, n, 8).algo);
+      }
     }
   }
   EXPECT_STREQ("reduce_scatter", coll_gpu_coll_name(COLL_GPU_COLL_REDUCE_SCATTER));
