@@ -77,7 +77,7 @@ struct coll_gpu_engine {
   uint32_t ticket = 0;                     // the last ticket of status->call
   uint64_t seq = 0;
   coll_gpu_rings_t rings = {};
-  coll_gpu_dev_comm_t comm = {};             // what every kernel gets, its channels uploaded into the scratch
+  coll_gpu_dev_comm_t comm = {};             // what every kernel gets, its connections uploaded into the scratch
   int32_t pid[COLL_GPU_MAX_RANKS] = {};      // every rank's process, from the peer exchange
   uint8_t visible[COLL_GPU_MAX_RANKS] = {};  // 1: its process can be checked from here (same PID namespace)
 
@@ -252,16 +252,15 @@ coll_gpu_status_t coll_gpu_engine::open_peers(const char *handles, int hsize, co
     }
     peer[r] = peer_map[r].get();
   }
-  coll_gpu::HostPtr<coll_gpu_dev_channel_t[]> channels =
-      coll_gpu::make_host_array<coll_gpu_dev_channel_t>(COLL_GPU_MAX_CHANNELS);
-  if (channels == nullptr) {
+  coll_gpu::HostPtr<coll_gpu_dev_conns_t[]> conns = coll_gpu::make_host_array<coll_gpu_dev_conns_t>(1);
+  if (conns == nullptr) {
     coll_gpu_say(why, len, "out of host memory");
     return COLL_GPU_SYSTEM_ERROR;
   }
-  CUDA_CHECK(coll_gpu_dev_comm_setup(&comm, channels.get(), rank, nranks, &layout, peer, rings.nrings, rings.order,
+  CUDA_CHECK(coll_gpu_dev_comm_setup(&comm, conns.get(), rank, nranks, &layout, peer, rings.nrings, rings.order,
                                      (coll_gpu_ar_status_t *)status_dev, cfg.wait.timeout_ns, cfg.linger_ns),
              why, len);
-  CUDA_CHECK(coll_gpu_dev_comm_upload(&comm, channels.get()), why, len);
+  CUDA_CHECK(coll_gpu_dev_comm_upload(&comm, conns.get()), why, len);
   return COLL_GPU_SUCCESS;
 }
 

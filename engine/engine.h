@@ -59,7 +59,8 @@ coll_gpu_status_t coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *se
 /* One bcast, allgather or alltoall on the GPUs, as coll_gpu_engine_allreduce, moving `bytes` per block:
  * bcast: recvbuf at root to recvbuf everywhere (sendbuf unused); allgather: sendbuf (bytes) to block r of
  * every recvbuf (n blocks of bytes; sendbuf may be recvbuf's block r); alltoall: block q of sendbuf to block
- * r of rank q's recvbuf (not in place). Alltoall with more than 2 ranks runs the direct LL kernel. */
+ * r of rank q's recvbuf (not in place). Alltoall's Simple algorithm ("ring") goes around the ring with 2
+ * ranks and pairwise over point-to-point connections with more. */
 coll_gpu_status_t coll_gpu_engine_move(coll_gpu_engine_t *e, coll_gpu_coll_t coll, const void *sendbuf, void *recvbuf,
                                        size_t bytes, int root, char *why, size_t why_len);
 

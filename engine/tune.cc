@@ -115,8 +115,11 @@ double coll_gpu_tune_move_time_us(coll_gpu_coll_t coll, coll_gpu_algo_t algo, in
     case COLL_GPU_COLL_ALLGATHER:      /* n - 1 steps; every link carries n - 1 blocks */
     case COLL_GPU_COLL_REDUCE_SCATTER: /* the same steps, reducing */
       return (n - 1) * kRingStepUs + (n - 1) * b / kRingBw;
-    case COLL_GPU_COLL_ALLTOALL: /* 2 ranks only: one step each way */
-      return nranks == 2 ? kRingStepUs + b / kRingBw : 1e30;
+    case COLL_GPU_COLL_ALLTOALL: /* 2 ranks: one ring step each way; more: pairwise, every peer at once */
+      /* the pairwise kernel has the ring's constants until a machine with more than 2 GPUs times it: on one
+       * H100 with 3-8 ranks simulated it took 8.5-13 us at 64 KiB per block (coll_gpu_kernel_bench -C
+       * alltoall -a ring -n N), about the ring's step */
+      return kRingStepUs + (n - 1) * b / kRingBw;
     default:
       return 1e30;
   }
@@ -132,7 +135,6 @@ coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, col
              coll_gpu_tune_move_time_us(coll, COLL_GPU_ALGO_ONESHOT, nranks, bytes, c->oneshot_max_bytes)) {
     best = COLL_GPU_ALGO_RING;
   }
-  if (best == COLL_GPU_ALGO_RING && coll == COLL_GPU_COLL_ALLTOALL && nranks != 2) best = COLL_GPU_ALGO_ONESHOT;
   if (best == COLL_GPU_ALGO_ONESHOT && c->oneshot_max_bytes < 16) best = COLL_GPU_ALGO_RING; /* no LL slot */
   coll_gpu_choice_t ch = {best, coll_gpu_algo_proto(best), best == COLL_GPU_ALGO_RING ? channels(c, best, bytes) : 0};
   return ch;

@@ -8,7 +8,9 @@
  *   ll:    one-shot LL lines, [parity][sender][line]
  *   simple: two-shot slots, [parity][region][bytes]
  *   fifo:  ring step FIFOs, [channel][slot][bytes]
- *   channels: the ring channels as this rank's kernels see them (coll_gpu_dev_channel_t; this rank's only)
+ *   conns: the ring channels and point-to-point connections as this rank's kernels see them
+ *          (coll_gpu_dev_conns_t; this rank's only)
+ *   p2p:   with more than 2 ranks, point-to-point flags, step counters and FIFOs, [sender][connection][slot]
  * Peers write into each other's memory (push); every wait polls local memory only. The channels come
  * last, so the other regions sit where they did before the channels existed. In a first version the
  * whole communicator sat before the one-shot lines, moving every region after it by 5 KiB, and kernels
@@ -158,12 +160,29 @@ typedef struct {
                       when it starts and saves them when it ends */
 } coll_gpu_dev_channel_t;
 
+/* Point-to-point connections to one peer (the alltoall of more than 2 ranks): COLL_GPU_P2P_CONNS each way,
+ * each with its FIFO of COLL_GPU_RING_SLOTS slots of COLL_GPU_P2P_SLOT_BYTES in the receiver's scratch, so
+ * each rank holds ranks x 4 x 8 x 64 KiB of them (one sender's unused, for plain indexing): 16 MiB at 8. */
+#define COLL_GPU_P2P_CONNS 4
+#define COLL_GPU_P2P_SLOT_BYTES (64 << 10)
+typedef struct {
+  coll_gpu_conn_t send[COLL_GPU_P2P_CONNS], recv[COLL_GPU_P2P_CONNS];
+  uint64_t *steps[COLL_GPU_P2P_CONNS]; /* in my scratch: [0] steps sent on send[c], [1] received on recv[c] */
+} coll_gpu_dev_peer_t;
+
+/* Every connection of a rank's kernels, set up once and uploaded into its scratch. */
+typedef struct {
+  coll_gpu_dev_channel_t channels[COLL_GPU_MAX_CHANNELS]; /* layout.nchannels of them are set up */
+  coll_gpu_dev_peer_t peers[COLL_GPU_MAX_RANKS];          /* with more than 2 ranks; peers[rank] unused */
+} coll_gpu_dev_conns_t;
+
 /* The communicator as its kernels see it (NCCL's DevComm), set up once when the engine is created
  * (coll_gpu_dev_comm_setup): every launch passes it by value next to the call's work, so a kernel reads it
- * from its parameters without a memory round trip before its first store; the ring channels (their
- * connections and saved step counters) live in this rank's scratch (coll_gpu_dev_comm_upload), where only
- * the ring kernels read them, once per block. The direct algorithms (one-shot, two-shot) write straight
- * into every peer's slots, so they reach the peers' scratch as mapped here: they serve one node's GPUs. */
+ * from its parameters without a memory round trip before its first store; the connections (the ring
+ * channels' and the point-to-point ones, with their saved step counters) live in this rank's scratch
+ * (coll_gpu_dev_comm_upload), where only the kernels that use them read them, once per block. The direct algorithms
+ * (one-shot, two-shot) write straight into every peer's slots, so they reach the peers' scratch as mapped here: they
+ * serve one node's GPUs. */
 typedef struct {
   int rank, nranks;
   coll_gpu_ar_layout_t layout;
@@ -171,18 +190,20 @@ typedef struct {
   coll_gpu_ar_status_t *status;           /* host-mapped, as a device pointer */
   uint64_t timeout_ns;                    /* a wait this long is reported in status->waiting */
   uint64_t linger_ns;                     /* how long a lingering one-shot kernel polls for the next call after one */
-  const coll_gpu_dev_channel_t *channels; /* layout.nchannels of them, in our scratch */
+  const coll_gpu_dev_channel_t *channels; /* in our scratch: coll_gpu_dev_conns_t */
+  const coll_gpu_dev_peer_t *peers;
 } coll_gpu_dev_comm_t;
 
-/* Fills comm and its channels (host memory, layout->nchannels of them) for rank `rank` of `nranks` from
- * every rank's scratch as mapped here and the ring orders (channel c runs ring c mod nrings). 0, or
- * cudaErrorInvalidValue for a rank count, channel count or ring out of range. */
-int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_channel_t *channels, int rank, int nranks,
+/* Fills comm and its connections (host memory) for rank `rank` of `nranks` from every rank's scratch as
+ * mapped here and the ring orders (channel c runs ring c mod nrings). 0, or cudaErrorInvalidValue for a rank
+ * count, channel count or ring out of range. */
+int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_conns_t *conns, int rank, int nranks,
                             const coll_gpu_ar_layout_t *layout, void *const *peer_scratch, int nrings,
                             const uint8_t (*rings)[COLL_GPU_MAX_RANKS], coll_gpu_ar_status_t *status,
                             uint64_t timeout_ns, uint64_t linger_ns);
-/* Copies the channels to comm->channels, in the current device's context; returns once they are there. */
-int coll_gpu_dev_comm_upload(const coll_gpu_dev_comm_t *comm, const coll_gpu_dev_channel_t *channels);
+/* Copies the connections to where comm finds them, in the current device's context; returns once they are
+ * there. */
+int coll_gpu_dev_comm_upload(const coll_gpu_dev_comm_t *comm, const coll_gpu_dev_conns_t *conns);
 
 /* One call (NCCL's work descriptor): what the host hands the kernels per call, next to the communicator. */
 typedef struct {

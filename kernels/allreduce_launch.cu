@@ -9,10 +9,10 @@
 
 extern "C" size_t coll_gpu_ar_scratch_bytes(const coll_gpu_ar_layout_t *l) { return coll_gpu::Layout(*l).total(); }
 
-extern "C" int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_channel_t *channels, int rank,
-                                       int nranks, const coll_gpu_ar_layout_t *layout, void *const *peer_scratch,
-                                       int nrings, const uint8_t (*rings)[COLL_GPU_MAX_RANKS],
-                                       coll_gpu_ar_status_t *status, uint64_t timeout_ns, uint64_t linger_ns) {
+extern "C" int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_conns_t *conns, int rank, int nranks,
+                                       const coll_gpu_ar_layout_t *layout, void *const *peer_scratch, int nrings,
+                                       const uint8_t (*rings)[COLL_GPU_MAX_RANKS], coll_gpu_ar_status_t *status,
+                                       uint64_t timeout_ns, uint64_t linger_ns) {
   if (nranks < 1 || nranks > COLL_GPU_MAX_RANKS || rank < 0 || rank >= nranks || nrings < 1 ||
       nrings > COLL_GPU_MAX_RINGS || layout->nchannels < 0 || layout->nchannels > COLL_GPU_MAX_CHANNELS)
     return (int)cudaErrorInvalidValue;
@@ -26,10 +26,12 @@ extern "C" int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_c
   comm->status = status;
   comm->timeout_ns = timeout_ns;
   comm->linger_ns = linger_ns;
-  comm->channels = (const coll_gpu_dev_channel_t *)at(rank, L.channels());
+  coll_gpu_dev_conns_t *dev = (coll_gpu_dev_conns_t *)at(rank, L.conns());
+  comm->channels = dev->channels;
+  comm->peers = dev->peers;
+  memset(conns, 0, sizeof(*conns));
   for (int ch = 0; ch < layout->nchannels; ++ch) {
-    coll_gpu_dev_channel_t &c = channels[ch];
-    memset(&c, 0, sizeof(c));
+    coll_gpu_dev_channel_t &c = conns->channels[ch];
     const uint8_t *ring = rings[ch % nrings];
     unsigned seen = 0;  // a ring holds every rank once
     for (int i = 0; i < nranks; ++i) {
@@ -47,12 +49,23 @@ extern "C" int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_c
         coll_gpu_conn_t{at(rank, L.fifo(ch, 0)), (uint64_t *)at(rank, L.tail(ch)), (uint64_t *)at(c.prev, L.head(ch))};
     c.steps = (uint64_t *)at(rank, L.steps(ch));
   }
+  for (int q = 0; L.p2p() && q < nranks; ++q) {
+    if (q == rank) continue;
+    coll_gpu_dev_peer_t &e = conns->peers[q];
+    for (int c = 0; c < COLL_GPU_P2P_CONNS; ++c) {
+      // to q: its FIFO and tail for me, my head for q; from q: my FIFO and tail for q, its head for me
+      e.send[c] = coll_gpu_conn_t{at(q, L.p2p_fifo(rank, c, 0)), (uint64_t *)at(q, L.p2p_tail(rank, c)),
+                                  (uint64_t *)at(rank, L.p2p_head(q, c))};
+      e.recv[c] = coll_gpu_conn_t{at(rank, L.p2p_fifo(q, c, 0)), (uint64_t *)at(rank, L.p2p_tail(q, c)),
+                                  (uint64_t *)at(q, L.p2p_head(rank, c))};
+      e.steps[c] = (uint64_t *)at(rank, L.p2p_steps(q, c));
+    }
+  }
   return 0;
 }
 
-extern "C" int coll_gpu_dev_comm_upload(const coll_gpu_dev_comm_t *comm, const coll_gpu_dev_channel_t *channels) {
-  return (int)cudaMemcpy((void *)comm->channels, channels, (size_t)comm->layout.nchannels * sizeof(*channels),
-                         cudaMemcpyHostToDevice);
+extern "C" int coll_gpu_dev_comm_upload(const coll_gpu_dev_comm_t *comm, const coll_gpu_dev_conns_t *conns) {
+  return (int)cudaMemcpy((void *)comm->channels, conns, sizeof(*conns), cudaMemcpyHostToDevice);
 }
 
 namespace coll_gpu {
@@ -71,7 +84,7 @@ static bool is_reduction(coll_gpu_coll_t coll) {
 
 extern "C" int coll_gpu_ar_blocks(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w) {
   if (is_reduction(w->coll)) return coll_gpu::reduce_blocks(*comm, *w);
-  if (w->coll != COLL_GPU_COLL_ALLREDUCE) return coll_gpu::move_blocks(*w);
+  if (w->coll != COLL_GPU_COLL_ALLREDUCE) return coll_gpu::move_blocks(*comm, *w);
   return w->algo == COLL_GPU_ALGO_ONESHOT ? coll_gpu::oneshot_blocks(*w) : w->nchannels;
 }
 

@@ -22,6 +22,11 @@
  *   alltoall, 2 ranks: per slot, send my block for the peer, then recv (copy out) the peer's block for me
  *   (a step that waited for the peer's data before sending its own would wait forever on both sides);
  *   my own block copied.
+ * Pairwise, Simple (alltoall of more than 2 ranks, large blocks), over point-to-point connections with
+ * their own FIFOs (coll_gpu_dev_peer_t): block b serves peer distance k = 1 + b / C and connection
+ * c = b mod C (C connections per peer): it sends part c of my block for rank + k and receives part c of
+ * rank - k's block for me, a slot at a time, send before receive as above; every block copies a share of
+ * my own block. Block b of rank + k is the one that receives what this block sends.
  * A bcast's root only sends: it announces its start and waits for every peer's (prims_ring.cuh).
  */
 #include <cuda_runtime.h>
@@ -167,6 +172,33 @@ __global__ void __launch_bounds__(kThreads) move_ring(const __grid_constant__ co
   block_done(c.w.status, p.seq);
 }
 
+template <int Align>
+__global__ void __launch_bounds__(kThreads) move_p2p(const __grid_constant__ coll_gpu_dev_comm_t comm,
+                                                     const __grid_constant__ coll_gpu_work_t p, bool aligned) {
+  const int n = comm.nranks, conns = (int)gridDim.x / (n - 1);
+  const int k = 1 + (int)blockIdx.x / conns, conn = (int)blockIdx.x % conns;
+  const int to = (comm.rank + k) % n, from = (comm.rank + n - k) % n;
+  RingChannel<uint8_t, OpSum<uint8_t>, Align> c(comm, p, aligned, to, from, conn);
+  const char *in = (const char *)p.sendbuf;
+  char *out = (char *)p.recvbuf;
+  const size_t mine = (size_t)comm.rank * p.block;
+  if (in + mine != out + mine) {  // my share of my own block
+    const coll_gpu_range_t own = coll_gpu_part(p.count, gridDim.x, blockIdx.x, kPack);
+    block_copy(c.aligned(), in + mine + own.begin, out + mine + own.begin, own.count);
+  }
+  const coll_gpu_range_t part = coll_gpu_part(p.count, conns, conn, kPack);
+  const char *src = in + (size_t)to * p.block;
+  char *dst = out + (size_t)from * p.block;
+  bool ok = true;
+  for (size_t off = part.begin; ok && off < part.begin + part.count; off += c.slot_bytes) {
+    const size_t len = coll_gpu_min(c.slot_bytes, part.begin + part.count - off);
+    ok = c.template step<kSend>(src + off, nullptr, len);
+    if (ok) ok = c.template step<kRecv | kCopyOut>(nullptr, dst + off, len);
+  }
+  c.save();
+  block_done(c.w.status, p.seq);
+}
+
 // Whether every address a call touches starts on a pack boundary.
 bool move_aligned(const coll_gpu_work_t &p) {
   return packs_aligned(p.sendbuf, p.recvbuf) && (p.coll == COLL_GPU_COLL_BCAST || p.block % kPack == 0);
@@ -174,16 +206,34 @@ bool move_aligned(const coll_gpu_work_t &p) {
 
 }  // namespace
 
-int move_blocks(const coll_gpu_work_t &p) { return p.algo == COLL_GPU_ALGO_ONESHOT ? ll_blocks(p.count) : p.nchannels; }
+// The pairwise alltoall's connections per peer: the call's channels shared among the peers.
+static int p2p_conns(int nranks, const coll_gpu_work_t &p) {
+  return (int)coll_gpu_min(coll_gpu_max(p.nchannels / (nranks - 1), 1), COLL_GPU_P2P_CONNS);
+}
+
+static bool pairwise(int nranks, const coll_gpu_work_t &p) {
+  return p.algo == COLL_GPU_ALGO_RING && p.coll == COLL_GPU_COLL_ALLTOALL && nranks > 2;
+}
+
+int move_blocks(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p) {
+  if (p.algo == COLL_GPU_ALGO_ONESHOT) return ll_blocks(p.count);
+  return pairwise(comm.nranks, p) ? (comm.nranks - 1) * p2p_conns(comm.nranks, p) : p.nchannels;
+}
 
 int move_launch(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p, cudaStream_t stream) {
   const bool aligned = move_aligned(p);
   switch (p.algo) {
     case COLL_GPU_ALGO_ONESHOT:
-      move_ll<<<move_blocks(p), kLLThreads, 0, stream>>>(comm, p, aligned);
+      move_ll<<<move_blocks(comm, p), kLLThreads, 0, stream>>>(comm, p, aligned);
       break;
     case COLL_GPU_ALGO_RING:
-      if (p.coll == COLL_GPU_COLL_ALLTOALL && comm.nranks != 2) return (int)cudaErrorInvalidValue;
+      if (pairwise(comm.nranks, p)) {
+        if (aligned)
+          move_p2p<kAligned><<<move_blocks(comm, p), kThreads, 0, stream>>>(comm, p, true);
+        else
+          move_p2p<kUnaligned><<<move_blocks(comm, p), kThreads, 0, stream>>>(comm, p, false);
+        break;
+      }
       if (aligned)
         move_ring<kAligned><<<p.nchannels, kThreads, 0, stream>>>(comm, p, true);
       else

@@ -59,9 +59,26 @@ struct Layout {
   COLL_GPU_HD size_t fifo(int ch, int slot) const {
     return align(ts_end()) + ((size_t)ch * COLL_GPU_RING_SLOTS + slot) * l.slot_bytes;
   }
-  // this rank's use only: the ring channels as its kernels see them (coll_gpu_dev_comm_t)
-  COLL_GPU_HD size_t channels() const { return align(fifo(l.nchannels, 0)); }
-  COLL_GPU_HD size_t total() const { return channels() + (size_t)l.nchannels * sizeof(coll_gpu_dev_channel_t); }
+  // this rank's use only: its connections as its kernels see them (coll_gpu_dev_conns_t)
+  COLL_GPU_HD size_t conns() const { return align(fifo(l.nchannels, 0)); }
+  // point-to-point, with more than 2 ranks: tail[sender][c] (steps a sender posted to us on its connection c),
+  // head[receiver][c] (slots a receiver freed of our connection c to it), each on its own line; the step
+  // counters [peer][c] (this rank's use only); the FIFOs [sender][c][slot]
+  COLL_GPU_HD bool p2p() const { return l.nranks > 2; }
+  COLL_GPU_HD size_t p2p_tail(int sender, int c) const {
+    return align(conns() + sizeof(coll_gpu_dev_conns_t)) + (size_t)(sender * COLL_GPU_P2P_CONNS + c) * kLine;
+  }
+  COLL_GPU_HD size_t p2p_head(int receiver, int c) const {
+    return p2p_tail(COLL_GPU_MAX_RANKS, 0) + (size_t)(receiver * COLL_GPU_P2P_CONNS + c) * kLine;
+  }
+  COLL_GPU_HD size_t p2p_steps(int peer, int c) const {
+    return p2p_head(COLL_GPU_MAX_RANKS, 0) + (size_t)(peer * COLL_GPU_P2P_CONNS + c) * 2 * sizeof(uint64_t);
+  }
+  COLL_GPU_HD size_t p2p_fifo(int sender, int c, int slot) const {
+    return align(p2p_steps(COLL_GPU_MAX_RANKS, 0)) +
+           ((size_t)(sender * COLL_GPU_P2P_CONNS + c) * COLL_GPU_RING_SLOTS + slot) * COLL_GPU_P2P_SLOT_BYTES;
+  }
+  COLL_GPU_HD size_t total() const { return p2p() ? p2p_fifo(l.nranks, 0, 0) : conns() + sizeof(coll_gpu_dev_conns_t); }
 };
 
 #ifdef __CUDACC__
@@ -323,7 +340,7 @@ template <typename T, typename Op>
 int ring_typed(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w, cudaStream_t stream);
 // The moves (kernels/move.cu): bcast, allgather and alltoall.
 int move_launch(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w, cudaStream_t stream);
-int move_blocks(const coll_gpu_work_t &w);
+int move_blocks(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w);
 // Reduce and reduce-scatter (kernels/reduce.cuh): direct LL and ring, per type and op.
 template <typename T, typename Op>
 int reduce_typed(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w, cudaStream_t stream);

@@ -24,7 +24,9 @@ namespace coll_gpu {
 // this rank's own data when it receives nothing.
 enum { kRecv = 1, kReduce = 2, kCopyOut = 4, kSend = 8 };
 
-// Align: kAligned or kUnaligned for a kernel per alignment, kAlignRuntime to be told (primitives.cuh).
+// A block's pair of connections: a ring channel's, or the point-to-point ones to one peer and from
+// another (the alltoall of more than 2 ranks, kernels/move.cu). Align: kAligned or kUnaligned for a
+// kernel per alignment, kAlignRuntime to be told (primitives.cuh).
 template <typename T, typename Op, int Align = kAlignRuntime>
 struct RingChannel {
   const coll_gpu_work_t &p;
@@ -34,10 +36,11 @@ struct RingChannel {
   int pos, next, prev;  // my position in this channel's ring, and my neighbours there
   const uint8_t *ring;  // the ranks in ring order
   uint64_t send_step, recv_step;
-  uint64_t *saved;  // this channel's counters in my scratch: [0] sent, [1] received
+  uint64_t *sent, *received;  // the connections' counters in my scratch
   coll_gpu_conn_t send, recv;
   size_t slot_bytes;
 
+  // Ring channel blockIdx.x.
   __device__ RingChannel(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &work, bool aligned_)
       : p(work), told(aligned_), w(comm), nranks(comm.nranks) {
     const coll_gpu_dev_channel_t &c = comm.channels[blockIdx.x];
@@ -47,10 +50,24 @@ struct RingChannel {
     ring = c.ring;
     send = c.send;
     recv = c.recv;
-    saved = c.steps;
-    send_step = saved[0];
-    recv_step = saved[1];
+    sent = c.steps;
+    received = c.steps + 1;
+    send_step = *sent;
+    recv_step = *received;
     slot_bytes = comm.layout.slot_bytes;
+  }
+  // Point-to-point connection `conn` to rank `to` and from rank `from` (no ring: pos is -1).
+  __device__ RingChannel(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &work, bool aligned_, int to, int from,
+                         int conn)
+      : p(work), told(aligned_), w(comm), nranks(comm.nranks), pos(-1), next(to), prev(from), ring(nullptr) {
+    const coll_gpu_dev_peer_t &t = comm.peers[to], &f = comm.peers[from];
+    send = t.send[conn];
+    recv = f.recv[conn];
+    sent = t.steps[conn];
+    received = f.steps[conn] + 1;
+    send_step = *sent;
+    recv_step = *received;
+    slot_bytes = COLL_GPU_P2P_SLOT_BYTES;
   }
 
   // Whether the call's buffers start on a pack boundary (load_pack): a constant unless told.
@@ -69,8 +86,8 @@ struct RingChannel {
   // orders the store before that kernel's loads).
   __device__ void save() {
     if (threadIdx.x == 0) {
-      saved[0] = send_step;
-      saved[1] = recv_step;
+      *sent = send_step;
+      *received = recv_step;
     }
   }
 

@@ -407,8 +407,6 @@ int mca_coll_gpu_move_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicato
   else if (m->engine_state != COLL_GPU_STATE_OFF && c->move_algorithm[mv->coll] != COLL_GPU_NALGOS && dst != NULL &&
            src != NULL && on_engine(m, &mem, &mem) && on_engine(m, &smem, &mem))
     mine = PATH_GPU; /* in-place alltoall has no src: staged */
-  if (mine == PATH_GPU && mv->coll == COLL_GPU_COLL_ALLTOALL && n > 2 && c->oneshot_max_bytes < 16)
-    mine = PATH_STAGE; /* beyond 2 ranks alltoall runs one-shot only */
   const int agreed = agree_path(m, comm, mine, coll_gpu_coll_mpi_name(mv->coll), bytes, &all, rc);
   if (agreed != 0) return agreed > 0;
   if (all != PATH_GPU) return 0;

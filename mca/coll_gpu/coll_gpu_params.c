@@ -186,8 +186,9 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                 moves, -1, &c->move_algorithm[COLL_GPU_COLL_ALLGATHER]);
   register_enum("alltoall_algorithm",
                 "Algorithm of MPI_Alltoall on device buffers: auto, oneshot (every rank writes each peer's block "
-                "as LL lines into that peer, in pieces of coll_gpu_oneshot_max_bytes), ring (2 ranks only; with "
-                "more, oneshot runs), or staged. In-place alltoall is always staged",
+                "as LL lines into that peer, in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol: "
+                "around the ring with 2 ranks, pairwise through each peer's own FIFOs with more), or staged. "
+                "In-place alltoall is always staged",
                 moves, -1, &c->move_algorithm[COLL_GPU_COLL_ALLTOALL]);
   register_enum("reduce_algorithm",
                 "Algorithm of MPI_Reduce on device buffers: auto, oneshot (every rank writes its buffer as LL lines "
@@ -216,8 +217,7 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
       "oneshot_max_bytes",
       "Largest MPI_Allreduce message (bytes) the one-shot LL algorithm takes, and the largest piece a one-shot "
       "MPI_Bcast, MPI_Allgather, MPI_Alltoall, MPI_Reduce or MPI_Reduce_scatter moves per peer in one kernel. "
-      "Each rank allocates 4 x ranks x this much device memory for it; 0 disables one-shot (alltoall on more than "
-      "2 ranks is then staged)",
+      "Each rank allocates 4 x ranks x this much device memory for it; 0 disables one-shot",
       512 << 10, 0, 16 << 20, 16, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->oneshot_max_bytes);
   register_size("twoshot_max_bytes",
                 "Largest MPI_Allreduce message (bytes) the two-shot algorithm takes. Each rank allocates 4 x this "

@@ -176,7 +176,7 @@ typedef struct {
   uint64_t seq;
   int nrings;
   uint8_t rings[COLL_GPU_MAX_RINGS][COLL_GPU_MAX_RANKS];
-  coll_gpu_dev_comm_t comm[COLL_GPU_MAX_RANKS];                       /* each rank's, channels uploaded */
+  coll_gpu_dev_comm_t comm[COLL_GPU_MAX_RANKS];                       /* each rank's, connections uploaded */
   unsigned char *send[COLL_GPU_MAX_RANKS], *recv[COLL_GPU_MAX_RANKS]; /* device, SPAN bytes */
 } comm_t;
 
@@ -208,11 +208,11 @@ static void comm_init(comm_t *c, int n) {
   }
   for (int r = 0; r < n; ++r) {
     CHECK(cudaSetDevice(c->dev[r]));
-    static coll_gpu_dev_channel_t channels[COLL_GPU_MAX_CHANNELS];
-    CHECK(coll_gpu_dev_comm_setup(&c->comm[r], channels, r, n, &c->layout, c->scratch, c->nrings,
+    static coll_gpu_dev_conns_t conns;
+    CHECK(coll_gpu_dev_comm_setup(&c->comm[r], &conns, r, n, &c->layout, c->scratch, c->nrings,
                                   (const uint8_t(*)[COLL_GPU_MAX_RANKS])c->rings,
                                   (coll_gpu_ar_status_t *)c->status_dev[r], (uint64_t)HANG_S * 1000 * 1000 * 1000, 0));
-    CHECK(coll_gpu_dev_comm_upload(&c->comm[r], channels));
+    CHECK(coll_gpu_dev_comm_upload(&c->comm[r], &conns));
   }
 }
 
@@ -244,12 +244,10 @@ static int is_move(coll_gpu_coll_t coll) {
 /* Bytes of one element of the call's buffers. */
 static size_t elem_size(const call_t *k) { return is_move(k->coll) ? 1 : type_size(COMBOS[k->combo].type); }
 
-/* The algorithms the kernels run for a collective: two-shot is allreduce's; the ring alltoall needs the
- * peer to be both neighbours (2 ranks). */
-static int algo_runs(coll_gpu_coll_t coll, coll_gpu_algo_t algo, int n) {
-  if (algo == COLL_GPU_ALGO_TWOSHOT) return coll == COLL_GPU_COLL_ALLREDUCE;
-  if (algo == COLL_GPU_ALGO_RING && coll == COLL_GPU_COLL_ALLTOALL) return n == 2;
-  return 1;
+/* The algorithms the kernels run for a collective: two-shot is allreduce's (alltoall's "ring" is pairwise
+ * beyond 2 ranks). */
+static int algo_runs(coll_gpu_coll_t coll, coll_gpu_algo_t algo) {
+  return algo != COLL_GPU_ALGO_TWOSHOT || coll == COLL_GPU_COLL_ALLREDUCE;
 }
 
 /* A call that has not finished after HANG_S seconds is aborted through the status words, as the host
@@ -304,7 +302,7 @@ static call_t draw(const comm_t *c) {
   const int n = c->n;
   k.coll = (coll_gpu_coll_t)rnd_below(COLL_GPU_NCOLLS);
   do k.algo = (coll_gpu_algo_t)rnd_below(COLL_GPU_NALGOS);
-  while (!algo_runs(k.coll, k.algo, n));
+  while (!algo_runs(k.coll, k.algo));
   k.combo = (int)rnd_below(NCOMBOS);
   k.root = (int)rnd_below((size_t)n);
   const size_t sz = elem_size(&k);
@@ -564,7 +562,7 @@ int main(int argc, char **argv) {
     for (int coll = 0; coll < COLL_GPU_NCOLLS; ++coll) {
       printf(" %s", coll_gpu_coll_name((coll_gpu_coll_t)coll));
       for (int a = 0; a < COLL_GPU_NALGOS; ++a)
-        if (algo_runs((coll_gpu_coll_t)coll, (coll_gpu_algo_t)a, n))
+        if (algo_runs((coll_gpu_coll_t)coll, (coll_gpu_algo_t)a))
           printf(" %s %d", coll_gpu_algo_name((coll_gpu_algo_t)a), ran[coll][a]);
       printf(coll + 1 < COLL_GPU_NCOLLS ? ";" : "\n");
     }

@@ -48,7 +48,7 @@ static coll_gpu_ar_layout_t layout;
 static void *scratch[COLL_GPU_MAX_RANKS], *status_dev[COLL_GPU_MAX_RANKS], *stream[COLL_GPU_MAX_RANKS];
 static coll_gpu_ar_status_t *status[COLL_GPU_MAX_RANKS];
 static char *buf[COLL_GPU_MAX_RANKS];
-static coll_gpu_dev_comm_t comm[COLL_GPU_MAX_RANKS]; /* each rank's, channels uploaded; one ring in rank order */
+static coll_gpu_dev_comm_t comm[COLL_GPU_MAX_RANKS]; /* each rank's, connections uploaded; one ring in rank order */
 static uint64_t seq;
 
 /* Microseconds from launching every rank's graph of `calls` calls of p to the end of the last. Each
@@ -125,15 +125,14 @@ int main(int argc, char **argv) {
   coll_gpu_tune_config_t tune = {(int)algo, -1, nch_opt, 16, 512 << 10, 16 << 20, {0}};
   for (int k = 0; k < COLL_GPU_NCOLLS; ++k) tune.move_algorithm[k] = (int)algo;
   const int runs = coll == COLL_GPU_COLL_ALLREDUCE ? algo != COLL_GPU_NALGOS
-                   : algo == COLL_GPU_ALGO_RING    ? coll != COLL_GPU_COLL_ALLTOALL || n == 2
-                                                   : algo == COLL_GPU_ALGO_ONESHOT;
+                                                   : algo == COLL_GPU_ALGO_ONESHOT || algo == COLL_GPU_ALGO_RING;
   if (coll == COLL_GPU_NCOLLS || !runs || n < 2 || n > COLL_GPU_MAX_RANKS || min < 4 || min > max || iters < 1 ||
       !coll_gpu_tune_fits(&tune, algo, max)) {
     fprintf(stderr,
             "usage: %s [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter] [-n RANKS 2-%d]\n"
             "       [-a oneshot|twoshot|ring] [-m MIN >= 4] [-M MAX] [-c CHANNELS] [-i ITERS]\n"
-            "MAX is at most 512 KiB for oneshot and 16 MiB for twoshot; twoshot is allreduce's, and the ring\n"
-            "alltoall runs on 2 ranks only\n",
+            "MAX is at most 512 KiB for oneshot and 16 MiB for twoshot; twoshot is allreduce's, and alltoall's\n"
+            "ring is pairwise beyond 2 ranks\n",
             argv[0], COLL_GPU_MAX_RANKS);
     return 2;
   }
@@ -175,11 +174,11 @@ int main(int argc, char **argv) {
   for (int i = 0; i < n; ++i) ring[0][i] = (uint8_t)i;
   for (int r = 0; r < n; ++r) {
     CHECK(cudaSetDevice(r % ndev));
-    static coll_gpu_dev_channel_t channels[COLL_GPU_MAX_CHANNELS];
-    CHECK(coll_gpu_dev_comm_setup(&comm[r], channels, r, n, &layout, scratch, 1,
+    static coll_gpu_dev_conns_t conns;
+    CHECK(coll_gpu_dev_comm_setup(&comm[r], &conns, r, n, &layout, scratch, 1,
                                   (const uint8_t(*)[COLL_GPU_MAX_RANKS])ring, (coll_gpu_ar_status_t *)status_dev[r],
                                   30ULL * 1000 * 1000 * 1000, 0));
-    CHECK(coll_gpu_dev_comm_upload(&comm[r], channels));
+    CHECK(coll_gpu_dev_comm_upload(&comm[r], &conns));
   }
   printf("# coll/gpu %s kernels: %d ranks simulated on %d GPU(s), %s, MPI_FLOAT MPI_SUM, %d calls\n",
          coll_gpu_coll_name((coll_gpu_coll_t)coll), n, ndev, coll_gpu_algo_name(algo), iters);

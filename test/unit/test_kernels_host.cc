@@ -205,8 +205,8 @@ struct Views {
   uint8_t rings[COLL_GPU_MAX_RINGS][COLL_GPU_MAX_RANKS] = {};
   void *base[COLL_GPU_MAX_RANKS] = {};
   coll_gpu_dev_comm_t comm[COLL_GPU_MAX_RANKS];
-  coll_gpu_dev_channel_t chan[COLL_GPU_MAX_RANKS][COLL_GPU_MAX_CHANNELS];  // host copies of the channels
-  size_t bytes = 0;                                                        // each rank's scratch
+  coll_gpu_dev_conns_t conns[COLL_GPU_MAX_RANKS];  // host copies of the connections
+  size_t bytes = 0;                                // each rank's scratch
 
   Views(int ranks, int channels) : n(ranks) {
     layout = coll_gpu_ar_layout_t{n, 64u << 10, 1u << 20, 32u << 10, channels};
@@ -219,7 +219,7 @@ struct Views {
     for (int r = 0; r < n; ++r) base[r] = (void *)(uintptr_t)((uint64_t)(r + 1) << 40);
   }
   int setup(int r) {
-    return coll_gpu_dev_comm_setup(&comm[r], chan[r], r, n, &layout, base, nrings, rings, nullptr, 1, 2);
+    return coll_gpu_dev_comm_setup(&comm[r], &conns[r], r, n, &layout, base, nrings, rings, nullptr, 1, 2);
   }
   // The rank whose scratch holds address a, or -1.
   int owner(const void *a, size_t len) const {
@@ -233,8 +233,8 @@ bool same_conn(const coll_gpu_conn_t &a, const coll_gpu_conn_t &b) {
   return a.buff == b.buff && a.tail == b.tail && a.head == b.head;
 }
 
-// Each channel follows its ring, and the sending end of every connection names the same FIFO, tail and
-// head as its receiving end, each in the scratch of the rank that polls or owns it.
+// Each channel follows its ring, and the sending end of every connection (ring and point-to-point) names
+// the same FIFO, tail and head as its receiving end, each in the scratch of the rank that polls or owns it.
 TEST(DevComm, ConnectionsPairAcrossRanks) {
   for (int trial = 0; trial < 200; ++trial) {
     const int n = 2 + (int)(rng()() % (COLL_GPU_MAX_RANKS - 1));
@@ -246,23 +246,36 @@ TEST(DevComm, ConnectionsPairAcrossRanks) {
       const coll_gpu_dev_comm_t &c = v.comm[r];
       ASSERT_EQ(r, c.rank);
       ASSERT_EQ(n, c.nranks);
-      // the channels' device copy lies in my own scratch
-      ASSERT_EQ(r, v.owner(c.channels, channels * sizeof(coll_gpu_dev_channel_t)));
+      // the connections' device copy lies in my own scratch
+      ASSERT_EQ(r, v.owner(c.channels, sizeof(coll_gpu_dev_conns_t)));
+      ASSERT_EQ((const void *)c.peers, (const void *)&((const coll_gpu_dev_conns_t *)c.channels)->peers);
       for (int ch = 0; ch < channels; ++ch) {
-        const coll_gpu_dev_channel_t &k = v.chan[r][ch];
+        const coll_gpu_dev_channel_t &k = v.conns[r].channels[ch];
         const uint8_t *ring = v.rings[ch % v.nrings];
         ASSERT_EQ(0, memcmp(k.ring, ring, n)) << "channel " << ch;
         ASSERT_EQ(r, ring[k.pos]);
         ASSERT_EQ(ring[(k.pos + 1) % n], k.next);
         ASSERT_EQ(ring[(k.pos + n - 1) % n], k.prev);
         // my send connection is my next rank's receive connection, and my receive my previous rank's send
-        ASSERT_TRUE(same_conn(k.send, v.chan[k.next][ch].recv)) << "rank " << r << " channel " << ch;
-        ASSERT_TRUE(same_conn(k.recv, v.chan[k.prev][ch].send)) << "rank " << r << " channel " << ch;
+        ASSERT_TRUE(same_conn(k.send, v.conns[k.next].channels[ch].recv)) << "rank " << r << " channel " << ch;
+        ASSERT_TRUE(same_conn(k.recv, v.conns[k.prev].channels[ch].send)) << "rank " << r << " channel " << ch;
         // the receiver owns the FIFO and the tail it polls; the sender the head it polls
         ASSERT_EQ(k.next, v.owner(k.send.buff, fifo));
         ASSERT_EQ(k.next, v.owner(k.send.tail, 8));
         ASSERT_EQ(r, v.owner(k.send.head, 8));
         ASSERT_EQ(r, v.owner(k.steps, 16));
+      }
+      // point-to-point, beyond 2 ranks: my connection c to q is q's connection c from me
+      for (int q = 0; n > 2 && q < n; ++q) {
+        if (q == r) continue;
+        const coll_gpu_dev_peer_t &e = v.conns[r].peers[q];
+        for (int k = 0; k < COLL_GPU_P2P_CONNS; ++k) {
+          ASSERT_TRUE(same_conn(e.send[k], v.conns[q].peers[r].recv[k])) << r << " to " << q << " conn " << k;
+          ASSERT_EQ(q, v.owner(e.send[k].buff, (size_t)COLL_GPU_RING_SLOTS * COLL_GPU_P2P_SLOT_BYTES));
+          ASSERT_EQ(q, v.owner(e.send[k].tail, 8));
+          ASSERT_EQ(r, v.owner(e.send[k].head, 8));
+          ASSERT_EQ(r, v.owner(e.steps[k], 16));
+        }
       }
     }
   }
@@ -279,13 +292,23 @@ TEST(DevComm, ChannelsDoNotOverlap) {
     const coll_gpu_dev_comm_t &c = v.comm[r];
     std::vector<std::pair<uintptr_t, uintptr_t>> spans;  // [begin, end) in my scratch
     auto add = [&](const void *p, size_t len) { spans.emplace_back((uintptr_t)p, (uintptr_t)p + len); };
-    add(c.channels, v.layout.nchannels * sizeof(coll_gpu_dev_channel_t));
+    add(c.channels, sizeof(coll_gpu_dev_conns_t));
     for (int ch = 0; ch < v.layout.nchannels; ++ch) {
-      const coll_gpu_dev_channel_t &k = v.chan[r][ch];
+      const coll_gpu_dev_channel_t &k = v.conns[r].channels[ch];
       add(k.recv.buff, (size_t)COLL_GPU_RING_SLOTS * v.layout.slot_bytes);
       add(k.recv.tail, 128);
       add(k.send.head, 128);
       add(k.steps, 16);
+    }
+    for (int q = 0; n > 2 && q < n; ++q) {
+      if (q == r) continue;
+      for (int k = 0; k < COLL_GPU_P2P_CONNS; ++k) {
+        const coll_gpu_dev_peer_t &e = v.conns[r].peers[q];
+        add(e.recv[k].buff, (size_t)COLL_GPU_RING_SLOTS * COLL_GPU_P2P_SLOT_BYTES);
+        add(e.recv[k].tail, 128);
+        add(e.send[k].head, 128);
+        add(e.steps[k], 16);
+      }
     }
     std::sort(spans.begin(), spans.end());
     for (size_t i = 0; i < spans.size(); ++i) {

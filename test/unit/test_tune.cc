@@ -105,24 +105,20 @@ TEST(Tune, ChannelsForcedAndBounded) {
 }
 
 // The collectives other than allreduce: direct LL for small blocks, the ring for large ones (alltoall
-// beyond 2 ranks: direct at every size), the modelled faster of the two, and what the parameters force.
+// beyond 2 ranks: pairwise over point-to-point connections, its Simple algorithm under the same name), the
+// modelled faster of the two, and what the parameters force.
 TEST(Tune, OtherCollectives) {
   coll_gpu_tune_config_t c = defaults();
   for (int k = COLL_GPU_COLL_BCAST; k < COLL_GPU_NCOLLS; ++k) {
     const coll_gpu_coll_t coll = (coll_gpu_coll_t)k;
     for (int n : {2, 3, 4, 8}) {
-      const bool ring_ok = coll != COLL_GPU_COLL_ALLTOALL || n == 2;
       EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose_move(&c, coll, n, 8).algo) << k << " " << n;
-      EXPECT_EQ(ring_ok ? COLL_GPU_ALGO_RING : COLL_GPU_ALGO_ONESHOT,
-                coll_gpu_tune_choose_move(&c, coll, n, 1ul << 30).algo)
-          << k << " " << n;
+      EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose_move(&c, coll, n, 1ul << 30).algo) << k << " " << n;
       for (size_t bytes = 8; bytes <= (1ul << 30); bytes *= 8) {
         const coll_gpu_choice_t ch = coll_gpu_tune_choose_move(&c, coll, n, bytes);
         EXPECT_EQ(coll_gpu_algo_proto(ch.algo), ch.proto);
         const double t = coll_gpu_tune_move_time_us(coll, ch.algo, n, bytes, c.oneshot_max_bytes);
-        if (ring_ok) {
-          EXPECT_LE(t, coll_gpu_tune_move_time_us(coll, COLL_GPU_ALGO_RING, n, bytes, c.oneshot_max_bytes));
-        }
+        EXPECT_LE(t, coll_gpu_tune_move_time_us(coll, COLL_GPU_ALGO_RING, n, bytes, c.oneshot_max_bytes));
         EXPECT_LE(t, coll_gpu_tune_move_time_us(coll, COLL_GPU_ALGO_ONESHOT, n, bytes, c.oneshot_max_bytes));
         if (ch.algo == COLL_GPU_ALGO_RING) {
           EXPECT_GE(ch.nchannels, 1);
@@ -131,13 +127,11 @@ TEST(Tune, OtherCollectives) {
       }
       coll_gpu_tune_config_t f = c;
       f.move_algorithm[k] = COLL_GPU_ALGO_RING;
-      EXPECT_EQ(ring_ok ? COLL_GPU_ALGO_RING : COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose_move(&f, coll, n, 8).algo);
+      EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose_move(&f, coll, n, 8).algo);
       f.move_algorithm[k] = COLL_GPU_ALGO_ONESHOT;
       EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose_move(&f, coll, n, 1ul << 30).algo);
       f.oneshot_max_bytes = 0;  // no LL slot: the ring, whatever is forced
-      if (ring_ok) {
-        EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose_move(&f, coll, n, 8).algo);
-      }
+      EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose_move(&f, coll, n, 8).algo);
     }
   }
   EXPECT_STREQ("reduce_scatter", coll_gpu_coll_name(COLL_GPU_COLL_REDUCE_SCATTER));
@@ -148,13 +142,20 @@ TEST(Tune, OtherCollectives) {
 TEST(Layout, PartsInsideTheScratch) {
   coll_gpu_ar_layout_t l = {8, 256 << 10, 16 << 20, 128 << 10, 16};
   size_t total = coll_gpu_ar_scratch_bytes(&l);
-  // one-shot: 2 parities x 8 senders x 2 x bytes; two-shot: 2 x 2 x 8 slots of bytes / 8; FIFOs
-  size_t least = 2 * 8 * 2 * l.ll_bytes + 4 * l.twoshot_bytes + (size_t)16 * COLL_GPU_RING_SLOTS * l.slot_bytes;
+  // one-shot: 2 parities x 8 senders x 2 x bytes; two-shot: 2 x 2 x 8 slots of bytes / 8; ring FIFOs;
+  // point-to-point FIFOs (more than 2 ranks): 8 senders x connections x slots
+  const size_t p2p = (size_t)8 * COLL_GPU_P2P_CONNS * COLL_GPU_RING_SLOTS * COLL_GPU_P2P_SLOT_BYTES;
+  size_t least = 2 * 8 * 2 * l.ll_bytes + 4 * l.twoshot_bytes + (size_t)16 * COLL_GPU_RING_SLOTS * l.slot_bytes + p2p;
   EXPECT_GE(total, least);
   EXPECT_LT(total, least + (2 << 20));
   coll_gpu_ar_layout_t small = l;
   small.nchannels = 1;
   EXPECT_LT(coll_gpu_ar_scratch_bytes(&small), total);
+  // the point-to-point part comes with the third rank: 3 senders' FIFOs at once
+  coll_gpu_ar_layout_t two = l, three = l;
+  two.nranks = 2;
+  three.nranks = 3;
+  EXPECT_GE(coll_gpu_ar_scratch_bytes(&three) - coll_gpu_ar_scratch_bytes(&two), 3 * p2p / 8);
 }
 
 }  // namespace
