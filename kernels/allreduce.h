@@ -11,13 +11,13 @@
  *   conns: the ring channels and point-to-point connections as this rank's kernels see them
  *          (coll_gpu_dev_conns_t; this rank's only)
  *   p2p:   with more than 2 ranks, point-to-point flags, step counters and FIFOs, [sender][connection][slot]
- * Peers write into each other's memory (push); every wait polls local memory only. The channels come
- * last, so the other regions sit where they did before the channels existed. In a first version the
- * whole communicator sat before the one-shot lines, moving every region after it by 5 KiB, and kernels
- * read it through a pointer: the ring reduce-scatter then ran 17% slower at 32 MiB per rank on one H100
- * (coll_gpu_kernel_bench -C reduce_scatter -a ring -n 2: 318 -> 373 us) while the other rings did not
- * change. With the channels last and the rest passed by value it runs at its old speed; which of the two
- * changes mattered was not isolated.
+ * Peers write into each other's memory (push); every wait polls local memory only. The connections and
+ * the point-to-point parts come after the ring FIFOs, so the regions before them sit where they did
+ * before those existed. In a first version the whole communicator sat before the one-shot lines, moving
+ * every region after it by 5 KiB, and kernels read it through a pointer: the ring reduce-scatter then ran
+ * 17% slower at 32 MiB per rank on one H100 (coll_gpu_kernel_bench -C reduce_scatter -a ring -n 2: 318
+ * -> 373 us) while the other rings did not change. With the connections last and the rest passed by
+ * value it runs at its old speed; which of the two changes mattered was not isolated.
  */
 #ifndef COLL_GPU_KERNELS_ALLREDUCE_H
 #define COLL_GPU_KERNELS_ALLREDUCE_H
