@@ -13,7 +13,7 @@
 # the collectives it runs, none for no benchmark; BENCH_ARGS more benchmark options (one GPU: "-N", since NCCL
 # takes a GPU per rank);
 # TESTS_FIRST, test cases run (and reported) before the benchmark. The benchmark runs NCCL beside coll/gpu
-# on the same buffers.
+# on the same buffers; contrib/ratio-bands.sh then sums up ours/NCCL per collective and size band.
 set -u
 out=${OUT:-/tmp/coll-gpu-out}
 mkdir -p "$out"
@@ -65,6 +65,8 @@ for np in $(echo ${1-2 $ngpu} | tr " " "\n" | sort -nu); do
     timeout 150 mpirun -np "$np" --bind-to none $path --mca coll gpu,tuned,libnbc,basic,self,inter \
       test/perf/coll_gpu_allreduce_bench -C "$coll" -d cuda -c -M $((${BENCH_MAX_MB:-512} << 20)) ${BENCH_ARGS:-} 2>&1
   done | tee "$out/bench_np$np.txt"
+  echo "== ours/NCCL per collective, $np ranks: lowest-highest ratio per size band"
+  bash "$top/contrib/ratio-bands.sh" "$out/bench_np$np.txt" | tee "$out/bands_np$np.txt"
 done
 [ "${TESTS_SET:-all}" = none ] && exit 0
 echo "== tests (${TESTS_SET:-all})"
