@@ -7,8 +7,8 @@
  *   2. allgather of peer info: one node, at most COLL_GPU_MAX_RANKS ranks, equal parameters, every rank
  *      set up; otherwise every rank reaches the same "unavailable";
  *   3. the rings: every rank's view of the node, merged, and the ring search (engine/rings.h);
- *   4. allgather of the IPC handles; each rank opens its peers' handles and uploads the communicator's
- *      device copy (its rings' connections into the peers' scratch, kernels/allreduce.h);
+ *   4. allgather of the IPC handles; each rank opens its peers' handles and uploads the connections its
+ *      kernels reach the peers' scratch through (kernels/allreduce.h);
  *   5. allgather of the open results.
  */
 #include "engine/engine.h"

@@ -140,10 +140,10 @@ typedef struct {
  * finishes the call without a result (done is still written). */
 enum { COLL_GPU_KERR_NONE = 0, COLL_GPU_KERR_ABORTED = 1 };
 
-/* One direction of a ring channel between two ranks (NCCL's connection): the receiver's FIFO of
+/* One direction of a ring channel or of a point-to-point pair of ranks (NCCL's connection): the receiver's FIFO of
  * COLL_GPU_RING_SLOTS slots, the receiver's tail (the steps the sender posted) and the sender's head (the
  * slots the receiver freed). The sender and the receiver each hold the same three addresses, as mapped in
- * their own process. The ring kernels reach a peer through these only, so that a connection whose FIFO
+ * their own process. The ring and pairwise kernels reach a peer through these only, so that a connection whose FIFO
  * lies in host memory that a proxy moves between nodes can stand in for one in a peer GPU's memory. */
 typedef struct {
   char *buff;
@@ -224,8 +224,8 @@ typedef struct {
   coll_gpu_range_t blocks[COLL_GPU_MAX_RANKS]; /* reduce-scatter: rank q's elements of sendbuf */
 } coll_gpu_work_t;
 
-/* Launches call w of w->coll on communicator comm (its channels uploaded) on stream (a cudaStream_t). The blocks that
- * finish write seq into status->done[0..blocks); coll_gpu_ar_blocks says how many to wait for. */
+/* Launches call w of w->coll on communicator comm (its connections uploaded) on stream (a cudaStream_t). The blocks
+ * that finish write seq into status->done[0..blocks); coll_gpu_ar_blocks says how many to wait for. */
 int coll_gpu_ar_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream);
 int coll_gpu_ar_blocks(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w);
 

@@ -152,21 +152,20 @@ __device__ void linger_serve(const coll_gpu_dev_comm_t &p, const Call &c) {
 __global__ void __launch_bounds__(kLLThreads)
     oneshot_linger(const __grid_constant__ coll_gpu_dev_comm_t comm, const __grid_constant__ coll_gpu_work_t p) {
   __shared__ uint32_t next[8];
-  const coll_gpu_dev_comm_t &cm = comm;
-  char *rec = (char *)cm.peer_scratch[cm.rank] + Layout(cm.layout).linger_call();
+  char *rec = (char *)comm.peer_scratch[comm.rank] + Layout(comm.layout).linger_call();
   Call c{(const char *)p.sendbuf, (char *)p.recvbuf, p.count, p.seq, p.type, p.op};
   uint32_t what = p.instance == 0 ? kRecLast : kRecServe;  // instance 0: a kernel of one call
   for (uint32_t ticket = p.ticket;; ticket = ticket + 1 == 0 ? 1 : ticket + 1) {
-    linger_serve(cm, c);
-    block_done(cm.status, c.seq);
+    linger_serve(comm, c);
+    block_done(comm.status, c.seq);
     if (what & kRecLast) break;
     if (threadIdx.x < 4) {
       uint32_t d0, d1;
       if (blockIdx.x == 0) {
-        leader_next(cm, p, ticket, d0, d1);
+        leader_next(comm, p, ticket, d0, d1);
         if (gridDim.x > 1) ll_store(rec + threadIdx.x * kPack, d0, d1, ticket);
       } else {
-        follower_next(cm, rec, ticket, d0, d1);
+        follower_next(comm, rec, ticket, d0, d1);
       }
       next[2 * threadIdx.x] = d0;
       next[2 * threadIdx.x + 1] = d1;
@@ -180,7 +179,7 @@ __global__ void __launch_bounds__(kLLThreads)
     c = decode(d);
   }
   if (p.instance != 0 && blockIdx.x == 0 && threadIdx.x == 0)
-    st_release_sys((uint64_t *)&cm.status->exited, p.instance);
+    st_release_sys((uint64_t *)&comm.status->exited, p.instance);
 }
 
 }  // namespace

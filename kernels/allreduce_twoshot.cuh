@@ -81,8 +81,7 @@ __device__ __forceinline__ void move_segments(int nseg, size_t maxlen, Seg seg, 
 
 template <typename T, typename Op, int Align>
 __global__ void __launch_bounds__(kThreads)
-    twoshot(const __grid_constant__ coll_gpu_dev_comm_t comm, const __grid_constant__ coll_gpu_work_t p, bool told) {
-  const coll_gpu_dev_comm_t &c = comm;
+    twoshot(const __grid_constant__ coll_gpu_dev_comm_t c, const __grid_constant__ coll_gpu_work_t p, bool told) {
   const bool aligned = call_aligned<Align>(told);
   const Layout L(c.layout);
   const int parity = (int)(p.seq & 1);

@@ -69,8 +69,7 @@ __device__ __forceinline__ Part own_part(const coll_gpu_work_t &p, int rank) {
 }
 
 __global__ void __launch_bounds__(kLLThreads)
-    move_ll(const __grid_constant__ coll_gpu_dev_comm_t comm, const __grid_constant__ coll_gpu_work_t p, bool aligned) {
-  const coll_gpu_dev_comm_t &c = comm;
+    move_ll(const __grid_constant__ coll_gpu_dev_comm_t c, const __grid_constant__ coll_gpu_work_t p, bool aligned) {
   const int rank = c.rank, nranks = c.nranks;
   const Layout L(c.layout);
   const int parity = (int)(p.seq & 1);

@@ -40,9 +40,8 @@ __device__ __forceinline__ coll_gpu_range_t reduce_part(const coll_gpu_work_t &p
 }
 
 template <typename T, typename Op>
-__global__ void __launch_bounds__(kLLThreads) reduce_direct(const __grid_constant__ coll_gpu_dev_comm_t comm,
+__global__ void __launch_bounds__(kLLThreads) reduce_direct(const __grid_constant__ coll_gpu_dev_comm_t c,
                                                             const __grid_constant__ coll_gpu_work_t p, bool aligned) {
-  const coll_gpu_dev_comm_t &c = comm;
   const int rank = c.rank, nranks = c.nranks;
   const Layout L(c.layout);
   const int parity = (int)(p.seq & 1);
