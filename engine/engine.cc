@@ -45,6 +45,7 @@ uint64_t config_hash(const coll_gpu_engine_config_t &c) {
                         (uint64_t)c.tune.max_channels,
                         c.tune.oneshot_max_bytes,
                         c.tune.twoshot_max_bytes,
+                        c.tune.ring_chunk_bytes,
                         c.slot_bytes,
                         (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_BCAST],
                         (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_ALLGATHER],
@@ -425,6 +426,7 @@ void coll_gpu_engine::call_init(coll_gpu_work_t *p, coll_gpu_coll_t coll, const 
   p->coll = coll;
   p->algo = choice.algo;
   p->nchannels = choice.nchannels;
+  p->chunk = choice.chunk;
   p->seq = seq;
 }
 

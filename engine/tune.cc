@@ -94,7 +94,8 @@ coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, int nran
       }
     }
   }
-  coll_gpu_choice_t ch = {best, coll_gpu_algo_proto(best), channels(c, best, bytes)};
+  coll_gpu_choice_t ch = {best, coll_gpu_algo_proto(best), channels(c, best, bytes), 0};
+  if (best == COLL_GPU_ALGO_RING) ch.chunk = c->ring_chunk_bytes;
   return ch;
 }
 
@@ -125,6 +126,20 @@ double coll_gpu_tune_move_time_us(coll_gpu_coll_t coll, coll_gpu_algo_t algo, in
   }
 }
 
+namespace {
+/* Bytes per ring step (0: a whole FIFO slot, 512 KiB by default). Measured on 2 H200 (NVLS off,
+ * coll_gpu_allreduce_bench beside NCCL, 256 KiB-256 MiB). The chains of bcast and reduce pipeline over 2
+ * ranks only as deep as a channel's part has steps: with coll_gpu_ring_chunk_bytes 64, 128, 256 and 512
+ * KiB on 64 channels, 64 KiB was fastest from 8 MiB up (64 MiB: bcast 223 us against 256 with whole
+ * slots, NCCL 220; reduce 224 against 278, NCCL 207; 256 MiB: 825/858 and 836/895) and within noise
+ * below; on 32 channels every step size was 10-40% slower. Allreduce, allgather, reduce-scatter and
+ * alltoall were fastest with whole slots (coll_gpu_ring_slot_bytes 64 KiB against 512 KiB at 64 MiB: 299
+ * against 269 us, 343/286, 359/301, 405/346). */
+size_t ring_chunk(coll_gpu_coll_t coll) {
+  return coll == COLL_GPU_COLL_BCAST || coll == COLL_GPU_COLL_REDUCE ? 64 << 10 : 0;
+}
+}  // namespace
+
 coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks,
                                             size_t bytes) {
   const int forced = coll >= 0 && coll < COLL_GPU_NCOLLS ? c->move_algorithm[coll] : -1;
@@ -136,7 +151,11 @@ coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, col
     best = COLL_GPU_ALGO_RING;
   }
   if (best == COLL_GPU_ALGO_ONESHOT && c->oneshot_max_bytes < 16) best = COLL_GPU_ALGO_RING; /* no LL slot */
-  coll_gpu_choice_t ch = {best, coll_gpu_algo_proto(best), best == COLL_GPU_ALGO_RING ? channels(c, best, bytes) : 0};
+  coll_gpu_choice_t ch = {best, coll_gpu_algo_proto(best), 0, 0};
+  if (best == COLL_GPU_ALGO_RING) {
+    ch.nchannels = channels(c, best, bytes);
+    ch.chunk = c->ring_chunk_bytes > 0 ? c->ring_chunk_bytes : ring_chunk(coll);
+  }
   return ch;
 }
 

@@ -21,6 +21,7 @@ typedef struct {
   int max_channels;                    /* channels allocated */
   size_t oneshot_max_bytes;            /* largest one-shot message (its scratch) */
   size_t twoshot_max_bytes;            /* largest two-shot message (its scratch) */
+  size_t ring_chunk_bytes;             /* 0: choose, else the ring's bytes per step (at most a FIFO slot) */
   int move_algorithm[COLL_GPU_NCOLLS]; /* every collective but allreduce: -1 choose, else ONESHOT or RING */
 } coll_gpu_tune_config_t;
 
@@ -28,6 +29,7 @@ typedef struct {
   coll_gpu_algo_t algo;
   coll_gpu_proto_t proto;
   int nchannels;
+  size_t chunk; /* ring: bytes per step, at most a FIFO slot; 0: a whole slot */
 } coll_gpu_choice_t;
 
 /* The protocol an algorithm runs. */

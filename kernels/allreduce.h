@@ -217,6 +217,7 @@ typedef struct {
   void *recvbuf;
   size_t count;
   size_t block; /* allgather and alltoall: bytes from one rank's block to the next in the buffers */
+  size_t chunk; /* ring: bytes per step, a multiple of 16 up to the layout's slot_bytes; 0: a whole slot */
   uint64_t seq; /* call number on this communicator, from 1; the same on every rank */
   /* a lingering one-shot kernel */
   uint64_t instance; /* this launch, from 1, for status->leaving and status->exited; 0: a kernel of one call */

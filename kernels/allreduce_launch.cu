@@ -90,7 +90,10 @@ extern "C" int coll_gpu_ar_blocks(const coll_gpu_dev_comm_t *comm, const coll_gp
 
 extern "C" int coll_gpu_ar_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *call, void *stream) {
   cudaStream_t s = (cudaStream_t)stream;
-  const coll_gpu_work_t w = coll_gpu::bytewise(*call);
+  coll_gpu_work_t w = coll_gpu::bytewise(*call);
+  const size_t slot = comm->layout.slot_bytes;
+  w.chunk = w.chunk == 0 || w.chunk > slot ? slot : w.chunk / coll_gpu::kPack * coll_gpu::kPack;
+  if (w.chunk == 0) return (int)cudaErrorInvalidValue;
   const coll_gpu_dev_comm_t &c = *comm;
   if (is_reduction(w.coll))
     COLL_GPU_DISPATCH_BYTEWISE(coll_gpu::reduce_typed, (int)cudaErrorInvalidValue, w.type, w.op, c, w, s);

@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(kThreads)
   RingChannel<T, Op, Align> c(comm, p, aligned);
   const int n = c.nranks, r = c.pos;
   const size_t pack = kPack / sizeof(T);
-  const size_t slot = c.slot_bytes / sizeof(T);
+  const size_t slot = p.chunk / sizeof(T);  // elements per step
   const coll_gpu_range_t part = coll_gpu_part(p.count, gridDim.x, blockIdx.x, pack);
   bool ok = true;
   for (size_t off = 0; ok && off < part.count; off += (size_t)n * slot) {

@@ -14,7 +14,7 @@
  * parts above the slot into calls of their own.
  *
  * Ring, Simple (large messages), over kernels/prims_ring.cuh, each channel a part of the buffer (of each
- * block) in slot-sized steps:
+ * block) in steps of the call's chunk (at most a FIFO slot):
  *   bcast, at distance d from the root along the ring: d = 0 send; 0 < d < n - 1 recvCopySend; d = n - 1
  *   recv (copy out);
  *   allgather: step 0 send my block (and copy it into my recvbuf); steps 1..n-2 recvCopySend the block of
@@ -127,7 +127,7 @@ __global__ void __launch_bounds__(kThreads) move_ring(const __grid_constant__ co
   using Bytes = uint8_t;
   RingChannel<Bytes, OpSum<Bytes>, Align> c(comm, p, aligned);
   const int n = c.nranks;
-  const size_t slot = c.slot_bytes;
+  const size_t slot = p.chunk;  // bytes per step
   const coll_gpu_range_t part = coll_gpu_part(p.count, gridDim.x, blockIdx.x, kPack);
   const char *in = (const char *)p.sendbuf;
   char *out = (char *)p.recvbuf;

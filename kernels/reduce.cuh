@@ -13,7 +13,7 @@
  * The host cuts parts above the slot into calls of their own.
  *
  * Ring, Simple (large messages), over kernels/prims_ring.cuh, each channel a part of the buffer (of each
- * block) in slot-sized steps:
+ * block) in steps of the call's chunk (at most a FIFO slot):
  *   reduce, at distance d from the root along the ring: d = 1 send my data; 1 < d send on what arrived,
  *   reduced with mine (recvReduceSend); d = 0, the root: reduce what arrived with mine, keep it
  *   (recvReduceCopy). A chain's first rank only sends: the kernel announces its start and waits for every
@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(kThreads) reduce_ring(const __grid_constant__ 
   RingChannel<T, Op> c(comm, p, aligned);
   const int n = c.nranks;
   const size_t pack = kPack / sizeof(T);
-  const size_t slot = c.slot_bytes / sizeof(T);
+  const size_t slot = p.chunk / sizeof(T);  // elements per step
   const char *in = (const char *)p.sendbuf;
   char *out = (char *)p.recvbuf;
   bool ok = true;

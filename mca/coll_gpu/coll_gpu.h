@@ -51,6 +51,7 @@ typedef struct {
   size_t oneshot_max_bytes;
   size_t twoshot_max_bytes;
   size_t ring_slot_bytes;
+  size_t ring_chunk_bytes; /* 0 auto */
   int oneshot_linger_us;
   int timeout; /* seconds: the watchdog reports a wait this long */
   int spin_us; /* a wait spins this long before it yields */

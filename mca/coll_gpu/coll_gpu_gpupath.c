@@ -247,6 +247,7 @@ static int create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *c
   cfg.tune.max_channels = c->max_channels;
   cfg.tune.oneshot_max_bytes = c->oneshot_max_bytes;
   cfg.tune.twoshot_max_bytes = c->twoshot_max_bytes;
+  cfg.tune.ring_chunk_bytes = c->ring_chunk_bytes;
   for (int k = 0; k < COLL_GPU_NCOLLS; ++k) cfg.tune.move_algorithm[k] = c->move_algorithm[k];
   cfg.wait = wait_config();
   cfg.linger_ns = (uint64_t)c->oneshot_linger_us * 1000;

@@ -227,6 +227,11 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                 "Bytes of one ring FIFO slot (a ring step moves one slot per channel); each rank allocates 8 "
                 "slots per channel",
                 512 << 10, 4 << 10, 4 << 20, 4096, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->ring_slot_bytes);
+  register_size("ring_chunk_bytes",
+                "Bytes a ring channel moves per step, up to coll_gpu_ring_slot_bytes (larger values take a whole "
+                "slot): smaller steps fill a chain's pipeline sooner, larger ones pay the per-step flags less "
+                "often. 0 lets the tuning model choose by collective",
+                0, 0, 4 << 20, 16, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->ring_chunk_bytes);
   register_int("oneshot_linger_us",
                "Microseconds the one-shot allreduce kernel (messages up to 64 KiB) stays on the GPU after a "
                "call, polling host memory for the next one, which then needs no kernel launch. While it "

@@ -235,6 +235,7 @@ typedef struct {
   size_t block;                                /* allgather, alltoall: bytes from one block to the next */
   coll_gpu_range_t blocks[COLL_GPU_MAX_RANKS]; /* reduce-scatter: rank q's elements of the send buffer */
   int root, nchannels, inplace;
+  size_t chunk; /* ring bytes per step: 0 (a whole slot) or a multiple of 16 below it */
   size_t send_off, recv_off;
 } call_t;
 
@@ -281,8 +282,8 @@ static void describe(const comm_t *c, const call_t *k, char *s, size_t len) {
     at += snprintf(s + at, len - at, ", block %zu", k->block);
   if (k->coll == COLL_GPU_COLL_BCAST || k->coll == COLL_GPU_COLL_REDUCE)
     at += snprintf(s + at, len - at, ", root %d", k->root);
-  at += snprintf(s + at, len - at, ", %d channels, offsets %zu/%zu%s, rings", k->nchannels, k->send_off, k->recv_off,
-                 k->inplace ? ", in place" : "");
+  at += snprintf(s + at, len - at, ", %d channels, chunk %zu, offsets %zu/%zu%s, rings", k->nchannels, k->chunk,
+                 k->send_off, k->recv_off, k->inplace ? ", in place" : "");
   for (int g = 0; g < c->nrings && at < (int)len; ++g) {
     at += snprintf(s + at, len - at, g == 0 ? " [" : " | [");
     for (int i = 0; i < c->n && at < (int)len; ++i) at += snprintf(s + at, len - at, i ? " %d" : "%d", c->rings[g][i]);
@@ -326,6 +327,9 @@ static call_t draw(const comm_t *c) {
   k.block = k.count + (rnd_below(2) ? 0 : rnd_below(gap_max));
   int max_ch = budget < c->layout.nchannels ? budget : c->layout.nchannels;
   k.nchannels = 1 + (int)rnd_below((size_t)max_ch);
+  k.chunk = rnd_below(2) ? 0 : 16 * (1 + rnd_below(c->layout.slot_bytes / 16));
+  const size_t fewest = (k.count * sz / (size_t)k.nchannels / 256 + 15) / 16 * 16; /* at most ~256 steps */
+  if (k.chunk != 0 && k.chunk < fewest) k.chunk = fewest;
   /* in place where MPI has it: not for alltoall here (the engine stages it); a bcast always is */
   k.inplace = k.coll != COLL_GPU_COLL_ALLTOALL && k.coll != COLL_GPU_COLL_BCAST && rnd_below(4) == 0;
   if (k.coll == COLL_GPU_COLL_REDUCE_SCATTER) {
@@ -472,6 +476,7 @@ static int run_call(comm_t *c, const call_t *k, images_t *im) {
     q->op = is_move(k->coll) ? COLL_GPU_SUM : COMBOS[k->combo].op;
     q->algo = k->algo;
     q->nchannels = k->nchannels;
+    q->chunk = k->chunk;
     q->seq = c->seq;
     CHECK(cudaSetDevice(c->dev[r]));
     CHECK(coll_gpu_ar_launch(&c->comm[r], q, c->stream[r]));

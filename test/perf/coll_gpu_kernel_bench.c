@@ -122,7 +122,7 @@ int main(int argc, char **argv) {
         algo = COLL_GPU_NALGOS;
     }
   }
-  coll_gpu_tune_config_t tune = {(int)algo, -1, nch_opt, 16, 512 << 10, 16 << 20, {0}};
+  coll_gpu_tune_config_t tune = {(int)algo, -1, nch_opt, 16, 512 << 10, 16 << 20, 0, {0}};
   for (int k = 0; k < COLL_GPU_NCOLLS; ++k) tune.move_algorithm[k] = (int)algo;
   const int runs = coll == COLL_GPU_COLL_ALLREDUCE ? algo != COLL_GPU_NALGOS
                                                    : algo == COLL_GPU_ALGO_ONESHOT || algo == COLL_GPU_ALGO_RING;

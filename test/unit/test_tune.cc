@@ -14,6 +14,7 @@ coll_gpu_tune_config_t defaults() {
   c.max_channels = 16;
   c.oneshot_max_bytes = 512 << 10;
   c.twoshot_max_bytes = 16 << 20;
+  c.ring_chunk_bytes = 0;
   for (int &a : c.move_algorithm) a = -1;
   return c;
 }
@@ -121,6 +122,7 @@ TEST(Tune, OtherCollectives) {
         EXPECT_LE(t, coll_gpu_tune_move_time_us(coll, COLL_GPU_ALGO_RING, n, bytes, c.oneshot_max_bytes));
         EXPECT_LE(t, coll_gpu_tune_move_time_us(coll, COLL_GPU_ALGO_ONESHOT, n, bytes, c.oneshot_max_bytes));
         if (ch.algo == COLL_GPU_ALGO_RING) {
+          EXPECT_EQ(0u, ch.chunk % 16);  // whole packs per step
           EXPECT_GE(ch.nchannels, 1);
           EXPECT_LE(ch.nchannels, c.max_channels);
         }
@@ -136,6 +138,27 @@ TEST(Tune, OtherCollectives) {
   }
   EXPECT_STREQ("reduce_scatter", coll_gpu_coll_name(COLL_GPU_COLL_REDUCE_SCATTER));
   EXPECT_STREQ("MPI_Reduce", coll_gpu_coll_mpi_name(COLL_GPU_COLL_REDUCE));
+}
+
+// The ring's bytes per step: short steps for the chains of bcast and reduce, whole slots (0) otherwise;
+// coll_gpu_ring_chunk_bytes overrides every ring's, allreduce's too.
+TEST(Tune, RingChunk) {
+  coll_gpu_tune_config_t c = defaults();
+  c.max_channels = 64;
+  const size_t big = 1ul << 30;
+  for (int n : {2, 4, 8}) {
+    EXPECT_EQ(64u << 10, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_BCAST, n, big).chunk) << n;
+    EXPECT_EQ(64u << 10, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_REDUCE, n, big).chunk) << n;
+    EXPECT_EQ(0u, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLGATHER, n, big).chunk) << n;
+    EXPECT_EQ(0u, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_REDUCE_SCATTER, n, big).chunk) << n;
+    EXPECT_EQ(0u, coll_gpu_tune_choose(&c, n, big).chunk) << n;
+  }
+  EXPECT_EQ(0u, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, 64ul << 20).chunk);
+  c.ring_chunk_bytes = 4096;
+  for (int k = COLL_GPU_COLL_BCAST; k < COLL_GPU_NCOLLS; ++k)
+    EXPECT_EQ(4096u, coll_gpu_tune_choose_move(&c, (coll_gpu_coll_t)k, 2, big).chunk) << k;
+  EXPECT_EQ(4096u, coll_gpu_tune_choose(&c, 2, big).chunk);
+  EXPECT_EQ(0u, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_BCAST, 2, 8).chunk);  // one-shot: no ring step
 }
 
 // Every part of the scratch lies inside it, the parts do not overlap, and they grow with the sizes.
