@@ -132,11 +132,15 @@ namespace {
  * ranks only as deep as a channel's part has steps: with coll_gpu_ring_chunk_bytes 64, 128, 256 and 512
  * KiB on 64 channels, 64 KiB was fastest from 8 MiB up (64 MiB: bcast 223 us against 256 with whole
  * slots, NCCL 220; reduce 224 against 278, NCCL 207; 256 MiB: 825/858 and 836/895) and within noise
- * below; on 32 channels every step size was 10-40% slower. Allreduce, allgather, reduce-scatter and
- * alltoall were fastest with whole slots (coll_gpu_ring_slot_bytes 64 KiB against 512 KiB at 64 MiB: 299
- * against 269 us, 343/286, 359/301, 405/346). */
-size_t ring_chunk(coll_gpu_coll_t coll) {
-  return coll == COLL_GPU_COLL_BCAST || coll == COLL_GPU_COLL_REDUCE ? 64 << 10 : 0;
+ * below; on 32 channels every step size was 10-40% slower. The 2-rank alltoall (a sending and a receiving
+ * block per channel, 64 channels) took 0.79-0.86x NCCL's time from 8 to 64 MiB per block with 128 KiB
+ * steps against 0.83-1.07x with whole slots, and 1.01x against 0.90x at 256 MiB: 128 KiB steps while a
+ * channel's part is below 2 MiB. Allreduce, allgather and reduce-scatter were fastest with whole slots
+ * (coll_gpu_ring_slot_bytes 64 KiB against 512 KiB at 64 MiB: 299 against 269 us, 343/286, 359/301). */
+size_t ring_chunk(coll_gpu_coll_t coll, int nranks, size_t bytes, int nchannels) {
+  if (coll == COLL_GPU_COLL_BCAST || coll == COLL_GPU_COLL_REDUCE) return 64 << 10;
+  if (coll == COLL_GPU_COLL_ALLTOALL && nranks == 2 && bytes / (size_t)nchannels < ((size_t)2 << 20)) return 128 << 10;
+  return 0;
 }
 }  // namespace
 
@@ -154,7 +158,7 @@ coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, col
   coll_gpu_choice_t ch = {best, coll_gpu_algo_proto(best), 0, 0};
   if (best == COLL_GPU_ALGO_RING) {
     ch.nchannels = channels(c, best, bytes);
-    ch.chunk = c->ring_chunk_bytes > 0 ? c->ring_chunk_bytes : ring_chunk(coll);
+    ch.chunk = c->ring_chunk_bytes > 0 ? c->ring_chunk_bytes : ring_chunk(coll, nranks, bytes, ch.nchannels);
   }
   return ch;
 }

@@ -25,7 +25,7 @@ namespace {
 template <typename T, typename Op, int Align>
 __global__ void __launch_bounds__(kThreads)
     ring(const __grid_constant__ coll_gpu_dev_comm_t comm, const __grid_constant__ coll_gpu_work_t p, bool aligned) {
-  RingChannel<T, Op, Align> c(comm, p, aligned);
+  RingChannel<T, Op, Align> c(comm, p, aligned, blockIdx.x);
   const int n = c.nranks, r = c.pos;
   const size_t pack = kPack / sizeof(T);
   const size_t slot = p.chunk / sizeof(T);  // elements per step

@@ -19,9 +19,13 @@
  *   recv (copy out);
  *   allgather: step 0 send my block (and copy it into my recvbuf); steps 1..n-2 recvCopySend the block of
  *   the rank s before me; step n-1 recv the block of the rank after me;
- *   alltoall, 2 ranks: per slot, send my block for the peer, then recv (copy out) the peer's block for me
- *   (a step that waited for the peer's data before sending its own would wait forever on both sides);
- *   my own block copied.
+ *   alltoall, 2 ranks: two blocks on each channel, one sending my block for the peer through the
+ *   channel's send connection, one receiving (copying out) the peer's block for me through its receive
+ *   connection, so that both directions move at once; the receiving block first copies its share of my
+ *   own block, while the first step is on its way. That is 2 x the call's channels in blocks (128 at the
+ *   defaults): a sender waits only for the peer's receiver of its channel, so the call finishes as long
+ *   as each GPU holds more blocks at once than the call has channels (132 SMs on an H100 or H200; the
+ *   tuning model does not yet cap the channels by the SM count: coll_gpu_max_channels does).
  * Pairwise, Simple (alltoall of more than 2 ranks, large blocks), over point-to-point connections with
  * their own FIFOs (coll_gpu_dev_peer_t): block b serves peer distance k = 1 + b / C and connection
  * c = b mod C (C connections per peer): it sends part c of my block for rank + k and receives part c of
@@ -125,10 +129,14 @@ template <int Align>
 __global__ void __launch_bounds__(kThreads) move_ring(const __grid_constant__ coll_gpu_dev_comm_t comm,
                                                       const __grid_constant__ coll_gpu_work_t p, bool aligned) {
   using Bytes = uint8_t;
-  RingChannel<Bytes, OpSum<Bytes>, Align> c(comm, p, aligned);
+  // the 2-rank alltoall runs two blocks per channel: blocks [0, C) send, [C, 2C) receive
+  const bool halves = p.coll == COLL_GPU_COLL_ALLTOALL;
+  const int nch = halves ? (int)gridDim.x / 2 : (int)gridDim.x, ch = (int)blockIdx.x % nch;
+  const bool sender = (int)blockIdx.x < nch;
+  RingChannel<Bytes, OpSum<Bytes>, Align> c(comm, p, aligned, ch);
   const int n = c.nranks;
   const size_t slot = p.chunk;  // bytes per step
-  const coll_gpu_range_t part = coll_gpu_part(p.count, gridDim.x, blockIdx.x, kPack);
+  const coll_gpu_range_t part = coll_gpu_part(p.count, nch, ch, kPack);
   const char *in = (const char *)p.sendbuf;
   char *out = (char *)p.recvbuf;
   bool ok = true;
@@ -157,17 +165,22 @@ __global__ void __launch_bounds__(kThreads) move_ring(const __grid_constant__ co
       if (ok) ok = c.template step<kRecv | kCopyOut>(nullptr, block(c.pos + 1) + off, len);
     }
   } else {  // alltoall, 2 ranks: the peer is both next and previous
-    const size_t mine = (size_t)c.rank_at(c.pos) * p.block, theirs = (size_t)c.next * p.block;
-    if (in + mine != out + mine) block_copy(c.aligned(), in + mine + part.begin, out + mine + part.begin, part.count);
+    const size_t mine = (size_t)comm.rank * p.block, theirs = (size_t)c.next * p.block;
+    if (!sender && in + mine != out + mine)  // while the first step is on its way: my own block
+      block_copy(c.aligned(), in + mine + part.begin, out + mine + part.begin, part.count);
     for (size_t off = part.begin; ok && off < part.begin + part.count; off += slot) {
       const size_t len = coll_gpu_min(slot, part.begin + part.count - off);
-      // push my block for the peer, then keep the peer's block for me
-      ok = c.template step<kSend>(in + theirs + off, nullptr, len);
-      if (ok) ok = c.template step<kRecv | kCopyOut>(nullptr, out + theirs + off, len);
+      if (sender)  // push my block for the peer
+        ok = c.template step<kSend>(in + theirs + off, nullptr, len);
+      else  // keep the peer's block for me
+        ok = c.template step<kRecv | kCopyOut>(nullptr, out + theirs + off, len);
     }
   }
   if (p.coll == COLL_GPU_COLL_BCAST) await_started(comm, p, c.w);
-  c.save();
+  if (halves)
+    c.save(sender, !sender);
+  else
+    c.save();
   block_done(c.w.status, p.seq);
 }
 
@@ -216,7 +229,9 @@ static bool pairwise(int nranks, const coll_gpu_work_t &p) {
 
 int move_blocks(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p) {
   if (p.algo == COLL_GPU_ALGO_ONESHOT) return ll_blocks(p.count);
-  return pairwise(comm.nranks, p) ? (comm.nranks - 1) * p2p_conns(comm.nranks, p) : p.nchannels;
+  if (pairwise(comm.nranks, p)) return (comm.nranks - 1) * p2p_conns(comm.nranks, p);
+  // 2 ranks: a sending and a receiving block on each channel
+  return p.coll == COLL_GPU_COLL_ALLTOALL ? 2 * p.nchannels : p.nchannels;
 }
 
 int move_launch(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p, cudaStream_t stream) {
@@ -234,9 +249,9 @@ int move_launch(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p, cudaS
         break;
       }
       if (aligned)
-        move_ring<kAligned><<<p.nchannels, kThreads, 0, stream>>>(comm, p, true);
+        move_ring<kAligned><<<move_blocks(comm, p), kThreads, 0, stream>>>(comm, p, true);
       else
-        move_ring<kUnaligned><<<p.nchannels, kThreads, 0, stream>>>(comm, p, false);
+        move_ring<kUnaligned><<<move_blocks(comm, p), kThreads, 0, stream>>>(comm, p, false);
       break;
     default:
       return (int)cudaErrorInvalidValue;

@@ -40,10 +40,10 @@ struct RingChannel {
   coll_gpu_conn_t send, recv;
   size_t slot_bytes;
 
-  // Ring channel blockIdx.x.
-  __device__ RingChannel(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &work, bool aligned_)
+  // Ring channel ch.
+  __device__ RingChannel(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &work, bool aligned_, int ch)
       : p(work), told(aligned_), w(comm), nranks(comm.nranks) {
-    const coll_gpu_dev_channel_t &c = comm.channels[blockIdx.x];
+    const coll_gpu_dev_channel_t &c = comm.channels[ch];
     pos = c.pos;
     next = c.next;
     prev = c.prev;
@@ -83,11 +83,12 @@ struct RingChannel {
   }
 
   // Saves the counters for the channel's next kernel (every thread holds the same; the kernel's end
-  // orders the store before that kernel's loads).
-  __device__ void save() {
+  // orders the store before that kernel's loads): both, or only the one of the direction this block
+  // drives where another block of the kernel drives the other (the 2-rank alltoall).
+  __device__ void save(bool sends = true, bool receives = true) {
     if (threadIdx.x == 0) {
-      *sent = send_step;
-      *received = recv_step;
+      if (sends) *sent = send_step;
+      if (receives) *received = recv_step;
     }
   }
 

@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(kLLThreads) reduce_direct(const __grid_constan
 template <typename T, typename Op>
 __global__ void __launch_bounds__(kThreads) reduce_ring(const __grid_constant__ coll_gpu_dev_comm_t comm,
                                                         const __grid_constant__ coll_gpu_work_t p, bool aligned) {
-  RingChannel<T, Op> c(comm, p, aligned);
+  RingChannel<T, Op> c(comm, p, aligned, blockIdx.x);
   const int n = c.nranks;
   const size_t pack = kPack / sizeof(T);
   const size_t slot = p.chunk / sizeof(T);  // elements per step

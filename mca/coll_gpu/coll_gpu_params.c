@@ -187,7 +187,8 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
   register_enum("alltoall_algorithm",
                 "Algorithm of MPI_Alltoall on device buffers: auto, oneshot (every rank writes each peer's block "
                 "as LL lines into that peer, in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol: "
-                "around the ring with 2 ranks, pairwise through each peer's own FIFOs with more), or staged. "
+                "with 2 ranks a sending and a receiving block on each channel, pairwise through each peer's own "
+                "FIFOs with more), or staged. "
                 "In-place alltoall is always staged",
                 moves, -1, &c->move_algorithm[COLL_GPU_COLL_ALLTOALL]);
   register_enum("reduce_algorithm",

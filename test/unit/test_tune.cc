@@ -140,8 +140,9 @@ TEST(Tune, OtherCollectives) {
   EXPECT_STREQ("MPI_Reduce", coll_gpu_coll_mpi_name(COLL_GPU_COLL_REDUCE));
 }
 
-// The ring's bytes per step: short steps for the chains of bcast and reduce, whole slots (0) otherwise;
-// coll_gpu_ring_chunk_bytes overrides every ring's, allreduce's too.
+// The ring's bytes per step: short steps for the chains of bcast and reduce, 128 KiB for a 2-rank alltoall
+// while a channel's part is below 2 MiB, whole slots (0) otherwise; coll_gpu_ring_chunk_bytes overrides
+// every ring's, allreduce's too.
 TEST(Tune, RingChunk) {
   coll_gpu_tune_config_t c = defaults();
   c.max_channels = 64;
@@ -153,7 +154,10 @@ TEST(Tune, RingChunk) {
     EXPECT_EQ(0u, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_REDUCE_SCATTER, n, big).chunk) << n;
     EXPECT_EQ(0u, coll_gpu_tune_choose(&c, n, big).chunk) << n;
   }
-  EXPECT_EQ(0u, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, 64ul << 20).chunk);
+  // 2 ranks, 64 channels: 64 MiB per block is 1 MiB per channel, 128 MiB is 2 MiB
+  EXPECT_EQ(128u << 10, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, 64ul << 20).chunk);
+  EXPECT_EQ(0u, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, 128ul << 20).chunk);
+  EXPECT_EQ(0u, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 4, 64ul << 20).chunk);  // pairwise
   c.ring_chunk_bytes = 4096;
   for (int k = COLL_GPU_COLL_BCAST; k < COLL_GPU_NCOLLS; ++k)
     EXPECT_EQ(4096u, coll_gpu_tune_choose_move(&c, (coll_gpu_coll_t)k, 2, big).chunk) << k;
