@@ -100,7 +100,7 @@ extern "C" int coll_gpu_ar_launch(const coll_gpu_dev_comm_t *comm, const coll_gp
   if (w.coll != COLL_GPU_COLL_ALLREDUCE) return coll_gpu::move_launch(c, w, s);
   switch (w.algo) {
     case COLL_GPU_ALGO_ONESHOT:
-      return coll_gpu::oneshot_launch(c, w, s);
+      COLL_GPU_DISPATCH_BYTEWISE(coll_gpu::oneshot_typed, (int)cudaErrorInvalidValue, w.type, w.op, c, w, s);
     case COLL_GPU_ALGO_TWOSHOT:
       COLL_GPU_DISPATCH_BYTEWISE(coll_gpu::twoshot_typed, (int)cudaErrorInvalidValue, w.type, w.op, c, w, s);
     case COLL_GPU_ALGO_RING:

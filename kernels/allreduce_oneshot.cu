@@ -1,80 +1,14 @@
 /*
- * One-shot allreduce, LL protocol: for small messages, one kernel, one NVLink trip.
- *
- * Phases of a call (every rank, every thread on its own 16-byte units):
- *   step 0: push my data, as LL lines flagged with this call's seq, into every peer's one-shot slot
- *           for me;
- *   step 1: for each unit, wait until every peer's lines carry the flag, reduce all ranks' data in
- *           rank order (bit-identical results on every rank), write the result.
- * No fence and no separate flag: the flag travels in the line, so which block of a rank handles which
- * unit does not matter to its peers. Slots alternate by seq parity: a rank reaches call seq + 2 only
- * after every peer has finished call seq, so the slot of seq is free again.
- *
- * A lingering kernel (kernels/allreduce.h, coll_gpu_ar_status_t) serves one call, then block 0 polls
- * host memory for the next and hands each call it takes (or the order to exit) to the other blocks as
- * an LL record in this rank's scratch. Only block 0 decides, so every block serves the same calls. One
- * kernel serves every type and op.
+ * The lingering one-shot allreduce (kernels/allreduce.h, coll_gpu_ar_status_t): it serves the call it was
+ * launched with (the one-shot body of kernels/allreduce_oneshot.cuh), then block 0 polls host memory for
+ * the next and hands each call it takes (or the order to exit) to the other blocks as an LL record in this
+ * rank's scratch. Only block 0 decides, so every block serves the same calls. One kernel serves every
+ * type and op.
  */
-#include <cuda_runtime.h>
-
-#include "kernels/primitives.cuh"
+#include "kernels/allreduce_oneshot.cuh"
 
 namespace coll_gpu {
 namespace {
-
-// One call: the parameters the host hands a lingering kernel.
-struct Call {
-  const char *sendbuf;
-  char *recvbuf;
-  size_t count;
-  uint64_t seq;
-  int type, op;
-};
-
-// Call c on this block's share of the units.
-template <typename T, typename Op>
-__device__ __forceinline__ void oneshot_call(const coll_gpu_dev_comm_t &p, const Call &c, bool aligned) {
-  const Layout L(p.layout);
-  const int parity = (int)(c.seq & 1);
-  const uint32_t flag = (uint32_t)c.seq;  // never 0: the engine skips seqs that are 0 mod 2^32
-  const size_t bytes = c.count * sizeof(T);
-  const size_t units = coll_gpu_div_up(bytes, kPack);
-  const size_t stride = (size_t)gridDim.x * blockDim.x;
-  const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-  const char *in = c.sendbuf;
-  char *out = c.recvbuf;
-
-  // step 0: push my data to every peer
-  for (size_t u = first; u < units; u += stride) {
-    const int n = (int)coll_gpu_min(kPack, bytes - u * kPack);
-    const uint4 v = load_pack(aligned, in + u * kPack, n);
-    for (int k = 1; k < p.nranks; ++k) {
-      const int peer = (p.rank + k) % p.nranks;
-      ll_put((uint4 *)((char *)p.peer_scratch[peer] + L.ll(parity, p.rank)) + 2 * u, v, flag);
-    }
-  }
-
-  // step 1: reduce every rank's data in rank order
-  const Waiter w(p);
-  bool alive = true;
-  for (size_t u = first; u < units; u += stride) {
-    const int n = (int)coll_gpu_min(kPack, bytes - u * kPack);
-    uint4 acc = make_uint4(0, 0, 0, 0);
-    for (int s = 0; s < p.nranks; ++s) {
-      uint4 v = make_uint4(0, 0, 0, 0);
-      if (s == p.rank) {
-        v = load_pack(aligned, in + u * kPack, n);
-      } else {
-        const uint4 *line = (const uint4 *)((const char *)p.peer_scratch[p.rank] + L.ll(parity, s)) + 2 * u;
-        alive = alive && ll_get(line, flag, w, s, &v);
-      }
-      acc = s == 0 ? v : reduce_pack<T, Op>(acc, v);
-    }
-    if (alive) store_out<T>(aligned, out + u * kPack, acc, n);
-  }
-}
-
-// ---- the kernel: one call, or (lingering) the calls the host posts after it
 
 // A call record: 8 words, each 32 bits of the call (low half) next to its ticket (high half), so its four
 // 16-byte parts are LL lines flagged with the ticket. Lanes 0-3 of a warp each hold one part (words 2l
@@ -154,7 +88,7 @@ __global__ void __launch_bounds__(kLLThreads)
   __shared__ uint32_t next[8];
   char *rec = (char *)comm.peer_scratch[comm.rank] + Layout(comm.layout).linger_call();
   Call c{(const char *)p.sendbuf, (char *)p.recvbuf, p.count, p.seq, p.type, p.op};
-  uint32_t what = p.instance == 0 ? kRecLast : kRecServe;  // instance 0: a kernel of one call
+  uint32_t what = kRecServe;
   for (uint32_t ticket = p.ticket;; ticket = ticket + 1 == 0 ? 1 : ticket + 1) {
     linger_serve(comm, c);
     block_done(comm.status, c.seq);
@@ -178,24 +112,20 @@ __global__ void __launch_bounds__(kLLThreads)
     if (what & kRecExit) break;
     c = decode(d);
   }
-  if (p.instance != 0 && blockIdx.x == 0 && threadIdx.x == 0)
-    st_release_sys((uint64_t *)&comm.status->exited, p.instance);
+  if (blockIdx.x == 0 && threadIdx.x == 0) st_release_sys((uint64_t *)&comm.status->exited, p.instance);
 }
 
 }  // namespace
 
 int oneshot_blocks(const coll_gpu_work_t &w) { return ll_blocks(w.count * coll_gpu_dtype_size(w.type)); }
 
-int oneshot_launch(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w, cudaStream_t stream) {
-  oneshot_linger<<<oneshot_blocks(w), kLLThreads, 0, stream>>>(comm, w);
-  return (int)cudaGetLastError();
-}
-
 }  // namespace coll_gpu
 
 extern "C" int coll_gpu_ar_linger_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream) {
-  return w->instance == 0 ? (int)cudaErrorInvalidValue
-                          : coll_gpu::oneshot_launch(*comm, coll_gpu::bytewise(*w), (cudaStream_t)stream);
+  if (w->instance == 0) return (int)cudaErrorInvalidValue;
+  const coll_gpu_work_t b = coll_gpu::bytewise(*w);
+  coll_gpu::oneshot_linger<<<coll_gpu::oneshot_blocks(b), coll_gpu::kLLThreads, 0, (cudaStream_t)stream>>>(*comm, b);
+  return (int)cudaGetLastError();
 }
 
 extern "C" void coll_gpu_ar_linger_post(coll_gpu_ar_status_t *status, uint32_t ticket, const coll_gpu_work_t *p) {

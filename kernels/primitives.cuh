@@ -318,11 +318,11 @@ __device__ __forceinline__ void block_done(coll_gpu_ar_status_t *status, uint64_
   if (threadIdx.x == 0) st_relaxed_sys((uint64_t *)&status->done[blockIdx.x], seq);
 }
 
-// The algorithms, one file each. One-shot (allreduce_oneshot.cu) is one kernel for every type and op;
-// two-shot and ring (allreduce_twoshot.cuh, allreduce_ring.cuh) are a kernel per type and op, behind
-// their typed launchers, which the files that kernels/generate.sh writes instantiate a few at a time so
-// that the build runs them in parallel. Every kernel gets the communicator and the call's work by value.
-int oneshot_launch(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w, cudaStream_t stream);
+// The algorithms, one file each. One-shot, two-shot and ring (allreduce_oneshot.cuh,
+// allreduce_twoshot.cuh, allreduce_ring.cuh) are a kernel per type and op, behind their typed launchers,
+// which the files that kernels/generate.sh writes instantiate a few at a time so that the build runs them
+// in parallel; the lingering one-shot (allreduce_oneshot.cu) is one kernel for every type and op. Every
+// kernel gets the communicator and the call's work by value.
 int oneshot_blocks(const coll_gpu_work_t &w);
 // Defines typed launcher `name`: call w with Kernel<T, Op, kAligned or kUnaligned> for the call's buffers.
 #define COLL_GPU_DEFINE_TYPED(name, Kernel, grid, block)                                     \
@@ -334,6 +334,8 @@ int oneshot_blocks(const coll_gpu_work_t &w);
       Kernel<T, Op, kUnaligned><<<grid, block, 0, stream>>>(comm, w, false);                 \
     return (int)cudaGetLastError();                                                          \
   }
+template <typename T, typename Op>
+int oneshot_typed(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w, cudaStream_t stream);
 template <typename T, typename Op>
 int twoshot_typed(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w, cudaStream_t stream);
 template <typename T, typename Op>
