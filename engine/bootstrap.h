@@ -36,7 +36,7 @@ typedef struct {
   char busid[32];       /* GPU PCI bus id */
   uint64_t config_hash; /* engine parameters: must be equal on every rank */
   int32_t ok;           /* this rank could take part (device set up) */
-  int32_t pad;
+  int32_t sms;          /* multiprocessors of the GPU */
 } coll_gpu_peer_t;
 
 /* Hash of a host identity string (FNV-1a, 64 bits). */

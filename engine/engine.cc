@@ -309,7 +309,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   me.device = mem->device;
   me.config_hash = config_hash(*cfg);
   if (local_ok && b->size >= 2 && b->size <= COLL_GPU_MAX_RANKS) {
-    local_ok = coll_gpu_device_identity(mem->device, (char *)me.uuid, me.busid) == 0 &&
+    local_ok = coll_gpu_device_identity(mem->device, (char *)me.uuid, me.busid, &me.sms) == 0 &&
                e->setup_local(handles.get() + (size_t)b->rank * hsize, why, why_len) == COLL_GPU_SUCCESS;
   }
   me.ok = local_ok;
@@ -343,7 +343,9 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     }
   }
 
+  e->cfg.tune.min_sms = peers[0].sms;  // the same on every rank, for the same choices
   for (int r = 0; r < b->size; ++r) {
+    if (peers[r].sms < e->cfg.tune.min_sms) e->cfg.tune.min_sms = peers[r].sms;
     e->pid[r] = peers[r].pid;
     e->visible[r] = r != b->rank && coll_gpu_pid_visible(peers[r].pid);
   }

@@ -23,6 +23,7 @@ typedef struct {
   size_t twoshot_max_bytes;            /* largest two-shot message (its scratch) */
   size_t ring_chunk_bytes;             /* 0: choose, else the ring's bytes per step (at most a FIFO slot) */
   int move_algorithm[COLL_GPU_NCOLLS]; /* every collective but allreduce: -1 choose, else ONESHOT or RING */
+  int min_sms;                         /* the fewest multiprocessors among the ranks' GPUs; 0: not known */
 } coll_gpu_tune_config_t;
 
 typedef struct {

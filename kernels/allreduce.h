@@ -253,7 +253,8 @@ int coll_gpu_stream_sync(void *stream);
 int coll_gpu_legacy_stream_wait(void); /* returns once the work queued on the legacy default stream is done */
 int coll_gpu_host_mapped_alloc(void **host, void **dev, size_t bytes); /* zeroed */
 int coll_gpu_host_mapped_free(void *host);
-int coll_gpu_device_identity(int device, char uuid[16], char busid[32]);
+/* The GPU's UUID, PCI bus id and multiprocessor count. */
+int coll_gpu_device_identity(int device, char uuid[16], char busid[32], int *sms);
 
 #ifdef __cplusplus
 }

@@ -158,10 +158,11 @@ extern "C" int coll_gpu_host_mapped_alloc(void **host, void **dev, size_t bytes)
 
 extern "C" int coll_gpu_host_mapped_free(void *host) { return (int)cudaFreeHost(host); }
 
-extern "C" int coll_gpu_device_identity(int device, char uuid[16], char busid[32]) {
+extern "C" int coll_gpu_device_identity(int device, char uuid[16], char busid[32], int *sms) {
   cudaDeviceProp prop;
   cudaError_t err = cudaGetDeviceProperties(&prop, device);
   if (err != cudaSuccess) return (int)err;
   memcpy(uuid, prop.uuid.bytes, 16);
+  *sms = prop.multiProcessorCount;
   return (int)cudaDeviceGetPCIBusId(busid, 32, device);
 }

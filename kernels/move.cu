@@ -24,8 +24,8 @@
  *   connection, so that both directions move at once; the receiving block first copies its share of my
  *   own block, while the first step is on its way. That is 2 x the call's channels in blocks (128 at the
  *   defaults): a sender waits only for the peer's receiver of its channel, so the call finishes as long
- *   as each GPU holds more blocks at once than the call has channels (132 SMs on an H100 or H200; the
- *   tuning model does not yet cap the channels by the SM count: coll_gpu_max_channels does).
+ *   as each GPU holds more blocks at once than the call has channels; the tuning model keeps the channels
+ *   below the fewest multiprocessors among the ranks' GPUs (132 on an H100 or H200).
  * Pairwise, Simple (alltoall of more than 2 ranks, large blocks), over point-to-point connections with
  * their own FIFOs (coll_gpu_dev_peer_t): block b serves peer distance k = 1 + b / C and connection
  * c = b mod C (C connections per peer): it sends part c of my block for rank + k and receives part c of

@@ -16,6 +16,7 @@ coll_gpu_tune_config_t defaults() {
   c.twoshot_max_bytes = 16 << 20;
   c.ring_chunk_bytes = 0;
   for (int &a : c.move_algorithm) a = -1;
+  c.min_sms = 0;
   return c;
 }
 
@@ -163,6 +164,27 @@ TEST(Tune, RingChunk) {
     EXPECT_EQ(4096u, coll_gpu_tune_choose_move(&c, (coll_gpu_coll_t)k, 2, big).chunk) << k;
   EXPECT_EQ(4096u, coll_gpu_tune_choose(&c, 2, big).chunk);
   EXPECT_EQ(0u, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_BCAST, 2, 8).chunk);  // one-shot: no ring step
+}
+
+// The 2-rank alltoall's two blocks per channel: fewer channels than the smallest GPU has multiprocessors,
+// so that every sender's receiver on the peer gets a multiprocessor; other collectives and rank counts
+// keep theirs.
+TEST(Tune, AlltoallFitsTheGpu) {
+  coll_gpu_tune_config_t c = defaults();
+  c.max_channels = 64;
+  const size_t big = 1ul << 30;
+  // not known, then an H100's or H200's 132
+  EXPECT_EQ(64, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
+  c.min_sms = 132;
+  EXPECT_EQ(64, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
+  c.min_sms = 40;
+  EXPECT_EQ(39, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
+  EXPECT_EQ(64, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLGATHER, 2, big).nchannels);
+  EXPECT_EQ(64, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 3, big).nchannels);
+  c.nchannels = 48;  // forced: still capped
+  EXPECT_EQ(39, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
+  c.min_sms = 1;  // no channel count fits one multiprocessor: left as it is
+  EXPECT_EQ(48, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
 }
 
 // Every part of the scratch lies inside it, the parts do not overlap, and they grow with the sizes.
