@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(kLLThreads)
     oneshot_linger(const __grid_constant__ coll_gpu_dev_comm_t comm, const __grid_constant__ coll_gpu_work_t p) {
   __shared__ uint32_t next[8];
   char *rec = (char *)comm.peer_scratch[comm.rank] + Layout(comm.layout).linger_call();
-  Call c{(const char *)p.sendbuf, (char *)p.recvbuf, p.count, p.seq, p.type, p.op};
+  Call c = call_of(p);
   uint32_t what = kRecServe;
   for (uint32_t ticket = p.ticket;; ticket = ticket + 1 == 0 ? 1 : ticket + 1) {
     linger_serve(comm, c);

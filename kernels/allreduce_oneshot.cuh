@@ -24,7 +24,8 @@
 namespace coll_gpu {
 namespace {
 
-// One call: the parameters the host hands a lingering kernel.
+// One call: what the one-shot body needs of it. A kernel takes its first call from its work, a lingering
+// kernel the next ones from the host's records (allreduce_oneshot.cu).
 struct Call {
   const char *sendbuf;
   char *recvbuf;
@@ -32,6 +33,9 @@ struct Call {
   uint64_t seq;
   int type, op;
 };
+__device__ __forceinline__ Call call_of(const coll_gpu_work_t &p) {
+  return Call{(const char *)p.sendbuf, (char *)p.recvbuf, p.count, p.seq, p.type, p.op};
+}
 
 // Call c on this block's share of the units.
 template <typename T, typename Op>
@@ -79,8 +83,7 @@ __device__ __forceinline__ void oneshot_call(const coll_gpu_dev_comm_t &p, const
 template <typename T, typename Op, int Align>
 __global__ void __launch_bounds__(kLLThreads)
     oneshot(const __grid_constant__ coll_gpu_dev_comm_t comm, const __grid_constant__ coll_gpu_work_t p, bool aligned) {
-  oneshot_call<T, Op>(comm, Call{(const char *)p.sendbuf, (char *)p.recvbuf, p.count, p.seq, p.type, p.op},
-                      call_aligned<Align>(aligned));
+  oneshot_call<T, Op>(comm, call_of(p), call_aligned<Align>(aligned));
   block_done(comm.status, p.seq);
 }
 
