@@ -126,11 +126,17 @@ struct Waiter {
     __threadfence_system();  // the host reads these once it sees done, which block_done orders at gpu scope only
     return true;
   }
-  // Waits until *flag >= value; false when the host aborted the call.
-  __device__ bool wait_geq(const uint64_t *flag, uint64_t value, int peer) const {
-    for (int spins = 1; ld_acquire_sys(flag) < value; ++spins)
+  // Waits until *flag >= value, leaving the value it saw in *seen; false when the host aborted the call.
+  __device__ bool wait_geq(const uint64_t *flag, uint64_t value, int peer, uint64_t *seen) const {
+    uint64_t v;
+    for (int spins = 1; (v = ld_acquire_sys(flag)) < value; ++spins)
       if (expired(spins, peer)) return false;
+    *seen = v;
     return true;
+  }
+  __device__ bool wait_geq(const uint64_t *flag, uint64_t value, int peer) const {
+    uint64_t seen;
+    return wait_geq(flag, value, peer, &seen);
   }
 };
 

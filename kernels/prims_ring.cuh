@@ -37,6 +37,10 @@ struct RingChannel {
   const uint8_t *ring;  // the ranks in ring order
   uint64_t send_step, recv_step;
   uint64_t *sent, *received;  // the connections' counters in my scratch
+  // thread 0: the highest tail and head it has read. A step whose flag they already cover does not read
+  // it again (NCCL's connTailCache and connHeadCache): the acquire that saw the value orders the step's
+  // loads, through the barrier that follows the waits.
+  uint64_t tail_seen = 0, head_seen = 0;
   coll_gpu_conn_t send, recv;
   size_t slot_bytes;
 
@@ -99,9 +103,10 @@ struct RingChannel {
     __shared__ int ok;
     if (threadIdx.x == 0) {
       ok = 1;
-      if (Mode & kRecv) ok = w.wait_geq(recv.tail, recv_step + 1, prev);
-      if (ok && (Mode & kSend) && send_step + 1 > COLL_GPU_RING_SLOTS)
-        ok = w.wait_geq(send.head, send_step + 1 - COLL_GPU_RING_SLOTS, next);
+      if ((Mode & kRecv) && tail_seen < recv_step + 1) ok = w.wait_geq(recv.tail, recv_step + 1, prev, &tail_seen);
+      if (ok && (Mode & kSend) && send_step + 1 > COLL_GPU_RING_SLOTS &&
+          head_seen < send_step + 1 - COLL_GPU_RING_SLOTS)
+        ok = w.wait_geq(send.head, send_step + 1 - COLL_GPU_RING_SLOTS, next, &head_seen);
     }
     __syncthreads();
     if (!ok) return false;
