@@ -160,7 +160,7 @@ coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, col
     ch.nchannels = channels(c, best, bytes);
     /* the 2-rank alltoall runs a sending and a receiving block per channel, and a sender waits for the
      * peer's receiver of its channel: every GPU must hold more blocks at once than there are channels
-     * (one 512-thread block per multiprocessor at the worst) */
+     * (one ring block per multiprocessor at the worst) */
     if (coll == COLL_GPU_COLL_ALLTOALL && nranks == 2 && c->min_sms > 1 && ch.nchannels >= c->min_sms)
       ch.nchannels = c->min_sms - 1;
     ch.chunk = c->ring_chunk_bytes > 0 ? c->ring_chunk_bytes : ring_chunk(coll, nranks, bytes, ch.nchannels);

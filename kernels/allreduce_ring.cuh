@@ -23,7 +23,7 @@ namespace coll_gpu {
 namespace {
 
 template <typename T, typename Op, int Align>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kRingThreads)
     ring(const __grid_constant__ coll_gpu_dev_comm_t comm, const __grid_constant__ coll_gpu_work_t p, bool aligned) {
   RingChannel<T, Op, Align> c(comm, p, aligned, blockIdx.x);
   const int n = c.nranks, r = c.pos;
@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 // instantiated in kernels/inst/ring_*.cu
-COLL_GPU_DEFINE_TYPED(ring_typed, ring, dim3(w.nchannels), dim3(kThreads))
+COLL_GPU_DEFINE_TYPED(ring_typed, ring, dim3(w.nchannels), dim3(kRingThreads))
 
 }  // namespace coll_gpu
 

@@ -126,8 +126,8 @@ __device__ void block_copy(bool aligned, const char *src, char *dst, size_t byte
 }
 
 template <int Align>
-__global__ void __launch_bounds__(kThreads) move_ring(const __grid_constant__ coll_gpu_dev_comm_t comm,
-                                                      const __grid_constant__ coll_gpu_work_t p, bool aligned) {
+__global__ void __launch_bounds__(kRingThreads) move_ring(const __grid_constant__ coll_gpu_dev_comm_t comm,
+                                                          const __grid_constant__ coll_gpu_work_t p, bool aligned) {
   using Bytes = uint8_t;
   // the 2-rank alltoall runs two blocks per channel: blocks [0, C) send, [C, 2C) receive
   const bool halves = p.coll == COLL_GPU_COLL_ALLTOALL;
@@ -185,8 +185,8 @@ __global__ void __launch_bounds__(kThreads) move_ring(const __grid_constant__ co
 }
 
 template <int Align>
-__global__ void __launch_bounds__(kThreads) move_p2p(const __grid_constant__ coll_gpu_dev_comm_t comm,
-                                                     const __grid_constant__ coll_gpu_work_t p, bool aligned) {
+__global__ void __launch_bounds__(kRingThreads) move_p2p(const __grid_constant__ coll_gpu_dev_comm_t comm,
+                                                         const __grid_constant__ coll_gpu_work_t p, bool aligned) {
   const int n = comm.nranks, conns = (int)gridDim.x / (n - 1);
   const int k = 1 + (int)blockIdx.x / conns, conn = (int)blockIdx.x % conns;
   const int to = (comm.rank + k) % n, from = (comm.rank + n - k) % n;
@@ -243,15 +243,15 @@ int move_launch(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p, cudaS
     case COLL_GPU_ALGO_RING:
       if (pairwise(comm.nranks, p)) {
         if (aligned)
-          move_p2p<kAligned><<<move_blocks(comm, p), kThreads, 0, stream>>>(comm, p, true);
+          move_p2p<kAligned><<<move_blocks(comm, p), kRingThreads, 0, stream>>>(comm, p, true);
         else
-          move_p2p<kUnaligned><<<move_blocks(comm, p), kThreads, 0, stream>>>(comm, p, false);
+          move_p2p<kUnaligned><<<move_blocks(comm, p), kRingThreads, 0, stream>>>(comm, p, false);
         break;
       }
       if (aligned)
-        move_ring<kAligned><<<move_blocks(comm, p), kThreads, 0, stream>>>(comm, p, true);
+        move_ring<kAligned><<<move_blocks(comm, p), kRingThreads, 0, stream>>>(comm, p, true);
       else
-        move_ring<kUnaligned><<<move_blocks(comm, p), kThreads, 0, stream>>>(comm, p, false);
+        move_ring<kUnaligned><<<move_blocks(comm, p), kRingThreads, 0, stream>>>(comm, p, false);
       break;
     default:
       return (int)cudaErrorInvalidValue;

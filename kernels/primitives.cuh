@@ -15,7 +15,7 @@ namespace coll_gpu {
 
 constexpr int kPack = 16;           // bytes of one vector load or store
 constexpr int kLine = 128;          // cache line: every flag gets its own, so polls do not share lines
-constexpr int kThreads = 512;       // threads per block for the Simple kernels
+constexpr int kThreads = 512;       // threads per block of the two-shot kernel; the workers of a ring block
 constexpr int kLLThreads = 256;     // threads per block for the LL one-shot
 constexpr int kSpinsPerCheck = 64;  // polls between two reads of the global timer
 constexpr int kUnroll = 4;          // packs each thread keeps in flight: one load per pack would leave a block

@@ -20,6 +20,14 @@
 
 namespace coll_gpu {
 
+// A ring kernel's block: kRingWorkers threads that move each step's data, and a warp that posts its flags
+// (RingChannel::step).
+constexpr int kRingWorkers = kThreads;
+constexpr int kRingThreads = kRingWorkers + 32;
+
+// A barrier of the workers of a ring block only (named barrier 1; __syncthreads is barrier 0).
+__device__ __forceinline__ void workers_barrier() { asm volatile("bar.sync 1, %0;" ::"r"(kRingWorkers) : "memory"); }
+
 // What a step does; a step sends what it received (reduced with this rank's data under kReduce), or
 // this rank's own data when it receives nothing.
 enum { kRecv = 1, kReduce = 2, kCopyOut = 4, kSend = 8 };
@@ -41,6 +49,7 @@ struct RingChannel {
   // it again (NCCL's connTailCache and connHeadCache): the acquire that saw the value orders the step's
   // loads, through the barrier that follows the waits.
   uint64_t tail_seen = 0, head_seen = 0;
+  unsigned steps_run = 0;  // steps this kernel has run on the channel
   coll_gpu_conn_t send, recv;
   size_t slot_bytes;
 
@@ -98,22 +107,50 @@ struct RingChannel {
 
   // One step on `bytes` bytes: `in` is this rank's data (read when the step reduces or sends it), `out`
   // where the step's result goes (kCopyOut). False when the host aborted the call.
+  //
+  // The block's first kRingWorkers threads move the data; its last warp posts the flags (NCCL's Simple
+  // has the same split). Thread 0 waits for the step's flags, a barrier of the workers only starts the
+  // data, and a barrier of the whole block ends it; then the posting thread's system-scope fence, which
+  // waits until every store of the step has reached the peer, runs while the workers already wait for
+  // and move the next step, instead of holding the whole block.
   template <int Mode>
   __device__ bool step(const char *in, char *out, size_t bytes) {
-    __shared__ int ok;
-    if (threadIdx.x == 0) {
-      ok = 1;
-      if ((Mode & kRecv) && tail_seen < recv_step + 1) ok = w.wait_geq(recv.tail, recv_step + 1, prev, &tail_seen);
-      if (ok && (Mode & kSend) && send_step + 1 > COLL_GPU_RING_SLOTS &&
-          head_seen < send_step + 1 - COLL_GPU_RING_SLOTS)
-        ok = w.wait_geq(send.head, send_step + 1 - COLL_GPU_RING_SLOTS, next, &head_seen);
+    // the step's verdict, by parity of the step: the posting warp reads a step's after the block's
+    // barrier, when thread 0 may already be writing the next one's
+    __shared__ int ok[2];
+    const int parity = (int)(steps_run & 1);
+    ++steps_run;
+    if (threadIdx.x < kRingWorkers) {
+      if (threadIdx.x == 0) {
+        int good = 1;
+        if ((Mode & kRecv) && tail_seen < recv_step + 1) good = w.wait_geq(recv.tail, recv_step + 1, prev, &tail_seen);
+        if (good && (Mode & kSend) && send_step + 1 > COLL_GPU_RING_SLOTS &&
+            head_seen < send_step + 1 - COLL_GPU_RING_SLOTS)
+          good = w.wait_geq(send.head, send_step + 1 - COLL_GPU_RING_SLOTS, next, &head_seen);
+        ok[parity] = good;
+      }
+      workers_barrier();
+      if (ok[parity]) step_data<Mode>(in, out, bytes);
     }
     __syncthreads();
-    if (!ok) return false;
+    if (!ok[parity]) return false;
+    if (threadIdx.x == kRingWorkers) {
+      fence_release_sys();  // this step's stores and loads, then both flags
+      if (Mode & kSend) st_relaxed_sys(send.tail, send_step + 1);
+      if (Mode & kRecv) st_relaxed_sys(recv.head, recv_step + 1);
+    }
+    if (Mode & kSend) ++send_step;
+    if (Mode & kRecv) ++recv_step;
+    return true;
+  }
+
+  // The workers' part of a step: the data.
+  template <int Mode>
+  __device__ void step_data(const char *in, char *out, size_t bytes) {
     constexpr bool kMine = (Mode & kReduce) || !(Mode & kRecv);
     const char *src = recv.buff + (recv_step % COLL_GPU_RING_SLOTS) * slot_bytes;
     char *dst = send.buff + (send_step % COLL_GPU_RING_SLOTS) * slot_bytes;
-    const size_t stride = (size_t)blockDim.x * kPack;
+    const size_t stride = (size_t)kRingWorkers * kPack;
     for (size_t tile = (size_t)threadIdx.x * kPack; tile < bytes; tile += stride * kUnroll) {
       uint4 v[kUnroll], mine[kUnroll];
       int n[kUnroll];
@@ -135,15 +172,6 @@ struct RingChannel {
         if (Mode & kSend) store_pack(true, dst + i, v[k], n[k]);
       }
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      fence_release_sys();  // this step's stores and loads, then both flags
-      if (Mode & kSend) st_relaxed_sys(send.tail, send_step + 1);
-      if (Mode & kRecv) st_relaxed_sys(recv.head, recv_step + 1);
-    }
-    if (Mode & kSend) ++send_step;
-    if (Mode & kRecv) ++recv_step;
-    return true;
   }
 
   // A step on elements [begin, begin + count) of the call's buffers, at the same place in both.

@@ -93,8 +93,8 @@ __global__ void __launch_bounds__(kLLThreads) reduce_direct(const __grid_constan
 }
 
 template <typename T, typename Op>
-__global__ void __launch_bounds__(kThreads) reduce_ring(const __grid_constant__ coll_gpu_dev_comm_t comm,
-                                                        const __grid_constant__ coll_gpu_work_t p, bool aligned) {
+__global__ void __launch_bounds__(kRingThreads) reduce_ring(const __grid_constant__ coll_gpu_dev_comm_t comm,
+                                                            const __grid_constant__ coll_gpu_work_t p, bool aligned) {
   RingChannel<T, Op> c(comm, p, aligned, blockIdx.x);
   const int n = c.nranks;
   const size_t pack = kPack / sizeof(T);
@@ -169,7 +169,7 @@ int reduce_typed(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p, cuda
   if (p.algo == COLL_GPU_ALGO_ONESHOT)
     reduce_direct<T, Op><<<reduce_blocks(comm, p), kLLThreads, 0, stream>>>(comm, p, aligned);
   else if (p.algo == COLL_GPU_ALGO_RING)
-    reduce_ring<T, Op><<<p.nchannels, kThreads, 0, stream>>>(comm, p, aligned);
+    reduce_ring<T, Op><<<p.nchannels, kRingThreads, 0, stream>>>(comm, p, aligned);
   else
     return (int)cudaErrorInvalidValue;
   return (int)cudaGetLastError();
