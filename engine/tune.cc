@@ -136,7 +136,11 @@ namespace {
  * block per channel, 64 channels) took 0.79-0.86x NCCL's time from 8 to 64 MiB per block with 128 KiB
  * steps against 0.83-1.07x with whole slots, and 1.01x against 0.90x at 256 MiB: 128 KiB steps while a
  * channel's part is below 2 MiB. Allreduce, allgather and reduce-scatter were fastest with whole slots
- * (coll_gpu_ring_slot_bytes 64 KiB against 512 KiB at 64 MiB: 299 against 269 us, 343/286, 359/301). */
+ * (coll_gpu_ring_slot_bytes 64 KiB against 512 KiB at 64 MiB: 299 against 269 us, 343/286, 359/301).
+ * Those runs had every pack on the stack (one load in flight per thread, kernels/primitives.cuh). Since,
+ * with a posting warp per block too, 64, 128, 192 and 256 KiB steps for bcast and reduce came within
+ * 2-3% of each other from 32 MiB up (256 MiB: bcast 771, 767, 766, 768 us; reduce 780, 774, 775, 781;
+ * NCCL 754-779 in the same runs), so the 64 KiB stay. */
 size_t ring_chunk(coll_gpu_coll_t coll, int nranks, size_t bytes, int nchannels) {
   if (coll == COLL_GPU_COLL_BCAST || coll == COLL_GPU_COLL_REDUCE) return 64 << 10;
   if (coll == COLL_GPU_COLL_ALLTOALL && nranks == 2 && bytes / (size_t)nchannels < ((size_t)2 << 20)) return 128 << 10;
