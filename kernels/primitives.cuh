@@ -162,7 +162,7 @@ __device__ __forceinline__ bool call_aligned(bool told) {
   return Align == kAlignRuntime ? told : Align == kAligned;
 }
 
-// The first n bytes (n < 16) at p, and the rest zero, as a pack; and the first n bytes of a pack stored at
+// The first n bytes (n <= 16) at p, and the rest zero, as a pack; and the first n bytes of a pack stored at
 // p. Byte by byte, but with the pack in registers. Taking its address (a char pointer into it) put every
 // pack of the kernels on the stack: each 16-byte load was followed by a store of its register to the
 // stack, which waits for the data, so a thread had one load in flight instead of kUnroll (or 2 kUnroll).
@@ -187,7 +187,7 @@ __device__ __forceinline__ void store_bytes(char *p, uint4 v, int n) {
 }
 
 // 16 bytes of data: a vector load when the call's buffers are pack-aligned (`aligned`, the same for every
-// thread) and the pack is whole, byte loads otherwise (n < 16 at a buffer end).
+// thread) and the pack is whole, byte loads otherwise (unaligned buffers, or n < 16 at a buffer end).
 __device__ __forceinline__ uint4 load_pack(bool aligned, const char *p, int n) {
   if (aligned && n == kPack) return *(const uint4 *)p;
   return load_bytes(p, n);
