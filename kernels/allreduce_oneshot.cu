@@ -63,9 +63,12 @@ __device__ Call decode(const uint32_t (&d)[8]) {
   return Call{(const char *)((uint64_t)d[1] << 32 | d[0]),
               (char *)((uint64_t)d[3] << 32 | d[2]),
               d[4],
+              0,
               (uint64_t)d[6] << 32 | d[5],
+              COLL_GPU_COLL_ALLREDUCE,
               (int)(d[7] & 0xff),
-              (int)((d[7] >> 8) & 0xff)};
+              (int)((d[7] >> 8) & 0xff),
+              0};
 }
 
 template <typename T, typename Op>

@@ -24,19 +24,6 @@
 namespace coll_gpu {
 namespace {
 
-// One call: what the one-shot body needs of it. A kernel takes its first call from its work, a lingering
-// kernel the next ones from the host's records (allreduce_oneshot.cu).
-struct Call {
-  const char *sendbuf;
-  char *recvbuf;
-  size_t count;
-  uint64_t seq;
-  int type, op;
-};
-__device__ __forceinline__ Call call_of(const coll_gpu_work_t &p) {
-  return Call{(const char *)p.sendbuf, (char *)p.recvbuf, p.count, p.seq, p.type, p.op};
-}
-
 // Call c on this block's share of the units.
 template <typename T, typename Op>
 __device__ __forceinline__ void oneshot_call(const coll_gpu_dev_comm_t &p, const Call &c, bool aligned) {

@@ -332,6 +332,20 @@ inline coll_gpu_work_t bytewise(const coll_gpu_work_t &p) {
   return q;
 }
 
+// One call as the direct (one-shot, LL) bodies read it: a kernel of one call takes it from its work, a
+// lingering kernel (allreduce_oneshot.cu) the later ones from the host's records.
+struct Call {
+  const char *sendbuf;
+  char *recvbuf;
+  size_t count;  // elements (the moves: bytes)
+  size_t block;  // allgather and alltoall: bytes from one rank's block to the next in the buffers
+  uint64_t seq;
+  int coll, type, op, root;
+};
+__device__ __forceinline__ Call call_of(const coll_gpu_work_t &p) {
+  return Call{(const char *)p.sendbuf, (char *)p.recvbuf, p.count, p.block, p.seq, p.coll, p.type, p.op, p.root};
+}
+
 // Tells the host this block is done. The block's results are device memory that the host only reads
 // through CUDA work it issues after it sees the word, work that runs on this GPU: a gpu-scope fence by
 // every thread, then the barrier, order them before the word for every such reader. A system-scope
