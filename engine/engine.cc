@@ -499,7 +499,7 @@ coll_gpu_status_t coll_gpu_engine_move(coll_gpu_engine_t *e, coll_gpu_coll_t col
     p.block = bytes;
     p.type = COLL_GPU_UINT8;
     e->trace(p, p.count, bytes, choice);
-    COLL_GPU_CHECK(e->run_call(&p, choice.proto, false, why, why_len));
+    COLL_GPU_CHECK(e->run_call(&p, choice.proto, true, why, why_len));
   }
   return COLL_GPU_SUCCESS;
 }
@@ -521,7 +521,7 @@ coll_gpu_status_t coll_gpu_engine_reduce(coll_gpu_engine_t *e, const void *sendb
     p.type = type;
     p.op = op;
     e->trace(p, p.count * size, bytes, choice);
-    COLL_GPU_CHECK(e->run_call(&p, choice.proto, false, why, why_len));
+    COLL_GPU_CHECK(e->run_call(&p, choice.proto, true, why, why_len));
   }
   return COLL_GPU_SUCCESS;
 }
@@ -554,6 +554,7 @@ coll_gpu_status_t coll_gpu_engine_reduce_scatter(coll_gpu_engine_t *e, const voi
     p.type = type;
     p.op = op;
     e->trace(p, p.blocks[e->rank].count * size, total * size, choice);
+    // the per-rank blocks do not fit a lingering kernel's call record: a kernel of its own
     COLL_GPU_CHECK(e->run_call(&p, choice.proto, false, why, why_len));
   }
   return COLL_GPU_SUCCESS;

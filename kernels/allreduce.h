@@ -114,16 +114,18 @@ size_t coll_gpu_ar_scratch_bytes(const coll_gpu_ar_layout_t *l);
 /* Host-mapped words between the host and the kernels.
  *
  * A lingering one-shot kernel (coll_gpu_ar_linger_launch) stays on the GPU after its call and takes the
- * next ones from `call`, so they need no launch. The host writes a call as 8 words, each holding 32 bits
- * of the call next to the call's ticket (1, 2, ... skipping 0), so one read of the line tells whether
- * all of it is there (LL, as in the kernels' own lines). Block 0 of the kernel polls it; when it has
- * waited linger_ns it writes its instance into `leaving`, fences, and reads `call` once more: a call it
- * finds then is served, and the kernel exits after it. The host, after writing a call, fences and reads
- * `leaving`: if it does not name the kernel, the kernel will see the call. If it does, the host waits
- * for `exited` to name the kernel; done[0] then tells whether the call was served. Both sides store,
- * fence, then load, so at least one of them sees the other's store: no call is lost. A kernel takes
- * tickets above those of every kernel before it on this engine, the ticket an exited kernel waited for
- * included. */
+ * next ones from `call`, so they need no launch (the direct calls of every collective but reduce-scatter,
+ * whose per-rank blocks do not fit). The host writes a call as COLL_GPU_LINGER_WORDS words in one cache
+ * line, each holding 32 bits of the call next to the call's ticket (1, 2, ... skipping 0), so one read of
+ * the line tells whether all of it is there (LL, as in the kernels' own lines). Block 0 of the kernel
+ * polls it; when it has waited linger_ns it writes its instance into `leaving`, fences, and reads `call`
+ * once more: a call it finds then is served, and the kernel exits after it. The host, after writing a
+ * call, fences and reads `leaving`: if it does not name the kernel, the kernel will see the call. If it
+ * does, the host waits for `exited` to name the kernel; done[0] then tells whether the call was served.
+ * Both sides store, fence, then load, so at least one of them sees the other's store: no call is lost. A
+ * kernel takes tickets above those of every kernel before it on this engine, the ticket an exited kernel
+ * waited for included. */
+#define COLL_GPU_LINGER_WORDS 10
 typedef struct {
   volatile uint64_t done[COLL_GPU_MAX_CHANNELS * 2];       /* block b writes the call's seq when it finishes */
   volatile uint32_t error;                                 /* COLL_GPU_KERR_*: set when the host aborted a wait */
@@ -131,7 +133,7 @@ typedef struct {
   volatile uint32_t abort;                                 /* host: nonzero ends every wait of the kernels */
   volatile uint64_t leaving __attribute__((aligned(128))); /* kernel: the instance that stopped polling */
   volatile uint64_t exited;                                /* kernel: the instance that exits */
-  volatile uint64_t call[8] __attribute__((aligned(128))); /* host: ticket << 32 | 32 bits of the call */
+  volatile uint64_t call[COLL_GPU_LINGER_WORDS] __attribute__((aligned(128))); /* host: ticket << 32 | 32 bits */
 } coll_gpu_ar_status_t;
 
 /* Late is not dead: the kernels never give up a wait on their own. A wait that lasts timeout_ns sets
@@ -232,8 +234,9 @@ int coll_gpu_ar_blocks(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w
 
 /* One-shot calls up to this many blocks can go to a lingering kernel (64 KiB). */
 #define COLL_GPU_LINGER_MAX_BLOCKS 16
-/* Launches one-shot call w (w->algo ONESHOT) as a lingering kernel of coll_gpu_ar_blocks blocks; it serves
- * later calls of at most as many blocks that coll_gpu_ar_linger_post hands it. */
+/* Launches one-shot call w (w->algo ONESHOT; not a reduce-scatter) as a lingering kernel of
+ * coll_gpu_ar_blocks blocks; it serves later calls of at most as many blocks that coll_gpu_ar_linger_post
+ * hands it. */
 int coll_gpu_ar_linger_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream);
 /* Writes call w into status->call under ticket, then fences (the caller reads status->leaving next). */
 void coll_gpu_ar_linger_post(coll_gpu_ar_status_t *status, uint32_t ticket, const coll_gpu_work_t *w);

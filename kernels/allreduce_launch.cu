@@ -95,12 +95,12 @@ extern "C" int coll_gpu_ar_launch(const coll_gpu_dev_comm_t *comm, const coll_gp
   w.chunk = w.chunk == 0 || w.chunk > slot ? slot : w.chunk / coll_gpu::kPack * coll_gpu::kPack;
   if (w.chunk == 0) return (int)cudaErrorInvalidValue;
   const coll_gpu_dev_comm_t &c = *comm;
+  if (w.algo == COLL_GPU_ALGO_ONESHOT && (w.coll == COLL_GPU_COLL_ALLREDUCE || w.coll == COLL_GPU_COLL_REDUCE))
+    COLL_GPU_DISPATCH_BYTEWISE(coll_gpu::oneshot_typed, (int)cudaErrorInvalidValue, w.type, w.op, c, w, s);
   if (is_reduction(w.coll))
     COLL_GPU_DISPATCH_BYTEWISE(coll_gpu::reduce_typed, (int)cudaErrorInvalidValue, w.type, w.op, c, w, s);
   if (w.coll != COLL_GPU_COLL_ALLREDUCE) return coll_gpu::move_launch(c, w, s);
   switch (w.algo) {
-    case COLL_GPU_ALGO_ONESHOT:
-      COLL_GPU_DISPATCH_BYTEWISE(coll_gpu::oneshot_typed, (int)cudaErrorInvalidValue, w.type, w.op, c, w, s);
     case COLL_GPU_ALGO_TWOSHOT:
       COLL_GPU_DISPATCH_BYTEWISE(coll_gpu::twoshot_typed, (int)cudaErrorInvalidValue, w.type, w.op, c, w, s);
     case COLL_GPU_ALGO_RING:

@@ -1,27 +1,32 @@
 /*
- * The lingering one-shot allreduce (kernels/allreduce.h, coll_gpu_ar_status_t): it serves the call it was
- * launched with (the one-shot body of kernels/allreduce_oneshot.cuh), then block 0 polls host memory for
- * the next and hands each call it takes (or the order to exit) to the other blocks as an LL record in this
- * rank's scratch. Only block 0 decides, so every block serves the same calls. One kernel serves every
- * type and op.
+ * The lingering one-shot kernel (kernels/allreduce.h, coll_gpu_ar_status_t): it serves the call it was
+ * launched with, then block 0 polls host memory for the next and hands each call it takes (or the order
+ * to exit) to the other blocks as an LL record in this rank's scratch. Only block 0 decides, so every
+ * block serves the same calls. One kernel serves the direct calls of allreduce and reduce (the one-shot
+ * body of kernels/allreduce_oneshot.cuh) for every type and op, and of bcast, allgather and alltoall
+ * (kernels/move_ll.cuh); reduce-scatter's per-rank blocks do not fit a record, so its calls launch.
  */
 #include "kernels/allreduce_oneshot.cuh"
+#include "kernels/move_ll.cuh"
 
 namespace coll_gpu {
 namespace {
 
-// A call record: 8 words, each 32 bits of the call (low half) next to its ticket (high half), so its four
-// 16-byte parts are LL lines flagged with the ticket. Lanes 0-3 of a warp each hold one part (words 2l
-// and 2l + 1), so one memory round trip reads it all.
-enum : uint32_t { kRecServe = 0, kRecLast = 1u << 16, kRecExit = 1u << 17 };  // in word 7, above type and op
-constexpr unsigned kRecLanes = 0xf;
+// A call record: COLL_GPU_LINGER_WORDS words, each 32 bits of the call (low half) next to its ticket
+// (high half), so its 16-byte parts are LL lines flagged with the ticket. Lanes 0-4 of a warp each hold
+// one part (words 2l and 2l + 1), so one memory round trip reads it all. Word 7 holds the type (bits
+// 0-7), the op (8-15), the collective (20-23) and the root (24-31); bits 16 and 17 say what to do.
+enum : uint32_t { kRecServe = 0, kRecLast = 1u << 16, kRecExit = 1u << 17 };
+constexpr int kRecParts = COLL_GPU_LINGER_WORDS / 2;
+constexpr unsigned kRecLanes = (1u << kRecParts) - 1;
+static_assert(kRecParts * kPack <= kLine, "a record fits the scratch line before the LL slots");
 
-// Lanes 0-3: true on each when every part of the record carries ticket.
+// Lanes 0-4: true on each when every part of the record carries ticket.
 __device__ bool read_record(const void *rec, uint32_t ticket, uint32_t &d0, uint32_t &d1) {
   return __all_sync(kRecLanes, ll_load((const char *)rec + threadIdx.x * kPack, ticket, &d0, &d1));
 }
 
-// Lanes 0-3 of block 0: the host's call `ticket`, or the decision to exit; word 7 (lane 3's d1) says
+// Lanes 0-4 of block 0: the host's call `ticket`, or the decision to exit; word 7 (lane 3's d1) says
 // which (kRec*).
 __device__ void leader_next(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p, uint32_t ticket, uint32_t &d0,
                             uint32_t &d1) {
@@ -45,7 +50,7 @@ __device__ void leader_next(const coll_gpu_dev_comm_t &comm, const coll_gpu_work
   __threadfence_system();  // acquire: the buffers as the host left them when it posted
 }
 
-// Lanes 0-3 of the other blocks: block 0's record for `ticket`. Block 0 writes one for every ticket
+// Lanes 0-4 of the other blocks: block 0's record for `ticket`. Block 0 writes one for every ticket
 // within linger_ns plus a call, and a call's waits end only when they are served or the host aborts them:
 // so does this wait.
 __device__ void follower_next(const coll_gpu_dev_comm_t &comm, const void *rec, uint32_t ticket, uint32_t &d0,
@@ -59,16 +64,16 @@ __device__ void follower_next(const coll_gpu_dev_comm_t &comm, const void *rec, 
   __threadfence();  // acquire, as block 0 did
 }
 
-__device__ Call decode(const uint32_t (&d)[8]) {
+__device__ Call decode(const uint32_t (&d)[COLL_GPU_LINGER_WORDS]) {
   return Call{(const char *)((uint64_t)d[1] << 32 | d[0]),
               (char *)((uint64_t)d[3] << 32 | d[2]),
               d[4],
-              0,
+              (uint64_t)d[9] << 32 | d[8],
               (uint64_t)d[6] << 32 | d[5],
-              COLL_GPU_COLL_ALLREDUCE,
+              (int)((d[7] >> 20) & 0xf),
               (int)(d[7] & 0xff),
               (int)((d[7] >> 8) & 0xff),
-              0};
+              (int)(d[7] >> 24)};
 }
 
 template <typename T, typename Op>
@@ -82,13 +87,21 @@ __device__ __noinline__ void linger_typed(const coll_gpu_dev_comm_t &p, const Ca
     oneshot_call<T, Op>(p, c, false);
 }
 
+__device__ __noinline__ void linger_move(const coll_gpu_dev_comm_t &p, const Call &c) {
+  if (move_aligned(c.sendbuf, c.recvbuf, c.coll, c.block))
+    move_call(p, c, true);
+  else
+    move_call(p, c, false);
+}
+
 __device__ void linger_serve(const coll_gpu_dev_comm_t &p, const Call &c) {
+  if (c.coll != COLL_GPU_COLL_ALLREDUCE && c.coll != COLL_GPU_COLL_REDUCE) return linger_move(p, c);
   COLL_GPU_DISPATCH_BYTEWISE(linger_typed, , (coll_gpu_dtype_t)c.type, (coll_gpu_redop_t)c.op, p, c);
 }
 
 __global__ void __launch_bounds__(kLLThreads)
     oneshot_linger(const __grid_constant__ coll_gpu_dev_comm_t comm, const __grid_constant__ coll_gpu_work_t p) {
-  __shared__ uint32_t next[8];
+  __shared__ uint32_t next[COLL_GPU_LINGER_WORDS];
   char *rec = (char *)comm.peer_scratch[comm.rank] + Layout(comm.layout).linger_call();
   Call c = call_of(p);
   uint32_t what = kRecServe;
@@ -96,7 +109,7 @@ __global__ void __launch_bounds__(kLLThreads)
     linger_serve(comm, c);
     block_done(comm.status, c.seq);
     if (what & kRecLast) break;
-    if (threadIdx.x < 4) {
+    if (threadIdx.x < kRecParts) {
       uint32_t d0, d1;
       if (blockIdx.x == 0) {
         leader_next(comm, p, ticket, d0, d1);
@@ -107,10 +120,10 @@ __global__ void __launch_bounds__(kLLThreads)
       next[2 * threadIdx.x] = d0;
       next[2 * threadIdx.x + 1] = d1;
     }
-    __syncthreads();  // lanes 0-3 write `next` again only after the next block_done barrier
-    uint32_t d[8];
+    __syncthreads();  // lanes 0-4 write `next` again only after the next block_done barrier
+    uint32_t d[COLL_GPU_LINGER_WORDS];
 #pragma unroll
-    for (int k = 0; k < 8; ++k) d[k] = next[k];
+    for (int k = 0; k < COLL_GPU_LINGER_WORDS; ++k) d[k] = next[k];
     what = d[7] & (kRecLast | kRecExit);
     if (what & kRecExit) break;
     c = decode(d);
@@ -135,9 +148,17 @@ extern "C" void coll_gpu_ar_linger_post(coll_gpu_ar_status_t *status, uint32_t t
   const size_t width = coll_gpu::bytewise_width(p->type, p->op);  // as coll_gpu::bytewise
   const uint32_t type = width == 1 ? (uint32_t)p->type : (uint32_t)COLL_GPU_UINT8;
   const uint64_t send = (uint64_t)(uintptr_t)p->sendbuf, recv = (uint64_t)(uintptr_t)p->recvbuf;
-  const uint32_t d[8] = {(uint32_t)send,           (uint32_t)(send >> 32),       (uint32_t)recv,
-                         (uint32_t)(recv >> 32),   (uint32_t)(p->count * width), (uint32_t)p->seq,
-                         (uint32_t)(p->seq >> 32), type | (uint32_t)p->op << 8};
-  for (int k = 0; k < 8; ++k) status->call[k] = (uint64_t)ticket << 32 | d[k];
+  const uint32_t how = type | (uint32_t)p->op << 8 | (uint32_t)p->coll << 20 | (uint32_t)p->root << 24;
+  const uint32_t d[COLL_GPU_LINGER_WORDS] = {(uint32_t)send,
+                                             (uint32_t)(send >> 32),
+                                             (uint32_t)recv,
+                                             (uint32_t)(recv >> 32),
+                                             (uint32_t)(p->count * width),
+                                             (uint32_t)p->seq,
+                                             (uint32_t)(p->seq >> 32),
+                                             how,
+                                             (uint32_t)p->block,
+                                             (uint32_t)(p->block >> 32)};
+  for (int k = 0; k < COLL_GPU_LINGER_WORDS; ++k) status->call[k] = (uint64_t)ticket << 32 | d[k];
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }

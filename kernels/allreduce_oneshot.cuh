@@ -1,5 +1,5 @@
 /*
- * One-shot allreduce, LL protocol: for small messages, one kernel, one NVLink trip.
+ * One-shot allreduce and reduce, LL protocol: for small messages, one kernel, one NVLink trip.
  *
  * Phases of a call (every rank, every thread on its own 16-byte units):
  *   step 0: push my data, as LL lines flagged with this call's seq, into every peer's one-shot slot
@@ -24,7 +24,10 @@
 namespace coll_gpu {
 namespace {
 
-// Call c on this block's share of the units.
+// Call c on this block's share of the units: an allreduce, or a reduce (MPI_Reduce) to c.root, in which
+// only the other ranks push data, to the root only, and only the root reduces and keeps the result. Where a
+// rank has nothing for a peer it writes one token line (unit 0), and where a peer has nothing for it it
+// waits for one: so every rank of call seq still waits for every other, and the slot rule above holds.
 template <typename T, typename Op>
 __device__ __forceinline__ void oneshot_call(const coll_gpu_dev_comm_t &p, const Call &c, bool aligned) {
   const Layout L(p.layout);
@@ -36,34 +39,40 @@ __device__ __forceinline__ void oneshot_call(const coll_gpu_dev_comm_t &p, const
   const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   const char *in = c.sendbuf;
   char *out = c.recvbuf;
+  const bool all = c.coll != COLL_GPU_COLL_REDUCE;  // allreduce: every rank pushes to, and keeps, all
+  const bool keep = all || p.rank == c.root;
 
-  // step 0: push my data to every peer
+  // step 0: push my data to every peer (reduce: to the root; a token to the others)
   for (size_t u = first; u < units; u += stride) {
     const int n = (int)coll_gpu_min(kPack, bytes - u * kPack);
-    const uint4 v = load_pack(aligned, in + u * kPack, n);
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (all || p.rank != c.root) v = load_pack(aligned, in + u * kPack, n);
     for (int k = 1; k < p.nranks; ++k) {
       const int peer = (p.rank + k) % p.nranks;
-      ll_put((uint4 *)((char *)p.peer_scratch[peer] + L.ll(parity, p.rank)) + 2 * u, v, flag);
+      const bool data = all || peer == c.root;
+      if (!data && u != 0) continue;
+      ll_put((uint4 *)((char *)p.peer_scratch[peer] + L.ll(parity, p.rank)) + 2 * u, data ? v : make_uint4(0, 0, 0, 0),
+             flag);
     }
   }
 
-  // step 1: reduce every rank's data in rank order
+  // step 1: reduce every rank's data in rank order (reduce, off the root: take each peer's token)
   const Waiter w(p);
   bool alive = true;
-  for (size_t u = first; u < units; u += stride) {
+  for (size_t u = first; u < (keep ? units : 1); u += stride) {
     const int n = (int)coll_gpu_min(kPack, bytes - u * kPack);
     uint4 acc = make_uint4(0, 0, 0, 0);
     for (int s = 0; s < p.nranks; ++s) {
       uint4 v = make_uint4(0, 0, 0, 0);
       if (s == p.rank) {
-        v = load_pack(aligned, in + u * kPack, n);
+        if (keep) v = load_pack(aligned, in + u * kPack, n);
       } else {
         const uint4 *line = (const uint4 *)((const char *)p.peer_scratch[p.rank] + L.ll(parity, s)) + 2 * u;
         alive = alive && ll_get(line, flag, w, s, &v);
       }
       acc = s == 0 ? v : reduce_pack<T, Op>(acc, v);
     }
-    if (alive) store_out<T>(aligned, out + u * kPack, acc, n);
+    if (alive && keep) store_out<T>(aligned, out + u * kPack, acc, n);
   }
 }
 

@@ -2,15 +2,16 @@
  * MPI_Reduce and MPI_Reduce_scatter(_block) on the GPUs: per type and op, behind typed launchers that the
  * files kernels/generate.sh writes instantiate a few at a time.
  *
- * Direct, LL (small messages; any rank count), as the one-shot allreduce and the direct moves: every rank
- * writes each peer's part, as LL lines flagged with the call's seq, into that peer's one-shot slot for it:
- *   step 0: push my part for each peer (reduce: my buffer to the root; reduce-scatter: block q to rank q);
- *   step 1: reduce my part over every rank in rank order (my own data from sendbuf, the peers' from my
+ * Direct, LL (small messages; any rank count): reduce runs the one-shot allreduce's body
+ * (kernels/allreduce_oneshot.cuh), which also serves it from the lingering kernel. Reduce-scatter, as the
+ * direct moves: every rank writes each peer's part, as LL lines flagged with the call's seq, into that
+ * peer's one-shot slot for it:
+ *   step 0: push block q for each peer q;
+ *   step 1: reduce my block over every rank in rank order (my own data from sendbuf, the peers' from my
  *           slots) and write it to recvbuf.
- * A rank with nothing for a peer (reduce: every rank but the root's sends to each other, and the root's to
- * everyone; a reduce-scatter block of 0 elements) writes and waits for one token line, so every rank of
- * call seq waits for every other and the slot of seq is free again at seq + 2 (allreduce_oneshot.cu's rule).
- * The host cuts parts above the slot into calls of their own.
+ * A rank with nothing for a peer (a block of 0 elements) writes and waits for one token line, so every
+ * rank of call seq waits for every other and the slot of seq is free again at seq + 2
+ * (allreduce_oneshot.cu's rule). The host cuts parts above the slot into calls of their own.
  *
  * Ring, Simple (large messages), over kernels/prims_ring.cuh, each channel a part of the buffer (of each
  * block) in steps of the call's chunk (at most a FIFO slot):
@@ -33,15 +34,10 @@
 namespace coll_gpu {
 namespace {
 
-// The elements of sendbuf a rank sends to rank q (0 elements: a token), and those it reduces for itself.
-__device__ __forceinline__ coll_gpu_range_t reduce_part(const coll_gpu_work_t &p, int q) {
-  if (p.coll == COLL_GPU_COLL_REDUCE_SCATTER) return p.blocks[q];
-  return coll_gpu_range_t{0, q == p.root ? p.count : 0};
-}
-
 template <typename T, typename Op>
-__global__ void __launch_bounds__(kLLThreads) reduce_direct(const __grid_constant__ coll_gpu_dev_comm_t c,
-                                                            const __grid_constant__ coll_gpu_work_t p, bool aligned) {
+__global__ void __launch_bounds__(kLLThreads)
+    reduce_scatter_direct(const __grid_constant__ coll_gpu_dev_comm_t c, const __grid_constant__ coll_gpu_work_t p,
+                          bool aligned) {
   const int rank = c.rank, nranks = c.nranks;
   const Layout L(c.layout);
   const int parity = (int)(p.seq & 1);
@@ -50,14 +46,13 @@ __global__ void __launch_bounds__(kLLThreads) reduce_direct(const __grid_constan
   const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   const char *in = (const char *)p.sendbuf;
   size_t units = 1;  // a token at least
-  for (int q = 0; q < nranks; ++q)
-    units = coll_gpu_max(units, coll_gpu_div_up(reduce_part(p, q).count * sizeof(T), kPack));
+  for (int q = 0; q < nranks; ++q) units = coll_gpu_max(units, coll_gpu_div_up(p.blocks[q].count * sizeof(T), kPack));
 
   // step 0: push my part for each peer
   for (size_t u = first; u < units; u += stride) {
     for (int k = 1; k < nranks; ++k) {
       const int peer = (rank + k) % nranks;
-      const coll_gpu_range_t part = reduce_part(p, peer);
+      const coll_gpu_range_t part = p.blocks[peer];
       const size_t bytes = part.count * sizeof(T);
       if (bytes == 0 ? u != 0 : u * kPack >= bytes) continue;
       uint4 v = make_uint4(0, 0, 0, 0);
@@ -68,7 +63,7 @@ __global__ void __launch_bounds__(kLLThreads) reduce_direct(const __grid_constan
   }
 
   // step 1: reduce my part over every rank in rank order (or take each peer's token)
-  const coll_gpu_range_t mine = reduce_part(p, rank);
+  const coll_gpu_range_t mine = p.blocks[rank];
   const size_t bytes = mine.count * sizeof(T);
   const char *own = in + mine.begin * sizeof(T);
   char *out = (char *)p.recvbuf;
@@ -166,8 +161,8 @@ __host__ bool reduce_aligned(int nranks, const coll_gpu_work_t &p) {
 template <typename T, typename Op>
 int reduce_typed(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p, cudaStream_t stream) {
   const bool aligned = reduce_aligned(comm.nranks, p);
-  if (p.algo == COLL_GPU_ALGO_ONESHOT)
-    reduce_direct<T, Op><<<reduce_blocks(comm, p), kLLThreads, 0, stream>>>(comm, p, aligned);
+  if (p.algo == COLL_GPU_ALGO_ONESHOT && p.coll == COLL_GPU_COLL_REDUCE_SCATTER)  // reduce: oneshot_typed
+    reduce_scatter_direct<T, Op><<<reduce_blocks(comm, p), kLLThreads, 0, stream>>>(comm, p, aligned);
   else if (p.algo == COLL_GPU_ALGO_RING)
     reduce_ring<T, Op><<<p.nchannels, kRingThreads, 0, stream>>>(comm, p, aligned);
   else

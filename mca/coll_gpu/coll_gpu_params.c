@@ -234,8 +234,9 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                 "often. 0 lets the tuning model choose by collective",
                 0, 0, 4 << 20, 16, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->ring_chunk_bytes);
   register_int("oneshot_linger_us",
-               "Microseconds the one-shot allreduce kernel (messages up to 64 KiB) stays on the GPU after a "
-               "call, polling host memory for the next one, which then needs no kernel launch. While it "
+               "Microseconds the one-shot kernel (MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Allgather and "
+               "MPI_Alltoall calls up to 64 KiB of one-shot data) stays on the GPU after a call, polling host "
+               "memory for the next such call, which then needs no kernel launch. While it "
                "lingers it holds one thread block per 4 KiB of its first message, and device-wide "
                "synchronization (cudaDeviceSynchronize, cudaFree) waits for it to leave. 0 launches a kernel "
                "per call (0-10000)",

@@ -8,6 +8,7 @@
 #include <mpi.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "test/common/tbuf.h"
 
@@ -17,7 +18,8 @@ extern uint64_t seed;
 extern tbuf_kind_t kind;
 extern long checks, failures;
 extern bool verbose;
-extern bool gpu_path; /* test_colls -G: the GPU path's calls must stage nothing */
+extern bool gpu_path;  /* test_colls -G: the GPU path's calls must stage nothing */
+extern int gap_max_us; /* test_colls -r: the most a rank waits before each collective */
 /* staged_count.c: coll/gpu's count of the buffers it staged (MPI_T), once opened. */
 void staged_count_open(void);
 unsigned long long staged_count(void);
@@ -31,6 +33,17 @@ static inline uint64_t mix(uint64_t x) { /* splitmix64 */
   return x ^ (x >> 31);
 }
 static inline uint64_t rnd(uint64_t a, uint64_t b, uint64_t c) { return mix(seed ^ mix(a ^ mix(b ^ mix(c)))); }
+
+/* -r: before each collective, each rank waits its own random 0 to gap_max_us microseconds (a spin, as
+ * a rank that computes), drawn from the case's salt. */
+static inline void random_gap(uint64_t salt) {
+  if (gap_max_us <= 0) return;
+  const long us = (long)(rnd(salt, (uint64_t)rank, 0x6a9) % (uint64_t)(gap_max_us + 1));
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do clock_gettime(CLOCK_MONOTONIC, &t);
+  while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
+}
 
 static inline void fail(const char *what, const char *detail) {
   if (failures++ < 20)

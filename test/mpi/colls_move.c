@@ -212,6 +212,7 @@ static void run_move(dcoll_t c, const layout_t *L, int count, bool inplace, bool
   MPI_Comm W = MPI_COMM_WORLD;
   MPI_Request req;
   int err = MPI_SUCCESS;
+  random_gap(salt + 31 * (uint64_t)root + nb);
   switch (c) {
     case D_BCAST:
       err = nb ? MPI_Ibcast(rdev, count, T, root, W, &req) : MPI_Bcast(rdev, count, T, root, W);

@@ -376,6 +376,7 @@ static void run_reduction(rcoll_t c, const rtype_t *t, opid_t o, int count, bool
   const bool must_gpu = gpu_path && !nb && total > 0 && gpu_type &&
                         (c == R_ALLREDUCE || c == R_REDUCE || c == R_RSB || (c == R_RS && !inplace));
   const unsigned long long staged_before = must_gpu ? staged_count() : 0;
+  random_gap(salt + 31 * (uint64_t)root + nb);
   switch (c) {
     case R_ALLREDUCE:
       err = nb ? MPI_Iallreduce(s, rb.dev, count, t->type, mpiop(o), MPI_COMM_WORLD, &req)

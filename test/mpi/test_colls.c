@@ -4,12 +4,14 @@
  * derived datatypes (holes, negative lower bound), in place and not, counts 0, 1 and more, every root.
  * Outputs are poisoned first; receive images are compared byte for byte, holes included.
  *
- * usage: test_colls [-m host|device|managed|pinned|pool|mixed] [-s seed] [-v] [-L] [-F] [-G]
+ * usage: test_colls [-m host|device|managed|pinned|pool|mixed] [-s seed] [-v] [-L] [-F] [-G] [-r GAP_US]
  * -F makes odd ranks stage every buffer (coll_gpu_force_staging through MPI_T) and even ranks not, as
  *    ranks that loaded CUDA beside ranks that did not.
  * -G (device memory, one node, at most 8 ranks) also checks that the blocking reductions with a GPU path
  *    stage no buffer for the types the kernels take (coll/gpu's MPI_T counter coll_gpu_staged_buffers):
  *    a staged call gives the same bytes, so only the counter tells the GPU path ran.
+ * -r GAP_US makes each rank wait a random 0 to GAP_US microseconds before each collective: with GAP_US
+ *    about twice coll_gpu_oneshot_linger_us, coll/gpu's lingering kernel leaves just as calls arrive.
  * -L runs only a broadcast of more than 2^31 bytes (several GiB of memory per rank).
  * -v names every case before running it (to find a case that crashes).
  * The seed is random unless given (TEST_SEED also sets it); it is printed for reproduction.
@@ -26,6 +28,7 @@ tbuf_kind_t kind;
 long checks, failures;
 bool verbose;
 bool gpu_path;
+int gap_max_us;
 
 /* A legal program posts a nonblocking collective, then waits on point-to-point traffic that the other
  * rank sends before joining the collective: nothing may block inside the nonblocking call. */
@@ -96,7 +99,7 @@ int main(int argc, char **argv) {
   int opt;
   bool large = false;
   bool split_staging = false;
-  while ((opt = getopt(argc, argv, "m:s:vLFG")) != -1) {
+  while ((opt = getopt(argc, argv, "m:s:vLFGr:")) != -1) {
     if (opt == 'L') large = true;
     if (opt == 'G') gpu_path = true;
     if (opt == 'F') split_staging = true;
@@ -105,6 +108,7 @@ int main(int argc, char **argv) {
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
     if (opt == 's') s = strtoull(optarg, NULL, 0);
+    if (opt == 'r') gap_max_us = atoi(optarg);
     if (opt == 'v') verbose = true;
   }
   /* a collective before CUDA is loaded: coll/gpu must notice libcuda arriving after it started */
