@@ -103,6 +103,7 @@ struct coll_gpu_engine {
   void log_channels(const coll_gpu_peer_t &me) const;
   bool linger_takes(int blocks);
   coll_gpu_status_t linger_start(coll_gpu_work_t *p, int *blocks, char *why, size_t why_len);
+  void linger_stop();
   void call_init(coll_gpu_work_t *p, coll_gpu_coll_t coll, const coll_gpu_choice_t &choice);
   coll_gpu_status_t run_call(coll_gpu_work_t *p, coll_gpu_proto_t proto, bool linger, char *why, size_t why_len);
   void trace(const coll_gpu_work_t &p, size_t part, size_t bytes, const coll_gpu_choice_t &choice) const;
@@ -420,6 +421,16 @@ coll_gpu_status_t coll_gpu_engine::linger_start(coll_gpu_work_t *p, int *blocks,
   return COLL_GPU_SUCCESS;
 }
 
+// Tells the lingering kernel to leave now instead of after linger_ns: a ring or two-shot kernel takes a
+// multiprocessor per block (128 at the defaults), and the ones the lingering kernel holds would keep that
+// many of its blocks waiting until it left. It leaves at once; the host does not wait for it (the next
+// lingering kernel queues behind it on linger_stream). A kernel that has already left ignores the order.
+void coll_gpu_engine::linger_stop() {
+  ticket = next_ticket(ticket);
+  coll_gpu_ar_linger_stop(status, ticket);
+  lingering = false;
+}
+
 // A call's work, with the next seq.
 void coll_gpu_engine::call_init(coll_gpu_work_t *p, coll_gpu_coll_t coll, const coll_gpu_choice_t &choice) {
   memset(p, 0, sizeof(*p));
@@ -442,8 +453,10 @@ coll_gpu_status_t coll_gpu_engine::run_call(coll_gpu_work_t *p, coll_gpu_proto_t
     if (linger && p->algo == COLL_GPU_ALGO_ONESHOT && cfg.linger_ns > 0 && blocks <= COLL_GPU_LINGER_MAX_BLOCKS &&
         linger_takes(blocks))
       COLL_GPU_CHECK(linger_start(p, &blocks, why, why_len));
-    else
+    else {
+      if (lingering && p->algo != COLL_GPU_ALGO_ONESHOT) linger_stop();
       CUDA_CHECK(coll_gpu_ar_launch(&comm, p, stream.get()), why, why_len);
+    }
   }
 
   // wait for every block's done word: as long as the peers live

@@ -124,7 +124,8 @@ size_t coll_gpu_ar_scratch_bytes(const coll_gpu_ar_layout_t *l);
  * does, the host waits for `exited` to name the kernel; done[0] then tells whether the call was served.
  * Both sides store, fence, then load, so at least one of them sees the other's store: no call is lost. A
  * kernel takes tickets above those of every kernel before it on this engine, the ticket an exited kernel
- * waited for included. */
+ * waited for included. Before it launches a ring or two-shot kernel, the host writes the order to exit
+ * under the next ticket instead (coll_gpu_ar_linger_stop), so that the multiprocessors are free. */
 #define COLL_GPU_LINGER_WORDS 10
 typedef struct {
   volatile uint64_t done[COLL_GPU_MAX_CHANNELS * 2];       /* block b writes the call's seq when it finishes */
@@ -240,6 +241,8 @@ int coll_gpu_ar_blocks(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w
 int coll_gpu_ar_linger_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream);
 /* Writes call w into status->call under ticket, then fences (the caller reads status->leaving next). */
 void coll_gpu_ar_linger_post(coll_gpu_ar_status_t *status, uint32_t ticket, const coll_gpu_work_t *w);
+/* Writes the order to exit into status->call under ticket, then fences. */
+void coll_gpu_ar_linger_stop(coll_gpu_ar_status_t *status, uint32_t ticket);
 
 /* Resources, all in the current context. */
 int coll_gpu_dev_alloc(void **ptr, size_t bytes); /* zeroed */

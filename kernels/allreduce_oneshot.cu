@@ -15,7 +15,8 @@ namespace {
 // A call record: COLL_GPU_LINGER_WORDS words, each 32 bits of the call (low half) next to its ticket
 // (high half), so its 16-byte parts are LL lines flagged with the ticket. Lanes 0-4 of a warp each hold
 // one part (words 2l and 2l + 1), so one memory round trip reads it all. Word 7 holds the type (bits
-// 0-7), the op (8-15), the collective (20-23) and the root (24-31); bits 16 and 17 say what to do.
+// 0-7), the op (8-15), the collective (20-23) and the root (24-31); bits 16 and 17 say what to do (the
+// host sets kRecExit alone to make the kernel leave at once).
 enum : uint32_t { kRecServe = 0, kRecLast = 1u << 16, kRecExit = 1u << 17 };
 constexpr int kRecParts = COLL_GPU_LINGER_WORDS / 2;
 constexpr unsigned kRecLanes = (1u << kRecParts) - 1;
@@ -160,5 +161,11 @@ extern "C" void coll_gpu_ar_linger_post(coll_gpu_ar_status_t *status, uint32_t t
                                              (uint32_t)p->block,
                                              (uint32_t)(p->block >> 32)};
   for (int k = 0; k < COLL_GPU_LINGER_WORDS; ++k) status->call[k] = (uint64_t)ticket << 32 | d[k];
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+extern "C" void coll_gpu_ar_linger_stop(coll_gpu_ar_status_t *status, uint32_t ticket) {
+  for (int k = 0; k < COLL_GPU_LINGER_WORDS; ++k)
+    status->call[k] = (uint64_t)ticket << 32 | (k == 7 ? (uint32_t)coll_gpu::kRecExit : 0u);
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
