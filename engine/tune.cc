@@ -29,7 +29,12 @@ constexpr double kRingStepUs = 8.0;     // per dependent ring step: wait, barrie
  * more of them pay: on 2 H200, 512 KiB took 21 us with 32 blocks against 33 with 8, 1 MiB 23.5 us with 64
  * against 33 with 16, 2-8 MiB 2-4% less again with 128 than with 64 */
 constexpr size_t kTwoshotBlockBytes = 16 << 10;
-constexpr int kTwoshotMaxBlocks = 2 * COLL_GPU_MAX_CHANNELS;  // the flags and done words it has
+constexpr int kTwoshotMaxBlocks = 128;  // as measured (see above); the kernels have flags and done words for more
+static_assert(kTwoshotMaxBlocks <= 2 * COLL_GPU_MAX_CHANNELS, "two-shot blocks beyond the flags");
+/* The 2-rank alltoall's channels, each a sending and a receiving block: 64 channels of 256 or 512 KiB slots
+ * took it to 0.69-0.82x NCCL's time from 1 to 256 MiB per block on 2 H200 (760-768 us at 256 MiB); 128 would
+ * be 256 blocks, more than an H200 holds at once. */
+constexpr int kAlltoallPairChannels = 64;
 
 coll_gpu_proto_t coll_gpu_algo_proto(coll_gpu_algo_t algo) {
   return algo == COLL_GPU_ALGO_ONESHOT ? COLL_GPU_PROTO_LL : COLL_GPU_PROTO_SIMPLE;
@@ -140,7 +145,8 @@ namespace {
  * Those runs had every pack on the stack (one load in flight per thread, kernels/primitives.cuh). Since,
  * with a posting warp per block too, 64, 128, 192 and 256 KiB steps for bcast and reduce came within
  * 2-3% of each other from 32 MiB up (256 MiB: bcast 771, 767, 766, 768 us; reduce 780, 774, 775, 781;
- * NCCL 754-779 in the same runs), so the 64 KiB stay. */
+ * NCCL 754-779 in the same runs), so the 64 KiB stay. Whole slots are 256 KiB since the channels went to
+ * 128 (coll_gpu_params.c has that run). */
 size_t ring_chunk(coll_gpu_coll_t coll, int nranks, size_t bytes, int nchannels) {
   if (coll == COLL_GPU_COLL_BCAST || coll == COLL_GPU_COLL_REDUCE) return 64 << 10;
   if (coll == COLL_GPU_COLL_ALLTOALL && nranks == 2 && bytes / (size_t)nchannels < ((size_t)2 << 20)) return 128 << 10;
@@ -165,8 +171,10 @@ coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, col
     /* the 2-rank alltoall runs a sending and a receiving block per channel, and a sender waits for the
      * peer's receiver of its channel: every GPU must hold more blocks at once than there are channels
      * (one ring block per multiprocessor at the worst) */
-    if (coll == COLL_GPU_COLL_ALLTOALL && nranks == 2 && c->min_sms > 1 && ch.nchannels >= c->min_sms)
-      ch.nchannels = c->min_sms - 1;
+    if (coll == COLL_GPU_COLL_ALLTOALL && nranks == 2) {
+      if (ch.nchannels > kAlltoallPairChannels) ch.nchannels = kAlltoallPairChannels;
+      if (c->min_sms > 1 && ch.nchannels >= c->min_sms) ch.nchannels = c->min_sms - 1;
+    }
     ch.chunk = c->ring_chunk_bytes > 0 ? c->ring_chunk_bytes : ring_chunk(coll, nranks, bytes, ch.nchannels);
   }
   return ch;

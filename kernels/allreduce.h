@@ -31,9 +31,9 @@
 extern "C" {
 #endif
 
-#define COLL_GPU_MAX_RANKS 8     /* intra-node peers: the NVSwitch nodes this targets have 8 GPUs */
-#define COLL_GPU_MAX_CHANNELS 64 /* ring channels, one block each: half the SMs of an H200 */
-#define COLL_GPU_MAX_RINGS 16    /* distinct ring orders: channel c runs ring c mod nrings (topo/ finds at most 16) */
+#define COLL_GPU_MAX_RANKS 8      /* intra-node peers: the NVSwitch nodes this targets have 8 GPUs */
+#define COLL_GPU_MAX_CHANNELS 128 /* ring channels, one block each: 128 of an H200's 132 SMs */
+#define COLL_GPU_MAX_RINGS 16     /* distinct ring orders: channel c runs ring c mod nrings (topo/ finds at most 16) */
 
 /* Element types the kernels reduce. Signed and unsigned integers differ only in MAX and MIN. */
 typedef enum {

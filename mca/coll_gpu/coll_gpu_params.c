@@ -205,12 +205,15 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
   register_int("nchannels",
                "Thread blocks of the two-shot allreduce and channels (one block each) of the ring; 0 lets the "
                "tuning model choose by size. The ring takes at most coll_gpu_max_channels",
-               0, 0, 2 * COLL_GPU_MAX_CHANNELS, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->nchannels);
-  /* 64 channels of 512 KiB slots: 311-316 GB/s ring bus bandwidth at 1 GiB on 2 H200 (NCCL 325-328 in the
-   * same runs), against 224 with 32 channels and 99 with 16 channels of 128 KiB; each rank allocates
-   * channels x 8 x slot bytes */
+               0, 0, COLL_GPU_MAX_CHANNELS, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->nchannels);
+  /* 128 channels of 256 KiB slots (256 MiB per rank, as 64 of 512 KiB before): on 2 H200 at 256 MiB, bcast
+   * 742 us, reduce 742, allgather 765, reduce-scatter 775, allreduce 777, against 765, 785, 818, 818 and 832
+   * with 64 channels of 512 KiB, and 741, 745, 774, 795 and 802 with 128 of 512 KiB (coll_gpu_allreduce_bench
+   * -C COLL -m 16777216 -M 268435456 with both parameters set, one run); 64 channels of 512 KiB had
+   * taken allreduce at 1 GiB to 311-316 GB/s against 224 with 32 and 99 with 16 channels of 128 KiB. Each
+   * rank allocates channels x 8 x slot bytes */
   register_int("max_channels",
-               "Ring channels (one thread block each) each communicator allocates FIFOs for (1-64); each takes "
+               "Ring channels (one thread block each) each communicator allocates FIFOs for (1-128); each takes "
                "8 x coll_gpu_ring_slot_bytes of device memory per rank",
                COLL_GPU_MAX_CHANNELS, 1, COLL_GPU_MAX_CHANNELS, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
                &c->max_channels);
@@ -227,7 +230,7 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
   register_size("ring_slot_bytes",
                 "Bytes of one ring FIFO slot (a ring step moves one slot per channel); each rank allocates 8 "
                 "slots per channel",
-                512 << 10, 4 << 10, 4 << 20, 4096, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->ring_slot_bytes);
+                256 << 10, 4 << 10, 4 << 20, 4096, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->ring_slot_bytes);
   register_size("ring_chunk_bytes",
                 "Bytes a ring channel moves per step, up to coll_gpu_ring_slot_bytes (larger values take a whole "
                 "slot): smaller steps fill a chain's pipeline sooner, larger ones pay the per-step flags less "

@@ -185,6 +185,13 @@ TEST(Tune, AlltoallFitsTheGpu) {
   EXPECT_EQ(39, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
   c.min_sms = 1;  // no channel count fits one multiprocessor: left as it is
   EXPECT_EQ(48, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
+  // 128 channels: the 2-rank alltoall takes 64 (256 blocks would not fit an H200), the others all
+  c.nchannels = 0;
+  c.max_channels = 128;
+  c.min_sms = 132;
+  EXPECT_EQ(64, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
+  EXPECT_EQ(128, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLGATHER, 2, big).nchannels);
+  EXPECT_EQ(128, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 3, big).nchannels);
 }
 
 // Every part of the scratch lies inside it, the parts do not overlap, and they grow with the sizes.
