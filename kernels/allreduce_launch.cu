@@ -71,9 +71,8 @@ extern "C" int coll_gpu_dev_comm_upload(const coll_gpu_dev_comm_t *comm, const c
 namespace coll_gpu {
 int reduce_blocks(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p) {
   if (p.algo != COLL_GPU_ALGO_ONESHOT) return p.nchannels;
-  size_t count = p.count;  // reduce: one part; reduce-scatter: the longest block
-  if (p.coll == COLL_GPU_COLL_REDUCE_SCATTER)
-    for (int q = 0; q < comm.nranks; ++q) count = coll_gpu_max(count, p.blocks[q].count);
+  size_t count = 0;  // reduce-scatter's direct kernel: the longest block (reduce's runs the one-shot body)
+  for (int q = 0; q < comm.nranks; ++q) count = coll_gpu_max(count, p.blocks[q].count);
   return ll_blocks(count * coll_gpu_dtype_size(p.type));
 }
 }  // namespace coll_gpu
@@ -82,10 +81,17 @@ static bool is_reduction(coll_gpu_coll_t coll) {
   return coll == COLL_GPU_COLL_REDUCE || coll == COLL_GPU_COLL_REDUCE_SCATTER;
 }
 
+// The direct calls of allreduce and reduce: the one-shot kernel.
+static bool oneshot_body(const coll_gpu_work_t &w) {
+  return w.algo == COLL_GPU_ALGO_ONESHOT && (w.coll == COLL_GPU_COLL_ALLREDUCE || w.coll == COLL_GPU_COLL_REDUCE);
+}
+
+// The blocks of the kernel coll_gpu_ar_launch picks.
 extern "C" int coll_gpu_ar_blocks(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w) {
+  if (oneshot_body(*w)) return coll_gpu::oneshot_blocks(*w);
   if (is_reduction(w->coll)) return coll_gpu::reduce_blocks(*comm, *w);
   if (w->coll != COLL_GPU_COLL_ALLREDUCE) return coll_gpu::move_blocks(*comm, *w);
-  return w->algo == COLL_GPU_ALGO_ONESHOT ? coll_gpu::oneshot_blocks(*w) : w->nchannels;
+  return w->nchannels;
 }
 
 extern "C" int coll_gpu_ar_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *call, void *stream) {
@@ -95,7 +101,7 @@ extern "C" int coll_gpu_ar_launch(const coll_gpu_dev_comm_t *comm, const coll_gp
   w.chunk = w.chunk == 0 || w.chunk > slot ? slot : w.chunk / coll_gpu::kPack * coll_gpu::kPack;
   if (w.chunk == 0) return (int)cudaErrorInvalidValue;
   const coll_gpu_dev_comm_t &c = *comm;
-  if (w.algo == COLL_GPU_ALGO_ONESHOT && (w.coll == COLL_GPU_COLL_ALLREDUCE || w.coll == COLL_GPU_COLL_REDUCE))
+  if (oneshot_body(w))
     COLL_GPU_DISPATCH_BYTEWISE(coll_gpu::oneshot_typed, (int)cudaErrorInvalidValue, w.type, w.op, c, w, s);
   if (is_reduction(w.coll))
     COLL_GPU_DISPATCH_BYTEWISE(coll_gpu::reduce_typed, (int)cudaErrorInvalidValue, w.type, w.op, c, w, s);
