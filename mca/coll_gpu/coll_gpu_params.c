@@ -204,7 +204,8 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                 moves, -1, &c->move_algorithm[COLL_GPU_COLL_REDUCE_SCATTER]);
   register_int("nchannels",
                "Thread blocks of the two-shot allreduce and channels (one block each) of the ring; 0 lets the "
-               "tuning model choose by size. The ring takes at most coll_gpu_max_channels",
+               "tuning model choose by size. The ring takes at most coll_gpu_max_channels (the 2-rank MPI_Alltoall "
+               "at most 64), two-shot at most 128",
                0, 0, COLL_GPU_MAX_CHANNELS, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->nchannels);
   /* 128 channels of 256 KiB slots (256 MiB per rank, as 64 of 512 KiB before): on 2 H200 at 256 MiB, bcast
    * 742 us, reduce 742, allgather 765, reduce-scatter 775, allreduce 777, against 765, 785, 818, 818 and 832
@@ -241,7 +242,8 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                "MPI_Alltoall calls up to 64 KiB of one-shot data) stays on the GPU after a call, polling host "
                "memory for the next such call, which then needs no kernel launch. While it "
                "lingers it holds one thread block per 4 KiB of its first message, and device-wide "
-               "synchronization (cudaDeviceSynchronize, cudaFree) waits for it to leave. 0 launches a kernel "
+               "synchronization (cudaDeviceSynchronize, cudaFree) waits for it to leave; it leaves at once when a ring "
+               "or two-shot call needs the multiprocessors. 0 launches a kernel "
                "per call (0-10000)",
                50, 0, 10000, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &c->oneshot_linger_us);
   register_int("timeout",
