@@ -4,8 +4,11 @@
 # through the component beside NCCL, and the allreduce benchmark without it (stock Open MPI). Logs go to $OUT
 # (default /tmp/coll-gpu-out).
 # Expects under .carry/: coll-gpu-*.tar.gz and the libgtest-dev .deb (machines without GoogleTest);
-# optionally .carry/base/coll-gpu-*.tar.gz, a baseline (an earlier commit's `make dist`): it is built
-# beside the first, and the small-message benchmark runs through both, alternating, for a before/after.
+# optionally a baseline: .carry/base/coll-gpu-*.tar.gz (an earlier commit's `make dist`), built after the
+# first while the tests run (its libraries are then saved under $OUT/base_bin), or .carry/base_bin, such
+# saved libraries, which skip that build. contrib/ab-bench.sh then runs this build's allreduce benchmark
+# through both components in ABBA order, BASE_ROUNDS rounds (default 8), 8 B to BENCH_MAX_MB, for a
+# before/after per size.
 # usage: bash contrib/device-run.sh [NP-LIST]   (ranks for the benchmark, default "2 <GPUs>")
 # environment: TESTS_SET=gpu runs only the unit, topology and GPU cases, TESTS_SET=none no test (the
 # build stays in /tmp/coll-gpu-build for a next command while the machine is held); BENCH_MAX_MB (default 512) bounds the
@@ -24,8 +27,10 @@ work=/tmp/coll-gpu-build
 rm -rf "$work" && mkdir -p "$work" && tar xzf "$top"/.carry/coll-gpu-*.tar.gz -C "$work" && cd "$work"/coll-gpu-*
 nvidia-smi -L | tee "$out/gpus.txt"
 ngpu=$(nvidia-smi -L | grep -c '^GPU')
-base=""
-if ls "$top"/.carry/base/coll-gpu-*.tar.gz >/dev/null 2>&1; then
+base="" base_built=""
+if [ -f "$top"/.carry/base_bin/mca_coll_gpu.so ]; then
+  base_built="$top/.carry/base_bin"
+elif ls "$top"/.carry/base/coll-gpu-*.tar.gz >/dev/null 2>&1; then
   mkdir -p "$work/base" && tar xzf "$top"/.carry/base/coll-gpu-*.tar.gz -C "$work/base"
   base=$(ls -d "$work"/base/coll-gpu-*)
 fi
@@ -35,28 +40,29 @@ if ! ./configure --without-ucx >"$out/configure.log" 2>&1; then tail -30 "$out/c
 configured=$(date +%s)
 if ! make -j"$(nproc)" >"$out/build.log" 2>&1; then tail -40 "$out/build.log"; exit 1; fi
 echo "configured in $((configured - start)) s, built (make -j$(nproc)) in $(($(date +%s) - configured)) s"
+if [ -n "$base" ]; then
+  echo "== baseline: building in the background"
+  (cd "$base" && ./configure --without-ucx >"$out/base-configure.log" 2>&1 &&
+    make -j"$(nproc)" mca_coll_gpu.la coll_gpu_sentinel.la >"$out/base-build.log" 2>&1) &
+  base_pid=$!
+fi
 if [ -n "${TESTS_FIRST:-}" ]; then
   echo "== tests first: $TESTS_FIRST"
   make -j1 check TESTS="$TESTS_FIRST" >"$out/check-first.log" 2>&1
   grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS):' "$out/check-first.log"
   grep -A30 '^FAIL:' test-suite.log | head -40
 fi
-if [ -n "$base" ]; then
-  (cd "$base" && ./configure --without-ucx >"$out/base-configure.log" 2>&1 &&
-    make -j"$(nproc)" >"$out/base-build.log" 2>&1)
-fi
 sysdir=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
 path="--mca mca_base_component_path $PWD/.libs:$sysdir"
 if [ -n "$base" ]; then
-  echo "== 8 B - 64 KiB, 2 ranks: baseline and this build in turn, 3 rounds"
-  for round in 1 2 3; do
-    for tree in "$base" "$PWD"; do
-      echo "-- $(basename "$(dirname "$tree")")/$(basename "$tree") round $round"
-      timeout 60 mpirun -np 2 --bind-to none --mca mca_base_component_path "$tree/.libs:$sysdir" \
-        --mca coll gpu,tuned,libnbc,basic,self,inter "$tree"/test/perf/coll_gpu_allreduce_bench -d cuda -c \
-        -m 8 -M 65536 2>&1 | grep -E '^ *[0-9]+ '
-    done
-  done 2>&1 | tee "$out/before_after.txt"
+  if ! wait $base_pid; then tail -20 "$out/base-build.log"; exit 1; fi
+  mkdir -p "$out/base_bin" && cp -L "$base"/.libs/mca_coll_gpu.so "$base"/.libs/coll_gpu_sentinel.so "$out/base_bin/"
+  base_built=$base
+fi
+if [ -n "$base_built" ]; then
+  echo "== allreduce, 2 ranks: the baseline's component and this one in ABBA order, ${BASE_ROUNDS:-8} rounds"
+  bash "$top/contrib/ab-bench.sh" "$base_built" "$PWD" "${BASE_ROUNDS:-8}" 2 -- -d cuda -N -m 8 \
+    -M $((${BENCH_MAX_MB:-512} << 20)) 2>"$out/before_after_runs.txt" | tee "$out/before_after.txt"
 fi
 [ "${BENCH_COLLS:-}" = none ] && set -- ""
 for np in $(echo ${1-2 $ngpu} | tr " " "\n" | sort -nu); do
