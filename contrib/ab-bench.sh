@@ -2,7 +2,7 @@
 # Before/after on a GPU machine: one benchmark binary through two builds of the component, in ABBA order
 # (round 1 runs the baseline first, round 2 this build first, and so on), so that drift and going first
 # hit both alike. Each run is `mpirun -np NP` of THIS_TREE's coll_gpu_allreduce_bench with BENCH_ARGS,
-# loading the component from the tree's .libs. Prints each run's lines, then per size the median latency
+# loading the component from that build's libraries. Prints each run's lines, then per size the median latency
 # of each build and the median, lowest and highest of the per-round ratios this/baseline.
 # usage: bash contrib/ab-bench.sh BASE THIS_TREE [ROUNDS [NP]] -- BENCH_ARGS...
 #   (THIS_TREE is a built source tree; BASE one too, or a folder holding a build's mca_coll_gpu.so and
