@@ -7,7 +7,7 @@
 # optionally a baseline: .carry/base/coll-gpu-*.tar.gz (an earlier commit's `make dist`), built after the
 # first while the tests run (its libraries are then saved under $OUT/base_bin), or .carry/base_bin, such
 # saved libraries, which skip that build. contrib/ab-bench.sh then runs this build's allreduce benchmark
-# through both components in ABBA order, BASE_ROUNDS rounds (default 8), 8 B to BENCH_MAX_MB, for a
+# through both components in ABBA order, BASE_ROUNDS rounds (default 16), 8 B to BENCH_MAX_MB, for a
 # before/after per size.
 # usage: bash contrib/device-run.sh [NP-LIST]   (ranks for the benchmark, default "2 <GPUs>")
 # environment: TESTS_SET=gpu runs only the unit, topology and GPU cases, TESTS_SET=none no test (the
@@ -60,8 +60,8 @@ if [ -n "$base" ]; then
   base_built=$base
 fi
 if [ -n "$base_built" ]; then
-  echo "== allreduce, 2 ranks: the baseline's component and this one in ABBA order, ${BASE_ROUNDS:-8} rounds"
-  bash "$top/contrib/ab-bench.sh" "$base_built" "$PWD" "${BASE_ROUNDS:-8}" 2 -- -d cuda -N -m 8 \
+  echo "== allreduce, 2 ranks: the baseline's component and this one in ABBA order, ${BASE_ROUNDS:-16} rounds"
+  bash "$top/contrib/ab-bench.sh" "$base_built" "$PWD" "${BASE_ROUNDS:-16}" 2 -- -d cuda -N -m 8 \
     -M $((${BENCH_MAX_MB:-512} << 20)) 2>"$out/before_after_runs.txt" | tee "$out/before_after.txt"
 fi
 [ "${BENCH_COLLS:-}" = none ] && set -- ""
