@@ -257,13 +257,15 @@ __device__ __forceinline__ void ll_put(uint4 *lines, uint4 v, uint32_t flag) {
   ll_store(lines, v.x, v.y, flag);
   ll_store(lines + 1, v.z, v.w, flag);
 }
-// Waits for both lines of a unit that `peer` writes; false when the host aborted the call.
+// Waits for both lines of a unit that `peer` writes; false when the host aborted the call. Both loads are
+// in flight at once: the peer writes the two lines together, so one round trip usually finds both.
 __device__ __forceinline__ bool ll_get(const uint4 *lines, uint32_t flag, const Waiter &w, int peer, uint4 *v) {
-  int spins = 0;
-  while (!ll_load(lines, flag, &v->x, &v->y))
-    if (w.expired(++spins, peer)) return false;
-  while (!ll_load(lines + 1, flag, &v->z, &v->w))
-    if (w.expired(++spins, peer)) return false;
+  bool lo = ll_load(lines, flag, &v->x, &v->y), hi = ll_load(lines + 1, flag, &v->z, &v->w);
+  for (int spins = 1; !(lo && hi); ++spins) {
+    if (w.expired(spins, peer)) return false;
+    if (!lo) lo = ll_load(lines, flag, &v->x, &v->y);
+    if (!hi) hi = ll_load(lines + 1, flag, &v->z, &v->w);
+  }
   return true;
 }
 
