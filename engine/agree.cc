@@ -1,7 +1,8 @@
 /*
- * Shared-memory agreement (engine/agree.h). Slot r belongs to rank r: it writes bits[n % 4] for its
- * agreement n, then releases n. A rank can be at most one agreement ahead of any peer still reading
- * (each agreement precedes a collective that needs every rank), so four entries never collide.
+ * Shared-memory agreement (engine/agree.h). Slot r belongs to rank r: it writes bits[n % kWindow] for its
+ * agreement n, then releases posted = n. Once it has read agreement n (or posted it not to read it) and
+ * every one before, it releases read = n. A rank posts n only when every slot's read is at least
+ * n - kWindow, so an entry is never overwritten before every rank is done with it.
  */
 #include "engine/agree.h"
 
@@ -18,24 +19,28 @@
 
 namespace {
 
-constexpr int kDepth = 4;
+constexpr int kWindow = COLL_GPU_AGREE_WINDOW;
 
 struct Slot {
-  std::atomic<uint64_t> n;
-  uint32_t bits[kDepth];
-  int32_t pid;  // written once, when the rank maps the segment
-  char pad[64 - sizeof(uint64_t) - kDepth * sizeof(uint32_t) - sizeof(int32_t)];
+  std::atomic<uint64_t> posted;  // the last agreement posted
+  std::atomic<uint64_t> read;    // every agreement up to this one read, or posted not to be read
+  int32_t pid;                   // written once, when the rank maps the segment
+  char pad[64 - 2 * sizeof(uint64_t) - sizeof(int32_t)];
+  uint32_t bits[kWindow];  // agreement n's at n % kWindow
 };
-// other processes map the same bytes: the counter must be a plain lock-free word
+// other processes map the same bytes: the counters must be plain lock-free words
 static_assert(std::atomic<uint64_t>::is_always_lock_free && sizeof(std::atomic<uint64_t>) == sizeof(uint64_t),
-              "the agreement's counter must be a lock-free 64-bit word");
-static_assert(sizeof(Slot) == 64, "one cache line per rank");
+              "the agreement's counters must be lock-free 64-bit words");
+static_assert(sizeof(Slot) % 64 == 0, "whole cache lines per rank");
 
 }  // namespace
 
 struct coll_gpu_agree {
   int rank, size;
-  uint64_t n;
+  uint64_t n;          // the last agreement posted
+  uint64_t room;       // the last one the window had room for, when the slots were last looked at
+  uint64_t read;       // every agreement up to this one read (this rank's slot's read)
+  bool done[kWindow];  // agreements after `read` that are read already (at n % kWindow)
   Slot *slots;
   size_t bytes;
   char name[64];
@@ -126,22 +131,42 @@ coll_gpu_status_t coll_gpu_agree_create(const coll_gpu_bootstrap_t *b, const uin
   return COLL_GPU_SUCCESS;
 }
 
-void coll_gpu_agree_post(coll_gpu_agree_t *a, uint32_t bits) {
-  const uint64_t n = ++a->n;
-  Slot *mine = &a->slots[a->rank];
-  mine->bits[n % kDepth] = bits;
-  mine->n.store(n, std::memory_order_release);
-}
-
 namespace {
 
-// After a wait's check or report: marks in late[] the ranks from `from` on that have not posted n, and in
-// missing[] those of them whose process is gone (checked when `check`). Returns whether any is gone.
+// Agreement n (posted by this rank) is read: read moves past every agreement read in a row.
+void mark_read(coll_gpu_agree_t *a, uint64_t n) {
+  a->done[n % kWindow] = true;
+  const uint64_t before = a->read;
+  while (a->read < a->n && a->done[(a->read + 1) % kWindow]) {
+    ++a->read;
+    a->done[a->read % kWindow] = false;
+  }
+  if (a->read != before) a->slots[a->rank].read.store(a->read, std::memory_order_release);
+}
+
+// Whether the window has room for agreement n: every rank has read n - kWindow. Looks at the slots only
+// when the room seen last is spent.
+bool has_room(coll_gpu_agree_t *a, uint64_t n) {
+  if (n <= a->room) return true;
+  uint64_t least = UINT64_MAX;
+  for (int r = 0; r < a->size; ++r) {
+    const uint64_t read = a->slots[r].read.load(std::memory_order_acquire);
+    if (read < least) least = read;
+  }
+  a->room = least + kWindow;
+  return n <= a->room;
+}
+
+// Marks in late[] the ranks from `from` on that hold up agreement n, and in missing[] those of them whose
+// process is gone (looked up when `check`). Returns whether any is gone.
 bool find_late(coll_gpu_agree_t *a, int from, uint64_t n, bool check, uint8_t *late, uint8_t *missing) {
+  const bool posting = n > a->n;  // its post waits for room
   bool gone = false;
   for (int r = from; r < a->size; ++r) {
-    late[r] = a->slots[r].n.load(std::memory_order_acquire) < n;
-    if (late[r] && check && a->visible[r] && coll_gpu_pid_gone(a->slots[r].pid)) {
+    const Slot *s = &a->slots[r];
+    late[r] =
+        posting ? s->read.load(std::memory_order_acquire) + kWindow < n : s->posted.load(std::memory_order_acquire) < n;
+    if (late[r] && check && a->visible[r] && coll_gpu_pid_gone(s->pid)) {
       missing[r] = 1;
       gone = true;
     }
@@ -149,27 +174,79 @@ bool find_late(coll_gpu_agree_t *a, int from, uint64_t n, bool check, uint8_t *l
   return gone;
 }
 
+// One pause of a wait for agreement n, with its checks and report. PEER_GONE once a rank it waits for is.
+coll_gpu_status_t pause(coll_gpu_agree_t *a, uint64_t n, int from, coll_gpu_wait_t *w,
+                        const coll_gpu_agree_watch_t *watch, uint8_t *missing) {
+  const int what = coll_gpu_wait_pause(w);
+  if (what == 0) return COLL_GPU_SUCCESS;
+  memset(a->late, 0, (size_t)a->size);
+  if (find_late(a, from, n, what & COLL_GPU_WAIT_CHECK, a->late, missing)) {
+    coll_gpu::breadcrumb(__FILE__, __LINE__, COLL_GPU_PEER_GONE);
+    return COLL_GPU_PEER_GONE;
+  }
+  if ((what & COLL_GPU_WAIT_REPORT) && watch->report != nullptr) watch->report(watch->ctx, a->late);
+  return COLL_GPU_SUCCESS;
+}
+
+// Posts bits as the next agreement once the window has room. The room this rank's own unread agreements
+// take only its own reads give back: waiting for them would never end.
+coll_gpu_status_t post(coll_gpu_agree_t *a, uint32_t bits, bool read, coll_gpu_wait_t *w,
+                       const coll_gpu_agree_watch_t *watch, uint8_t *missing) {
+  uint64_t n;
+  while (!coll_gpu_agree_try_post(a, bits, read, &n)) {
+    if (a->read + kWindow <= a->n) return COLL_GPU_INTERNAL_ERROR;
+    COLL_GPU_CHECK(pause(a, a->n + 1, 0, w, watch, missing));
+  }
+  return COLL_GPU_SUCCESS;
+}
+
 }  // namespace
+
+int coll_gpu_agree_try_post(coll_gpu_agree_t *a, uint32_t bits, int read, uint64_t *n) {
+  if (!has_room(a, a->n + 1)) return 0;
+  *n = ++a->n;
+  Slot *mine = &a->slots[a->rank];
+  mine->bits[*n % kWindow] = bits;
+  mine->posted.store(*n, std::memory_order_release);
+  if (!read) mark_read(a, *n);
+  return 1;
+}
+
+int coll_gpu_agree_test(coll_gpu_agree_t *a, uint64_t n, uint32_t *all) {
+  uint32_t acc = 0;
+  for (int r = 0; r < a->size; ++r) {
+    const Slot *s = &a->slots[r];
+    if (s->posted.load(std::memory_order_acquire) < n) return 0;
+    acc |= s->bits[n % kWindow];
+  }
+  *all = acc;
+  mark_read(a, n);
+  return 1;
+}
+
+int coll_gpu_agree_late(coll_gpu_agree_t *a, uint64_t n, int check, uint8_t *late, uint8_t *missing) {
+  return find_late(a, 0, n, check != 0, late, missing);
+}
+
+uint64_t coll_gpu_agree_last(const coll_gpu_agree_t *a) { return a->n; }
+
+coll_gpu_status_t coll_gpu_agree_post(coll_gpu_agree_t *a, uint32_t bits, const coll_gpu_agree_watch_t *watch,
+                                      uint8_t *missing) {
+  coll_gpu_wait_t w;
+  coll_gpu_wait_init(&w, &watch->wait);
+  return post(a, bits, false, &w, watch, missing);
+}
 
 coll_gpu_status_t coll_gpu_agree(coll_gpu_agree_t *a, uint32_t bits, const coll_gpu_agree_watch_t *watch, uint32_t *all,
                                  uint8_t *missing) {
-  coll_gpu_agree_post(a, bits);
-  const uint64_t n = a->n;
-  uint32_t acc = 0;
   coll_gpu_wait_t w;
   coll_gpu_wait_init(&w, &watch->wait);
-  for (int r = 0; r < a->size; ++r) {
-    Slot *s = &a->slots[r];
-    while (s->n.load(std::memory_order_acquire) < n) {
-      const int what = coll_gpu_wait_pause(&w);
-      if (what == 0) continue;
-      memset(a->late, 0, (size_t)a->size);
-      if (find_late(a, r, n, what & COLL_GPU_WAIT_CHECK, a->late, missing)) return COLL_GPU_PEER_GONE;
-      if ((what & COLL_GPU_WAIT_REPORT) && watch->report != nullptr) watch->report(watch->ctx, a->late);
-    }
-    acc |= s->bits[n % kDepth];
-  }
-  *all = acc;
+  COLL_GPU_CHECK(post(a, bits, true, &w, watch, missing));
+  const uint64_t n = a->n;
+  // rank by rank, each waited for from where the last one was seen
+  for (int r = 0; r < a->size; ++r)
+    while (a->slots[r].posted.load(std::memory_order_acquire) < n) COLL_GPU_CHECK(pause(a, n, r, &w, watch, missing));
+  coll_gpu_agree_test(a, n, all);  // every rank has posted n: this reads it
   return COLL_GPU_SUCCESS;
 }
 

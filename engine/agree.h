@@ -3,6 +3,12 @@
  * each rank posts what it can do (bits), and every rank reads the OR of all posts. Costs one cache line
  * written per rank and one read per peer (well under a microsecond at 8 ranks), instead of an MPI
  * allreduce. A wait lasts while the ranks it waits for exist (engine/wait.h).
+ *
+ * Agreements are numbered from 1 in the communicator's call order, the same on every rank. A rank may run
+ * ahead of its peers: a bcast's root returns before the others have reached the call, and a nonblocking
+ * call returns at once. Each rank's slot keeps the bits of its last COLL_GPU_AGREE_WINDOW agreements, and
+ * a rank posts agreement n only once every rank has read agreement n - COLL_GPU_AGREE_WINDOW (or said it
+ * would not read it): no post overwrites bits a peer has still to read.
  */
 #ifndef COLL_GPU_AGREE_H
 #define COLL_GPU_AGREE_H
@@ -15,6 +21,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Agreements a rank may post beyond the oldest one some rank has not read yet. */
+#define COLL_GPU_AGREE_WINDOW 64
 
 typedef struct coll_gpu_agree coll_gpu_agree_t;
 
@@ -31,14 +40,32 @@ typedef struct {
   void *ctx;
 } coll_gpu_agree_watch_t;
 
-/* Posts `bits` for the next agreement and returns in *all the OR over every rank. Waits for late ranks
- * as long as they exist. Fails with COLL_GPU_PEER_GONE when a rank that has not posted is gone (its
- * process ended), with missing[r] = 1 for each such rank (missing[] zeroed by the caller). */
+/* Posts `bits` as the next agreement and returns in *all the OR over every rank. Waits for room in the
+ * window and for late ranks as long as they exist. Fails with COLL_GPU_PEER_GONE when a rank it waits for
+ * is gone (its process ended), with missing[r] = 1 for each such rank (missing[] zeroed by the caller).
+ * COLL_GPU_INTERNAL_ERROR when only this rank's own unread agreements (coll_gpu_agree_try_post) fill the
+ * window: it must read them first. */
 coll_gpu_status_t coll_gpu_agree(coll_gpu_agree_t *a, uint32_t bits, const coll_gpu_agree_watch_t *watch, uint32_t *all,
                                  uint8_t *missing);
-/* Posts `bits` for the next agreement without waiting for the others: for a rank whose own path does not
- * depend on the answer (its bits alone decide it). */
-void coll_gpu_agree_post(coll_gpu_agree_t *a, uint32_t bits);
+/* Posts `bits` as the next agreement without reading it: for a rank whose own path does not depend on the
+ * answer (its bits alone decide it). Waits only for room in the window, as coll_gpu_agree does. */
+coll_gpu_status_t coll_gpu_agree_post(coll_gpu_agree_t *a, uint32_t bits, const coll_gpu_agree_watch_t *watch,
+                                      uint8_t *missing);
+
+/* The same, in steps that never wait (for calls that complete later). */
+/* Posts `bits` as agreement *n (the next) if the window has room: 1, else 0 (nothing posted: try again).
+ * `read`: whether this rank will read the agreement (coll_gpu_agree_test); 0: it never will. */
+int coll_gpu_agree_try_post(coll_gpu_agree_t *a, uint32_t bits, int read, uint64_t *n);
+/* Whether every rank has posted agreement n, one this rank posted to read: 1 with *all the OR (the
+ * agreement is then read), else 0. */
+int coll_gpu_agree_test(coll_gpu_agree_t *a, uint64_t n, uint32_t *all);
+/* Who holds up agreement n: late[r] = 1 for each rank that has not posted it (n: the next this rank
+ * posts, when its post waits for room: each rank that has not read agreement n - COLL_GPU_AGREE_WINDOW),
+ * missing[r] = 1 for those of them whose process is gone (looked up when `check`: a system call per late
+ * rank). Returns whether any is gone. late[] and missing[] hold a byte per rank. */
+int coll_gpu_agree_late(coll_gpu_agree_t *a, uint64_t n, int check, uint8_t *late, uint8_t *missing);
+/* The last agreement this rank posted (0: none). */
+uint64_t coll_gpu_agree_last(const coll_gpu_agree_t *a);
 void coll_gpu_agree_destroy(coll_gpu_agree_t *a);
 /* The segment's name (for tests: it must be gone once everyone has mapped it). */
 const char *coll_gpu_agree_name(const coll_gpu_agree_t *a);

@@ -163,9 +163,10 @@ coll_gpu_role_t mca_coll_gpu_role(struct ompi_communicator_t *comm, int root);
  * same answer on every rank. */
 bool mca_coll_gpu_gpupath_possible(struct ompi_communicator_t *comm);
 /* What a rank that cannot take the GPU path (no CUDA in the process) does in each collective that has one
- * (bytes: the call's, 0 for none): it tells the ranks that may be deciding that it passes host memory. A
- * few stores, once set up. */
-void mca_coll_gpu_path_host(size_t bytes, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m);
+ * (call: "MPI_Bcast"; bytes: the call's, 0 for none): it tells the ranks that may be deciding that it
+ * passes host memory. A few stores, once set up; it waits only when it has run COLL_GPU_AGREE_WINDOW calls
+ * ahead of a rank (engine/agree.h). */
+void mca_coll_gpu_path_host(const char *call, size_t bytes, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m);
 /* The moves on the GPUs (bcast, allgather, alltoall; coll_gpu_gpupath.c), as mca_coll_gpu_reduction_gpu.
  * Contiguous datatypes on the engine's device, on every rank; in-place alltoall is staged. */
 typedef struct {

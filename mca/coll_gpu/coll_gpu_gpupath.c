@@ -12,7 +12,7 @@
  * The OR goes through a shared-memory segment of the communicator (engine/agree.h), set up by every
  * rank in its first of these collectives with a nonzero size, on communicators that can take the GPU path at
  * all (one node, 2 to 8 ranks). Every rank posts in every such call, also a rank whose process never
- * loaded CUDA (mca_coll_gpu_path_host: a few stores, no wait), because another rank may have
+ * loaded CUDA (mca_coll_gpu_path_host: a few stores, a wait only far ahead of a peer), because another rank may have
  * loaded CUDA and be waiting for its answer. A rank that may pass device memory posts and reads every
  * rank's post: one cache line per peer. coll_gpu_uniform_buffers=1 lets the user assert that all ranks
  * pass the same kind of memory, and skips the agreement.
@@ -176,12 +176,6 @@ static coll_gpu_agree_t *agreement(mca_coll_gpu_module_t *m, struct ompi_communi
   return m->agree;
 }
 
-void mca_coll_gpu_path_host(size_t bytes, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m) {
-  if (bytes == 0 || mca_coll_gpu_component.uniform_buffers) return;
-  coll_gpu_agree_t *a = agreement(m, comm);
-  if (a != NULL) coll_gpu_agree_post(a, PATH_HOST);
-}
-
 /* ------------------------------------------------------------------ waiting */
 
 /* How this process waits: it spins coll_gpu_spin_us before yielding, and not at all where Open MPI
@@ -208,6 +202,19 @@ static void agree_report(void *ctx, const uint8_t *late) {
                "comm %s: %s (%zu bytes) has waited %d s for rank(s)%s to reach it, whose processes are "
                "alive: still waiting (reported once per call, after coll_gpu_timeout)",
                w->comm->c_name, w->call, w->bytes, mca_coll_gpu_component.timeout, ranks);
+}
+
+void mca_coll_gpu_path_host(const char *call, size_t bytes, struct ompi_communicator_t *comm,
+                            mca_coll_gpu_module_t *m) {
+  if (bytes == 0 || mca_coll_gpu_component.uniform_buffers) return;
+  coll_gpu_agree_t *a = agreement(m, comm);
+  if (a == NULL) return;
+  uint8_t missing[COLL_GPU_MAX_RANKS] = {0};
+  watch_ctx_t wctx = {comm, call, bytes};
+  const coll_gpu_agree_watch_t watch = {wait_config(), agree_report, &wctx};
+  /* a rank gone before it read an earlier agreement: this call goes on through the previous module, whose
+   * peers will fail it */
+  if (coll_gpu_agree_post(a, PATH_HOST, &watch, missing) != COLL_GPU_SUCCESS) m->agree_state = COLL_GPU_STATE_OFF;
 }
 
 /* ------------------------------------------------------------------ the decision */

@@ -53,7 +53,7 @@
   int mca_coll_gpu_##name(PARAMS_##name, struct ompi_communicator_t *comm, mca_coll_base_module_t *module) { \
     mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;                                              \
     if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {                                                     \
-      if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host((host_bytes), comm, m);               \
+      if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(NAME_##name, (host_bytes), comm, m);  \
       return m->previous_##name(ARGS_##name(sbuf, rbuf), comm, m->previous_##name##_module);                 \
     }                                                                                                        \
     int rc;                                                                                                  \

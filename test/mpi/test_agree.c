@@ -1,8 +1,11 @@
 /*
  * The engine's bootstrap and path agreement over a real MPI job, without a GPU: the unique id, the
  * peer exchange, the shared-memory agreement against MPI_Allreduce(MPI_BOR) on fresh random bits, its
- * segment's lifetime (unlinked once mapped, nothing left behind), and its wait for a late rank: it
- * waits, reports the rank once after the timeout, and gives the right answer.
+ * segment's lifetime (unlinked once mapped, nothing left behind), its wait for a late rank: it
+ * waits, reports the rank once after the timeout, and gives the right answer, and its window: a rank
+ * posting without waiting (coll_gpu_agree_try_post) gets exactly COLL_GPU_AGREE_WINDOW agreements ahead of
+ * a sleeping one, a rank that only posts runs ahead as far and then waits, and every answer is still the
+ * OR of that agreement's bits.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +31,78 @@ static void report(void *ctx, const uint8_t *late) {
   named_rank1 = late[1] == 1;
   for (int r = 0; r < nranks; ++r)
     if (r != 1 && late[r]) named_rank1 = 0;
+}
+
+/* The window: 3 windows of agreements on fresh random bits. Rank 0 posts without waiting and reads its
+ * answers later (as nonblocking calls will), rank 2 only posts (a rank without CUDA), the others agree
+ * one by one; rank 1 starts 0.3 s late, so rank 0 and rank 2 fill the window ahead of it: rank 0 with
+ * its own unread agreements, rank 2 with agreements rank 1 has not read. */
+static void window_phase(coll_gpu_agree_t *a, MPI_Comm comm, const coll_gpu_agree_watch_t *watch) {
+  enum { K = 3 * COLL_GPU_AGREE_WINDOW };
+  uint32_t bits[K], got[K], *every = malloc(sizeof(bits) * nranks);
+  for (int i = 0; i < K; ++i) bits[i] = (uint32_t)(rand() & 0xffff);
+  const uint64_t first = coll_gpu_agree_last(a) + 1;
+  int failed_at = -1;
+  MPI_Barrier(comm);
+  if (rank == 0) {
+    int posted = 0, answered = 0;
+    while (answered < K) {
+      uint64_t n;
+      if (posted < K && coll_gpu_agree_try_post(a, bits[posted], 1, &n)) {
+        EXPECT(n == first + (uint64_t)posted, "agreement %llu posted as %llu", (unsigned long long)(first + posted),
+               (unsigned long long)n);
+        ++posted;
+        continue;
+      }
+      if (posted < K && failed_at < 0) {
+        failed_at = posted;
+        /* the window is full of this rank's own unread agreements (none can be read before rank 1 posts),
+         * and a blocking agreement now would wait for this rank itself */
+        uint8_t late[64] = {0}, missing[64] = {0}, missing2[64] = {0};
+        EXPECT(!coll_gpu_agree_late(a, first + posted, 1, late, missing), "nobody is gone");
+        EXPECT(late[0] == 1 && (nranks < 2 || late[1] == 1), "ranks 0 and 1 hold the window up (late %d %d)", late[0],
+               nranks > 1 ? late[1] : -1);
+        uint32_t all;
+        EXPECT(coll_gpu_agree(a, 1, watch, &all, missing2) == COLL_GPU_INTERNAL_ERROR,
+               "a blocking agreement behind this rank's own unread ones fails at once");
+        EXPECT(coll_gpu_agree_last(a) == first + (uint64_t)posted - 1, "and posts nothing");
+      }
+      if (answered < posted && coll_gpu_agree_test(a, first + (uint64_t)answered, &got[answered])) ++answered;
+    }
+    EXPECT(nranks < 2 || failed_at == COLL_GPU_AGREE_WINDOW, "the window filled after %d posts, not %d", failed_at,
+           COLL_GPU_AGREE_WINDOW);
+  } else if (rank == 2) {
+    /* it reads nothing, so only the others' reads hold it: rank 1's, asleep */
+    for (int i = 0; i < K; ++i) {
+      uint8_t missing[64] = {0};
+      uint64_t n;
+      if (coll_gpu_agree_try_post(a, bits[i], 0, &n)) continue;
+      if (failed_at < 0) {
+        failed_at = i;
+        uint8_t late[64] = {0};
+        EXPECT(!coll_gpu_agree_late(a, first + i, 1, late, missing), "nobody is gone");
+        EXPECT(late[1] == 1 && late[2] == 0, "rank 1 holds the window up, not rank 2 (late %d %d)", late[1], late[2]);
+      }
+      EXPECT(coll_gpu_agree_post(a, bits[i], watch, missing) == COLL_GPU_SUCCESS, "post-only agreement %d", i);
+    }
+    EXPECT(failed_at == COLL_GPU_AGREE_WINDOW, "the window filled after %d posts, not %d", failed_at,
+           COLL_GPU_AGREE_WINDOW);
+  } else {
+    if (rank == 1) usleep(300000);
+    for (int i = 0; i < K; ++i) {
+      uint8_t missing[64] = {0};
+      EXPECT(coll_gpu_agree(a, bits[i], watch, &got[i], missing) == COLL_GPU_SUCCESS, "agreement %d", i);
+    }
+  }
+  MPI_Allgather(bits, K, MPI_UINT32_T, every, K, MPI_UINT32_T, comm);
+  int wrong = 0;
+  for (int i = 0; i < K && rank != 2; ++i) {
+    uint32_t ref = 0;
+    for (int r = 0; r < nranks; ++r) ref |= every[r * K + i];
+    wrong += got[i] != ref;
+  }
+  EXPECT(wrong == 0, "%d of %d answers in the window phase differ from the OR", wrong, K);
+  free(every);
 }
 
 int main(int argc, char **argv) {
@@ -98,6 +173,7 @@ int main(int argc, char **argv) {
         EXPECT(reports == 1 && named_rank1, "%d report(s), rank 1 %snamed alone", reports, named_rank1 ? "" : "not ");
       }
     }
+    window_phase(a, comm, &watch);
     coll_gpu_agree_destroy(a);
   }
   /* a second segment from the same id cannot be created while the name is free: it can (unlinked) */
