@@ -15,6 +15,7 @@ constexpr unsigned kFirstPolls = 64;         // polls before the first clock rea
 constexpr uint64_t kYieldNs = 1000000ULL;    // then yielding until 1 ms has passed
 constexpr uint64_t kSleepMaxNs = 50000ULL;   // sleeps grow to 50 us: a late peer is seen at most that late
 constexpr uint64_t kCheckNs = 100000000ULL;  // peers checked every 100 ms: kill(pid, 0) is one system call each
+constexpr uint64_t kProgressNs = 10000ULL;   // the progress hook every 10 us
 }  // namespace
 
 uint64_t coll_gpu_now_ns(void) {
@@ -27,6 +28,7 @@ void coll_gpu_wait_init(coll_gpu_wait_t *w, const coll_gpu_wait_config_t *cfg) {
   w->cfg = cfg;
   w->start = 0;
   w->next_check = 0;
+  w->next_progress = 0;
   w->sleep_ns = 1000;
   w->polls = 0;
   w->reported = 0;
@@ -38,8 +40,13 @@ int coll_gpu_wait_pause(coll_gpu_wait_t *w) {
   if (w->start == 0) {
     w->start = t;
     w->next_check = t + kCheckNs;
+    w->next_progress = t + kProgressNs;  // none in a call that ends in a few microseconds
   }
   const uint64_t waited = t - w->start;
+  if (w->cfg->progress != nullptr && t >= w->next_progress) {
+    w->next_progress = t + kProgressNs;
+    w->cfg->progress();
+  }
   if (waited >= kYieldNs) {
     struct timespec ts = {0, (long)w->sleep_ns};
     nanosleep(&ts, nullptr);

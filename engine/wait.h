@@ -6,7 +6,10 @@
  * then sleeps in steps growing from 1 us to at most 50 us. No clock is read in the first 64 polls, so a
  * condition that is met at once costs nothing. Every 100 ms the pause tells the caller to check whether
  * the peers it waits for still exist; once, after timeout_ns, it tells the caller to report the wait
- * (the watchdog), and the wait goes on. No MPI here.
+ * (the watchdog), and the wait goes on. No MPI here: from 10 us after the first polls, the pause
+ * calls the caller's progress hook, if any, every 10 us, so that a rank waiting here still moves its other
+ * communication (the glue passes opal_progress: a peer may wait in MPI_Wait for this rank's part of a
+ * nonblocking call before it reaches the call this rank waits in). The hook must not wait itself.
  */
 #ifndef COLL_GPU_WAIT_H
 #define COLL_GPU_WAIT_H
@@ -18,14 +21,16 @@ extern "C" {
 #endif
 
 typedef struct {
-  uint64_t spin_ns;    /* spinning before the first yield (coll_gpu_spin_us; 0 when oversubscribed) */
-  uint64_t timeout_ns; /* when the watchdog reports the wait (coll_gpu_timeout) */
+  uint64_t spin_ns;       /* spinning before the first yield (coll_gpu_spin_us; 0 when oversubscribed) */
+  uint64_t timeout_ns;    /* when the watchdog reports the wait (coll_gpu_timeout) */
+  void (*progress)(void); /* called during waits past their first polls; NULL: none */
 } coll_gpu_wait_config_t;
 
 typedef struct {
   const coll_gpu_wait_config_t *cfg;
   uint64_t start; /* first clock read, after 64 polls; 0 before */
   uint64_t next_check;
+  uint64_t next_progress;
   uint64_t sleep_ns;
   unsigned polls;
   int reported;

@@ -178,12 +178,15 @@ static coll_gpu_agree_t *agreement(mca_coll_gpu_module_t *m, struct ompi_communi
 
 /* ------------------------------------------------------------------ waiting */
 
+static void progress(void) { opal_progress(); }
+
 /* How this process waits: it spins coll_gpu_spin_us before yielding, and not at all where Open MPI
- * itself yields when idle (more ranks than cores: mpi_yield_when_idle). */
+ * itself yields when idle (more ranks than cores: mpi_yield_when_idle). Its waits drive Open MPI's
+ * progress: a peer may need this rank's part of a nonblocking call before it reaches this one. */
 static coll_gpu_wait_config_t wait_config(void) {
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
   coll_gpu_wait_config_t w = {opal_progress_yield_when_idle ? 0 : (uint64_t)c->spin_us * 1000,
-                              (uint64_t)c->timeout * 1000000000ULL};
+                              (uint64_t)c->timeout * 1000000000ULL, progress};
   return w;
 }
 

@@ -2,7 +2,8 @@
  * The engine's bootstrap and path agreement over a real MPI job, without a GPU: the unique id, the
  * peer exchange, the shared-memory agreement against MPI_Allreduce(MPI_BOR) on fresh random bits, its
  * segment's lifetime (unlinked once mapped, nothing left behind), its wait for a late rank: it
- * waits, reports the rank once after the timeout, and gives the right answer, and its window: a rank
+ * waits, reports the rank once after the timeout, runs the caller's progress hook meanwhile, and gives
+ * the right answer, and its window: a rank
  * posting without waiting (coll_gpu_agree_try_post) gets exactly COLL_GPU_AGREE_WINDOW agreements ahead of
  * a sleeping one, a rank that only posts runs ahead as far and then waits, and every answer is still the
  * OR of that agreement's bits.
@@ -25,6 +26,9 @@ static int rank, nranks, failures;
 
 /* The watchdog's report: how often, and whether it named rank 1 alone. */
 static int reports, named_rank1;
+/* The waits' progress hook: how often it ran. */
+static long progress_calls;
+static void count_progress(void) { ++progress_calls; }
 static void report(void *ctx, const uint8_t *late) {
   (void)ctx;
   ++reports;
@@ -146,7 +150,7 @@ int main(int argc, char **argv) {
     if (fd >= 0) close(fd);
     /* agreements against MPI_Allreduce(MPI_BOR) */
     srand((unsigned)(time(NULL) ^ (rank * 7919)));
-    coll_gpu_agree_watch_t watch = {{0, 300000000ULL}, report, NULL};
+    coll_gpu_agree_watch_t watch = {{0, 300000000ULL, count_progress}, report, NULL};
     int wrong = 0;
     for (int i = 0; i < 5000; ++i) {
       uint32_t bits = (uint32_t)(rand() % 8), all = 0, ref = 0;
@@ -163,6 +167,7 @@ int main(int argc, char **argv) {
       uint32_t mine = 1u << (rank % 3), all = 0, ref = 0;
       uint8_t missing[64] = {0};
       if (rank == 1) usleep(1500000);
+      progress_calls = 0;
       double t0 = MPI_Wtime();
       coll_gpu_status_t rc = coll_gpu_agree(a, mine, &watch, &all, missing);
       double waited = MPI_Wtime() - t0;
@@ -171,6 +176,8 @@ int main(int argc, char **argv) {
       if (rank != 1) {
         EXPECT(waited >= 1.0, "waited %.2f s for the late rank", waited);
         EXPECT(reports == 1 && named_rank1, "%d report(s), rank 1 %snamed alone", reports, named_rank1 ? "" : "not ");
+        /* at least every 10 us once past the first polls, and every pause after 1 ms (sleeps of 50 us) */
+        EXPECT(progress_calls >= 1000, "the wait ran the progress hook %ld times in %.2f s", progress_calls, waited);
       }
     }
     window_phase(a, comm, &watch);
