@@ -1,8 +1,11 @@
 /*
- * Shared-memory agreement (engine/agree.h). Slot r belongs to rank r: it writes bits[n % kWindow] for its
- * agreement n, then releases posted = n. Once it has read agreement n (or posted it not to read it) and
- * every one before, it releases read = n. A rank posts n only when every slot's read is at least
- * n - kWindow, so an entry is never overwritten before every rank is done with it.
+ * Shared-memory agreement (engine/agree.h). Slot r belongs to rank r. For its agreement n it writes the
+ * bits into bits[n % kWindow], then releases last = n << kBitsShift | bits: a peer that reads agreement n
+ * while it is this rank's last finds its bits in the word it polls, one cache line per peer; one that reads
+ * it later takes them from bits[]. Once this rank has read agreement n (or posted it not to read it) and
+ * every one before, it releases read = n, on a line of its own (peers look at it only when the room they
+ * saw is spent). A rank posts n only when every slot's read is at least n - kWindow, so an entry of bits[]
+ * is never overwritten before every rank is done with it.
  */
 #include "engine/agree.h"
 
@@ -20,18 +23,24 @@
 namespace {
 
 constexpr int kWindow = COLL_GPU_AGREE_WINDOW;
+constexpr int kBitsShift = COLL_GPU_AGREE_BITS;
+constexpr uint64_t kBitsMask = (1u << kBitsShift) - 1;
 
 struct Slot {
-  std::atomic<uint64_t> posted;  // the last agreement posted
-  std::atomic<uint64_t> read;    // every agreement up to this one read, or posted not to be read
-  int32_t pid;                   // written once, when the rank maps the segment
-  char pad[64 - 2 * sizeof(uint64_t) - sizeof(int32_t)];
-  uint32_t bits[kWindow];  // agreement n's at n % kWindow
+  std::atomic<uint64_t> last;  // the last agreement posted and its bits: n << kBitsShift | bits
+  int32_t pid;                 // written once, when the rank maps the segment
+  char pad0[64 - sizeof(uint64_t) - sizeof(int32_t)];
+  std::atomic<uint64_t> read;  // every agreement up to this one read, or posted not to be read
+  char pad1[64 - sizeof(uint64_t)];
+  uint16_t bits[kWindow];  // agreement n's at n % kWindow
 };
 // other processes map the same bytes: the counters must be plain lock-free words
 static_assert(std::atomic<uint64_t>::is_always_lock_free && sizeof(std::atomic<uint64_t>) == sizeof(uint64_t),
               "the agreement's counters must be lock-free 64-bit words");
 static_assert(sizeof(Slot) % 64 == 0, "whole cache lines per rank");
+static_assert(kBitsShift == 16, "bits[] holds 16 bits per agreement");
+
+uint64_t posted(const Slot *s) { return s->last.load(std::memory_order_acquire) >> kBitsShift; }
 
 }  // namespace
 
@@ -164,8 +173,7 @@ bool find_late(coll_gpu_agree_t *a, int from, uint64_t n, bool check, uint8_t *l
   bool gone = false;
   for (int r = from; r < a->size; ++r) {
     const Slot *s = &a->slots[r];
-    late[r] =
-        posting ? s->read.load(std::memory_order_acquire) + kWindow < n : s->posted.load(std::memory_order_acquire) < n;
+    late[r] = posting ? s->read.load(std::memory_order_acquire) + kWindow < n : posted(s) < n;
     if (late[r] && check && a->visible[r] && coll_gpu_pid_gone(s->pid)) {
       missing[r] = 1;
       gone = true;
@@ -206,8 +214,8 @@ int coll_gpu_agree_try_post(coll_gpu_agree_t *a, uint32_t bits, int read, uint64
   if (!has_room(a, a->n + 1)) return 0;
   *n = ++a->n;
   Slot *mine = &a->slots[a->rank];
-  mine->bits[*n % kWindow] = bits;
-  mine->posted.store(*n, std::memory_order_release);
+  mine->bits[*n % kWindow] = (uint16_t)bits;
+  mine->last.store(*n << kBitsShift | (bits & kBitsMask), std::memory_order_release);
   if (!read) mark_read(a, *n);
   return 1;
 }
@@ -216,8 +224,9 @@ int coll_gpu_agree_test(coll_gpu_agree_t *a, uint64_t n, uint32_t *all) {
   uint32_t acc = 0;
   for (int r = 0; r < a->size; ++r) {
     const Slot *s = &a->slots[r];
-    if (s->posted.load(std::memory_order_acquire) < n) return 0;
-    acc |= s->bits[n % kWindow];
+    const uint64_t last = s->last.load(std::memory_order_acquire);
+    if (last >> kBitsShift < n) return 0;
+    acc |= last >> kBitsShift == n ? (uint32_t)(last & kBitsMask) : s->bits[n % kWindow];
   }
   *all = acc;
   mark_read(a, n);
@@ -245,7 +254,7 @@ coll_gpu_status_t coll_gpu_agree(coll_gpu_agree_t *a, uint32_t bits, const coll_
   const uint64_t n = a->n;
   // rank by rank, each waited for from where the last one was seen
   for (int r = 0; r < a->size; ++r)
-    while (a->slots[r].posted.load(std::memory_order_acquire) < n) COLL_GPU_CHECK(pause(a, n, r, &w, watch, missing));
+    while (posted(&a->slots[r]) < n) COLL_GPU_CHECK(pause(a, n, r, &w, watch, missing));
   coll_gpu_agree_test(a, n, all);  // every rank has posted n: this reads it
   return COLL_GPU_SUCCESS;
 }

@@ -24,6 +24,8 @@ extern "C" {
 
 /* Agreements a rank may post beyond the oldest one some rank has not read yet. */
 #define COLL_GPU_AGREE_WINDOW 64
+/* The bits a rank posts: the low 16 of `bits`. */
+#define COLL_GPU_AGREE_BITS 16
 
 typedef struct coll_gpu_agree coll_gpu_agree_t;
 
