@@ -3,7 +3,7 @@
  * MPI_Bcast (root 0), MPI_Allgather, MPI_Alltoall, MPI_Reduce (root 0) or MPI_Reduce_scatter_block.
  *
  * usage: coll_gpu_allreduce_bench [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter] [-d host|cuda]
- *                                 [-m MIN] [-M MAX] [-i ITERS] [-c] [-N] [-O ROUNDS]
+ *                                 [-m MIN] [-M MAX] [-i ITERS] [-c] [-N] [-I | -P] [-O ROUNDS]
  *   -C  the collective (default allreduce; the reductions take MPI_FLOAT MPI_SUM, the moves MPI_BYTE).
  *       Sizes are per rank for allgather, alltoall and reduce_scatter (each rank's block), the whole
  *       buffer otherwise
@@ -11,8 +11,16 @@
  *   -m, -M  smallest and largest message in bytes (default 8 and 64 MiB), doubling
  *   -i  iterations per size (default 1000 up to 1 MiB, 100 above); a tenth of them warm up first
  *   -c  validate every size (the reductions: float sums of small integers, exact; the moves: a byte
- *       pattern per sender and receiver)
+ *       pattern per sender and receiver), with the calls of the mode (-I, -P: each started on new contents)
  *   -N  no NCCL beside it (NCCL takes one rank per GPU)
+ *   -I  nonblocking (MPI_Iallreduce, ...) as OSU's osu_i* benchmarks measure it: per size the blocking
+ *       call's latency, the pure communication (post, then MPI_Wait), and, with computation as long as
+ *       that in between (a busy loop on the CPU, no MPI call in it), the overall time, the computation's
+ *       and the overlap, 100 - 100 (overall - compute) / pure, at least 0 (overall, compute and pure as
+ *       the mean over the ranks, as OSU prints them); the last column is pure over blocking (both the
+ *       slowest rank's mean). No NCCL
+ *   -P  persistent (MPIX_Allreduce_init, ...: one request per size, then MPI_Start and MPI_Wait per call):
+ *       the blocking call's latency, the persistent one's and their ratio. No NCCL
  *   -O  overhead of coll/gpu instead: MIN-byte allreduces on a communicator created with coll/gpu and
  *       one created without it (coll_gpu_enable set false through MPI_T in between), timed in
  *       alternation for ROUNDS rounds of ITERS calls in this one process, so that drift and
@@ -28,6 +36,8 @@
 #include "config.h"
 
 #include <mpi.h>
+/* after mpi.h, which it needs: MPIX_*_init */
+#include <mpi-ext.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,35 +116,97 @@ static bool blocked(int coll) { return coll == 2 || coll == 3 || coll == 5; }
 /* Whether it reduces floats. */
 static bool reduces(int coll) { return coll == 0 || coll == 4 || coll == 5; }
 
-/* One MPI call of collective `coll` (an index into coll_names) moving `bytes` (per block). */
-static void call(int coll, void *s, void *r, size_t bytes, int n) {
+/* How the calls run: blocking, nonblocking (post, then MPI_Wait) or persistent (MPI_Start, then MPI_Wait). */
+enum { BLOCKING, NONBLOCKING, PERSISTENT };
+
+/* One MPI call of collective `coll` (an index into coll_names) moving `bytes` (per block): blocking, it
+ * runs; nonblocking, it is posted (*req); persistent, its request is created (*req, inactive). */
+static void post(int mode, int coll, void *s, void *r, size_t bytes, MPI_Request *req) {
+  const int count = (int)(bytes / sizeof(float)), nb = (int)bytes;
+  const MPI_Comm w = MPI_COMM_WORLD;
+  const MPI_Info info = MPI_INFO_NULL;
   switch (coll) {
     case 0:
-      MPI_Allreduce(s, r, (int)(bytes / sizeof(float)), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      (void)(mode == BLOCKING      ? MPI_Allreduce(s, r, count, MPI_FLOAT, MPI_SUM, w)
+             : mode == NONBLOCKING ? MPI_Iallreduce(s, r, count, MPI_FLOAT, MPI_SUM, w, req)
+                                   : MPIX_Allreduce_init(s, r, count, MPI_FLOAT, MPI_SUM, w, info, req));
       break;
     case 1:
-      MPI_Bcast(s, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+      (void)(mode == BLOCKING      ? MPI_Bcast(s, nb, MPI_BYTE, 0, w)
+             : mode == NONBLOCKING ? MPI_Ibcast(s, nb, MPI_BYTE, 0, w, req)
+                                   : MPIX_Bcast_init(s, nb, MPI_BYTE, 0, w, info, req));
       break;
     case 2:
-      MPI_Allgather(s, (int)bytes, MPI_BYTE, r, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+      (void)(mode == BLOCKING      ? MPI_Allgather(s, nb, MPI_BYTE, r, nb, MPI_BYTE, w)
+             : mode == NONBLOCKING ? MPI_Iallgather(s, nb, MPI_BYTE, r, nb, MPI_BYTE, w, req)
+                                   : MPIX_Allgather_init(s, nb, MPI_BYTE, r, nb, MPI_BYTE, w, info, req));
       break;
     case 4:
-      MPI_Reduce(s, r, (int)(bytes / sizeof(float)), MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
+      (void)(mode == BLOCKING      ? MPI_Reduce(s, r, count, MPI_FLOAT, MPI_SUM, 0, w)
+             : mode == NONBLOCKING ? MPI_Ireduce(s, r, count, MPI_FLOAT, MPI_SUM, 0, w, req)
+                                   : MPIX_Reduce_init(s, r, count, MPI_FLOAT, MPI_SUM, 0, w, info, req));
       break;
     case 5:
-      MPI_Reduce_scatter_block(s, r, (int)(bytes / sizeof(float)), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      (void)(mode == BLOCKING      ? MPI_Reduce_scatter_block(s, r, count, MPI_FLOAT, MPI_SUM, w)
+             : mode == NONBLOCKING ? MPI_Ireduce_scatter_block(s, r, count, MPI_FLOAT, MPI_SUM, w, req)
+                                   : MPIX_Reduce_scatter_block_init(s, r, count, MPI_FLOAT, MPI_SUM, w, info, req));
       break;
     default:
-      MPI_Alltoall(s, (int)bytes, MPI_BYTE, r, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+      (void)(mode == BLOCKING      ? MPI_Alltoall(s, nb, MPI_BYTE, r, nb, MPI_BYTE, w)
+             : mode == NONBLOCKING ? MPI_Ialltoall(s, nb, MPI_BYTE, r, nb, MPI_BYTE, w, req)
+                                   : MPIX_Alltoall_init(s, nb, MPI_BYTE, r, nb, MPI_BYTE, w, info, req));
   }
-  (void)n;
+}
+
+/* One whole call in the mode: persistent ones start *req, made by post(PERSISTENT, ...). */
+static void call(int mode, int coll, void *s, void *r, size_t bytes, MPI_Request *req) {
+  if (mode == PERSISTENT)
+    MPI_Start(req);
+  else
+    post(mode, coll, s, r, bytes, req);
+  if (mode != BLOCKING) MPI_Wait(req, MPI_STATUS_IGNORE);
+}
+
+/* Mean microseconds per call in the mode over `iters` calls, after a tenth of them to warm up. */
+static double timed(int mode, int coll, void *s, void *r, size_t bytes, MPI_Request *req, int iters) {
+  for (int i = 0; i < iters / 10 + 1; ++i) call(mode, coll, s, r, bytes, req);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) call(mode, coll, s, r, bytes, req);
+  return (MPI_Wtime() - t0) * 1e6 / iters;
+}
+
+/* Busy computation on the CPU for `us` microseconds, no MPI call in it; returns how long it took. */
+static double compute(double us) {
+  const double t0 = MPI_Wtime(), end = t0 + us * 1e-6;
+  volatile double x = 0;
+  while (MPI_Wtime() < end)
+    for (int i = 0; i < 64; ++i) x = x * 0.5 + 1;
+  return (MPI_Wtime() - t0) * 1e6;
+}
+
+/* The -I mode's overlap loop: per call, post, compute for `us`, wait. Means over the calls, in us. */
+static void overlap(int coll, void *s, void *r, size_t bytes, double us, int iters, double *overall, double *comp) {
+  MPI_Request req;
+  *overall = *comp = 0;
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (int i = 0; i < iters; ++i) {
+    const double t0 = MPI_Wtime();
+    post(NONBLOCKING, coll, s, r, bytes, &req);
+    *comp += compute(us);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    *overall += (MPI_Wtime() - t0) * 1e6;
+  }
+  *overall /= iters;
+  *comp /= iters;
 }
 
 /* Byte i of the block rank `from` sends to rank `to` (allgather: to = 0; bcast: from = root 0). */
 static unsigned char pattern(int from, int to, size_t i) { return (unsigned char)(from * 31 + to * 7 + i * 13 + 1); }
 
 /* One fresh call checked against what MPI defines: the count of wrong elements on this rank. */
-static int validate(tbuf_kind_t kind, int coll, void *s, void *r, float *hs, float *hr, size_t bytes, int rank, int n) {
+static int validate(int mode, MPI_Request *req, tbuf_kind_t kind, int coll, void *s, void *r, float *hs, float *hr,
+                    size_t bytes, int rank, int n) {
   unsigned char *bs = (unsigned char *)hs, *br = (unsigned char *)hr;
   const size_t blocks = blocked(coll) ? (size_t)n : 1;
   int bad = 0;
@@ -144,7 +216,7 @@ static int validate(tbuf_kind_t kind, int coll, void *s, void *r, float *hs, flo
     tbuf_put(kind, s, hs, all * sizeof(float));
     for (size_t i = 0; i < count; ++i) hr[i] = -1;
     tbuf_put(kind, r, hr, count * sizeof(float));
-    call(coll, s, r, bytes, n);
+    call(mode, coll, s, r, bytes, req);
     if (coll == 4 && rank != 0) return 0; /* the result is the root's */
     tbuf_get(kind, hr, r, count * sizeof(float));
     const size_t first = coll == 5 ? (size_t)rank * count : 0; /* reduce_scatter: my block */
@@ -157,7 +229,7 @@ static int validate(tbuf_kind_t kind, int coll, void *s, void *r, float *hs, flo
   tbuf_put(kind, s, bs, blocks * bytes);
   memset(br, 0xee, blocks * bytes);
   tbuf_put(kind, r, br, blocks * bytes);
-  call(coll, s, r, bytes, n);
+  call(mode, coll, s, r, bytes, req);
   tbuf_get(kind, br, coll == 1 ? s : r, blocks * bytes);
   for (size_t q = 0; q < blocks; ++q)
     for (size_t i = 0; i < bytes; ++i) {
@@ -247,8 +319,8 @@ int main(int argc, char **argv) {
   int rounds = 0;
   int coll = 0;
   bool with_nccl = true;
-  int opt;
-  while ((opt = getopt(argc, argv, "C:d:m:M:i:cNO:")) != -1) {
+  int mode = BLOCKING, opt;
+  while ((opt = getopt(argc, argv, "C:d:m:M:i:cNIPO:")) != -1) {
     switch (opt) {
       case 'C':
         for (coll = 0; coll < NCOLLS && strcmp(optarg, coll_names[coll]) != 0; ++coll) continue;
@@ -279,6 +351,12 @@ int main(int argc, char **argv) {
       case 'N':
         with_nccl = false;
         break;
+      case 'I':
+        mode = NONBLOCKING;
+        break;
+      case 'P':
+        mode = PERSISTENT;
+        break;
       case 'O':
         rounds = atoi(optarg);
         break;
@@ -286,7 +364,7 @@ int main(int argc, char **argv) {
         if (rank == 0)
           fprintf(stderr,
                   "usage: %s [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter] [-d host|cuda] [-m MIN] "
-                  "[-M MAX] [-i ITERS] [-c] [-N] [-O ROUNDS]\n",
+                  "[-M MAX] [-i ITERS] [-c] [-N] [-I | -P] [-O ROUNDS]\n",
                   argv[0]);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
@@ -312,51 +390,80 @@ int main(int argc, char **argv) {
   }
   int nccl = 0;
 #if WITH_NCCL
-  nccl = kind == TBUF_DEVICE && with_nccl;
+  nccl = kind == TBUF_DEVICE && with_nccl && mode == BLOCKING;
   if (nccl) nccl_init(rank, n);
 #else
   (void)with_nccl;
 #endif
   if (rank == 0) {
-    printf("# coll/gpu %s benchmark: %d ranks, %s memory, %s%s%s\n", coll_names[coll], n, tbuf_kind_name(kind),
+    printf("# coll/gpu %s%s benchmark: %d ranks, %s memory, %s%s%s\n",
+           mode == NONBLOCKING  ? "nonblocking "
+           : mode == PERSISTENT ? "persistent "
+                                : "",
+           coll_names[coll], n, tbuf_kind_name(kind),
            coll == 0   ? "MPI_FLOAT MPI_SUM"
            : coll == 1 ? "MPI_BYTE from root 0"
            : coll == 4 ? "MPI_FLOAT MPI_SUM to root 0"
            : coll == 5 ? "MPI_FLOAT MPI_SUM, sizes per rank"
                        : "MPI_BYTE, sizes per rank",
            check ? ", validated" : "", nccl ? "; NCCL on the same buffers" : "");
-    printf("%-12s %16s %12s %12s %8s", "# Size(B)", "Avg lat(us)", "algbw(GB/s)", "busbw(GB/s)", "check");
+    if (mode == NONBLOCKING)
+      printf("%-12s %14s %14s %14s %14s %11s %8s %13s\n", "# Size(B)", "Blocking(us)", "Pure comm(us)", "Overall(us)",
+             "Compute(us)", "Overlap(%)", "check", "pure/blocking");
+    else if (mode == PERSISTENT)
+      printf("%-12s %14s %16s %8s %18s\n", "# Size(B)", "Blocking(us)", "Persistent(us)", "check",
+             "persistent/blocking");
+    else
+      printf("%-12s %16s %12s %12s %8s", "# Size(B)", "Avg lat(us)", "algbw(GB/s)", "busbw(GB/s)", "check");
     if (nccl) printf(" %14s %12s %10s", "NCCL lat(us)", "NCCL busbw", "ours/NCCL");
-    printf("\n");
+    if (mode == BLOCKING) printf("\n");
   }
   int bad_total = 0;
   for (size_t bytes = min; bytes <= max; bytes *= 2) {
     int iters = iters_arg > 0 ? iters_arg : bytes <= (1 << 20) ? 1000 : 100;
-    for (int i = 0; i < iters / 10 + 1; ++i) call(coll, s, r, bytes, n);
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    for (int i = 0; i < iters; ++i) call(coll, s, r, bytes, n);
-    double us = (MPI_Wtime() - t0) * 1e6 / iters, worst;
-    MPI_Reduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Request req = MPI_REQUEST_NULL;
+    double worst, us = timed(BLOCKING, coll, s, r, bytes, &req, iters), mode_worst = 0, sums[3] = {0, 0, 0};
+    MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (mode == PERSISTENT) post(PERSISTENT, coll, s, r, bytes, &req);
+    if (mode != BLOCKING) {
+      const double mine = timed(mode, coll, s, r, bytes, &req, iters);
+      MPI_Allreduce(&mine, &mode_worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      if (mode == NONBLOCKING) { /* computation as long as the slowest rank's pure communication */
+        double parts[3] = {mine, 0, 0};
+        overlap(coll, s, r, bytes, mode_worst, iters, &parts[1], &parts[2]);
+        MPI_Reduce(parts, sums, 3, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+      }
+    }
     int bad = 0;
     if (check) {
-      bad = validate(kind, coll, s, r, hs, hr, bytes, rank, n);
+      bad = validate(mode, &req, kind, coll, s, r, hs, hr, bytes, rank, n);
       int all;
       MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
       bad = all;
       bad_total += bad;
     }
+    if (mode == PERSISTENT) MPI_Request_free(&req);
     double nccl_us = 0;
 #if WITH_NCCL
     if (nccl) nccl_us = nccl_time(coll, s, r, bytes, n, iters);
 #endif
     if (rank == 0) {
-      const double total = blocked(coll) ? (double)bytes * n : (double)bytes;
-      const double bus = coll == 0 ? 2.0 * (n - 1) / n : blocked(coll) ? (double)(n - 1) / n : 1.0;
-      double algbw = total / worst / 1e3;
-      printf("%-12zu %16.2f %12.2f %12.2f %8s", bytes, worst, algbw, algbw * bus, check ? (bad ? "FAIL" : "ok") : "-");
-      if (nccl) printf(" %14.2f %12.2f %10.2f", nccl_us, total / nccl_us / 1e3 * bus, worst / nccl_us);
-      printf("\n");
+      const char *verdict = check ? (bad ? "FAIL" : "ok") : "-";
+      if (mode == NONBLOCKING) {
+        const double pure = sums[0] / n, overall = sums[1] / n, comp = sums[2] / n;
+        double lap = 100 - 100 * (overall - comp) / pure;
+        printf("%-12zu %14.2f %14.2f %14.2f %14.2f %11.1f %8s %13.2f\n", bytes, worst, pure, overall, comp,
+               lap < 0 ? 0 : lap, verdict, mode_worst / worst);
+      } else if (mode == PERSISTENT) {
+        printf("%-12zu %14.2f %16.2f %8s %18.2f\n", bytes, worst, mode_worst, verdict, mode_worst / worst);
+      } else {
+        const double total = blocked(coll) ? (double)bytes * n : (double)bytes;
+        const double bus = coll == 0 ? 2.0 * (n - 1) / n : blocked(coll) ? (double)(n - 1) / n : 1.0;
+        double algbw = total / worst / 1e3;
+        printf("%-12zu %16.2f %12.2f %12.2f %8s", bytes, worst, algbw, algbw * bus, verdict);
+        if (nccl) printf(" %14.2f %12.2f %10.2f", nccl_us, total / nccl_us / 1e3 * bus, worst / nccl_us);
+        printf("\n");
+      }
       fflush(stdout);
     }
   }
