@@ -23,7 +23,7 @@ extern "C" {
 typedef struct {
   uint64_t spin_ns;       /* spinning before the first yield (coll_gpu_spin_us; 0 when oversubscribed) */
   uint64_t timeout_ns;    /* when the watchdog reports the wait (coll_gpu_timeout) */
-  void (*progress)(void); /* called during waits past their first polls; NULL: none */
+  void (*progress)(void); /* called every 10 us from 10 us into a wait; NULL: none */
 } coll_gpu_wait_config_t;
 
 typedef struct {
