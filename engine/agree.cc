@@ -143,20 +143,21 @@ coll_gpu_status_t coll_gpu_agree_create(const coll_gpu_bootstrap_t *b, const uin
 namespace {
 
 // Agreement n (posted by this rank) is read: read moves past every agreement read in a row.
-void mark_read(coll_gpu_agree_t *a, uint64_t n) {
-  a->done[n % kWindow] = true;
-  const uint64_t before = a->read;
+inline void mark_read(coll_gpu_agree_t *a, uint64_t n) {
+  if (n != a->read + 1) {  // one before it is unread: read stays behind that one
+    a->done[n % kWindow] = true;
+    return;
+  }
+  a->read = n;
   while (a->read < a->n && a->done[(a->read + 1) % kWindow]) {
     ++a->read;
     a->done[a->read % kWindow] = false;
   }
-  if (a->read != before) a->slots[a->rank].read.store(a->read, std::memory_order_release);
+  a->slots[a->rank].read.store(a->read, std::memory_order_release);
 }
 
-// Whether the window has room for agreement n: every rank has read n - kWindow. Looks at the slots only
-// when the room seen last is spent.
-bool has_room(coll_gpu_agree_t *a, uint64_t n) {
-  if (n <= a->room) return true;
+// Whether the window has room for agreement n, beyond the room seen last: every rank has read n - kWindow.
+bool look_for_room(coll_gpu_agree_t *a, uint64_t n) {
   uint64_t least = UINT64_MAX;
   for (int r = 0; r < a->size; ++r) {
     const uint64_t read = a->slots[r].read.load(std::memory_order_acquire);
@@ -211,7 +212,7 @@ coll_gpu_status_t post(coll_gpu_agree_t *a, uint32_t bits, bool read, coll_gpu_w
 }  // namespace
 
 int coll_gpu_agree_try_post(coll_gpu_agree_t *a, uint32_t bits, int read, uint64_t *n) {
-  if (!has_room(a, a->n + 1)) return 0;
+  if (a->n + 1 > a->room && !look_for_room(a, a->n + 1)) return 0;
   *n = ++a->n;
   Slot *mine = &a->slots[a->rank];
   mine->bits[*n % kWindow] = (uint16_t)bits;

@@ -212,6 +212,8 @@ void mca_coll_gpu_path_host(const char *call, size_t bytes, struct ompi_communic
   if (bytes == 0 || mca_coll_gpu_component.uniform_buffers) return;
   coll_gpu_agree_t *a = agreement(m, comm);
   if (a == NULL) return;
+  uint64_t n;
+  if (coll_gpu_agree_try_post(a, PATH_HOST, 0, &n)) return; /* the window has room: nothing to set up */
   uint8_t missing[COLL_GPU_MAX_RANKS] = {0};
   watch_ctx_t wctx = {comm, call, bytes};
   const coll_gpu_agree_watch_t watch = {wait_config(), agree_report, &wctx};
