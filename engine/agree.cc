@@ -167,12 +167,12 @@ bool look_for_room(coll_gpu_agree_t *a, uint64_t n) {
   return n <= a->room;
 }
 
-// Marks in late[] the ranks from `from` on that hold up agreement n, and in missing[] those of them whose
-// process is gone (looked up when `check`). Returns whether any is gone.
-bool find_late(coll_gpu_agree_t *a, int from, uint64_t n, bool check, uint8_t *late, uint8_t *missing) {
+// Marks in late[] the ranks that hold up agreement n, and in missing[] those of them whose process is gone
+// (looked up when `check`). Returns whether any is gone.
+bool find_late(coll_gpu_agree_t *a, uint64_t n, bool check, uint8_t *late, uint8_t *missing) {
   const bool posting = n > a->n;  // its post waits for room
   bool gone = false;
-  for (int r = from; r < a->size; ++r) {
+  for (int r = 0; r < a->size; ++r) {
     const Slot *s = &a->slots[r];
     late[r] = posting ? s->read.load(std::memory_order_acquire) + kWindow < n : posted(s) < n;
     if (late[r] && check && a->visible[r] && coll_gpu_pid_gone(s->pid)) {
@@ -184,12 +184,12 @@ bool find_late(coll_gpu_agree_t *a, int from, uint64_t n, bool check, uint8_t *l
 }
 
 // One pause of a wait for agreement n, with its checks and report. PEER_GONE once a rank it waits for is.
-coll_gpu_status_t pause(coll_gpu_agree_t *a, uint64_t n, int from, coll_gpu_wait_t *w,
-                        const coll_gpu_agree_watch_t *watch, uint8_t *missing) {
+coll_gpu_status_t pause(coll_gpu_agree_t *a, uint64_t n, coll_gpu_wait_t *w, const coll_gpu_agree_watch_t *watch,
+                        uint8_t *missing) {
   const int what = coll_gpu_wait_pause(w);
   if (what == 0) return COLL_GPU_SUCCESS;
   memset(a->late, 0, (size_t)a->size);
-  if (find_late(a, from, n, what & COLL_GPU_WAIT_CHECK, a->late, missing)) {
+  if (find_late(a, n, what & COLL_GPU_WAIT_CHECK, a->late, missing)) {
     coll_gpu::breadcrumb(__FILE__, __LINE__, COLL_GPU_PEER_GONE);
     return COLL_GPU_PEER_GONE;
   }
@@ -204,7 +204,7 @@ coll_gpu_status_t post(coll_gpu_agree_t *a, uint32_t bits, bool read, coll_gpu_w
   uint64_t n;
   while (!coll_gpu_agree_try_post(a, bits, read, &n)) {
     if (a->read + kWindow <= a->n) return COLL_GPU_INTERNAL_ERROR;
-    COLL_GPU_CHECK(pause(a, a->n + 1, 0, w, watch, missing));
+    COLL_GPU_CHECK(pause(a, a->n + 1, w, watch, missing));
   }
   return COLL_GPU_SUCCESS;
 }
@@ -235,7 +235,7 @@ int coll_gpu_agree_test(coll_gpu_agree_t *a, uint64_t n, uint32_t *all) {
 }
 
 int coll_gpu_agree_late(coll_gpu_agree_t *a, uint64_t n, int check, uint8_t *late, uint8_t *missing) {
-  return find_late(a, 0, n, check != 0, late, missing);
+  return find_late(a, n, check != 0, late, missing);
 }
 
 uint64_t coll_gpu_agree_last(const coll_gpu_agree_t *a) { return a->n; }
@@ -253,10 +253,7 @@ coll_gpu_status_t coll_gpu_agree(coll_gpu_agree_t *a, uint32_t bits, const coll_
   coll_gpu_wait_init(&w, &watch->wait);
   COLL_GPU_CHECK(post(a, bits, true, &w, watch, missing));
   const uint64_t n = a->n;
-  // rank by rank, each waited for from where the last one was seen
-  for (int r = 0; r < a->size; ++r)
-    while (posted(&a->slots[r]) < n) COLL_GPU_CHECK(pause(a, n, r, &w, watch, missing));
-  coll_gpu_agree_test(a, n, all);  // every rank has posted n: this reads it
+  while (!coll_gpu_agree_test(a, n, all)) COLL_GPU_CHECK(pause(a, n, &w, watch, missing));
   return COLL_GPU_SUCCESS;
 }
 
