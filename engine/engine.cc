@@ -481,94 +481,83 @@ void coll_gpu_engine::trace(const coll_gpu_work_t &p, size_t part, size_t bytes,
             coll_gpu_algo_name(choice.algo), coll_gpu_proto_name(choice.proto), choice.nchannels);
 }
 
-coll_gpu_status_t coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf, size_t count,
-                                            coll_gpu_dtype_t type, coll_gpu_redop_t op, char *why, size_t why_len) {
-  const size_t bytes = count * coll_gpu_dtype_size(type);
-  const coll_gpu_choice_t choice = coll_gpu_tune_choose(&e->cfg.tune, e->nranks, bytes);
-  coll_gpu_work_t p;
-  e->call_init(&p, COLL_GPU_COLL_ALLREDUCE, choice);
-  p.sendbuf = sendbuf;
-  p.recvbuf = recvbuf;
-  p.count = count;
-  p.type = type;
-  p.op = op;
-  e->trace(p, bytes, bytes, choice);
-  COLL_GPU_CHECK(e->run_call(&p, choice.proto, true, why, why_len));
-  return COLL_GPU_SUCCESS;
-}
+namespace {
 
-coll_gpu_status_t coll_gpu_engine_move(coll_gpu_engine_t *e, coll_gpu_coll_t coll, const void *sendbuf, void *recvbuf,
-                                       size_t bytes, int root, char *why, size_t why_len) {
-  const coll_gpu_choice_t choice = coll_gpu_tune_choose_move(&e->cfg.tune, coll, e->nranks, bytes);
-  // LL calls move at most a one-shot slot per peer: larger parts go in several
-  const size_t piece = choice.algo == COLL_GPU_ALGO_ONESHOT ? e->layout.ll_bytes : bytes;
-  for (size_t off = 0; off < bytes; off += piece) {
-    coll_gpu_work_t p;
-    e->call_init(&p, coll, choice);
-    p.root = root;
-    p.sendbuf = (const char *)sendbuf + off;
-    p.recvbuf = (char *)recvbuf + off;
-    p.count = bytes - off < piece ? bytes - off : piece;
-    p.block = bytes;
-    p.type = COLL_GPU_UINT8;
-    e->trace(p, p.count, bytes, choice);
-    COLL_GPU_CHECK(e->run_call(&p, choice.proto, true, why, why_len));
-  }
-  return COLL_GPU_SUCCESS;
-}
-
-coll_gpu_status_t coll_gpu_engine_reduce(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf, size_t count,
-                                         coll_gpu_dtype_t type, coll_gpu_redop_t op, int root, char *why,
-                                         size_t why_len) {
-  const size_t size = coll_gpu_dtype_size(type), bytes = count * size;
-  const coll_gpu_choice_t choice = coll_gpu_tune_choose_move(&e->cfg.tune, COLL_GPU_COLL_REDUCE, e->nranks, bytes);
-  // LL calls move at most a one-shot slot per peer: larger buffers go in several
-  const size_t piece = choice.algo == COLL_GPU_ALGO_ONESHOT ? e->layout.ll_bytes / size : count;
-  for (size_t off = 0; off < count; off += piece) {
-    coll_gpu_work_t p;
-    e->call_init(&p, COLL_GPU_COLL_REDUCE, choice);
-    p.root = root;
-    p.sendbuf = (const char *)sendbuf + off * size;
-    p.recvbuf = recvbuf == nullptr ? nullptr : (char *)recvbuf + off * size;
-    p.count = count - off < piece ? count - off : piece;
-    p.type = type;
-    p.op = op;
-    e->trace(p, p.count * size, bytes, choice);
-    COLL_GPU_CHECK(e->run_call(&p, choice.proto, true, why, why_len));
-  }
-  return COLL_GPU_SUCCESS;
-}
-
-coll_gpu_status_t coll_gpu_engine_reduce_scatter(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf,
-                                                 const size_t *counts, coll_gpu_dtype_t type, coll_gpu_redop_t op,
-                                                 char *why, size_t why_len) {
-  const size_t size = coll_gpu_dtype_size(type);
-  size_t longest = 0, total = 0;
-  for (int q = 0; q < e->nranks; ++q) {
-    longest = counts[q] > longest ? counts[q] : longest;
-    total += counts[q];
-  }
-  const coll_gpu_choice_t choice =
-      coll_gpu_tune_choose_move(&e->cfg.tune, COLL_GPU_COLL_REDUCE_SCATTER, e->nranks, longest * size);
-  // LL calls move at most a one-shot slot per peer: the blocks are cut at the same offsets
-  const size_t piece = choice.algo == COLL_GPU_ALGO_ONESHOT ? e->layout.ll_bytes / size : longest;
-  for (size_t off = 0; off < longest; off += piece) {
-    coll_gpu_work_t p;
-    e->call_init(&p, COLL_GPU_COLL_REDUCE_SCATTER, choice);
-    size_t begin = 0;
-    for (int q = 0; q < e->nranks; ++q) {
-      const size_t from = off < counts[q] ? off : counts[q];
-      p.blocks[q].begin = begin + from;
-      p.blocks[q].count = counts[q] - from < piece ? counts[q] - from : piece;
-      begin += counts[q];
+// One collective cut into the parts its kernels run one after another: one-shot (LL) parts move at most a
+// one-shot slot per peer, so larger calls go in several, each with the next seq.
+class Parts {
+ public:
+  Parts(const coll_gpu_engine &e, const coll_gpu_args_t &a) : a_(a) {
+    const coll_gpu_coll_t c = a.coll;
+    moves_ = c == COLL_GPU_COLL_BCAST || c == COLL_GPU_COLL_ALLGATHER || c == COLL_GPU_COLL_ALLTOALL;
+    size_ = moves_ ? 1 : coll_gpu_dtype_size(a.type);
+    end_ = a.count;  // in elements (bytes for the moves)
+    total_ = a.count;
+    if (c == COLL_GPU_COLL_REDUCE_SCATTER) {  // the blocks are cut at the same offsets
+      end_ = total_ = 0;
+      for (int q = 0; q < e.nranks; ++q) {
+        end_ = a.counts[q] > end_ ? a.counts[q] : end_;
+        total_ += a.counts[q];
+      }
     }
-    p.sendbuf = sendbuf;
-    p.recvbuf = (char *)recvbuf + (off < counts[e->rank] ? off : counts[e->rank]) * size;
-    p.type = type;
-    p.op = op;
-    e->trace(p, p.blocks[e->rank].count * size, total * size, choice);
-    // the per-rank blocks do not fit a lingering kernel's call record: a kernel of its own
-    COLL_GPU_CHECK(e->run_call(&p, choice.proto, false, why, why_len));
+    choice_ = c == COLL_GPU_COLL_ALLREDUCE ? coll_gpu_tune_choose(&e.cfg.tune, e.nranks, end_ * size_)
+                                           : coll_gpu_tune_choose_move(&e.cfg.tune, c, e.nranks, end_ * size_);
+    piece_ = c != COLL_GPU_COLL_ALLREDUCE && choice_.algo == COLL_GPU_ALGO_ONESHOT ? e.layout.ll_bytes / size_ : end_;
   }
+  const coll_gpu_choice_t &choice() const { return choice_; }
+  // Whether a lingering kernel may take the parts: reduce-scatter's per-rank blocks do not fit its call record.
+  bool linger() const { return a_.coll != COLL_GPU_COLL_REDUCE_SCATTER; }
+  // The next part's work, with the next seq; false when none is left.
+  bool next(coll_gpu_engine &e, coll_gpu_work_t *p) {
+    if (off_ >= end_) return false;
+    const size_t off = off_, n = end_ - off < piece_ ? end_ - off : piece_;
+    off_ += n;
+    e.call_init(p, a_.coll, choice_);
+    p->sendbuf = (const char *)a_.sendbuf + off * size_;
+    p->recvbuf = a_.recvbuf == nullptr ? nullptr : (char *)a_.recvbuf + off * size_;
+    p->count = n;
+    if (moves_) {
+      p->type = COLL_GPU_UINT8;
+      p->block = end_;  // the whole block: where each rank's part of it goes
+    } else {
+      p->type = a_.type;
+      p->op = a_.op;
+    }
+    if (moves_ || a_.coll == COLL_GPU_COLL_REDUCE) p->root = a_.root;
+    size_t part = n * size_;
+    if (a_.coll == COLL_GPU_COLL_REDUCE_SCATTER) {
+      size_t begin = 0;
+      for (int q = 0; q < e.nranks; ++q) {
+        const size_t from = off < a_.counts[q] ? off : a_.counts[q];
+        p->blocks[q].begin = begin + from;
+        p->blocks[q].count = a_.counts[q] - from < n ? a_.counts[q] - from : n;
+        begin += a_.counts[q];
+      }
+      p->sendbuf = a_.sendbuf;
+      p->recvbuf = (char *)a_.recvbuf + (off < a_.counts[e.rank] ? off : a_.counts[e.rank]) * size_;
+      p->count = 0;
+      part = p->blocks[e.rank].count * size_;
+    }
+    e.trace(*p, part, total_ * size_, choice_);
+    return true;
+  }
+
+ private:
+  const coll_gpu_args_t &a_;
+  coll_gpu_choice_t choice_;
+  bool moves_;      // bcast, allgather or alltoall: bytes, no type or op
+  size_t size_;     // bytes per element (1 for the moves)
+  size_t end_;      // elements to go through: the longest block for reduce-scatter
+  size_t total_;    // elements of the whole call, for messages
+  size_t piece_;    // elements per part
+  size_t off_ = 0;  // the next part's first element
+};
+
+}  // namespace
+
+coll_gpu_status_t coll_gpu_engine_run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
+  Parts parts(*e, *args);
+  coll_gpu_work_t p;
+  while (parts.next(*e, &p)) COLL_GPU_CHECK(e->run_call(&p, parts.choice().proto, parts.linger(), why, why_len));
   return COLL_GPU_SUCCESS;
 }

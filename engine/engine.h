@@ -48,33 +48,35 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
 void coll_gpu_engine_destroy(coll_gpu_engine_t *e);
 /* Whether buffer memory `mem` can go through this engine (its device and context). */
 int coll_gpu_engine_owns(const coll_gpu_engine_t *e, const coll_gpu_meminfo_t *mem);
-/* One allreduce on the GPUs; returns when recvbuf holds the result. sendbuf may equal recvbuf. Late peers
- * are waited for as long as their processes exist (a watchdog line through cfg->log after
- * cfg->wait.timeout_ns names them); when one is gone, the kernels are aborted and the call fails naming
- * it (COLL_GPU_PEER_GONE); a CUDA failure is COLL_GPU_CUDA_ERROR. After a failure the engine must not be
- * used again. */
-coll_gpu_status_t coll_gpu_engine_allreduce(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf, size_t count,
-                                            coll_gpu_dtype_t type, coll_gpu_redop_t op, char *why, size_t why_len);
+/* One collective's arguments:
+ *   allreduce: count elements of sendbuf, reduced over every rank into recvbuf (sendbuf may be recvbuf);
+ *   reduce: the same into recvbuf at root (recvbuf is not touched elsewhere: NULL there);
+ *   reduce-scatter: sendbuf holds the ranks' blocks in rank order, counts[q] elements for rank q; this
+ *     rank's block, reduced over every rank, lands in recvbuf. sendbuf may be recvbuf when all counts are
+ *     equal (MPI_IN_PLACE: block 0 is then overwritten with the result);
+ *   bcast: count bytes of recvbuf at root to recvbuf everywhere (sendbuf: recvbuf);
+ *   allgather: count bytes of sendbuf to block r of every recvbuf (n blocks; sendbuf may be recvbuf's
+ *     block r);
+ *   alltoall: block q of sendbuf (count bytes) to block r of rank q's recvbuf (not in place). Its Simple
+ *     algorithm ("ring") goes around the ring with 2 ranks and pairwise over point-to-point connections
+ *     with more.
+ * type and op: the reductions'. root: bcast's and reduce's. */
+typedef struct {
+  coll_gpu_coll_t coll;
+  const void *sendbuf;
+  void *recvbuf;
+  size_t count;
+  const size_t *counts; /* reduce-scatter */
+  coll_gpu_dtype_t type;
+  coll_gpu_redop_t op;
+  int root;
+} coll_gpu_args_t;
 
-/* One bcast, allgather or alltoall on the GPUs, as coll_gpu_engine_allreduce, moving `bytes` per block:
- * bcast: recvbuf at root to recvbuf everywhere (sendbuf unused); allgather: sendbuf (bytes) to block r of
- * every recvbuf (n blocks of bytes; sendbuf may be recvbuf's block r); alltoall: block q of sendbuf to block
- * r of rank q's recvbuf (not in place). Alltoall's Simple algorithm ("ring") goes around the ring with 2
- * ranks and pairwise over point-to-point connections with more. */
-coll_gpu_status_t coll_gpu_engine_move(coll_gpu_engine_t *e, coll_gpu_coll_t coll, const void *sendbuf, void *recvbuf,
-                                       size_t bytes, int root, char *why, size_t why_len);
-
-/* One reduce on the GPUs, as coll_gpu_engine_allreduce: `count` elements of every rank's sendbuf, reduced
- * into recvbuf at root (recvbuf is not touched elsewhere; at the root sendbuf may equal recvbuf). */
-coll_gpu_status_t coll_gpu_engine_reduce(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf, size_t count,
-                                         coll_gpu_dtype_t type, coll_gpu_redop_t op, int root, char *why,
-                                         size_t why_len);
-/* One reduce-scatter on the GPUs: sendbuf holds the ranks' blocks in rank order, counts[q] elements for
- * rank q; this rank's block, reduced over every rank, lands in recvbuf. sendbuf may equal recvbuf when all
- * counts are equal (MPI_IN_PLACE: block 0 is then overwritten with the result). */
-coll_gpu_status_t coll_gpu_engine_reduce_scatter(coll_gpu_engine_t *e, const void *sendbuf, void *recvbuf,
-                                                 const size_t *counts, coll_gpu_dtype_t type, coll_gpu_redop_t op,
-                                                 char *why, size_t why_len);
+/* One collective on the GPUs; returns when recvbuf holds the result. Late peers are waited for as long
+ * as their processes exist (a watchdog line through cfg->log after cfg->wait.timeout_ns names them); when
+ * one is gone, the kernels are aborted and the call fails naming it (COLL_GPU_PEER_GONE); a CUDA failure
+ * is COLL_GPU_CUDA_ERROR. After a failure the engine must not be used again. */
+coll_gpu_status_t coll_gpu_engine_run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len);
 
 #ifdef __cplusplus
 }

@@ -358,17 +358,11 @@ int mca_coll_gpu_reduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_c
   if (agreed != 0) return agreed > 0;
   if (all != PATH_GPU) return 0;
   if (m->engine == NULL && !create_engine(m, comm, &mem)) return 0;
-  const void *src = rd->sbuf == MPI_IN_PLACE ? rd->rbuf : rd->sbuf;
+  const coll_gpu_args_t args = {
+      rd->coll, rd->sbuf == MPI_IN_PLACE ? rd->rbuf : rd->sbuf, leaf ? NULL : rd->rbuf, total, counts, type,
+      redop,    rd->coll == COLL_GPU_COLL_REDUCE ? rd->root : 0};
   char why[256];
-  coll_gpu_status_t erc;
-  if (rd->coll == COLL_GPU_COLL_ALLREDUCE)
-    erc = coll_gpu_engine_allreduce(m->engine, src, rd->rbuf, total, type, redop, why, sizeof(why));
-  else if (rd->coll == COLL_GPU_COLL_REDUCE)
-    erc =
-        coll_gpu_engine_reduce(m->engine, src, leaf ? NULL : rd->rbuf, total, type, redop, rd->root, why, sizeof(why));
-  else
-    erc = coll_gpu_engine_reduce_scatter(m->engine, src, rd->rbuf, counts, type, redop, why, sizeof(why));
-  if (erc != COLL_GPU_SUCCESS) {
+  if (coll_gpu_engine_run(m->engine, &args, why, sizeof(why)) != COLL_GPU_SUCCESS) {
     *rc = gpu_failed(m, comm, bytes, "on the GPU", why);
     return 1;
   }
@@ -424,8 +418,9 @@ int mca_coll_gpu_move_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicato
   if (agreed != 0) return agreed > 0;
   if (all != PATH_GPU) return 0;
   if (m->engine == NULL && !create_engine(m, comm, &mem)) return 0;
+  const coll_gpu_args_t args = {mv->coll, src, dst, bytes, NULL, COLL_GPU_UINT8, COLL_GPU_SUM, mv->root};
   char why[256];
-  if (coll_gpu_engine_move(m->engine, mv->coll, src, dst, bytes, mv->root, why, sizeof(why)) != COLL_GPU_SUCCESS) {
+  if (coll_gpu_engine_run(m->engine, &args, why, sizeof(why)) != COLL_GPU_SUCCESS) {
     *rc = gpu_failed(m, comm, bytes, "on the GPU", why);
     return 1;
   }
