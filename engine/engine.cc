@@ -26,6 +26,7 @@ namespace {
 
 constexpr uint64_t kReportGraceNs = 1000000000ULL;  // the host reports a wait 1 s after the kernels flag it
 constexpr uint64_t kAbortGraceNs = 10000000000ULL;  // aborted kernels stop within microseconds: 10 s is a broken GPU
+constexpr uint64_t kCheckNs = 100000000ULL;         // a call tested without waiting checks its peers every 100 ms
 
 // A failed call of the kernels' C API (a cudaError_t or CUresult): the reason, then a breadcrumb.
 #define CUDA_CHECK(call, why, len)                                                        \
@@ -105,9 +106,52 @@ struct coll_gpu_engine {
   coll_gpu_status_t linger_start(coll_gpu_work_t *p, int *blocks, char *why, size_t why_len);
   void linger_stop();
   void call_init(coll_gpu_work_t *p, coll_gpu_coll_t coll, const coll_gpu_choice_t &choice);
-  coll_gpu_status_t run_call(coll_gpu_work_t *p, coll_gpu_proto_t proto, bool linger, char *why, size_t why_len);
+  // The call on the GPUs: at most one, the last part of the call started last. Its done words are polled
+  // by coll_gpu_engine_test without waiting, by wait_flight with waiting.
+  struct {
+    coll_gpu_work_t p;
+    int blocks = 0;  // 0: none in flight
+    coll_gpu_proto_t proto;
+    uint64_t since = 0;       // when a test first found it pending
+    uint64_t next_check = 0;  // when a test next checks the peers' processes
+    bool reported = false;    // the watchdog line was written
+  } flight;
+  coll_gpu_status_t launch(const coll_gpu_work_t &p, coll_gpu_proto_t proto, bool linger, char *why, size_t why_len);
+  coll_gpu_status_t wait_flight(char *why, size_t why_len);
+  bool flight_done() const;
+  void flight_end();
   void trace(const coll_gpu_work_t &p, size_t part, size_t bytes, const coll_gpu_choice_t &choice) const;
+  void watchdog(const coll_gpu_work_t *call, coll_gpu_proto_t proto, double seconds) const;
 };
+
+namespace {
+
+// What a call is, for messages only (never on a call's way). call: NULL for the lingering kernel's exit.
+void describe(const coll_gpu_work_t *call, coll_gpu_proto_t proto, char *what, size_t len) {
+  if (call == nullptr) {
+    snprintf(what, len, "the exit of the lingering one-shot kernel");
+    return;
+  }
+  snprintf(what, len, "%s seq %llu (%zu bytes, %s/%s)", coll_gpu_coll_mpi_name(call->coll),
+           (unsigned long long)call->seq, call->count * coll_gpu_dtype_size(call->type), coll_gpu_algo_name(call->algo),
+           coll_gpu_proto_name(proto));
+}
+
+}  // namespace
+
+// The watchdog line, once per call: whom the kernels wait for (they flag it after the timeout).
+void coll_gpu_engine::watchdog(const coll_gpu_work_t *call, coll_gpu_proto_t proto, double seconds) const {
+  if (cfg.log == nullptr) return;
+  uint8_t waiting[COLL_GPU_MAX_RANKS];
+  for (int r = 0; r < COLL_GPU_MAX_RANKS; ++r) waiting[r] = status->waiting[r];
+  char ranks[64] = "", what[128];
+  coll_gpu_append_ranks(ranks, sizeof(ranks), waiting, nranks);
+  describe(call, proto, what, sizeof(what));
+  cfg.log(COLL_GPU_LVL_WATCHDOG, COLL_GPU_LOG_COLL,
+          "comm %s: %s has waited %.0f s on the GPU for rank(s)%s, whose processes are alive: still waiting "
+          "(reported once per call, after coll_gpu_timeout)",
+          cfg.name, what, seconds, ranks[0] != '\0' ? ranks : " (not known yet)");
+}
 
 namespace {
 
@@ -129,9 +173,7 @@ class CallWait {
   void say_gone(bool stopped, char *why, size_t len) const;
 
  private:
-  void describe(char *what, size_t len) const;  // for messages only: never on a call's way
   bool peers_gone();
-  void watchdog() const;
 
   coll_gpu_engine &e_;
   coll_gpu_wait_config_t cfg_;
@@ -142,16 +184,6 @@ class CallWait {
   uint64_t aborted_at_ = 0;                // when the kernels were told to abort
 };
 
-void CallWait::describe(char *what, size_t len) const {
-  if (call_ == nullptr) {
-    snprintf(what, len, "the exit of the lingering one-shot kernel");
-    return;
-  }
-  snprintf(what, len, "%s seq %llu (%zu bytes, %s/%s)", coll_gpu_coll_mpi_name(call_->coll),
-           (unsigned long long)call_->seq, call_->count * coll_gpu_dtype_size(call_->type),
-           coll_gpu_algo_name(call_->algo), coll_gpu_proto_name(proto_));
-}
-
 bool CallWait::peers_gone() {
   bool any = false;
   for (int r = 0; r < e_.nranks; ++r)
@@ -160,20 +192,6 @@ bool CallWait::peers_gone() {
       any = true;
     }
   return any;
-}
-
-// The watchdog line, once per call: whom the kernels wait for (they flag it after the timeout).
-void CallWait::watchdog() const {
-  if (e_.cfg.log == nullptr) return;
-  uint8_t waiting[COLL_GPU_MAX_RANKS];
-  for (int r = 0; r < COLL_GPU_MAX_RANKS; ++r) waiting[r] = e_.status->waiting[r];
-  char ranks[64] = "", what[128];
-  coll_gpu_append_ranks(ranks, sizeof(ranks), waiting, e_.nranks);
-  describe(what, sizeof(what));
-  e_.cfg.log(COLL_GPU_LVL_WATCHDOG, COLL_GPU_LOG_COLL,
-             "comm %s: %s has waited %.0f s on the GPU for rank(s)%s, whose processes are alive: still waiting "
-             "(reported once per call, after coll_gpu_timeout)",
-             e_.cfg.name, what, coll_gpu_wait_seconds(&w_), ranks[0] != '\0' ? ranks : " (not known yet)");
 }
 
 bool CallWait::wait(const volatile uint64_t *word, uint64_t value) {
@@ -187,14 +205,14 @@ bool CallWait::wait(const volatile uint64_t *word, uint64_t value) {
         return false;
       }
     }
-    if (what & COLL_GPU_WAIT_REPORT) watchdog();
+    if (what & COLL_GPU_WAIT_REPORT) e_.watchdog(call_, proto_, coll_gpu_wait_seconds(&w_));
   }
   return true;
 }
 
 void CallWait::say_gone(bool stopped, char *why, size_t len) const {
   char what[128];
-  describe(what, sizeof(what));
+  describe(call_, proto_, what, sizeof(what));
   coll_gpu_say(why, len, "%s: the process of rank(s)", what);
   coll_gpu_append_ranks(why, len, gone_, e_.nranks);
   const size_t at = strlen(why);
@@ -443,32 +461,49 @@ void coll_gpu_engine::call_init(coll_gpu_work_t *p, coll_gpu_coll_t coll, const 
   p->seq = seq;
 }
 
-// Launches call p (on a lingering kernel when `linger` allows) and waits for it.
-coll_gpu_status_t coll_gpu_engine::run_call(coll_gpu_work_t *p, coll_gpu_proto_t proto, bool linger, char *why,
-                                            size_t why_len) {
-  int blocks = coll_gpu_ar_blocks(&comm, p);
-  {
-    ContextScope ctx(mem);
-    COLL_GPU_CHECK(entered(ctx, mem, why, why_len));
-    if (linger && p->algo == COLL_GPU_ALGO_ONESHOT && cfg.linger_ns > 0 && blocks <= COLL_GPU_LINGER_MAX_BLOCKS &&
-        linger_takes(blocks))
-      COLL_GPU_CHECK(linger_start(p, &blocks, why, why_len));
-    else {
-      if (lingering && p->algo != COLL_GPU_ALGO_ONESHOT) linger_stop();
-      CUDA_CHECK(coll_gpu_ar_launch(&comm, p, stream.get()), why, why_len);
-    }
+// Puts call p on the GPUs, on a lingering kernel when `linger` allows, as the call in flight (none is).
+coll_gpu_status_t coll_gpu_engine::launch(const coll_gpu_work_t &p, coll_gpu_proto_t proto, bool linger, char *why,
+                                          size_t why_len) {
+  flight.p = p;
+  flight.proto = proto;
+  flight.since = 0;
+  flight.reported = false;
+  int blocks = coll_gpu_ar_blocks(&comm, &p);
+  ContextScope ctx(mem);
+  COLL_GPU_CHECK(entered(ctx, mem, why, why_len));
+  if (linger && p.algo == COLL_GPU_ALGO_ONESHOT && cfg.linger_ns > 0 && blocks <= COLL_GPU_LINGER_MAX_BLOCKS &&
+      linger_takes(blocks)) {
+    COLL_GPU_CHECK(linger_start(&flight.p, &blocks, why, why_len));
+  } else {
+    if (lingering && p.algo != COLL_GPU_ALGO_ONESHOT) linger_stop();
+    CUDA_CHECK(coll_gpu_ar_launch(&comm, &p, stream.get()), why, why_len);
   }
+  flight.blocks = blocks;
+  return COLL_GPU_SUCCESS;
+}
 
-  // wait for every block's done word: as long as the peers live
-  CallWait cw(*this, p, proto);
+bool coll_gpu_engine::flight_done() const {
+  for (int blk = 0; blk < flight.blocks; ++blk)
+    if (status->done[blk] != flight.p.seq) return false;
+  return true;
+}
+
+void coll_gpu_engine::flight_end() {
+  flight.blocks = 0;
+  for (int r = 0; r < COLL_GPU_MAX_RANKS; ++r)  // flags of a long wait: cleared for the next call's watchdog
+    if (status->waiting[r]) status->waiting[r] = 0;
+}
+
+// Waits for the call in flight: for every block's done word, as long as the peers live.
+coll_gpu_status_t coll_gpu_engine::wait_flight(char *why, size_t why_len) {
+  CallWait cw(*this, &flight.p, flight.proto);
   bool stopped = true;
-  for (int blk = 0; blk < blocks && stopped; ++blk) stopped = cw.wait(&status->done[blk], p->seq);
+  for (int blk = 0; blk < flight.blocks && stopped; ++blk) stopped = cw.wait(&status->done[blk], flight.p.seq);
   if (cw.aborted() || !stopped) {
     cw.say_gone(stopped, why, why_len);
     return COLL_GPU_PEER_GONE;
   }
-  for (int r = 0; r < COLL_GPU_MAX_RANKS; ++r)  // flags of a long wait: cleared for the next call's watchdog
-    if (status->waiting[r]) status->waiting[r] = 0;
+  flight_end();
   return COLL_GPU_SUCCESS;
 }
 
@@ -558,6 +593,61 @@ class Parts {
 coll_gpu_status_t coll_gpu_engine_run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
   Parts parts(*e, *args);
   coll_gpu_work_t p;
-  while (parts.next(*e, &p)) COLL_GPU_CHECK(e->run_call(&p, parts.choice().proto, parts.linger(), why, why_len));
+  while (parts.next(*e, &p)) {
+    COLL_GPU_CHECK(e->launch(p, parts.choice().proto, parts.linger(), why, why_len));
+    COLL_GPU_CHECK(e->wait_flight(why, why_len));
+  }
   return COLL_GPU_SUCCESS;
+}
+
+// A call of one part may go to the lingering kernel; one of several parts queues them all on the stream at
+// once, kernels of their own that run one after another: the host need not come back between parts.
+coll_gpu_status_t coll_gpu_engine_start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
+  Parts parts(*e, *args);
+  coll_gpu_work_t p, next;
+  if (!parts.next(*e, &p)) return COLL_GPU_SUCCESS;
+  bool more = parts.next(*e, &next);
+  if (!more) return e->launch(p, parts.choice().proto, parts.linger(), why, why_len);
+  for (;;) {
+    COLL_GPU_CHECK(e->launch(p, parts.choice().proto, false, why, why_len));
+    if (!more) return COLL_GPU_SUCCESS;
+    p = next;
+    more = parts.next(*e, &next);
+  }
+}
+
+int coll_gpu_engine_idle(const coll_gpu_engine_t *e) { return e->flight.blocks == 0; }
+
+coll_gpu_status_t coll_gpu_engine_test(coll_gpu_engine_t *e, int *done, char *why, size_t why_len) {
+  *done = 1;
+  if (e->flight.blocks == 0) return COLL_GPU_SUCCESS;
+  if (e->flight_done()) {
+    e->flight_end();
+    return COLL_GPU_SUCCESS;
+  }
+  *done = 0;
+  // a pending call: its peers' processes are checked every kCheckNs, its wait reported once after the
+  // timeout, as a blocking wait would
+  const uint64_t t = coll_gpu_now_ns();
+  if (e->flight.since == 0) {
+    e->flight.since = t;
+    e->flight.next_check = t + kCheckNs;
+  }
+  if (t >= e->flight.next_check) {
+    e->flight.next_check = t + kCheckNs;
+    for (int r = 0; r < e->nranks; ++r)
+      if (e->visible[r] && coll_gpu_pid_gone(e->pid[r])) {
+        *done = 1;
+        return e->wait_flight(why, why_len);  // finds it again, aborts the kernels and says why
+      }
+  }
+  if (!e->flight.reported && t - e->flight.since >= e->cfg.wait.timeout_ns + kReportGraceNs) {
+    e->flight.reported = true;
+    e->watchdog(&e->flight.p, e->flight.proto, (double)(t - e->flight.since) / 1e9);
+  }
+  return COLL_GPU_SUCCESS;
+}
+
+coll_gpu_status_t coll_gpu_engine_wait(coll_gpu_engine_t *e, char *why, size_t why_len) {
+  return e->flight.blocks == 0 ? COLL_GPU_SUCCESS : e->wait_flight(why, why_len);
 }

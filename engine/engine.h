@@ -78,6 +78,21 @@ typedef struct {
  * is COLL_GPU_CUDA_ERROR. After a failure the engine must not be used again. */
 coll_gpu_status_t coll_gpu_engine_run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len);
 
+/* The same in steps, for calls that complete later (nonblocking and persistent collectives). One call is on
+ * the GPUs at a time: coll_gpu_engine_start needs an idle engine (coll_gpu_engine_idle), and so does
+ * coll_gpu_engine_run. Start queues every part of the call on the GPUs and returns; the buffers must stay
+ * as they are until the call completes. */
+coll_gpu_status_t coll_gpu_engine_start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len);
+/* Whether no call is on the GPUs. */
+int coll_gpu_engine_idle(const coll_gpu_engine_t *e);
+/* Whether the started call has completed (*done; 1 also when none was started), without waiting: a few
+ * host-memory reads. Every 100 ms of a pending call it checks the peers' processes, and ends a call a gone
+ * peer holds up as coll_gpu_engine_run does (waiting for the aborted kernels); after cfg->wait.timeout_ns it
+ * writes the watchdog line once. */
+coll_gpu_status_t coll_gpu_engine_test(coll_gpu_engine_t *e, int *done, char *why, size_t why_len);
+/* Waits for the started call to complete, as coll_gpu_engine_run does. */
+coll_gpu_status_t coll_gpu_engine_wait(coll_gpu_engine_t *e, char *why, size_t why_len);
+
 #ifdef __cplusplus
 }
 #endif
