@@ -20,6 +20,9 @@
 
 BEGIN_C_DECLS
 
+/* A nonblocking call that completes through our request (coll_gpu_request.c). */
+typedef struct mca_coll_gpu_call_s mca_coll_gpu_call_t;
+
 /* The wrapped collectives: X(name) for each module function family that takes a buffer. Each has a
  * blocking form `name`, a nonblocking form `i##name` and a persistent form `name##_init` (Open MPI's
  * MPIX_*_init); Open MPI gives intercommunicators the same table. Barrier carries no buffer and stays
@@ -68,17 +71,24 @@ OMPI_MODULE_DECLSPEC extern mca_coll_gpu_component_t mca_coll_gpu_component;
   __typeof__(((mca_coll_base_module_t *)0)->coll_##fn) previous_##fn; \
   mca_coll_base_module_t *previous_##fn##_module;
 
-typedef struct {
+typedef struct mca_coll_gpu_module_t {
   mca_coll_base_module_t super;
 #define COLL_GPU_DECLARE_PREVIOUS(name) \
   COLL_GPU_PREVIOUS(name) COLL_GPU_PREVIOUS(i##name) COLL_GPU_PREVIOUS(name##_init)
   COLL_GPU_FOREACH(COLL_GPU_DECLARE_PREVIOUS)
 #undef COLL_GPU_DECLARE_PREVIOUS
   COLL_GPU_PREVIOUS(reduce_local)
+  COLL_GPU_PREVIOUS(ibarrier)
   coll_gpu_engine_t *engine; /* created on the first allreduce every rank passes device buffers to */
   int engine_state;
   coll_gpu_agree_t *agree; /* the allreduce path agreement, created on the first allreduce */
   int agree_state;
+  /* nonblocking calls that complete later (coll_gpu_request.c) */
+  mca_coll_gpu_call_t *queue, *queue_tail; /* not started yet, in call order */
+  mca_coll_gpu_call_t *on_gpu;             /* started on the engine, not completed */
+  mca_coll_gpu_call_t *running;            /* started through the previous module, not completed */
+  int busy;                                /* in the list progress goes through */
+  struct mca_coll_gpu_module_t *next_busy;
 } mca_coll_gpu_module_t;
 
 /* mca_coll_gpu_module_t::engine_state and agree_state */
@@ -200,6 +210,65 @@ typedef struct {
 int mca_coll_gpu_reduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
                                mca_coll_gpu_module_t *m, int *rc);
 
+/* The path bits of the agreement: what a rank's buffers allow. */
+enum { COLL_GPU_PATH_HOST = 1, COLL_GPU_PATH_GPU = 2, COLL_GPU_PATH_STAGE = 4 };
+
+/* One call with a GPU path, as this rank sees it: its path bit, and what the engine would run. */
+typedef struct {
+  uint32_t mine;
+  coll_gpu_meminfo_t mem; /* where the engine lives or would */
+  coll_gpu_args_t args;
+  size_t counts[COLL_GPU_MAX_RANKS]; /* reduce-scatter's blocks: args.counts */
+  const char *name;                  /* the MPI function, for messages */
+  size_t bytes;
+} mca_coll_gpu_plan_t;
+
+/* A nonblocking entry's arguments, saved for a start that comes later (coll_gpu_wrap.h makes them):
+ * start() begins the call through the previous module from them, staged where buffers need it; hold()
+ * retains the datatypes and ops they name, or releases them. */
+#define COLL_GPU_SAVED_MAX 96
+typedef struct {
+  int (*start)(const void *args, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, ompi_request_t **request);
+  void (*hold)(void *args, int hold); /* 1: retain, 0: release */
+  const void *args;
+  size_t size;
+  const char *name; /* "MPI_Iallreduce" */
+} mca_coll_gpu_saved_t;
+
+/* The nonblocking forms (coll_gpu_request.c): 1 when the call was handled (*rc; *request set on success):
+ * started on the GPUs, or queued to start later; 0 when it goes on at once through the previous module,
+ * its agreement posted. */
+int mca_coll_gpu_ireduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
+                                mca_coll_gpu_module_t *m, const mca_coll_gpu_saved_t *saved, ompi_request_t **request,
+                                int *rc);
+int mca_coll_gpu_imove_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                           const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc);
+int mca_coll_gpu_icall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                       const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc);
+/* Queues a nonblocking call behind the ones queued before it (pl: its GPU path, or NULL for none). */
+int mca_coll_gpu_defer(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, const mca_coll_gpu_plan_t *pl,
+                       const mca_coll_gpu_saved_t *saved, ompi_request_t **request);
+/* Progresses until every queued call of m has started, and (engine) the call on its GPUs has completed. */
+void mca_coll_gpu_drain(mca_coll_gpu_module_t *m, int engine);
+/* Component close: the progress callback goes. */
+void mca_coll_gpu_calls_fini(void);
+
+/* coll_gpu_gpupath.c, for the nonblocking forms */
+coll_gpu_agree_t *mca_coll_gpu_agreement(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm);
+coll_gpu_wait_config_t mca_coll_gpu_wait_config(void);
+typedef struct {
+  struct ompi_communicator_t *comm;
+  const char *call; /* "MPI_Bcast" */
+  size_t bytes;
+} mca_coll_gpu_watch_ctx_t;
+/* The agreement's watchdog line (ctx: a mca_coll_gpu_watch_ctx_t). */
+void mca_coll_gpu_agree_report(void *ctx, const uint8_t *late);
+int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm,
+                               const coll_gpu_meminfo_t *mem);
+/* A failure on the GPU path: reported, the communicator stages from now on; returns the MPI error. */
+int mca_coll_gpu_failed(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, size_t bytes, const char *where,
+                        const char *why);
+
 /* The entry points (coll_gpu_colls_*.c), installed through COLL_GPU_FOREACH. */
 #define COLL_GPU_DECLARE_ENTRIES(name)                                           \
   __typeof__(*((mca_coll_base_module_t *)0)->coll_##name) mca_coll_gpu_##name;   \
@@ -208,6 +277,7 @@ int mca_coll_gpu_reduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_c
 COLL_GPU_FOREACH(COLL_GPU_DECLARE_ENTRIES)
 #undef COLL_GPU_DECLARE_ENTRIES
 __typeof__(*((mca_coll_base_module_t *)0)->coll_reduce_local) mca_coll_gpu_reduce_local;
+__typeof__(*((mca_coll_base_module_t *)0)->coll_ibarrier) mca_coll_gpu_ibarrier;
 
 END_C_DECLS
 #endif

@@ -33,8 +33,13 @@ static int gpu_bcast(PARAMS_bcast, struct ompi_communicator_t *comm, mca_coll_gp
   const mca_coll_gpu_move_t mv = {COLL_GPU_COLL_BCAST, NULL, 0, NULL, rbuf, count, dtype, root};
   return mca_coll_gpu_move_gpu(&mv, comm, m, rc);
 }
+static int igpu_bcast(PARAMS_bcast, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                      const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc) {
+  const mca_coll_gpu_move_t mv = {COLL_GPU_COLL_BCAST, NULL, 0, NULL, rbuf, count, dtype, root};
+  return mca_coll_gpu_imove_gpu(&mv, comm, m, saved, request, rc);
+}
 COLL_GPU_BLOCKING_GPU(bcast, coll_gpu_bytes(dtype, count), gpu_bcast)
-COLL_GPU_NONBLOCKING(bcast)
+COLL_GPU_NONBLOCKING_GPU(bcast, coll_gpu_bytes(dtype, count), igpu_bcast)
 COLL_GPU_PERSISTENT(bcast)
 
 /* ------------------------------------------------------------------ MPI_Gather(v): blocks to the root */
@@ -148,8 +153,13 @@ static int gpu_allgather(PARAMS_allgather, struct ompi_communicator_t *comm, mca
   const mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLGATHER, sbuf, scount, sdtype, rbuf, rcount, rdtype, 0};
   return mca_coll_gpu_move_gpu(&mv, comm, m, rc);
 }
+static int igpu_allgather(PARAMS_allgather, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                          const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc) {
+  const mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLGATHER, sbuf, scount, sdtype, rbuf, rcount, rdtype, 0};
+  return mca_coll_gpu_imove_gpu(&mv, comm, m, saved, request, rc);
+}
 COLL_GPU_BLOCKING_GPU(allgather, coll_gpu_bytes(rdtype, rcount), gpu_allgather)
-COLL_GPU_NONBLOCKING(allgather)
+COLL_GPU_NONBLOCKING_GPU(allgather, coll_gpu_bytes(rdtype, rcount), igpu_allgather)
 COLL_GPU_PERSISTENT(allgather)
 
 #define PARAMS_allgatherv                                                                                          \
@@ -183,8 +193,13 @@ static int gpu_alltoall(PARAMS_alltoall, struct ompi_communicator_t *comm, mca_c
   const mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLTOALL, sbuf, scount, sdtype, rbuf, rcount, rdtype, 0};
   return mca_coll_gpu_move_gpu(&mv, comm, m, rc);
 }
+static int igpu_alltoall(PARAMS_alltoall, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                         const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc) {
+  const mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLTOALL, sbuf, scount, sdtype, rbuf, rcount, rdtype, 0};
+  return mca_coll_gpu_imove_gpu(&mv, comm, m, saved, request, rc);
+}
 COLL_GPU_BLOCKING_GPU(alltoall, coll_gpu_bytes(rdtype, rcount), gpu_alltoall)
-COLL_GPU_NONBLOCKING(alltoall)
+COLL_GPU_NONBLOCKING_GPU(alltoall, coll_gpu_bytes(rdtype, rcount), igpu_alltoall)
 COLL_GPU_PERSISTENT(alltoall)
 
 #define PARAMS_alltoallv                                                                                \

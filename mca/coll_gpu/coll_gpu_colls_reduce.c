@@ -29,8 +29,14 @@ static int gpu_allreduce(PARAMS_allreduce, struct ompi_communicator_t *comm, mca
   const mca_coll_gpu_reduction_t rd = {COLL_GPU_COLL_ALLREDUCE, NAME_allreduce, sbuf, rbuf, count, NULL, dtype, op, 0};
   return mca_coll_gpu_reduction_gpu(&rd, comm, m, rc);
 }
+static int igpu_allreduce(PARAMS_allreduce, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                          const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc) {
+  const mca_coll_gpu_reduction_t rd = {
+      COLL_GPU_COLL_ALLREDUCE, "MPI_Iallreduce", sbuf, rbuf, count, NULL, dtype, op, 0};
+  return mca_coll_gpu_ireduction_gpu(&rd, comm, m, saved, request, rc);
+}
 COLL_GPU_BLOCKING_GPU(allreduce, (size_t)count, gpu_allreduce)
-COLL_GPU_NONBLOCKING(allreduce)
+COLL_GPU_NONBLOCKING_GPU(allreduce, (size_t)count, igpu_allreduce)
 COLL_GPU_PERSISTENT(allreduce)
 
 /* ------------------------------------------------------------------ MPI_Reduce: the result at the root */
@@ -58,8 +64,13 @@ static int gpu_reduce(PARAMS_reduce, struct ompi_communicator_t *comm, mca_coll_
   const mca_coll_gpu_reduction_t rd = {COLL_GPU_COLL_REDUCE, NAME_reduce, sbuf, rbuf, count, NULL, dtype, op, root};
   return mca_coll_gpu_reduction_gpu(&rd, comm, m, rc);
 }
+static int igpu_reduce(PARAMS_reduce, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                       const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc) {
+  const mca_coll_gpu_reduction_t rd = {COLL_GPU_COLL_REDUCE, "MPI_Ireduce", sbuf, rbuf, count, NULL, dtype, op, root};
+  return mca_coll_gpu_ireduction_gpu(&rd, comm, m, saved, request, rc);
+}
 COLL_GPU_BLOCKING_GPU(reduce, (size_t)count, gpu_reduce)
-COLL_GPU_NONBLOCKING(reduce)
+COLL_GPU_NONBLOCKING_GPU(reduce, (size_t)count, igpu_reduce)
 COLL_GPU_PERSISTENT(reduce)
 
 /* ------------------------------------------------------------------ MPI_Scan, MPI_Exscan (intra only) */
@@ -125,8 +136,14 @@ static int gpu_reduce_scatter(PARAMS_reduce_scatter, struct ompi_communicator_t 
       COLL_GPU_COLL_REDUCE_SCATTER, NAME_reduce_scatter, sbuf, rbuf, 0, rcounts, dtype, op, 0};
   return mca_coll_gpu_reduction_gpu(&rd, comm, m, rc);
 }
+static int igpu_reduce_scatter(PARAMS_reduce_scatter, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                               const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc) {
+  const mca_coll_gpu_reduction_t rd = {
+      COLL_GPU_COLL_REDUCE_SCATTER, "MPI_Ireduce_scatter", sbuf, rbuf, 0, rcounts, dtype, op, 0};
+  return mca_coll_gpu_ireduction_gpu(&rd, comm, m, saved, request, rc);
+}
 COLL_GPU_BLOCKING_GPU(reduce_scatter, scattered_total(comm, rcounts), gpu_reduce_scatter)
-COLL_GPU_NONBLOCKING(reduce_scatter)
+COLL_GPU_NONBLOCKING_GPU(reduce_scatter, scattered_total(comm, rcounts), igpu_reduce_scatter)
 COLL_GPU_PERSISTENT(reduce_scatter)
 
 #define PARAMS_reduce_scatter_block \
@@ -143,8 +160,15 @@ static int gpu_reduce_scatter_block(PARAMS_reduce_scatter_block, struct ompi_com
       COLL_GPU_COLL_REDUCE_SCATTER, NAME_reduce_scatter_block, sbuf, rbuf, rcount, NULL, dtype, op, 0};
   return mca_coll_gpu_reduction_gpu(&rd, comm, m, rc);
 }
+static int igpu_reduce_scatter_block(PARAMS_reduce_scatter_block, struct ompi_communicator_t *comm,
+                                     mca_coll_gpu_module_t *m, const mca_coll_gpu_saved_t *saved,
+                                     ompi_request_t **request, int *rc) {
+  const mca_coll_gpu_reduction_t rd = {
+      COLL_GPU_COLL_REDUCE_SCATTER, "MPI_Ireduce_scatter_block", sbuf, rbuf, rcount, NULL, dtype, op, 0};
+  return mca_coll_gpu_ireduction_gpu(&rd, comm, m, saved, request, rc);
+}
 COLL_GPU_BLOCKING_GPU(reduce_scatter_block, (size_t)rcount, gpu_reduce_scatter_block)
-COLL_GPU_NONBLOCKING(reduce_scatter_block)
+COLL_GPU_NONBLOCKING_GPU(reduce_scatter_block, (size_t)rcount, igpu_reduce_scatter_block)
 COLL_GPU_PERSISTENT(reduce_scatter_block)
 
 /* ------------------------------------------------------------------ MPI_Reduce_local */

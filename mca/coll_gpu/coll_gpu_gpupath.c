@@ -30,8 +30,6 @@
 #include "opal/util/proc.h"
 #include "opal/util/show_help.h"
 
-enum { PATH_HOST = 1, PATH_GPU = 2, PATH_STAGE = 4 };
-
 /* ------------------------------------------------------------------ bootstrap over the communicator */
 
 typedef struct {
@@ -159,7 +157,7 @@ bool mca_coll_gpu_gpupath_possible(struct ompi_communicator_t *comm) {
 
 /* The communicator's agreement, set up on first use (collective: every rank comes here in the same
  * MPI_Allreduce). NULL when it could not be set up, on every rank alike. */
-static coll_gpu_agree_t *agreement(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm) {
+coll_gpu_agree_t *mca_coll_gpu_agreement(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm) {
   if (m->agree_state == COLL_GPU_STATE_NONE) {
     bootstrap_ctx_t bctx = {comm, m};
     coll_gpu_bootstrap_t b = {ompi_comm_rank(comm), ompi_comm_size(comm), &bctx, bs_allgather, bs_bcast, bs_barrier};
@@ -183,22 +181,16 @@ static void progress(void) { opal_progress(); }
 /* How this process waits: it spins coll_gpu_spin_us before yielding, and not at all where Open MPI
  * itself yields when idle (more ranks than cores: mpi_yield_when_idle). Its waits drive Open MPI's
  * progress: a peer may need this rank's part of a nonblocking call before it reaches this one. */
-static coll_gpu_wait_config_t wait_config(void) {
+coll_gpu_wait_config_t mca_coll_gpu_wait_config(void) {
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
   coll_gpu_wait_config_t w = {opal_progress_yield_when_idle ? 0 : (uint64_t)c->spin_us * 1000,
                               (uint64_t)c->timeout * 1000000000ULL, progress};
   return w;
 }
 
-typedef struct {
-  struct ompi_communicator_t *comm;
-  const char *call; /* "MPI_Bcast" */
-  size_t bytes;
-} watch_ctx_t;
-
 /* The agreement's watchdog line, once per call. */
-static void agree_report(void *ctx, const uint8_t *late) {
-  const watch_ctx_t *w = ctx;
+void mca_coll_gpu_agree_report(void *ctx, const uint8_t *late) {
+  const mca_coll_gpu_watch_ctx_t *w = ctx;
   char ranks[128] = "";
   coll_gpu_append_ranks(ranks, sizeof(ranks), late, ompi_comm_size(w->comm));
   COLL_GPU_LOG(COLL_GPU_LVL_WATCHDOG, COLL_GPU_LOG_COLL,
@@ -210,16 +202,17 @@ static void agree_report(void *ctx, const uint8_t *late) {
 void mca_coll_gpu_path_host(const char *call, size_t bytes, struct ompi_communicator_t *comm,
                             mca_coll_gpu_module_t *m) {
   if (bytes == 0 || mca_coll_gpu_component.uniform_buffers) return;
-  coll_gpu_agree_t *a = agreement(m, comm);
+  coll_gpu_agree_t *a = mca_coll_gpu_agreement(m, comm);
   if (a == NULL) return;
   uint64_t n;
-  if (coll_gpu_agree_try_post(a, PATH_HOST, 0, &n)) return; /* the window has room: nothing to set up */
+  if (coll_gpu_agree_try_post(a, COLL_GPU_PATH_HOST, 0, &n)) return; /* the window has room: nothing to set up */
   uint8_t missing[COLL_GPU_MAX_RANKS] = {0};
-  watch_ctx_t wctx = {comm, call, bytes};
-  const coll_gpu_agree_watch_t watch = {wait_config(), agree_report, &wctx};
+  mca_coll_gpu_watch_ctx_t wctx = {comm, call, bytes};
+  const coll_gpu_agree_watch_t watch = {mca_coll_gpu_wait_config(), mca_coll_gpu_agree_report, &wctx};
   /* a rank gone before it read an earlier agreement: this call goes on through the previous module, whose
    * peers will fail it */
-  if (coll_gpu_agree_post(a, PATH_HOST, &watch, missing) != COLL_GPU_SUCCESS) m->agree_state = COLL_GPU_STATE_OFF;
+  if (coll_gpu_agree_post(a, COLL_GPU_PATH_HOST, &watch, missing) != COLL_GPU_SUCCESS)
+    m->agree_state = COLL_GPU_STATE_OFF;
 }
 
 /* ------------------------------------------------------------------ the decision */
@@ -234,20 +227,21 @@ static int local_path(const void *sbuf, void *rbuf, struct ompi_datatype_t *dtyp
     smem = *mem;
   else
     coll_gpu_mem_classify(sbuf, &smem);
-  if (mem->kind == COLL_GPU_MEM_HOST && smem.kind == COLL_GPU_MEM_HOST) return PATH_HOST;
+  if (mem->kind == COLL_GPU_MEM_HOST && smem.kind == COLL_GPU_MEM_HOST) return COLL_GPU_PATH_HOST;
   if (mem->kind != COLL_GPU_MEM_DEVICE || smem.kind != COLL_GPU_MEM_DEVICE || smem.device != mem->device)
-    return PATH_STAGE;
-  if (!map_type(dtype, type) || !map_op(op, redop) || !coll_gpu_op_supported(*type, *redop)) return PATH_STAGE;
+    return COLL_GPU_PATH_STAGE;
+  if (!map_type(dtype, type) || !map_op(op, redop) || !coll_gpu_op_supported(*type, *redop)) return COLL_GPU_PATH_STAGE;
   if (m->engine != NULL && !(coll_gpu_engine_owns(m->engine, mem) && coll_gpu_engine_owns(m->engine, &smem)))
-    return PATH_STAGE;
-  return PATH_GPU;
+    return COLL_GPU_PATH_STAGE;
+  return COLL_GPU_PATH_GPU;
 }
 
 static void topo_warn(const char *what) {
   opal_show_help("help-mpi-coll-gpu.txt", "topology", true, opal_process_info.nodename, what);
 }
 
-static int create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, const coll_gpu_meminfo_t *mem) {
+int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm,
+                               const coll_gpu_meminfo_t *mem) {
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
   bootstrap_ctx_t bctx = {comm, m};
   coll_gpu_bootstrap_t b = {ompi_comm_rank(comm), ompi_comm_size(comm), &bctx, bs_allgather, bs_bcast, bs_barrier};
@@ -261,7 +255,7 @@ static int create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *c
   cfg.tune.twoshot_max_bytes = c->twoshot_max_bytes;
   cfg.tune.ring_chunk_bytes = c->ring_chunk_bytes;
   for (int k = 0; k < COLL_GPU_NCOLLS; ++k) cfg.tune.move_algorithm[k] = c->move_algorithm[k];
-  cfg.wait = wait_config();
+  cfg.wait = mca_coll_gpu_wait_config();
   cfg.linger_ns = (uint64_t)c->oneshot_linger_us * 1000;
   cfg.slot_bytes = c->ring_slot_bytes;
   cfg.log = mca_coll_gpu_engine_log;
@@ -285,8 +279,8 @@ static int create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *c
 /* A failure of the GPU path's call: reported, and the communicator stages from now on. The message is
  * written by this process itself (not sent to mpirun as a help message), so that it is seen even when the
  * error handler aborts the job right after. */
-static int gpu_failed(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, size_t bytes, const char *where,
-                      const char *why) {
+int mca_coll_gpu_failed(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, size_t bytes, const char *where,
+                        const char *why) {
   m->engine_state = m->agree_state = COLL_GPU_STATE_OFF;
   char *msg = opal_show_help_string("help-mpi-coll-gpu.txt", "call failed", true, comm->c_name, ompi_comm_rank(comm),
                                     bytes, where, why);
@@ -307,67 +301,93 @@ static int agree_path(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm
     *all = mine; /* asserted by the user: every rank passes what this one passes */
     return 0;
   }
-  coll_gpu_agree_t *a = agreement(m, comm);
+  coll_gpu_agree_t *a = mca_coll_gpu_agreement(m, comm);
   if (a == NULL) return -1;
   uint8_t missing[COLL_GPU_MAX_RANKS] = {0};
-  watch_ctx_t wctx = {comm, call, bytes};
-  const coll_gpu_agree_watch_t watch = {wait_config(), agree_report, &wctx};
+  mca_coll_gpu_watch_ctx_t wctx = {comm, call, bytes};
+  const coll_gpu_agree_watch_t watch = {mca_coll_gpu_wait_config(), mca_coll_gpu_agree_report, &wctx};
   if (coll_gpu_agree(a, mine, &watch, all, missing) == COLL_GPU_SUCCESS) return 0;
   char why[256];
   snprintf(why, sizeof(why), "the process of rank(s)");
   coll_gpu_append_ranks(why, sizeof(why), missing, ompi_comm_size(comm));
   const size_t at = strlen(why);
   snprintf(why + at, sizeof(why) - at, " ended before it reached the call");
-  *rc = gpu_failed(m, comm, bytes, "while the ranks agreed on its path", why);
+  *rc = mca_coll_gpu_failed(m, comm, bytes, "while the ranks agreed on its path", why);
+  return 1;
+}
+
+/* The plan of a reduction; 0 when the call takes no part in the agreement (no GPU path on this
+ * communicator, or nothing to reduce: the same on every rank). */
+static int plan_reduction(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
+                          mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
+  const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
+  if (m->agree_state == COLL_GPU_STATE_OFF) return 0; /* from here on, at most COLL_GPU_MAX_RANKS ranks */
+  const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
+  size_t total = (size_t)rd->count;
+  int equal = 1;
+  if (rd->coll == COLL_GPU_COLL_REDUCE_SCATTER) {
+    total = 0;
+    for (int q = 0; q < n; ++q) {
+      pl->counts[q] = (size_t)(rd->rcounts != NULL ? rd->rcounts[q] : rd->count);
+      total += pl->counts[q];
+      equal = equal && pl->counts[q] == pl->counts[0];
+    }
+  }
+  if (total == 0) return 0;
+  const int leaf = rd->coll == COLL_GPU_COLL_REDUCE && me != rd->root; /* only its send buffer counts */
+  coll_gpu_dtype_t type = COLL_GPU_NTYPES;
+  coll_gpu_redop_t redop = COLL_GPU_NOPS;
+  pl->mine = COLL_GPU_PATH_STAGE;
+  /* no GPU path on this rank (it failed, or was told to stage): the others still get an answer */
+  const int algorithm = rd->coll == COLL_GPU_COLL_ALLREDUCE ? c->allreduce_algorithm : c->move_algorithm[rd->coll];
+  if (m->engine_state != COLL_GPU_STATE_OFF && algorithm != COLL_GPU_NALGOS)
+    pl->mine = (uint32_t)local_path(leaf ? MPI_IN_PLACE : rd->sbuf, leaf ? (void *)rd->sbuf : rd->rbuf, rd->dtype,
+                                    rd->op, m, &pl->mem, &type, &redop);
+  /* in place, a rank's result would overwrite input a later block of another length still reads */
+  if (pl->mine == COLL_GPU_PATH_GPU && rd->coll == COLL_GPU_COLL_REDUCE_SCATTER && rd->sbuf == MPI_IN_PLACE && !equal)
+    pl->mine = COLL_GPU_PATH_STAGE;
+  size_t dsize = 0;
+  ompi_datatype_type_size(rd->dtype, &dsize);
+  pl->bytes = total * dsize;
+  pl->name = rd->name;
+  const coll_gpu_args_t args = {
+      rd->coll, rd->sbuf == MPI_IN_PLACE ? rd->rbuf : rd->sbuf, leaf ? NULL : rd->rbuf, total, pl->counts, type,
+      redop,    rd->coll == COLL_GPU_COLL_REDUCE ? rd->root : 0};
+  pl->args = args;
+  return 1;
+}
+
+/* A blocking call with a plan: in order after the calls still queued, its agreement, then the GPUs. */
+static int run_blocking(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
+  if (m->queue != NULL) mca_coll_gpu_drain(m, 0);
+  uint32_t all;
+  const int agreed = agree_path(m, comm, pl->mine, pl->name, pl->bytes, &all, rc);
+  if (agreed != 0) return agreed > 0;
+  if (all != COLL_GPU_PATH_GPU) return 0;
+  if (m->engine == NULL && !mca_coll_gpu_create_engine(m, comm, &pl->mem)) return 0;
+  if (!coll_gpu_engine_idle(m->engine)) mca_coll_gpu_drain(m, 1);
+  char why[256];
+  if (m->engine_state == COLL_GPU_STATE_OFF) /* the call in flight failed */
+    snprintf(why, sizeof(why), "an earlier nonblocking call failed on the GPU");
+  else if (coll_gpu_engine_run(m->engine, &pl->args, why, sizeof(why)) == COLL_GPU_SUCCESS) {
+    *rc = OMPI_SUCCESS;
+    return 1;
+  }
+  *rc = mca_coll_gpu_failed(m, comm, pl->bytes, "on the GPU", why);
   return 1;
 }
 
 int mca_coll_gpu_reduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
                                mca_coll_gpu_module_t *m, int *rc) {
-  const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
-  if (m->agree_state == COLL_GPU_STATE_OFF) return 0; /* from here on, at most COLL_GPU_MAX_RANKS ranks */
-  const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
-  size_t counts[COLL_GPU_MAX_RANKS], total = (size_t)rd->count;
-  int equal = 1;
-  if (rd->coll == COLL_GPU_COLL_REDUCE_SCATTER) {
-    total = 0;
-    for (int q = 0; q < n; ++q) {
-      counts[q] = (size_t)(rd->rcounts != NULL ? rd->rcounts[q] : rd->count);
-      total += counts[q];
-      equal = equal && counts[q] == counts[0];
-    }
-  }
-  if (total == 0) return 0;
-  const int leaf = rd->coll == COLL_GPU_COLL_REDUCE && me != rd->root; /* only its send buffer counts */
-  coll_gpu_meminfo_t mem;
-  coll_gpu_dtype_t type = COLL_GPU_NTYPES;
-  coll_gpu_redop_t redop = COLL_GPU_NOPS;
-  uint32_t mine = PATH_STAGE, all;
-  /* no GPU path on this rank (it failed, or was told to stage): the others still get an answer */
-  const int algorithm = rd->coll == COLL_GPU_COLL_ALLREDUCE ? c->allreduce_algorithm : c->move_algorithm[rd->coll];
-  if (m->engine_state != COLL_GPU_STATE_OFF && algorithm != COLL_GPU_NALGOS)
-    mine = (uint32_t)local_path(leaf ? MPI_IN_PLACE : rd->sbuf, leaf ? (void *)rd->sbuf : rd->rbuf, rd->dtype, rd->op,
-                                m, &mem, &type, &redop);
-  /* in place, a rank's result would overwrite input a later block of another length still reads */
-  if (mine == PATH_GPU && rd->coll == COLL_GPU_COLL_REDUCE_SCATTER && rd->sbuf == MPI_IN_PLACE && !equal)
-    mine = PATH_STAGE;
-  size_t dsize = 0;
-  ompi_datatype_type_size(rd->dtype, &dsize);
-  const size_t bytes = total * dsize; /* for messages */
-  const int agreed = agree_path(m, comm, mine, rd->name, bytes, &all, rc);
-  if (agreed != 0) return agreed > 0;
-  if (all != PATH_GPU) return 0;
-  if (m->engine == NULL && !create_engine(m, comm, &mem)) return 0;
-  const coll_gpu_args_t args = {
-      rd->coll, rd->sbuf == MPI_IN_PLACE ? rd->rbuf : rd->sbuf, leaf ? NULL : rd->rbuf, total, counts, type,
-      redop,    rd->coll == COLL_GPU_COLL_REDUCE ? rd->root : 0};
-  char why[256];
-  if (coll_gpu_engine_run(m->engine, &args, why, sizeof(why)) != COLL_GPU_SUCCESS) {
-    *rc = gpu_failed(m, comm, bytes, "on the GPU", why);
-    return 1;
-  }
-  *rc = OMPI_SUCCESS;
-  return 1;
+  mca_coll_gpu_plan_t pl;
+  return plan_reduction(rd, comm, m, &pl) && run_blocking(&pl, comm, m, rc);
+}
+
+int mca_coll_gpu_ireduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
+                                mca_coll_gpu_module_t *m, const mca_coll_gpu_saved_t *saved, ompi_request_t **request,
+                                int *rc) {
+  mca_coll_gpu_plan_t pl;
+  return plan_reduction(rd, comm, m, &pl) && mca_coll_gpu_icall(&pl, comm, m, saved, request, rc);
 }
 
 /* ------------------------------------------------------------------ the moves: bcast, allgather, alltoall */
@@ -386,8 +406,8 @@ static int on_engine(const mca_coll_gpu_module_t *m, const coll_gpu_meminfo_t *b
   return m->engine == NULL || coll_gpu_engine_owns(m->engine, b);
 }
 
-int mca_coll_gpu_move_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
-                          int *rc) {
+static int plan_move(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                     mca_coll_gpu_plan_t *pl) {
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
   const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
   size_t rsize = 0;
@@ -395,12 +415,11 @@ int mca_coll_gpu_move_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicato
   const size_t bytes = (size_t)mv->rcount * rsize; /* per block: the same on every rank */
   if (m->agree_state == COLL_GPU_STATE_OFF || bytes == 0) return 0;
   const size_t blocks = mv->coll == COLL_GPU_COLL_BCAST ? 1 : (size_t)n;
-  coll_gpu_meminfo_t mem, smem;
-  uint32_t mine = PATH_STAGE, all;
+  coll_gpu_meminfo_t smem;
   const char *src = NULL;
   char *dst = contiguous(mv->rbuf, mv->rdtype, (size_t)mv->rcount * blocks);
-  coll_gpu_mem_classify(mv->rbuf, &mem);
-  smem = mem;
+  coll_gpu_mem_classify(mv->rbuf, &pl->mem);
+  smem = pl->mem;
   if (mv->coll != COLL_GPU_COLL_BCAST && mv->sbuf != MPI_IN_PLACE) {
     coll_gpu_mem_classify(mv->sbuf, &smem);
     src = contiguous(mv->sbuf, mv->sdtype, (size_t)mv->scount * (mv->coll == COLL_GPU_COLL_ALLTOALL ? blocks : 1));
@@ -409,21 +428,27 @@ int mca_coll_gpu_move_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicato
   } else if (mv->coll == COLL_GPU_COLL_BCAST) {
     src = dst;
   }
-  if (mem.kind == COLL_GPU_MEM_HOST && smem.kind == COLL_GPU_MEM_HOST)
-    mine = PATH_HOST;
+  pl->mine = COLL_GPU_PATH_STAGE;
+  if (pl->mem.kind == COLL_GPU_MEM_HOST && smem.kind == COLL_GPU_MEM_HOST)
+    pl->mine = COLL_GPU_PATH_HOST;
   else if (m->engine_state != COLL_GPU_STATE_OFF && c->move_algorithm[mv->coll] != COLL_GPU_NALGOS && dst != NULL &&
-           src != NULL && on_engine(m, &mem, &mem) && on_engine(m, &smem, &mem))
-    mine = PATH_GPU; /* in-place alltoall has no src: staged */
-  const int agreed = agree_path(m, comm, mine, coll_gpu_coll_mpi_name(mv->coll), bytes, &all, rc);
-  if (agreed != 0) return agreed > 0;
-  if (all != PATH_GPU) return 0;
-  if (m->engine == NULL && !create_engine(m, comm, &mem)) return 0;
+           src != NULL && on_engine(m, &pl->mem, &pl->mem) && on_engine(m, &smem, &pl->mem))
+    pl->mine = COLL_GPU_PATH_GPU; /* in-place alltoall has no src: staged */
+  pl->bytes = bytes;
+  pl->name = coll_gpu_coll_mpi_name(mv->coll);
   const coll_gpu_args_t args = {mv->coll, src, dst, bytes, NULL, COLL_GPU_UINT8, COLL_GPU_SUM, mv->root};
-  char why[256];
-  if (coll_gpu_engine_run(m->engine, &args, why, sizeof(why)) != COLL_GPU_SUCCESS) {
-    *rc = gpu_failed(m, comm, bytes, "on the GPU", why);
-    return 1;
-  }
-  *rc = OMPI_SUCCESS;
+  pl->args = args;
   return 1;
+}
+
+int mca_coll_gpu_move_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                          int *rc) {
+  mca_coll_gpu_plan_t pl;
+  return plan_move(mv, comm, m, &pl) && run_blocking(&pl, comm, m, rc);
+}
+
+int mca_coll_gpu_imove_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                           const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc) {
+  mca_coll_gpu_plan_t pl;
+  return plan_move(mv, comm, m, &pl) && mca_coll_gpu_icall(&pl, comm, m, saved, request, rc);
 }

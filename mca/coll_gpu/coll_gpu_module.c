@@ -16,10 +16,14 @@
 static void module_construct(mca_coll_gpu_module_t *m) {
   COLL_GPU_FOREACH(COLL_GPU_CLEAR_ALL)
   COLL_GPU_CLEAR(reduce_local)
+  COLL_GPU_CLEAR(ibarrier)
   m->engine = NULL;
   m->engine_state = COLL_GPU_STATE_NONE;
   m->agree = NULL;
   m->agree_state = COLL_GPU_STATE_NONE;
+  m->queue = m->queue_tail = m->on_gpu = m->running = NULL;
+  m->busy = 0;
+  m->next_busy = NULL;
 }
 
 #define COLL_GPU_RELEASE(fn) \
@@ -31,6 +35,7 @@ static void module_destruct(mca_coll_gpu_module_t *m) {
   coll_gpu_agree_destroy(m->agree);
   COLL_GPU_FOREACH(COLL_GPU_RELEASE_ALL)
   COLL_GPU_RELEASE(reduce_local)
+  COLL_GPU_RELEASE(ibarrier)
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_gpu_module_t, mca_coll_base_module_t, module_construct, module_destruct);
@@ -57,6 +62,7 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   COLL_GPU_FOREACH(COLL_GPU_SAVE_ALL)
   COLL_GPU_SAVE(reduce_local)
+  COLL_GPU_SAVE(ibarrier)
   if (m->previous_allreduce == NULL || m->previous_bcast == NULL) {
     opal_show_help("help-mpi-coll-gpu.txt", "no previous function", true, "allreduce or bcast", comm->c_name);
     return OMPI_ERROR;
@@ -91,5 +97,6 @@ mca_coll_base_module_t *mca_coll_gpu_comm_query(struct ompi_communicator_t *comm
   COLL_GPU_FOREACH(COLL_GPU_INSTALL)
 #undef COLL_GPU_INSTALL
   m->super.coll_reduce_local = mca_coll_gpu_reduce_local;
+  m->super.coll_ibarrier = mca_coll_gpu_ibarrier;
   return &m->super;
 }

@@ -61,20 +61,126 @@
     return staged_##name(ARGS_##name(sbuf, rbuf), comm, m);                                                  \
   }
 
+/* A map over a parameter or argument list of up to 10 items: COLL_GPU_EACH(F, ...) is F(x) for each x,
+ * COLL_GPU_LIST(F, ...) the same separated by commas. */
+#define COLL_GPU_NARGS(...) COLL_GPU_NARGS_(__VA_ARGS__, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define COLL_GPU_NARGS_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, N, ...) N
+#define COLL_GPU_CAT(a, b) COLL_GPU_CAT_(a, b)
+#define COLL_GPU_CAT_(a, b) a##b
+#define COLL_GPU_EACH(F, ...) COLL_GPU_CAT(COLL_GPU_EACH_, COLL_GPU_NARGS(__VA_ARGS__))(F, __VA_ARGS__)
+#define COLL_GPU_EACH_1(F, x) F(x)
+#define COLL_GPU_EACH_2(F, x, ...) F(x) COLL_GPU_EACH_1(F, __VA_ARGS__)
+#define COLL_GPU_EACH_3(F, x, ...) F(x) COLL_GPU_EACH_2(F, __VA_ARGS__)
+#define COLL_GPU_EACH_4(F, x, ...) F(x) COLL_GPU_EACH_3(F, __VA_ARGS__)
+#define COLL_GPU_EACH_5(F, x, ...) F(x) COLL_GPU_EACH_4(F, __VA_ARGS__)
+#define COLL_GPU_EACH_6(F, x, ...) F(x) COLL_GPU_EACH_5(F, __VA_ARGS__)
+#define COLL_GPU_EACH_7(F, x, ...) F(x) COLL_GPU_EACH_6(F, __VA_ARGS__)
+#define COLL_GPU_EACH_8(F, x, ...) F(x) COLL_GPU_EACH_7(F, __VA_ARGS__)
+#define COLL_GPU_EACH_9(F, x, ...) F(x) COLL_GPU_EACH_8(F, __VA_ARGS__)
+#define COLL_GPU_EACH_10(F, x, ...) F(x) COLL_GPU_EACH_9(F, __VA_ARGS__)
+#define COLL_GPU_LIST(F, ...) COLL_GPU_CAT(COLL_GPU_LIST_, COLL_GPU_NARGS(__VA_ARGS__))(F, __VA_ARGS__)
+#define COLL_GPU_LIST_1(F, x) F(x)
+#define COLL_GPU_LIST_2(F, x, ...) F(x), COLL_GPU_LIST_1(F, __VA_ARGS__)
+#define COLL_GPU_LIST_3(F, x, ...) F(x), COLL_GPU_LIST_2(F, __VA_ARGS__)
+#define COLL_GPU_LIST_4(F, x, ...) F(x), COLL_GPU_LIST_3(F, __VA_ARGS__)
+#define COLL_GPU_LIST_5(F, x, ...) F(x), COLL_GPU_LIST_4(F, __VA_ARGS__)
+#define COLL_GPU_LIST_6(F, x, ...) F(x), COLL_GPU_LIST_5(F, __VA_ARGS__)
+#define COLL_GPU_LIST_7(F, x, ...) F(x), COLL_GPU_LIST_6(F, __VA_ARGS__)
+#define COLL_GPU_LIST_8(F, x, ...) F(x), COLL_GPU_LIST_7(F, __VA_ARGS__)
+#define COLL_GPU_LIST_9(F, x, ...) F(x), COLL_GPU_LIST_8(F, __VA_ARGS__)
+#define COLL_GPU_LIST_10(F, x, ...) F(x), COLL_GPU_LIST_9(F, __VA_ARGS__)
+
+/* A saved argument: a member per parameter, read back through `a`; the datatypes and ops among them are
+ * held (OBJ_RETAIN) while the call waits to start, since the application may free them after the call. */
+#define COLL_GPU_FIELD(x) x;
+#define COLL_GPU_FROM(x) a->x
+#define COLL_GPU_HOLD(x)                              \
+  _Generic((a->x), struct ompi_datatype_t *           \
+           : coll_gpu_hold_object, struct ompi_op_t * \
+           : coll_gpu_hold_object, default            \
+           : coll_gpu_hold_nothing)((const void *)&a->x, hold);
+static inline void coll_gpu_hold_object(const void *at, int hold) {
+  opal_object_t *obj = *(opal_object_t *const *)at;
+  if (obj == NULL) return;
+  if (hold) {
+    OBJ_RETAIN(obj);
+  } else {
+    OBJ_RELEASE(obj);
+  }
+}
+static inline void coll_gpu_hold_nothing(const void *at, int hold) {
+  (void)at;
+  (void)hold;
+}
+
+/* The nonblocking entry of `name` through the previous module, as static istaged_name(PARAMS_name, comm,
+ * request, m), and its saved form (mca_coll_gpu_saved_t): the arguments as struct coll_gpu_saved_name,
+ * istart_name starting istaged_name from them, ihold_name holding or releasing their objects. */
+#define COLL_GPU_SAVED(name)                                                                                \
+  static int istaged_##name(PARAMS_##name, struct ompi_communicator_t *comm, ompi_request_t **request,      \
+                            mca_coll_gpu_module_t *m) {                                                     \
+    coll_gpu_stage_t st;                                                                                    \
+    void *hs, *hr, *pending = NULL;                                                                         \
+    coll_gpu_stage_init(&st);                                                                               \
+    int rc = stage_##name(&st, comm, ARGS_##name(sbuf, rbuf), &hs, &hr);                                    \
+    if (rc == OMPI_SUCCESS) rc = mca_coll_gpu_ibegin(&st, &pending);                                        \
+    if (rc == OMPI_SUCCESS)                                                                                 \
+      rc = m->previous_i##name(ARGS_##name(hs, hr), comm, request, m->previous_i##name##_module);           \
+    return mca_coll_gpu_iend(&st, rc, pending, comm, "MPI_I" #name, request);                               \
+  }                                                                                                         \
+  struct coll_gpu_saved_##name {                                                                            \
+    COLL_GPU_EACH(COLL_GPU_FIELD, PARAMS_##name)                                                            \
+  };                                                                                                        \
+  _Static_assert(sizeof(struct coll_gpu_saved_##name) <= COLL_GPU_SAVED_MAX, "MPI_I" #name "'s arguments"); \
+  static int istart_##name(const void *args, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,    \
+                           ompi_request_t **request) {                                                      \
+    const struct coll_gpu_saved_##name *a = args;                                                           \
+    return istaged_##name(COLL_GPU_LIST(COLL_GPU_FROM, ARGS_##name(sbuf, rbuf)), comm, request, m);         \
+  }                                                                                                         \
+  static void ihold_##name(void *args, int hold) {                                                          \
+    const struct coll_gpu_saved_##name *a = args;                                                           \
+    COLL_GPU_EACH(COLL_GPU_HOLD, ARGS_##name(sbuf, rbuf))                                                   \
+  }
+
+/* `var`, the saved form of this call of `name` (inside its nonblocking entry). */
+#define COLL_GPU_SAVE(name, var)                                       \
+  struct coll_gpu_saved_##name var##_args = {ARGS_##name(sbuf, rbuf)}; \
+  const mca_coll_gpu_saved_t var = {istart_##name, ihold_##name, &var##_args, sizeof(var##_args), "MPI_I" #name};
+
+/* The nonblocking entry: in a process without CUDA straight to the previous module; otherwise staged where
+ * buffers need it, and queued behind the communicator's queued calls (coll_gpu_request.c). */
 #define COLL_GPU_NONBLOCKING(name)                                                                      \
+  COLL_GPU_SAVED(name)                                                                                  \
   int mca_coll_gpu_i##name(PARAMS_##name, struct ompi_communicator_t *comm, ompi_request_t **request,   \
                            mca_coll_base_module_t *module) {                                            \
     mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;                                         \
     if (OPAL_LIKELY(!mca_coll_gpu_staging_possible()))                                                  \
       return m->previous_i##name(ARGS_##name(sbuf, rbuf), comm, request, m->previous_i##name##_module); \
-    coll_gpu_stage_t st;                                                                                \
-    void *hs, *hr, *pending = NULL;                                                                     \
-    coll_gpu_stage_init(&st);                                                                           \
-    int rc = stage_##name(&st, comm, ARGS_##name(sbuf, rbuf), &hs, &hr);                                \
-    if (rc == OMPI_SUCCESS) rc = mca_coll_gpu_ibegin(&st, &pending);                                    \
-    if (rc == OMPI_SUCCESS)                                                                             \
-      rc = m->previous_i##name(ARGS_##name(hs, hr), comm, request, m->previous_i##name##_module);       \
-    return mca_coll_gpu_iend(&st, rc, pending, comm, "MPI_I" #name, request);                           \
+    if (m->queue != NULL) {                                                                             \
+      COLL_GPU_SAVE(name, saved)                                                                        \
+      return mca_coll_gpu_defer(m, comm, NULL, &saved, request);                                        \
+    }                                                                                                   \
+    return istaged_##name(ARGS_##name(sbuf, rbuf), comm, request, m);                                   \
+  }
+
+/* The nonblocking entry of a collective with a GPU path: try_igpu(ARGS_name(sbuf, rbuf), comm, m, &saved,
+ * request, &rc) returns 1 when it started or queued the call (rc), 0 when the call goes on through the
+ * previous module. A process without CUDA posts `host_bytes` to the path agreement, as the blocking
+ * entry does. */
+#define COLL_GPU_NONBLOCKING_GPU(name, host_bytes, try_igpu)                                                  \
+  COLL_GPU_SAVED(name)                                                                                        \
+  int mca_coll_gpu_i##name(PARAMS_##name, struct ompi_communicator_t *comm, ompi_request_t **request,         \
+                           mca_coll_base_module_t *module) {                                                  \
+    mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;                                               \
+    if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {                                                      \
+      if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host("MPI_I" #name, (host_bytes), comm, m); \
+      return m->previous_i##name(ARGS_##name(sbuf, rbuf), comm, request, m->previous_i##name##_module);       \
+    }                                                                                                         \
+    COLL_GPU_SAVE(name, saved)                                                                                \
+    int rc;                                                                                                   \
+    if (try_igpu(ARGS_##name(sbuf, rbuf), comm, m, &saved, request, &rc)) return rc;                          \
+    if (m->queue != NULL) return mca_coll_gpu_defer(m, comm, NULL, &saved, request);                          \
+    return istaged_##name(ARGS_##name(sbuf, rbuf), comm, request, m);                                         \
   }
 
 #define COLL_GPU_PERSISTENT(name)                                                                                 \

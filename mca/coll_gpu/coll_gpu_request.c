@@ -1,0 +1,381 @@
+/*
+ * Nonblocking collectives that complete later, through our own requests.
+ *
+ * A nonblocking call with a GPU path (coll_gpu_gpupath.c) posts its agreement at the call and, when this
+ * rank passes device memory, waits a few microseconds for the other ranks' posts: ranks in step have
+ * posted by then. With every rank on the GPU the call starts on the engine at once and returns a request
+ * of ours; the GPUs run it while the application computes. Otherwise the call is queued on its module
+ * and started later, from Open MPI's progress engine (a callback registered while some module has calls
+ * queued or running), on the GPUs or through the previous module.
+ *
+ * Starts keep the communicator's call order on every rank: the GPU path's sequence numbers and the
+ * previous module's nonblocking tags are taken at the start, so once a call is queued every later
+ * nonblocking call of the communicator queues behind it (with its arguments saved: coll_gpu_wrap.h),
+ * and a blocking call with a GPU path first drains the queue. One call runs on the engine at a time:
+ * the next one on the GPUs starts when it has completed.
+ *
+ * A request completes in progress: MPI_Test, MPI_Wait and every other call that progresses Open MPI
+ * complete it. It holds the communicator until it is freed, so that MPI_Comm_free with calls outstanding
+ * waits for them instead of pulling the module from under them.
+ */
+#include "coll_gpu.h"
+#include "opal/runtime/opal_progress.h"
+
+/* How long a call on device buffers waits at the call for the other ranks' posts before it is queued. */
+#define COLL_GPU_ANSWER_SPIN_NS 20000ULL
+/* A queued call's wait for the agreement checks the late ranks' processes this often. */
+#define COLL_GPU_CHECK_NS 100000000ULL
+
+struct mca_coll_gpu_call_s {
+  ompi_request_t super;
+  mca_coll_gpu_module_t *m;
+  struct ompi_communicator_t *comm;
+  mca_coll_gpu_call_t *next; /* in its module's queue or running list */
+  int planned;               /* it has a GPU path: plan holds it, and it takes part in the agreement */
+  mca_coll_gpu_plan_t plan;
+  int posted, answered; /* its agreement: posted as number n; the answer `all` read */
+  uint64_t n;
+  uint32_t all;
+  uint64_t since, next_check; /* a queued call's wait for the agreement */
+  int reported;
+  mca_coll_gpu_saved_t saved;
+  union {
+    long double align;
+    char bytes[COLL_GPU_SAVED_MAX];
+  } args;
+  ompi_request_t *inner; /* started through the previous module: its request */
+  int freed;             /* MPI_Request_free came before completion */
+};
+
+OBJ_CLASS_INSTANCE(mca_coll_gpu_call_t, ompi_request_t, NULL, NULL);
+
+static struct {
+  mca_coll_gpu_module_t *busy; /* modules with calls queued or running */
+  int registered;              /* the progress callback */
+  int in_progress;             /* the callback is running (it may re-enter through opal_progress) */
+  mca_coll_gpu_call_t *freed;  /* completed calls the application had freed: released after the callback */
+} calls = {NULL, 0, 0, NULL};
+
+static int progress_calls(void);
+
+static void busy(mca_coll_gpu_module_t *m) {
+  if (m->busy) return;
+  m->busy = 1;
+  m->next_busy = calls.busy;
+  calls.busy = m;
+  if (!calls.registered && opal_progress_register(progress_calls) == OPAL_SUCCESS) calls.registered = 1;
+}
+
+static void release(mca_coll_gpu_call_t *c) {
+  struct ompi_communicator_t *comm = c->comm;
+  OMPI_REQUEST_FINI(&c->super);
+  OBJ_RELEASE(c);
+  OBJ_RELEASE(comm);
+}
+
+/* MPI_Wait, MPI_Test and MPI_Request_free: a call freed before it completed is released at completion. */
+static int call_free(ompi_request_t **request) {
+  mca_coll_gpu_call_t *c = (mca_coll_gpu_call_t *)*request;
+  *request = MPI_REQUEST_NULL;
+  if (!REQUEST_COMPLETE(&c->super)) {
+    c->freed = 1;
+    return OMPI_SUCCESS;
+  }
+  release(c);
+  return OMPI_SUCCESS;
+}
+
+/* A collective cannot be cancelled (MPI leaves MPI_Cancel on one erroneous): nothing to do. */
+static int call_cancel(ompi_request_t *request, int flag) {
+  (void)request;
+  (void)flag;
+  return OMPI_SUCCESS;
+}
+
+static mca_coll_gpu_call_t *call_new(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm,
+                                     const mca_coll_gpu_plan_t *pl, const mca_coll_gpu_saved_t *saved) {
+  mca_coll_gpu_call_t *c = OBJ_NEW(mca_coll_gpu_call_t);
+  if (c == NULL) return NULL;
+  OMPI_REQUEST_INIT(&c->super, false);
+  c->super.req_type = OMPI_REQUEST_COLL;
+  c->super.req_state = OMPI_REQUEST_ACTIVE;
+  c->super.req_mpi_object.comm = comm;
+  c->super.req_free = call_free;
+  c->super.req_cancel = call_cancel;
+  c->m = m;
+  c->comm = comm;
+  OBJ_RETAIN(comm);
+  c->next = NULL;
+  c->planned = pl != NULL;
+  if (pl != NULL) {
+    c->plan = *pl;
+    c->plan.args.counts = c->plan.counts;
+  }
+  c->posted = c->answered = 0;
+  c->since = c->next_check = 0;
+  c->reported = 0;
+  c->saved = *saved;
+  if (saved->size > 0) memcpy(c->args.bytes, saved->args, saved->size);
+  c->saved.args = c->args.bytes;
+  saved->hold(c->args.bytes, 1);
+  c->inner = NULL;
+  c->freed = 0;
+  return c;
+}
+
+/* The call's end: its status, and the request completes (MPI_Wait returns). */
+static void finish(mca_coll_gpu_call_t *c, int rc) {
+  c->saved.hold(c->args.bytes, 0);
+  c->super.req_status.MPI_ERROR = rc == OMPI_SUCCESS ? MPI_SUCCESS : MPI_ERR_OTHER;
+  c->super.req_status._ucount = 0;
+  if (c->freed) {
+    c->next = calls.freed;
+    calls.freed = c;
+    return;
+  }
+  ompi_request_complete(&c->super, true);
+}
+
+static void enqueue(mca_coll_gpu_module_t *m, mca_coll_gpu_call_t *c) {
+  if (m->queue == NULL)
+    m->queue = c;
+  else
+    m->queue_tail->next = c;
+  m->queue_tail = c;
+  busy(m);
+}
+
+/* Starts call c on the engine (every rank's answer was the GPU path; the engine is idle). */
+static void start_on_gpu(mca_coll_gpu_call_t *c) {
+  char why[256];
+  if (coll_gpu_engine_start(c->m->engine, &c->plan.args, why, sizeof(why)) == COLL_GPU_SUCCESS) {
+    c->m->on_gpu = c;
+    busy(c->m);
+    COLL_GPU_LOG(COLL_GPU_LVL_TRACE, COLL_GPU_LOG_COLL, "comm %s: %s (%zu bytes) started on the GPUs", c->comm->c_name,
+                 c->saved.name, c->plan.bytes);
+    return;
+  }
+  finish(c, mca_coll_gpu_failed(c->m, c->comm, c->plan.bytes, "on the GPU", why));
+}
+
+/* Starts call c through the previous module (staged where its buffers need it). */
+static void start_previous(mca_coll_gpu_call_t *c) {
+  const int rc = c->saved.start(c->saved.args, c->comm, c->m, &c->inner);
+  if (rc != OMPI_SUCCESS) {
+    finish(c, rc);
+    return;
+  }
+  c->next = c->m->running;
+  c->m->running = c;
+}
+
+/* The ranks a queued call's agreement waits for: a watchdog line after coll_gpu_timeout, and an error
+ * once one of them is gone. Returns 1 when the call failed. */
+static int watch_agreement(mca_coll_gpu_call_t *c, coll_gpu_agree_t *a) {
+  const uint64_t t = coll_gpu_now_ns();
+  if (c->since == 0) {
+    c->since = t;
+    c->next_check = t + COLL_GPU_CHECK_NS;
+    return 0;
+  }
+  const int report = !c->reported && t - c->since >= (uint64_t)mca_coll_gpu_component.timeout * 1000000000ULL;
+  if (t < c->next_check && !report) return 0;
+  c->next_check = t + COLL_GPU_CHECK_NS;
+  uint8_t late[COLL_GPU_MAX_RANKS] = {0}, missing[COLL_GPU_MAX_RANKS] = {0};
+  const uint64_t n = c->posted ? c->n : coll_gpu_agree_last(a) + 1;
+  if (coll_gpu_agree_late(a, n, 1, late, missing)) {
+    char why[256];
+    snprintf(why, sizeof(why), "the process of rank(s)");
+    coll_gpu_append_ranks(why, sizeof(why), missing, ompi_comm_size(c->comm));
+    const size_t at = strlen(why);
+    snprintf(why + at, sizeof(why) - at, " ended before it reached the call");
+    finish(c, mca_coll_gpu_failed(c->m, c->comm, c->plan.bytes, "while the ranks agreed on its path", why));
+    return 1;
+  }
+  if (report) {
+    c->reported = 1;
+    mca_coll_gpu_watch_ctx_t w = {c->comm, c->saved.name, c->plan.bytes};
+    mca_coll_gpu_agree_report(&w, late);
+  }
+  return 0;
+}
+
+/* Moves the first queued call on as far as it can go: 1 when it started (or failed) and left the queue. */
+static int start_first(mca_coll_gpu_module_t *m) {
+  mca_coll_gpu_call_t *c = m->queue;
+  const int uniform = mca_coll_gpu_component.uniform_buffers;
+  coll_gpu_agree_t *a = c->planned && !uniform ? mca_coll_gpu_agreement(m, c->comm) : NULL;
+  const int reads = c->planned && c->plan.mine == COLL_GPU_PATH_GPU;
+  if (a != NULL && !c->posted) {
+    if (!coll_gpu_agree_try_post(a, c->plan.mine, reads, &c->n)) return watch_agreement(c, a);
+    c->posted = 1;
+    c->since = 0;
+  }
+  if (a != NULL && reads && !c->answered) {
+    if (!coll_gpu_agree_test(a, c->n, &c->all)) return watch_agreement(c, a);
+    c->answered = 1;
+  }
+  /* no agreement: the user asserted uniform buffers, or there is none (then, as for blocking calls, staged) */
+  if (a == NULL) c->all = uniform && reads ? COLL_GPU_PATH_GPU : COLL_GPU_PATH_STAGE;
+  if (reads && c->all == COLL_GPU_PATH_GPU && m->engine_state != COLL_GPU_STATE_OFF &&
+      (m->engine != NULL || mca_coll_gpu_create_engine(m, c->comm, &c->plan.mem))) {
+    if (!coll_gpu_engine_idle(m->engine)) return 0;
+    m->queue = c->next;
+    start_on_gpu(c);
+    return 1;
+  }
+  m->queue = c->next;
+  start_previous(c);
+  return 1;
+}
+
+static int progress_module(mca_coll_gpu_module_t *m) {
+  int events = 0;
+  if (m->on_gpu != NULL) {
+    char why[256];
+    int done = 0;
+    const coll_gpu_status_t st = coll_gpu_engine_test(m->engine, &done, why, sizeof(why));
+    if (done) {
+      mca_coll_gpu_call_t *c = m->on_gpu;
+      m->on_gpu = NULL;
+      finish(c,
+             st == COLL_GPU_SUCCESS ? OMPI_SUCCESS : mca_coll_gpu_failed(m, c->comm, c->plan.bytes, "on the GPU", why));
+      ++events;
+    }
+  }
+  for (mca_coll_gpu_call_t **at = &m->running; *at != NULL;) {
+    mca_coll_gpu_call_t *c = *at;
+    if (!REQUEST_COMPLETE(c->inner)) {
+      at = &c->next;
+      continue;
+    }
+    *at = c->next;
+    const int rc = c->inner->req_status.MPI_ERROR == MPI_SUCCESS ? OMPI_SUCCESS : OMPI_ERROR;
+    ompi_request_free(&c->inner);
+    finish(c, rc);
+    ++events;
+  }
+  while (m->queue != NULL && start_first(m)) ++events;
+  return events;
+}
+
+static int progress_calls(void) {
+  if (calls.in_progress || calls.busy == NULL) return 0;
+  calls.in_progress = 1;
+  int events = 0;
+  for (mca_coll_gpu_module_t **at = &calls.busy; *at != NULL;) {
+    mca_coll_gpu_module_t *m = *at;
+    events += progress_module(m);
+    if (m->queue == NULL && m->on_gpu == NULL && m->running == NULL) {
+      m->busy = 0;
+      *at = m->next_busy;
+    } else {
+      at = &m->next_busy;
+    }
+  }
+  while (calls.freed != NULL) { /* last: releasing a communicator may free its module */
+    mca_coll_gpu_call_t *c = calls.freed;
+    calls.freed = c->next;
+    release(c);
+  }
+  calls.in_progress = 0;
+  return events;
+}
+
+void mca_coll_gpu_drain(mca_coll_gpu_module_t *m, int engine) {
+  while (m->queue != NULL || (engine && m->on_gpu != NULL)) opal_progress();
+}
+
+int mca_coll_gpu_defer(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, const mca_coll_gpu_plan_t *pl,
+                       const mca_coll_gpu_saved_t *saved, ompi_request_t **request) {
+  mca_coll_gpu_call_t *c = call_new(m, comm, pl, saved);
+  if (c == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
+  enqueue(m, c);
+  *request = &c->super;
+  COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "comm %s: %s queued, to start from progress", comm->c_name,
+               saved->name);
+  return OMPI_SUCCESS;
+}
+
+int mca_coll_gpu_icall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                       const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc) {
+  if (m->queue != NULL) {
+    *rc = mca_coll_gpu_defer(m, comm, pl, saved, request);
+    return 1;
+  }
+  const int reads = pl->mine == COLL_GPU_PATH_GPU;
+  uint32_t all = pl->mine;
+  uint64_t n = 0;
+  if (!mca_coll_gpu_component.uniform_buffers) {
+    coll_gpu_agree_t *a = mca_coll_gpu_agreement(m, comm);
+    if (a == NULL) return 0; /* no agreement: staged, as blocking calls are */
+    if (!coll_gpu_agree_try_post(a, pl->mine, reads, &n)) {
+      *rc = mca_coll_gpu_defer(m, comm, pl, saved, request); /* 64 calls ahead of a rank: it posts later */
+      return 1;
+    }
+    if (!reads) return 0; /* its own bits decide: staged or the previous module's, at once */
+    int answered = coll_gpu_agree_test(a, n, &all);
+    for (uint64_t until = 0; !answered;) {
+      const uint64_t t = coll_gpu_now_ns();
+      if (until == 0) until = t + COLL_GPU_ANSWER_SPIN_NS;
+      if (t >= until) break;
+      answered = coll_gpu_agree_test(a, n, &all);
+    }
+    if (!answered) {
+      mca_coll_gpu_call_t *c = call_new(m, comm, pl, saved);
+      if (c == NULL) { /* the answer is read at the call after all */
+        *rc = OMPI_ERR_OUT_OF_RESOURCE;
+        return 1;
+      }
+      c->posted = 1;
+      c->n = n;
+      enqueue(m, c);
+      *request = &c->super;
+      *rc = OMPI_SUCCESS;
+      return 1;
+    }
+  }
+  if (all != COLL_GPU_PATH_GPU) return 0;
+  if (m->engine == NULL && !mca_coll_gpu_create_engine(m, comm, &pl->mem)) return 0;
+  mca_coll_gpu_call_t *c = call_new(m, comm, pl, saved);
+  if (c == NULL) {
+    *rc = OMPI_ERR_OUT_OF_RESOURCE;
+    return 1;
+  }
+  c->posted = c->answered = 1;
+  c->n = n;
+  c->all = all;
+  *request = &c->super;
+  *rc = OMPI_SUCCESS;
+  if (m->on_gpu != NULL) {
+    enqueue(m, c); /* it starts when the call on the GPUs has completed */
+    return 1;
+  }
+  start_on_gpu(c);
+  return 1;
+}
+
+void mca_coll_gpu_calls_fini(void) {
+  if (calls.registered) opal_progress_unregister(progress_calls);
+  calls.registered = 0;
+}
+
+/* MPI_Ibarrier carries no buffer, but takes a nonblocking tag of the previous module like every other
+ * nonblocking call: it queues behind the communicator's queued calls too. */
+static int istart_ibarrier(const void *args, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                           ompi_request_t **request) {
+  (void)args;
+  return m->previous_ibarrier(comm, request, m->previous_ibarrier_module);
+}
+
+static void ihold_nothing(void *args, int hold) {
+  (void)args;
+  (void)hold;
+}
+
+int mca_coll_gpu_ibarrier(struct ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(m->queue == NULL)) return m->previous_ibarrier(comm, request, m->previous_ibarrier_module);
+  const mca_coll_gpu_saved_t saved = {istart_ibarrier, ihold_nothing, NULL, 0, "MPI_Ibarrier"};
+  return mca_coll_gpu_defer(m, comm, NULL, &saved, request);
+}

@@ -1,0 +1,310 @@
+/*
+ * Many nonblocking collectives outstanding at once, completed in random order.
+ *
+ * Each round posts 1 to 12 calls on MPI_COMM_WORLD, drawn at random: Iallreduce, Ibcast, Iallgather,
+ * Ireduce, Ireduce_scatter_block, Ireduce_scatter, Ialltoall (the collectives with a GPU path), Igather on
+ * host memory and Ibarrier (through the previous module, behind the others: their starts must keep the
+ * call order), with blocking MPI_Allreduce calls in between. One rank per round computes (spins) a few
+ * milliseconds before it posts, so that the others wait for it. The round completes with MPI_Waitany or
+ * MPI_Testsome in whatever order calls finish. Every output is poisoned before the call, inputs are fresh
+ * random integers, and every result is compared with the sums computed here.
+ *
+ * usage: test_nonblocking [-m KIND] [-i ROUNDS] [-s SEED] [-G] [-f]
+ *   -m  memory kind of the buffers (host; device, managed, pinned, mixed with CUDA)
+ *   -G  the GPU path's calls must stage nothing (coll_gpu_staged_buffers stays put): with -m device
+ *   -f  last, a communicator freed with calls outstanding on it (our requests hold it until they complete)
+ * Prints "test_nonblocking: N ranks, KIND memory, R rounds, C checks: F failed".
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test/mpi/colls.h"
+
+int rank, nranks;
+uint64_t seed = 1;
+tbuf_kind_t kind = TBUF_HOST;
+long checks, failures;
+bool verbose, gpu_path;
+int gap_max_us;
+
+enum { ALLREDUCE, BCAST, ALLGATHER, REDUCE, RSB, RS, ALLTOALL, GATHER, BARRIER, NCALLS };
+static const char *names[] = {
+    "MPI_Iallreduce",      "MPI_Ibcast",    "MPI_Iallgather", "MPI_Ireduce", "MPI_Ireduce_scatter_block",
+    "MPI_Ireduce_scatter", "MPI_Ialltoall", "MPI_Igather",    "MPI_Ibarrier"};
+
+#define MAXCALLS 12
+
+typedef struct {
+  int what, root;
+  size_t count; /* elements per block (ALLREDUCE, REDUCE, BCAST: of the buffer) */
+  int rcounts[64];
+  buf_t s, r;    /* send and receive buffers of the rank's kind (GATHER: host) */
+  int32_t *want; /* the expected receive buffer, NULL where none is defined */
+  size_t want_n; /* its elements */
+  MPI_Request req;
+  char name[96];
+} call_t;
+
+/* The input of rank q in call `id`: element i. */
+static int32_t in(uint64_t id, int q, size_t i) { return (int32_t)(rnd(id, (uint64_t)q, i) & 0xffff) - 0x8000; }
+
+static buf_t buf_of(size_t bytes, int host) {
+  buf_t b = host ? (buf_t){tbuf_alloc(TBUF_HOST, bytes), malloc(bytes ? bytes : 1), bytes, TBUF_HOST} : buf_new(bytes);
+  memset(b.img, POISON, bytes);
+  return b;
+}
+
+static void fill(buf_t *b, uint64_t id, int q, size_t n) {
+  int32_t *v = (int32_t *)b->img;
+  for (size_t i = 0; i < n; ++i) v[i] = in(id, q, i);
+  tbuf_put(b->k, b->dev, b->img, n * sizeof(int32_t));
+}
+
+static void poison(buf_t *b) {
+  memset(b->img, POISON, b->bytes);
+  tbuf_put(b->k, b->dev, b->img, b->bytes);
+}
+
+static size_t draw_count(uint64_t id) {
+  static const size_t sizes[] = {1, 7, 300, 4096, 20000, 70000, 300000};
+  return sizes[rnd(id, 0xc0, 0) % (sizeof(sizes) / sizeof(sizes[0]))];
+}
+
+/* Posts call `id` (the same draw on every rank). */
+static void post(call_t *c, uint64_t id) {
+  const int n = nranks;
+  c->what = (int)(rnd(id, 0xa1, 0) % NCALLS);
+  c->root = (int)(rnd(id, 0x2f, 0) % (uint64_t)n);
+  c->count = draw_count(id);
+  c->want = NULL;
+  c->want_n = 0;
+  const size_t k = c->count;
+  int32_t *w;
+  int err = MPI_SUCCESS;
+  switch (c->what) {
+    case ALLREDUCE:
+    case REDUCE:
+      c->s = buf_of(k * 4, 0);
+      c->r = buf_of(k * 4, 0);
+      fill(&c->s, id, rank, k);
+      poison(&c->r);
+      if (c->what == ALLREDUCE || rank == c->root) {
+        c->want = w = calloc(k, 4);
+        c->want_n = k;
+        for (int q = 0; q < n; ++q)
+          for (size_t i = 0; i < k; ++i) w[i] = (int32_t)((uint32_t)w[i] + (uint32_t)in(id, q, i));
+      }
+      err = c->what == ALLREDUCE
+                ? MPI_Iallreduce(c->s.dev, c->r.dev, (int)k, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD, &c->req)
+                : MPI_Ireduce(c->s.dev, c->r.dev, (int)k, MPI_INT32_T, MPI_SUM, c->root, MPI_COMM_WORLD, &c->req);
+      break;
+    case BCAST:
+      c->s = buf_of(0, 0);
+      c->r = buf_of(k * 4, 0);
+      if (rank == c->root)
+        fill(&c->r, id, c->root, k);
+      else
+        poison(&c->r);
+      c->want = w = malloc(k * 4);
+      c->want_n = k;
+      for (size_t i = 0; i < k; ++i) w[i] = in(id, c->root, i);
+      err = MPI_Ibcast(c->r.dev, (int)k, MPI_INT32_T, c->root, MPI_COMM_WORLD, &c->req);
+      break;
+    case ALLGATHER:
+    case GATHER:
+      c->s = buf_of(k * 4, c->what == GATHER);
+      c->r = buf_of(k * 4 * n, c->what == GATHER);
+      fill(&c->s, id, rank, k);
+      poison(&c->r);
+      if (c->what == ALLGATHER || rank == c->root) {
+        c->want = w = malloc(k * 4 * n);
+        c->want_n = k * n;
+        for (int q = 0; q < n; ++q)
+          for (size_t i = 0; i < k; ++i) w[q * k + i] = in(id, q, i);
+      }
+      err = c->what == ALLGATHER
+                ? MPI_Iallgather(c->s.dev, (int)k, MPI_INT32_T, c->r.dev, (int)k, MPI_INT32_T, MPI_COMM_WORLD, &c->req)
+                : MPI_Igather(c->s.dev, (int)k, MPI_INT32_T, c->r.dev, (int)k, MPI_INT32_T, c->root, MPI_COMM_WORLD,
+                              &c->req);
+      break;
+    case RSB:
+    case RS: {
+      size_t total = 0, mine = 0, begin = 0;
+      for (int q = 0; q < n; ++q) {
+        c->rcounts[q] = c->what == RSB ? (int)k : (int)(rnd(id, 0x5c, (uint64_t)q) % (k + 1));
+        if (q < rank) begin += (size_t)c->rcounts[q];
+        total += (size_t)c->rcounts[q];
+      }
+      mine = (size_t)c->rcounts[rank];
+      c->s = buf_of(total * 4, 0);
+      c->r = buf_of(mine * 4, 0);
+      fill(&c->s, id, rank, total);
+      poison(&c->r);
+      c->want = w = calloc(mine ? mine : 1, 4);
+      c->want_n = mine;
+      for (int q = 0; q < n; ++q)
+        for (size_t i = 0; i < mine; ++i) w[i] = (int32_t)((uint32_t)w[i] + (uint32_t)in(id, q, begin + i));
+      err = c->what == RSB
+                ? MPI_Ireduce_scatter_block(c->s.dev, c->r.dev, (int)k, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD, &c->req)
+                : MPI_Ireduce_scatter(c->s.dev, c->r.dev, c->rcounts, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD, &c->req);
+      break;
+    }
+    case ALLTOALL:
+      c->s = buf_of(k * 4 * n, 0);
+      c->r = buf_of(k * 4 * n, 0);
+      fill(&c->s, id, rank, k * n);
+      poison(&c->r);
+      c->want = w = malloc(k * 4 * n);
+      c->want_n = k * n;
+      for (int q = 0; q < n; ++q) /* block q: rank q's block `rank` */
+        for (size_t i = 0; i < k; ++i) w[q * k + i] = in(id, q, (size_t)rank * k + i);
+      err = MPI_Ialltoall(c->s.dev, (int)k, MPI_INT32_T, c->r.dev, (int)k, MPI_INT32_T, MPI_COMM_WORLD, &c->req);
+      break;
+    default:
+      c->s = buf_of(0, 1);
+      c->r = buf_of(0, 1);
+      err = MPI_Ibarrier(MPI_COMM_WORLD, &c->req);
+  }
+  snprintf(c->name, sizeof(c->name), "call %llu: %s of %zu ints, root %d", (unsigned long long)id, names[c->what], k,
+           c->root);
+  checks++;
+  if (err != MPI_SUCCESS) fail(c->name, "the call returned an error");
+}
+
+static void check(call_t *c) {
+  if (c->want != NULL) {
+    tbuf_get(c->r.k, c->r.img, c->r.dev, c->want_n * 4);
+    check_bytes(c->name, c->r.img, c->want, c->want_n * 4);
+  }
+  tbuf_free(c->s.k, c->s.dev);
+  tbuf_free(c->r.k, c->r.dev);
+  free(c->s.img);
+  free(c->r.img);
+  free(c->want);
+}
+
+/* A blocking allreduce between the nonblocking calls, checked at once. */
+static void blocking(uint64_t id) {
+  const size_t k = draw_count(id);
+  buf_t s = buf_of(k * 4, 0), r = buf_of(k * 4, 0);
+  fill(&s, id, rank, k);
+  poison(&r);
+  char name[64];
+  snprintf(name, sizeof(name), "blocking MPI_Allreduce %llu of %zu ints", (unsigned long long)id, k);
+  checks++;
+  if (MPI_Allreduce(s.dev, r.dev, (int)k, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
+    fail(name, "the call returned an error");
+  int32_t *w = calloc(k, 4);
+  for (int q = 0; q < nranks; ++q)
+    for (size_t i = 0; i < k; ++i) w[i] = (int32_t)((uint32_t)w[i] + (uint32_t)in(id, q, i));
+  tbuf_get(r.k, r.img, r.dev, k * 4);
+  check_bytes(name, r.img, w, k * 4);
+  free(w);
+  tbuf_free(s.k, s.dev);
+  tbuf_free(r.k, r.dev);
+  free(s.img);
+  free(r.img);
+}
+
+static void spin_us(long us) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do clock_gettime(CLOCK_MONOTONIC, &t);
+  while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
+}
+
+static void round_of(int round) {
+  call_t calls[MAXCALLS];
+  const uint64_t base = (uint64_t)round * 1000;
+  const int ncalls = 1 + (int)(rnd(base, 0x77, 0) % MAXCALLS);
+  if (rank == round % nranks) spin_us((long)(rnd(base, 0x99, 0) % 5000)); /* this rank computes: late */
+  for (int i = 0; i < ncalls; ++i) {
+    post(&calls[i], base + (uint64_t)i + 1);
+    if (rnd(base, 0xb1, (uint64_t)i) % 4 == 0) blocking(base + 500 + (uint64_t)i);
+  }
+  MPI_Request reqs[MAXCALLS];
+  for (int i = 0; i < ncalls; ++i) reqs[i] = calls[i].req;
+  int left = ncalls;
+  if (round % 2 == 0) {
+    while (left > 0) {
+      int at;
+      MPI_Waitany(ncalls, reqs, &at, MPI_STATUS_IGNORE);
+      if (at == MPI_UNDEFINED) break;
+      --left;
+    }
+  } else {
+    while (left > 0) {
+      int done, at[MAXCALLS];
+      MPI_Testsome(ncalls, reqs, &done, at, MPI_STATUSES_IGNORE);
+      if (done == MPI_UNDEFINED) break;
+      left -= done;
+    }
+  }
+  for (int i = 0; i < ncalls; ++i) check(&calls[i]);
+}
+
+/* A communicator freed while calls on it are outstanding: they complete, with their results. */
+static void freed_comm(void) {
+  MPI_Comm d;
+  MPI_Comm_dup(MPI_COMM_WORLD, &d);
+  const size_t k = 4096;
+  buf_t s = buf_of(k * 4, 0), r = buf_of(k * 4, 0);
+  fill(&s, 0xf4ee, rank, k);
+  poison(&r);
+  MPI_Request req;
+  checks++;
+  if (MPI_Iallreduce(s.dev, r.dev, (int)k, MPI_INT32_T, MPI_SUM, d, &req) != MPI_SUCCESS)
+    fail("MPI_Iallreduce on a communicator freed next", "the call returned an error");
+  MPI_Comm_free(&d);
+  MPI_Wait(&req, MPI_STATUS_IGNORE);
+  int32_t *w = calloc(k, 4);
+  for (int q = 0; q < nranks; ++q)
+    for (size_t i = 0; i < k; ++i) w[i] = (int32_t)((uint32_t)w[i] + (uint32_t)in(0xf4ee, q, i));
+  tbuf_get(r.k, r.img, r.dev, k * 4);
+  check_bytes("MPI_Iallreduce on a communicator freed before MPI_Wait", r.img, w, k * 4);
+  free(w);
+  tbuf_free(s.k, s.dev);
+  tbuf_free(r.k, r.dev);
+  free(s.img);
+  free(r.img);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  int rounds = 20, opt, freeing = 0;
+  seed = (uint64_t)time(NULL);
+  while ((opt = getopt(argc, argv, "m:i:s:Gf")) != -1) {
+    if (opt == 'm' && tbuf_parse_kind(optarg, &kind) != 0) {
+      fprintf(stderr, "test_nonblocking: unknown or unbuilt memory kind %s\n", optarg);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    if (opt == 'i') rounds = atoi(optarg);
+    if (opt == 's') seed = strtoull(optarg, NULL, 0);
+    if (opt == 'G') gpu_path = true;
+    if (opt == 'f') freeing = 1;
+  }
+  MPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD); /* one draw for all */
+  if (gpu_path) staged_count_open();
+  const unsigned long long staged0 = gpu_path ? staged_count() : 0;
+  for (int round = 0; round < rounds; ++round) round_of(round);
+  if (freeing) freed_comm();
+  if (gpu_path && staged_count() != staged0) {
+    char d[96];
+    snprintf(d, sizeof(d), "%llu buffers staged", staged_count() - staged0);
+    fail("the GPU path's nonblocking calls", d);
+  }
+  long all_failures = 0, all_checks = 0;
+  MPI_Reduce(&failures, &all_failures, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&checks, &all_checks, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank == 0)
+    printf("test_nonblocking: %d ranks, %s memory, %d rounds, %ld checks: %ld failed\n", nranks, tbuf_kind_name(kind),
+           rounds, all_checks, all_failures);
+  MPI_Finalize();
+  return all_failures == 0 ? 0 : 1;
+}
