@@ -26,7 +26,8 @@ typedef struct mca_coll_gpu_call_s mca_coll_gpu_call_t;
 /* The wrapped collectives: X(name) for each module function family that takes a buffer. Each has a
  * blocking form `name`, a nonblocking form `i##name` and a persistent form `name##_init` (Open MPI's
  * MPIX_*_init); Open MPI gives intercommunicators the same table. Barrier carries no buffer and stays
- * with the previous module; reduce_local (MPI_Reduce_local, through MPI_COMM_SELF) is wrapped apart. */
+ * with the previous module, but for MPI_Ibarrier behind queued nonblocking calls (coll_gpu_request.c);
+ * reduce_local (MPI_Reduce_local, through MPI_COMM_SELF) is wrapped apart. */
 // clang-format off
 #define COLL_GPU_FOREACH(X)                                                                        \
   X(allgather) X(allgatherv) X(allreduce) X(alltoall) X(alltoallv) X(alltoallw) X(bcast) X(exscan) \
@@ -250,6 +251,8 @@ int mca_coll_gpu_defer(mca_coll_gpu_module_t *m, struct ompi_communicator_t *com
                        const mca_coll_gpu_saved_t *saved, ompi_request_t **request);
 /* Progresses until every queued call of m has started, and (engine) the call on its GPUs has completed. */
 void mca_coll_gpu_drain(mca_coll_gpu_module_t *m, int engine);
+/* A module's end: its outstanding calls complete (or fail) first, and progress forgets it. */
+void mca_coll_gpu_calls_module_gone(mca_coll_gpu_module_t *m);
 /* Component close: the progress callback goes. */
 void mca_coll_gpu_calls_fini(void);
 

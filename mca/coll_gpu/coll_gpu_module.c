@@ -31,6 +31,7 @@ static void module_construct(mca_coll_gpu_module_t *m) {
 #define COLL_GPU_RELEASE_ALL(name) COLL_GPU_RELEASE(name) COLL_GPU_RELEASE(i##name) COLL_GPU_RELEASE(name##_init)
 
 static void module_destruct(mca_coll_gpu_module_t *m) {
+  mca_coll_gpu_calls_module_gone(m);
   coll_gpu_engine_destroy(m->engine);
   coll_gpu_agree_destroy(m->agree);
   COLL_GPU_FOREACH(COLL_GPU_RELEASE_ALL)

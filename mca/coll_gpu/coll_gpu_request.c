@@ -355,6 +355,20 @@ int mca_coll_gpu_icall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t
   return 1;
 }
 
+void mca_coll_gpu_calls_module_gone(mca_coll_gpu_module_t *m) {
+  if (!m->busy) return;
+  /* MPI_Finalize with calls outstanding on a predefined communicator (the others are held by their calls):
+   * they complete, or fail once a rank they wait for is gone, before the module's engine goes */
+  mca_coll_gpu_drain(m, 1);
+  while (m->running != NULL) opal_progress();
+  for (mca_coll_gpu_module_t **at = &calls.busy; *at != NULL; at = &(*at)->next_busy)
+    if (*at == m) {
+      *at = m->next_busy;
+      break;
+    }
+  m->busy = 0;
+}
+
 void mca_coll_gpu_calls_fini(void) {
   if (calls.registered) opal_progress_unregister(progress_calls);
   calls.registered = 0;

@@ -8,7 +8,9 @@
  *   stage_name(st, comm, ARGS_name(sbuf, rbuf), &hs, &hr)
  *                    stages what the call touches and sets hs and hr to what the previous module gets;
  * and then COLL_GPU_ENTRIES(name), which defines its blocking, nonblocking and persistent entries. A
- * collective whose blocking entry runs on the GPUs uses COLL_GPU_BLOCKING_GPU for that entry instead.
+ * collective with a GPU path uses COLL_GPU_BLOCKING_GPU and COLL_GPU_NONBLOCKING_GPU for those entries
+ * instead. A nonblocking entry also keeps its arguments in a struct made from PARAMS_name (one member
+ * per parameter, read back through ARGS_name), for a start that comes later (coll_gpu_request.c).
  * Every entry hands host buffers straight to the previous module: one check, and no other cost, in a
  * process that never loaded CUDA (mca_coll_gpu_staging_possible).
  */
