@@ -9,9 +9,10 @@
  * MPI_Testsome in whatever order calls finish. Every output is poisoned before the call, inputs are fresh
  * random integers, and every result is compared with the sums computed here.
  *
- * usage: test_nonblocking [-m KIND] [-i ROUNDS] [-s SEED] [-G] [-f]
+ * usage: test_nonblocking [-m KIND] [-i ROUNDS] [-s SEED] [-b CALLS] [-G] [-f]
  *   -m  memory kind of the buffers (host; device, managed, pinned, mixed with CUDA)
  *   -G  the GPU path's calls must stage nothing (coll_gpu_staged_buffers stays put): with -m device
+ *   -b  then one round of CALLS calls (more than the path agreement's 64 ahead of a rank 300 ms late)
  *   -f  last, a communicator freed with calls outstanding on it (our requests hold it until they complete)
  * Prints "test_nonblocking: N ranks, KIND memory, R rounds, C checks: F failed".
  */
@@ -69,9 +70,11 @@ static void poison(buf_t *b) {
   tbuf_put(b->k, b->dev, b->img, b->bytes);
 }
 
+static int small_counts; /* a burst's calls: up to 4096 elements, no blocking call between them */
+
 static size_t draw_count(uint64_t id) {
   static const size_t sizes[] = {1, 7, 300, 4096, 20000, 70000, 300000};
-  return sizes[rnd(id, 0xc0, 0) % (sizeof(sizes) / sizeof(sizes[0]))];
+  return sizes[rnd(id, 0xc0, 0) % (small_counts ? 4 : sizeof(sizes) / sizeof(sizes[0]))];
 }
 
 /* Posts call `id` (the same draw on every rank). */
@@ -217,16 +220,18 @@ static void spin_us(long us) {
   while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
 }
 
-static void round_of(int round) {
-  call_t calls[MAXCALLS];
+/* One round: `ncalls` calls (0: 1 to MAXCALLS, drawn), one rank `late_us` late (0: up to 5 ms, drawn). */
+static void round_of(int round, int ncalls, long late_us) {
+  call_t *calls = malloc(sizeof(call_t) * (size_t)(ncalls > 0 ? ncalls : MAXCALLS));
+  MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t)(ncalls > 0 ? ncalls : MAXCALLS));
   const uint64_t base = (uint64_t)round * 1000;
-  const int ncalls = 1 + (int)(rnd(base, 0x77, 0) % MAXCALLS);
-  if (rank == round % nranks) spin_us((long)(rnd(base, 0x99, 0) % 5000)); /* this rank computes: late */
+  if (ncalls == 0) ncalls = 1 + (int)(rnd(base, 0x77, 0) % MAXCALLS);
+  if (late_us == 0) late_us = (long)(rnd(base, 0x99, 0) % 5000);
+  if (rank == round % nranks) spin_us(late_us); /* this rank computes: late */
   for (int i = 0; i < ncalls; ++i) {
     post(&calls[i], base + (uint64_t)i + 1);
-    if (rnd(base, 0xb1, (uint64_t)i) % 4 == 0) blocking(base + 500 + (uint64_t)i);
+    if (!small_counts && rnd(base, 0xb1, (uint64_t)i) % 4 == 0) blocking(base + 500 + (uint64_t)i);
   }
-  MPI_Request reqs[MAXCALLS];
   for (int i = 0; i < ncalls; ++i) reqs[i] = calls[i].req;
   int left = ncalls;
   if (round % 2 == 0) {
@@ -238,13 +243,16 @@ static void round_of(int round) {
     }
   } else {
     while (left > 0) {
-      int done, at[MAXCALLS];
+      int done, *at = malloc(sizeof(int) * (size_t)ncalls);
       MPI_Testsome(ncalls, reqs, &done, at, MPI_STATUSES_IGNORE);
+      free(at);
       if (done == MPI_UNDEFINED) break;
       left -= done;
     }
   }
   for (int i = 0; i < ncalls; ++i) check(&calls[i]);
+  free(calls);
+  free(reqs);
 }
 
 /* A communicator freed while calls on it are outstanding: they complete, with their results. */
@@ -277,9 +285,9 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  int rounds = 20, opt, freeing = 0;
+  int rounds = 20, opt, freeing = 0, burst = 0;
   seed = (uint64_t)time(NULL);
-  while ((opt = getopt(argc, argv, "m:i:s:Gf")) != -1) {
+  while ((opt = getopt(argc, argv, "m:i:s:b:Gf")) != -1) {
     if (opt == 'm' && tbuf_parse_kind(optarg, &kind) != 0) {
       fprintf(stderr, "test_nonblocking: unknown or unbuilt memory kind %s\n", optarg);
       MPI_Abort(MPI_COMM_WORLD, 2);
@@ -288,11 +296,16 @@ int main(int argc, char **argv) {
     if (opt == 's') seed = strtoull(optarg, NULL, 0);
     if (opt == 'G') gpu_path = true;
     if (opt == 'f') freeing = 1;
+    if (opt == 'b') burst = atoi(optarg);
   }
   MPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD); /* one draw for all */
   if (gpu_path) staged_count_open();
   const unsigned long long staged0 = gpu_path ? staged_count() : 0;
-  for (int round = 0; round < rounds; ++round) round_of(round);
+  for (int round = 0; round < rounds; ++round) round_of(round, 0, 0);
+  /* more calls than the path agreement's window ahead of a rank 300 ms late: the others queue the calls
+   * past the window and start them from progress, in order */
+  small_counts = 1;
+  if (burst > 0) round_of(rounds, burst, 300000);
   if (freeing) freed_comm();
   if (gpu_path && staged_count() != staged0) {
     char d[96];
