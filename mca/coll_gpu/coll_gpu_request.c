@@ -15,9 +15,14 @@
  * the next one on the GPUs starts when it has completed.
  *
  * A request completes in progress: MPI_Test, MPI_Wait and every other call that progresses Open MPI
- * complete it. It holds the communicator until it is freed, so that MPI_Comm_free with calls outstanding
- * waits for them instead of pulling the module from under them.
+ * complete it. With threads, one lock guards the queues and running lists: progress takes it if it is
+ * free and otherwise leaves the work to the thread that holds it; an entry adds to its own module's queue
+ * only (MPI forbids two collectives on one communicator at once), so its unlocked look at that queue can
+ * only be stale in the safe direction. It holds the communicator until it is freed, so that MPI_Comm_free with calls
+ * outstanding waits for them instead of pulling the module from under them.
  */
+#include <pthread.h>
+
 #include "coll_gpu.h"
 #include "opal/runtime/opal_progress.h"
 
@@ -58,6 +63,15 @@ static struct {
 
 static int progress_calls(void);
 
+static pthread_mutex_t calls_lock = PTHREAD_MUTEX_INITIALIZER;
+static void lock(void) {
+  if (opal_using_threads()) pthread_mutex_lock(&calls_lock);
+}
+static int trylock(void) { return !opal_using_threads() || pthread_mutex_trylock(&calls_lock) == 0; }
+static void unlock(void) {
+  if (opal_using_threads()) pthread_mutex_unlock(&calls_lock);
+}
+
 static void busy(mca_coll_gpu_module_t *m) {
   if (m->busy) return;
   m->busy = 1;
@@ -77,11 +91,11 @@ static void release(mca_coll_gpu_call_t *c) {
 static int call_free(ompi_request_t **request) {
   mca_coll_gpu_call_t *c = (mca_coll_gpu_call_t *)*request;
   *request = MPI_REQUEST_NULL;
-  if (!REQUEST_COMPLETE(&c->super)) {
-    c->freed = 1;
-    return OMPI_SUCCESS;
-  }
-  release(c);
+  lock();
+  const int pending = !REQUEST_COMPLETE(&c->super);
+  c->freed = pending;
+  unlock();
+  if (!pending) release(c);
   return OMPI_SUCCESS;
 }
 
@@ -260,7 +274,7 @@ static int progress_module(mca_coll_gpu_module_t *m) {
 }
 
 static int progress_calls(void) {
-  if (calls.in_progress || calls.busy == NULL) return 0;
+  if (calls.in_progress || calls.busy == NULL || !trylock()) return 0;
   calls.in_progress = 1;
   int events = 0;
   for (mca_coll_gpu_module_t **at = &calls.busy; *at != NULL;) {
@@ -273,12 +287,15 @@ static int progress_calls(void) {
       at = &m->next_busy;
     }
   }
-  while (calls.freed != NULL) { /* last: releasing a communicator may free its module */
-    mca_coll_gpu_call_t *c = calls.freed;
-    calls.freed = c->next;
+  mca_coll_gpu_call_t *freed = calls.freed;
+  calls.freed = NULL;
+  calls.in_progress = 0;
+  unlock();
+  while (freed != NULL) { /* last, unlocked: releasing a communicator may free its module */
+    mca_coll_gpu_call_t *c = freed;
+    freed = c->next;
     release(c);
   }
-  calls.in_progress = 0;
   return events;
 }
 
@@ -290,7 +307,9 @@ int mca_coll_gpu_defer(mca_coll_gpu_module_t *m, struct ompi_communicator_t *com
                        const mca_coll_gpu_saved_t *saved, ompi_request_t **request) {
   mca_coll_gpu_call_t *c = call_new(m, comm, pl, saved);
   if (c == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
+  lock();
   enqueue(m, c);
+  unlock();
   *request = &c->super;
   COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "comm %s: %s queued, to start from progress", comm->c_name,
                saved->name);
@@ -329,7 +348,9 @@ int mca_coll_gpu_icall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t
       }
       c->posted = 1;
       c->n = n;
+      lock();
       enqueue(m, c);
+      unlock();
       *request = &c->super;
       *rc = OMPI_SUCCESS;
       return 1;
@@ -347,11 +368,12 @@ int mca_coll_gpu_icall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t
   c->all = all;
   *request = &c->super;
   *rc = OMPI_SUCCESS;
-  if (m->on_gpu != NULL) {
+  lock();
+  if (m->on_gpu != NULL)
     enqueue(m, c); /* it starts when the call on the GPUs has completed */
-    return 1;
-  }
-  start_on_gpu(c);
+  else
+    start_on_gpu(c);
+  unlock();
   return 1;
 }
 
@@ -361,12 +383,14 @@ void mca_coll_gpu_calls_module_gone(mca_coll_gpu_module_t *m) {
    * they complete, or fail once a rank they wait for is gone, before the module's engine goes */
   mca_coll_gpu_drain(m, 1);
   while (m->running != NULL) opal_progress();
+  lock();
   for (mca_coll_gpu_module_t **at = &calls.busy; *at != NULL; at = &(*at)->next_busy)
     if (*at == m) {
       *at = m->next_busy;
       break;
     }
   m->busy = 0;
+  unlock();
 }
 
 void mca_coll_gpu_calls_fini(void) {
