@@ -88,6 +88,7 @@ typedef struct mca_coll_gpu_module_t {
   mca_coll_gpu_call_t *queue, *queue_tail; /* not started yet, in call order */
   mca_coll_gpu_call_t *on_gpu;             /* started on the engine, not completed */
   mca_coll_gpu_call_t *running;            /* started through the previous module, not completed */
+  mca_coll_gpu_call_t *answers;            /* persistent calls whose agreement, posted at init, is unread */
   int busy;                                /* in the list progress goes through */
   struct mca_coll_gpu_module_t *next_busy;
 } mca_coll_gpu_module_t;
@@ -246,6 +247,15 @@ int mca_coll_gpu_imove_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicat
                            const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc);
 int mca_coll_gpu_icall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
                        const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc);
+/* The persistent forms: *request, the previous module's persistent request on staged buffers just made,
+ * becomes ours when the call has a GPU path this rank may take (its agreement posted now, in init order);
+ * each MPI_Start then runs on the GPUs, or starts that request. */
+int mca_coll_gpu_preduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
+                                mca_coll_gpu_module_t *m, ompi_request_t **request);
+int mca_coll_gpu_pmove_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                           ompi_request_t **request);
+int mca_coll_gpu_pcall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                       ompi_request_t **request);
 /* Queues a nonblocking call behind the ones queued before it (pl: its GPU path, or NULL for none). */
 int mca_coll_gpu_defer(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, const mca_coll_gpu_plan_t *pl,
                        const mca_coll_gpu_saved_t *saved, ompi_request_t **request);

@@ -40,7 +40,12 @@ static int igpu_bcast(PARAMS_bcast, struct ompi_communicator_t *comm, mca_coll_g
 }
 COLL_GPU_BLOCKING_GPU(bcast, coll_gpu_bytes(dtype, count), gpu_bcast)
 COLL_GPU_NONBLOCKING_GPU(bcast, coll_gpu_bytes(dtype, count), igpu_bcast)
-COLL_GPU_PERSISTENT(bcast)
+static int pgpu_bcast(PARAMS_bcast, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                      ompi_request_t **request) {
+  const mca_coll_gpu_move_t mv = {COLL_GPU_COLL_BCAST, NULL, 0, NULL, rbuf, count, dtype, root};
+  return mca_coll_gpu_pmove_gpu(&mv, comm, m, request);
+}
+COLL_GPU_PERSISTENT_GPU(bcast, coll_gpu_bytes(dtype, count), pgpu_bcast)
 
 /* ------------------------------------------------------------------ MPI_Gather(v): blocks to the root */
 
@@ -160,7 +165,12 @@ static int igpu_allgather(PARAMS_allgather, struct ompi_communicator_t *comm, mc
 }
 COLL_GPU_BLOCKING_GPU(allgather, coll_gpu_bytes(rdtype, rcount), gpu_allgather)
 COLL_GPU_NONBLOCKING_GPU(allgather, coll_gpu_bytes(rdtype, rcount), igpu_allgather)
-COLL_GPU_PERSISTENT(allgather)
+static int pgpu_allgather(PARAMS_allgather, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                          ompi_request_t **request) {
+  const mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLGATHER, sbuf, scount, sdtype, rbuf, rcount, rdtype, 0};
+  return mca_coll_gpu_pmove_gpu(&mv, comm, m, request);
+}
+COLL_GPU_PERSISTENT_GPU(allgather, coll_gpu_bytes(rdtype, rcount), pgpu_allgather)
 
 #define PARAMS_allgatherv                                                                                          \
   const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts, const int *displs, \
@@ -200,7 +210,12 @@ static int igpu_alltoall(PARAMS_alltoall, struct ompi_communicator_t *comm, mca_
 }
 COLL_GPU_BLOCKING_GPU(alltoall, coll_gpu_bytes(rdtype, rcount), gpu_alltoall)
 COLL_GPU_NONBLOCKING_GPU(alltoall, coll_gpu_bytes(rdtype, rcount), igpu_alltoall)
-COLL_GPU_PERSISTENT(alltoall)
+static int pgpu_alltoall(PARAMS_alltoall, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                         ompi_request_t **request) {
+  const mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLTOALL, sbuf, scount, sdtype, rbuf, rcount, rdtype, 0};
+  return mca_coll_gpu_pmove_gpu(&mv, comm, m, request);
+}
+COLL_GPU_PERSISTENT_GPU(alltoall, coll_gpu_bytes(rdtype, rcount), pgpu_alltoall)
 
 #define PARAMS_alltoallv                                                                                \
   const void *sbuf, const int *scounts, const int *sdispls, struct ompi_datatype_t *sdtype, void *rbuf, \

@@ -37,7 +37,12 @@ static int igpu_allreduce(PARAMS_allreduce, struct ompi_communicator_t *comm, mc
 }
 COLL_GPU_BLOCKING_GPU(allreduce, (size_t)count, gpu_allreduce)
 COLL_GPU_NONBLOCKING_GPU(allreduce, (size_t)count, igpu_allreduce)
-COLL_GPU_PERSISTENT(allreduce)
+static int pgpu_allreduce(PARAMS_allreduce, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                          ompi_request_t **request) {
+  const mca_coll_gpu_reduction_t rd = {COLL_GPU_COLL_ALLREDUCE, NAME_allreduce, sbuf, rbuf, count, NULL, dtype, op, 0};
+  return mca_coll_gpu_preduction_gpu(&rd, comm, m, request);
+}
+COLL_GPU_PERSISTENT_GPU(allreduce, (size_t)count, pgpu_allreduce)
 
 /* ------------------------------------------------------------------ MPI_Reduce: the result at the root */
 
@@ -71,7 +76,12 @@ static int igpu_reduce(PARAMS_reduce, struct ompi_communicator_t *comm, mca_coll
 }
 COLL_GPU_BLOCKING_GPU(reduce, (size_t)count, gpu_reduce)
 COLL_GPU_NONBLOCKING_GPU(reduce, (size_t)count, igpu_reduce)
-COLL_GPU_PERSISTENT(reduce)
+static int pgpu_reduce(PARAMS_reduce, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                       ompi_request_t **request) {
+  const mca_coll_gpu_reduction_t rd = {COLL_GPU_COLL_REDUCE, NAME_reduce, sbuf, rbuf, count, NULL, dtype, op, root};
+  return mca_coll_gpu_preduction_gpu(&rd, comm, m, request);
+}
+COLL_GPU_PERSISTENT_GPU(reduce, (size_t)count, pgpu_reduce)
 
 /* ------------------------------------------------------------------ MPI_Scan, MPI_Exscan (intra only) */
 
@@ -144,7 +154,13 @@ static int igpu_reduce_scatter(PARAMS_reduce_scatter, struct ompi_communicator_t
 }
 COLL_GPU_BLOCKING_GPU(reduce_scatter, scattered_total(comm, rcounts), gpu_reduce_scatter)
 COLL_GPU_NONBLOCKING_GPU(reduce_scatter, scattered_total(comm, rcounts), igpu_reduce_scatter)
-COLL_GPU_PERSISTENT(reduce_scatter)
+static int pgpu_reduce_scatter(PARAMS_reduce_scatter, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                               ompi_request_t **request) {
+  const mca_coll_gpu_reduction_t rd = {
+      COLL_GPU_COLL_REDUCE_SCATTER, NAME_reduce_scatter, sbuf, rbuf, 0, rcounts, dtype, op, 0};
+  return mca_coll_gpu_preduction_gpu(&rd, comm, m, request);
+}
+COLL_GPU_PERSISTENT_GPU(reduce_scatter, scattered_total(comm, rcounts), pgpu_reduce_scatter)
 
 #define PARAMS_reduce_scatter_block \
   const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype, struct ompi_op_t *op
@@ -169,7 +185,13 @@ static int igpu_reduce_scatter_block(PARAMS_reduce_scatter_block, struct ompi_co
 }
 COLL_GPU_BLOCKING_GPU(reduce_scatter_block, (size_t)rcount, gpu_reduce_scatter_block)
 COLL_GPU_NONBLOCKING_GPU(reduce_scatter_block, (size_t)rcount, igpu_reduce_scatter_block)
-COLL_GPU_PERSISTENT(reduce_scatter_block)
+static int pgpu_reduce_scatter_block(PARAMS_reduce_scatter_block, struct ompi_communicator_t *comm,
+                                     mca_coll_gpu_module_t *m, ompi_request_t **request) {
+  const mca_coll_gpu_reduction_t rd = {
+      COLL_GPU_COLL_REDUCE_SCATTER, NAME_reduce_scatter_block, sbuf, rbuf, rcount, NULL, dtype, op, 0};
+  return mca_coll_gpu_preduction_gpu(&rd, comm, m, request);
+}
+COLL_GPU_PERSISTENT_GPU(reduce_scatter_block, (size_t)rcount, pgpu_reduce_scatter_block)
 
 /* ------------------------------------------------------------------ MPI_Reduce_local */
 

@@ -390,6 +390,12 @@ int mca_coll_gpu_ireduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_
   return plan_reduction(rd, comm, m, &pl) && mca_coll_gpu_icall(&pl, comm, m, saved, request, rc);
 }
 
+int mca_coll_gpu_preduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
+                                mca_coll_gpu_module_t *m, ompi_request_t **request) {
+  mca_coll_gpu_plan_t pl;
+  return plan_reduction(rd, comm, m, &pl) ? mca_coll_gpu_pcall(&pl, comm, m, request) : OMPI_SUCCESS;
+}
+
 /* ------------------------------------------------------------------ the moves: bcast, allgather, alltoall */
 
 /* Where `count` elements of dt start, when they are one contiguous run of bytes; NULL otherwise. */
@@ -451,4 +457,10 @@ int mca_coll_gpu_imove_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicat
                            const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc) {
   mca_coll_gpu_plan_t pl;
   return plan_move(mv, comm, m, &pl) && mca_coll_gpu_icall(&pl, comm, m, saved, request, rc);
+}
+
+int mca_coll_gpu_pmove_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                           ompi_request_t **request) {
+  mca_coll_gpu_plan_t pl;
+  return plan_move(mv, comm, m, &pl) ? mca_coll_gpu_pcall(&pl, comm, m, request) : OMPI_SUCCESS;
 }

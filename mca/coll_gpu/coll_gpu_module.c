@@ -21,7 +21,7 @@ static void module_construct(mca_coll_gpu_module_t *m) {
   m->engine_state = COLL_GPU_STATE_NONE;
   m->agree = NULL;
   m->agree_state = COLL_GPU_STATE_NONE;
-  m->queue = m->queue_tail = m->on_gpu = m->running = NULL;
+  m->queue = m->queue_tail = m->on_gpu = m->running = m->answers = NULL;
   m->busy = 0;
   m->next_busy = NULL;
 }

@@ -50,6 +50,11 @@ struct mca_coll_gpu_call_s {
   } args;
   ompi_request_t *inner; /* started through the previous module: its request */
   int freed;             /* MPI_Request_free came before completion */
+  /* a persistent call: inner is the previous module's persistent request on staged buffers, made at init */
+  int persistent;
+  int queued;                       /* in its module's queue: its agreement's post, or a start, waits there */
+  int start_pending;                /* MPI_Start came while it was queued for its post */
+  mca_coll_gpu_call_t *next_answer; /* in its module's list of agreements posted at init, not read yet */
 };
 
 OBJ_CLASS_INSTANCE(mca_coll_gpu_call_t, ompi_request_t, NULL, NULL);
@@ -82,6 +87,7 @@ static void busy(mca_coll_gpu_module_t *m) {
 
 static void release(mca_coll_gpu_call_t *c) {
   struct ompi_communicator_t *comm = c->comm;
+  if (c->persistent && c->inner != NULL) ompi_request_free(&c->inner); /* the staged request and its buffers */
   OMPI_REQUEST_FINI(&c->super);
   OBJ_RELEASE(c);
   OBJ_RELEASE(comm);
@@ -91,8 +97,12 @@ static void release(mca_coll_gpu_call_t *c) {
 static int call_free(ompi_request_t **request) {
   mca_coll_gpu_call_t *c = (mca_coll_gpu_call_t *)*request;
   *request = MPI_REQUEST_NULL;
+  /* an active persistent call completes first, as the staged ones do */
+  if (c->persistent && c->super.req_state == OMPI_REQUEST_ACTIVE) ompi_request_wait_completion(&c->super);
   lock();
-  const int pending = !REQUEST_COMPLETE(&c->super);
+  /* a persistent call whose post, or answer, is still to come stays until then: every rank reads it */
+  const int pending =
+      c->persistent ? c->queued || (c->next_answer != NULL || c->m->answers == c) : !REQUEST_COMPLETE(&c->super);
   c->freed = pending;
   unlock();
   if (!pending) release(c);
@@ -128,18 +138,24 @@ static mca_coll_gpu_call_t *call_new(mca_coll_gpu_module_t *m, struct ompi_commu
   c->posted = c->answered = 0;
   c->since = c->next_check = 0;
   c->reported = 0;
+  c->inner = NULL;
+  c->freed = 0;
+  c->persistent = c->queued = c->start_pending = 0;
+  c->next_answer = NULL;
+  if (saved == NULL) { /* a persistent call: its arguments live in inner */
+    memset(&c->saved, 0, sizeof(c->saved));
+    return c;
+  }
   c->saved = *saved;
   if (saved->size > 0) memcpy(c->args.bytes, saved->args, saved->size);
   c->saved.args = c->args.bytes;
   saved->hold(c->args.bytes, 1);
-  c->inner = NULL;
-  c->freed = 0;
   return c;
 }
 
 /* The call's end: its status, and the request completes (MPI_Wait returns). */
 static void finish(mca_coll_gpu_call_t *c, int rc) {
-  c->saved.hold(c->args.bytes, 0);
+  if (!c->persistent) c->saved.hold(c->args.bytes, 0);
   c->super.req_status.MPI_ERROR = rc == OMPI_SUCCESS ? MPI_SUCCESS : MPI_ERR_OTHER;
   c->super.req_status._ucount = 0;
   if (c->freed) {
@@ -156,6 +172,7 @@ static void enqueue(mca_coll_gpu_module_t *m, mca_coll_gpu_call_t *c) {
   else
     m->queue_tail->next = c;
   m->queue_tail = c;
+  c->queued = 1;
   busy(m);
 }
 
@@ -174,7 +191,8 @@ static void start_on_gpu(mca_coll_gpu_call_t *c) {
 
 /* Starts call c through the previous module (staged where its buffers need it). */
 static void start_previous(mca_coll_gpu_call_t *c) {
-  const int rc = c->saved.start(c->saved.args, c->comm, c->m, &c->inner);
+  const int rc =
+      c->persistent ? c->inner->req_start(1, &c->inner) : c->saved.start(c->saved.args, c->comm, c->m, &c->inner);
   if (rc != OMPI_SUCCESS) {
     finish(c, rc);
     return;
@@ -214,6 +232,31 @@ static int watch_agreement(mca_coll_gpu_call_t *c, coll_gpu_agree_t *a) {
   return 0;
 }
 
+/* A persistent call whose agreement was posted at its init: progress reads the answer (every rank must,
+ * for the window to move on) whether or not it is started. */
+static void want_answer(mca_coll_gpu_module_t *m, mca_coll_gpu_call_t *c) {
+  c->next_answer = m->answers;
+  m->answers = c;
+  busy(m);
+}
+
+static void read_answers(mca_coll_gpu_module_t *m) {
+  for (mca_coll_gpu_call_t **at = &m->answers; *at != NULL;) {
+    mca_coll_gpu_call_t *c = *at;
+    if (!c->answered && !coll_gpu_agree_test(m->agree, c->n, &c->all)) {
+      at = &c->next_answer;
+      continue;
+    }
+    c->answered = 1;
+    *at = c->next_answer;
+    c->next_answer = NULL;
+    if (c->freed) {
+      c->next = calls.freed;
+      calls.freed = c;
+    }
+  }
+}
+
 /* Moves the first queued call on as far as it can go: 1 when it started (or failed) and left the queue. */
 static int start_first(mca_coll_gpu_module_t *m) {
   mca_coll_gpu_call_t *c = m->queue;
@@ -225,6 +268,17 @@ static int start_first(mca_coll_gpu_module_t *m) {
     c->posted = 1;
     c->since = 0;
   }
+  if (c->persistent && !c->start_pending) { /* its init's post, now made: the answer is read in progress */
+    m->queue = c->next;
+    c->queued = 0;
+    if (reads && !c->answered) {
+      want_answer(m, c);
+    } else if (c->freed) {
+      c->next = calls.freed;
+      calls.freed = c;
+    }
+    return 1;
+  }
   if (a != NULL && reads && !c->answered) {
     if (!coll_gpu_agree_test(a, c->n, &c->all)) return watch_agreement(c, a);
     c->answered = 1;
@@ -235,10 +289,12 @@ static int start_first(mca_coll_gpu_module_t *m) {
       (m->engine != NULL || mca_coll_gpu_create_engine(m, c->comm, &c->plan.mem))) {
     if (!coll_gpu_engine_idle(m->engine)) return 0;
     m->queue = c->next;
+    c->queued = c->start_pending = 0;
     start_on_gpu(c);
     return 1;
   }
   m->queue = c->next;
+  c->queued = c->start_pending = 0;
   start_previous(c);
   return 1;
 }
@@ -265,10 +321,14 @@ static int progress_module(mca_coll_gpu_module_t *m) {
     }
     *at = c->next;
     const int rc = c->inner->req_status.MPI_ERROR == MPI_SUCCESS ? OMPI_SUCCESS : OMPI_ERROR;
-    ompi_request_free(&c->inner);
+    if (c->persistent)
+      c->inner->req_state = OMPI_REQUEST_INACTIVE; /* as MPI_Wait leaves it, for the next start */
+    else
+      ompi_request_free(&c->inner);
     finish(c, rc);
     ++events;
   }
+  if (m->answers != NULL) read_answers(m);
   while (m->queue != NULL && start_first(m)) ++events;
   return events;
 }
@@ -280,7 +340,7 @@ static int progress_calls(void) {
   for (mca_coll_gpu_module_t **at = &calls.busy; *at != NULL;) {
     mca_coll_gpu_module_t *m = *at;
     events += progress_module(m);
-    if (m->queue == NULL && m->on_gpu == NULL && m->running == NULL) {
+    if (m->queue == NULL && m->on_gpu == NULL && m->running == NULL && m->answers == NULL) {
       m->busy = 0;
       *at = m->next_busy;
     } else {
@@ -375,6 +435,80 @@ int mca_coll_gpu_icall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t
     start_on_gpu(c);
   unlock();
   return 1;
+}
+
+/* MPI_Start(all) of persistent calls with a GPU path: the path was agreed on at init (its answer read
+ * here when progress has not read it yet); on the GPUs the call starts on the engine as a nonblocking
+ * one does, otherwise the staged request made at init starts. In the communicator's call order: behind
+ * queued calls, it queues too. */
+static int call_start(size_t count, ompi_request_t **requests) {
+  for (size_t i = 0; i < count; ++i) {
+    mca_coll_gpu_call_t *c = (mca_coll_gpu_call_t *)requests[i];
+    mca_coll_gpu_module_t *m = c->m;
+    const int reads = c->plan.mine == COLL_GPU_PATH_GPU;
+    c->super.req_state = OMPI_REQUEST_ACTIVE;
+    c->super.req_complete = REQUEST_PENDING;
+    c->super.req_status.MPI_ERROR = MPI_SUCCESS;
+    lock();
+    if (!c->queued && m->queue == NULL && reads && !c->answered && c->posted) {
+      int answered = coll_gpu_agree_test(m->agree, c->n, &c->all);
+      for (uint64_t until = coll_gpu_now_ns() + COLL_GPU_ANSWER_SPIN_NS; !answered && coll_gpu_now_ns() < until;)
+        answered = coll_gpu_agree_test(m->agree, c->n, &c->all);
+      c->answered = answered;
+    }
+    const int gpu = reads && c->answered && c->all == COLL_GPU_PATH_GPU && m->engine_state != COLL_GPU_STATE_OFF;
+    if (c->queued || m->queue != NULL || (reads && !c->answered) || (gpu && m->engine == NULL)) {
+      c->start_pending = 1; /* from progress, in order (which creates the engine, collectively) */
+      if (!c->queued) enqueue(m, c);
+    } else if (gpu && m->on_gpu != NULL) {
+      c->start_pending = 1;
+      enqueue(m, c);
+    } else if (gpu) {
+      start_on_gpu(c);
+    } else {
+      start_previous(c);
+    }
+    unlock();
+  }
+  return OMPI_SUCCESS;
+}
+
+int mca_coll_gpu_pcall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                       ompi_request_t **request) {
+  const int uniform = mca_coll_gpu_component.uniform_buffers;
+  coll_gpu_agree_t *a = uniform ? NULL : mca_coll_gpu_agreement(m, comm);
+  if (!uniform && a == NULL) return OMPI_SUCCESS; /* no agreement: staged at every start, as today */
+  const int reads = pl->mine == COLL_GPU_PATH_GPU;
+  if (uniform && !reads) return OMPI_SUCCESS;
+  uint64_t n = 0;
+  lock();
+  const int posted = a != NULL && m->queue == NULL && coll_gpu_agree_try_post(a, pl->mine, reads, &n);
+  unlock();
+  if (posted && !reads) return OMPI_SUCCESS; /* its own bits decide: the staged request serves every start */
+  mca_coll_gpu_call_t *c = call_new(m, comm, pl, NULL);
+  if (c == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
+  c->persistent = 1;
+  c->inner = *request;
+  c->super.req_persistent = true;
+  c->super.req_complete = REQUEST_COMPLETED;
+  c->super.req_state = OMPI_REQUEST_INACTIVE;
+  c->super.req_start = call_start;
+  lock();
+  if (a == NULL) {
+    c->answered = 1;
+    c->all = COLL_GPU_PATH_GPU; /* the user asserted uniform buffers */
+  } else if (posted) {
+    c->posted = 1;
+    c->n = n;
+    want_answer(m, c);
+  } else {
+    enqueue(m, c); /* its post waits for the calls queued before it, or for room */
+  }
+  unlock();
+  *request = &c->super;
+  COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "comm %s: %s_init on the GPU path, its agreement %s",
+               comm->c_name, pl->name, posted ? "posted" : "queued");
+  return OMPI_SUCCESS;
 }
 
 void mca_coll_gpu_calls_module_gone(mca_coll_gpu_module_t *m) {

@@ -185,13 +185,11 @@ static inline void coll_gpu_hold_nothing(const void *at, int hold) {
     return istaged_##name(ARGS_##name(sbuf, rbuf), comm, request, m);                                         \
   }
 
-#define COLL_GPU_PERSISTENT(name)                                                                                 \
-  int mca_coll_gpu_##name##_init(PARAMS_##name, struct ompi_communicator_t *comm, struct ompi_info_t *info,       \
-                                 ompi_request_t **request, mca_coll_base_module_t *module) {                      \
-    mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;                                                   \
-    if (OPAL_LIKELY(!mca_coll_gpu_staging_possible()))                                                            \
-      return m->previous_##name##_init(ARGS_##name(sbuf, rbuf), comm, info, request,                              \
-                                       m->previous_##name##_init_module);                                         \
+/* The persistent entry through the previous module, as static pstaged_name(PARAMS_name, comm, info, request,
+ * m): its request made on the bounce buffers, which every MPI_Start copies in and out. */
+#define COLL_GPU_PSTAGED(name)                                                                                    \
+  static int pstaged_##name(PARAMS_##name, struct ompi_communicator_t *comm, struct ompi_info_t *info,            \
+                            ompi_request_t **request, mca_coll_gpu_module_t *m) {                                 \
     coll_gpu_stage_t st;                                                                                          \
     void *hs, *hr, *persistent = NULL;                                                                            \
     coll_gpu_stage_init(&st);                                                                                     \
@@ -200,6 +198,38 @@ static inline void coll_gpu_hold_nothing(const void *at, int hold) {
     if (rc == OMPI_SUCCESS)                                                                                       \
       rc = m->previous_##name##_init(ARGS_##name(hs, hr), comm, info, request, m->previous_##name##_init_module); \
     return mca_coll_gpu_pend(&st, rc, persistent, comm, NAME_##name "_init", request);                            \
+  }
+
+#define COLL_GPU_PERSISTENT(name)                                                                           \
+  COLL_GPU_PSTAGED(name)                                                                                    \
+  int mca_coll_gpu_##name##_init(PARAMS_##name, struct ompi_communicator_t *comm, struct ompi_info_t *info, \
+                                 ompi_request_t **request, mca_coll_base_module_t *module) {                \
+    mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;                                             \
+    if (OPAL_LIKELY(!mca_coll_gpu_staging_possible()))                                                      \
+      return m->previous_##name##_init(ARGS_##name(sbuf, rbuf), comm, info, request,                        \
+                                       m->previous_##name##_init_module);                                   \
+    return pstaged_##name(ARGS_##name(sbuf, rbuf), comm, info, request, m);                                 \
+  }
+
+/* The persistent entry of a collective with a GPU path: the staged request is made as above (the previous
+ * module takes its nonblocking tag at init, on every rank alike), then try_pgpu(ARGS_name(sbuf, rbuf), comm,
+ * m, request) posts the call's agreement and makes it ours where the GPUs may run it (coll_gpu_request.c).
+ * A process without CUDA posts `host_bytes` at init. */
+#define COLL_GPU_PERSISTENT_GPU(name, host_bytes, try_pgpu)                                                         \
+  COLL_GPU_PSTAGED(name)                                                                                            \
+  int mca_coll_gpu_##name##_init(PARAMS_##name, struct ompi_communicator_t *comm, struct ompi_info_t *info,         \
+                                 ompi_request_t **request, mca_coll_base_module_t *module) {                        \
+    mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;                                                     \
+    if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {                                                            \
+      if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(NAME_##name "_init", (host_bytes), comm, m); \
+      return m->previous_##name##_init(ARGS_##name(sbuf, rbuf), comm, info, request,                                \
+                                       m->previous_##name##_init_module);                                           \
+    }                                                                                                               \
+    int rc = pstaged_##name(ARGS_##name(sbuf, rbuf), comm, info, request, m);                                       \
+    if (rc != OMPI_SUCCESS) return rc;                                                                              \
+    rc = try_pgpu(ARGS_##name(sbuf, rbuf), comm, m, request);                                                       \
+    if (rc != OMPI_SUCCESS) ompi_request_free(request);                                                             \
+    return rc;                                                                                                      \
   }
 
 #define COLL_GPU_ENTRIES(name) COLL_GPU_BLOCKING(name) COLL_GPU_NONBLOCKING(name) COLL_GPU_PERSISTENT(name)

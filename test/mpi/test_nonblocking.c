@@ -9,10 +9,12 @@
  * MPI_Testsome in whatever order calls finish. Every output is poisoned before the call, inputs are fresh
  * random integers, and every result is compared with the sums computed here.
  *
- * usage: test_nonblocking [-m KIND] [-i ROUNDS] [-s SEED] [-b CALLS] [-G] [-f]
+ * usage: test_nonblocking [-m KIND] [-i ROUNDS] [-s SEED] [-b CALLS] [-p STARTS] [-G] [-f]
  *   -m  memory kind of the buffers (host; device, managed, pinned, mixed with CUDA)
  *   -G  the GPU path's calls must stage nothing (coll_gpu_staged_buffers stays put): with -m device
  *   -b  then one round of CALLS calls (more than the path agreement's 64 ahead of a rank 300 ms late)
+ *   -p  then persistent requests of six collectives with a GPU path, each started STARTS times with new
+ *       contents (MPI_Startall, MPI_Waitall), and freed
  *   -f  last, a communicator freed with calls outstanding on it (our requests hold it until they complete)
  * Prints "test_nonblocking: N ranks, KIND memory, R rounds, C checks: F failed".
  */
@@ -24,6 +26,9 @@
 #include <unistd.h>
 
 #include "test/mpi/colls.h"
+
+/* after mpi.h, which it needs: MPIX_*_init */
+#include <mpi-ext.h>
 
 int rank, nranks;
 uint64_t seed = 1;
@@ -255,6 +260,115 @@ static void round_of(int round, int ncalls, long late_us) {
   free(reqs);
 }
 
+/* Persistent requests of the collectives with a GPU path (MPIX_*_init, made in a random order), all
+ * started together `starts` times with new contents each time, checked after each MPI_Waitall. */
+static void persistent(int starts) {
+  enum { NP = 6 };
+  static const int kinds[NP] = {ALLREDUCE, BCAST, ALLGATHER, REDUCE, RSB, ALLTOALL};
+  const int n = nranks;
+  call_t c[NP];
+  MPI_Request reqs[NP];
+  for (int j = 0; j < NP; ++j) {
+    call_t *p = &c[j];
+    p->what = kinds[(j + (int)(rnd(0x9e, 0, 0) % NP)) % NP];
+    p->root = (int)(rnd(0x9e, 1, (uint64_t)j) % (uint64_t)n);
+    p->count = draw_count(0x9e00 + (uint64_t)j);
+    const size_t k = p->count;
+    const size_t sk = p->what == ALLREDUCE || p->what == REDUCE || p->what == ALLGATHER ? k
+                      : p->what == BCAST                                                ? 0
+                                                                                        : k * n;
+    const size_t rk = p->what == ALLGATHER || p->what == ALLTOALL ? k * n : k;
+    p->s = buf_of(sk * 4, 0);
+    p->r = buf_of(rk * 4, 0);
+    p->want = malloc(rk * 4 + 4);
+    snprintf(p->name, sizeof(p->name), "persistent %s of %zu ints, root %d", names[p->what], k, p->root);
+    int err;
+    switch (p->what) {
+      case ALLREDUCE:
+        err = MPIX_Allreduce_init(p->s.dev, p->r.dev, (int)k, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL,
+                                  &reqs[j]);
+        break;
+      case REDUCE:
+        err = MPIX_Reduce_init(p->s.dev, p->r.dev, (int)k, MPI_INT32_T, MPI_SUM, p->root, MPI_COMM_WORLD, MPI_INFO_NULL,
+                               &reqs[j]);
+        break;
+      case BCAST:
+        err = MPIX_Bcast_init(p->r.dev, (int)k, MPI_INT32_T, p->root, MPI_COMM_WORLD, MPI_INFO_NULL, &reqs[j]);
+        break;
+      case ALLGATHER:
+        err = MPIX_Allgather_init(p->s.dev, (int)k, MPI_INT32_T, p->r.dev, (int)k, MPI_INT32_T, MPI_COMM_WORLD,
+                                  MPI_INFO_NULL, &reqs[j]);
+        break;
+      case RSB:
+        err = MPIX_Reduce_scatter_block_init(p->s.dev, p->r.dev, (int)k, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD,
+                                             MPI_INFO_NULL, &reqs[j]);
+        break;
+      default:
+        err = MPIX_Alltoall_init(p->s.dev, (int)k, MPI_INT32_T, p->r.dev, (int)k, MPI_INT32_T, MPI_COMM_WORLD,
+                                 MPI_INFO_NULL, &reqs[j]);
+    }
+    checks++;
+    if (err != MPI_SUCCESS) fail(p->name, "the init call returned an error");
+  }
+  for (int t = 0; t < starts; ++t) {
+    for (int j = 0; j < NP; ++j) {
+      call_t *p = &c[j];
+      const uint64_t id = 0x50000 + (uint64_t)t * 16 + (uint64_t)j; /* new contents at every start */
+      const size_t k = p->count;
+      int32_t *w = p->want;
+      p->want_n = 0;
+      switch (p->what) {
+        case ALLREDUCE:
+        case REDUCE:
+          fill(&p->s, id, rank, k);
+          if (p->what == ALLREDUCE || rank == p->root) {
+            p->want_n = k;
+            memset(w, 0, k * 4);
+            for (int q = 0; q < nranks; ++q)
+              for (size_t i = 0; i < k; ++i) w[i] = (int32_t)((uint32_t)w[i] + (uint32_t)in(id, q, i));
+          }
+          break;
+        case BCAST:
+          if (rank == p->root) fill(&p->r, id, p->root, k);
+          p->want_n = k;
+          for (size_t i = 0; i < k; ++i) w[i] = in(id, p->root, i);
+          break;
+        case ALLGATHER:
+          fill(&p->s, id, rank, k);
+          p->want_n = k * nranks;
+          for (int q = 0; q < nranks; ++q)
+            for (size_t i = 0; i < k; ++i) w[q * k + i] = in(id, q, i);
+          break;
+        case RSB:
+          fill(&p->s, id, rank, k * nranks);
+          p->want_n = k;
+          memset(w, 0, k * 4);
+          for (int q = 0; q < nranks; ++q)
+            for (size_t i = 0; i < k; ++i) w[i] = (int32_t)((uint32_t)w[i] + (uint32_t)in(id, q, (size_t)rank * k + i));
+          break;
+        default:
+          fill(&p->s, id, rank, k * nranks);
+          p->want_n = k * nranks;
+          for (int q = 0; q < nranks; ++q)
+            for (size_t i = 0; i < k; ++i) w[q * k + i] = in(id, q, (size_t)rank * k + i);
+      }
+      if (p->what != BCAST || rank != p->root) poison(&p->r);
+    }
+    checks++;
+    if (MPI_Startall(NP, reqs) != MPI_SUCCESS) fail("MPI_Startall of the persistent requests", "an error");
+    MPI_Waitall(NP, reqs, MPI_STATUSES_IGNORE);
+    for (int j = 0; j < NP; ++j) {
+      tbuf_get(c[j].r.k, c[j].r.img, c[j].r.dev, c[j].want_n * 4);
+      check_bytes(c[j].name, c[j].r.img, c[j].want, c[j].want_n * 4);
+    }
+  }
+  for (int j = 0; j < NP; ++j) {
+    MPI_Request_free(&reqs[j]);
+    c[j].want_n = 0;
+    check(&c[j]);
+  }
+}
+
 /* A communicator freed while calls on it are outstanding: they complete, with their results. */
 static void freed_comm(void) {
   MPI_Comm d;
@@ -285,9 +399,9 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  int rounds = 20, opt, freeing = 0, burst = 0;
+  int rounds = 20, opt, freeing = 0, burst = 0, starts = 0;
   seed = (uint64_t)time(NULL);
-  while ((opt = getopt(argc, argv, "m:i:s:b:Gf")) != -1) {
+  while ((opt = getopt(argc, argv, "m:i:s:b:p:Gf")) != -1) {
     if (opt == 'm' && tbuf_parse_kind(optarg, &kind) != 0) {
       fprintf(stderr, "test_nonblocking: unknown or unbuilt memory kind %s\n", optarg);
       MPI_Abort(MPI_COMM_WORLD, 2);
@@ -297,6 +411,7 @@ int main(int argc, char **argv) {
     if (opt == 'G') gpu_path = true;
     if (opt == 'f') freeing = 1;
     if (opt == 'b') burst = atoi(optarg);
+    if (opt == 'p') starts = atoi(optarg);
   }
   MPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD); /* one draw for all */
   if (gpu_path) staged_count_open();
@@ -306,6 +421,7 @@ int main(int argc, char **argv) {
    * past the window and start them from progress, in order */
   small_counts = 1;
   if (burst > 0) round_of(rounds, burst, 300000);
+  if (starts > 0) persistent(starts);
   if (freeing) freed_comm();
   if (gpu_path && staged_count() != staged0) {
     char d[96];
