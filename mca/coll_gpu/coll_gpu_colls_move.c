@@ -29,23 +29,9 @@ static int stage_bcast(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, P
   coll_gpu_span_t span = mca_coll_gpu_span(dtype, (size_t)count, &bytes);
   return mca_coll_gpu_stage(st, rbuf, span, bytes, role == COLL_GPU_ROOT ? COLL_GPU_IN : COLL_GPU_OUT, hr);
 }
-static int gpu_bcast(PARAMS_bcast, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
-  const mca_coll_gpu_move_t mv = {COLL_GPU_COLL_BCAST, NULL, 0, NULL, rbuf, count, dtype, root};
-  return mca_coll_gpu_move_gpu(&mv, comm, m, rc);
-}
-static int igpu_bcast(PARAMS_bcast, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
-                      const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc) {
-  const mca_coll_gpu_move_t mv = {COLL_GPU_COLL_BCAST, NULL, 0, NULL, rbuf, count, dtype, root};
-  return mca_coll_gpu_imove_gpu(&mv, comm, m, saved, request, rc);
-}
-COLL_GPU_BLOCKING_GPU(bcast, coll_gpu_bytes(dtype, count), gpu_bcast)
-COLL_GPU_NONBLOCKING_GPU(bcast, coll_gpu_bytes(dtype, count), igpu_bcast)
-static int pgpu_bcast(PARAMS_bcast, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
-                      ompi_request_t **request) {
-  const mca_coll_gpu_move_t mv = {COLL_GPU_COLL_BCAST, NULL, 0, NULL, rbuf, count, dtype, root};
-  return mca_coll_gpu_pmove_gpu(&mv, comm, m, request);
-}
-COLL_GPU_PERSISTENT_GPU(bcast, coll_gpu_bytes(dtype, count), pgpu_bcast)
+#define GPU_bcast \
+  { COLL_GPU_COLL_BCAST, NULL, 0, NULL, rbuf, count, dtype, root }
+COLL_GPU_MOVE_ENTRIES(bcast, coll_gpu_bytes(dtype, count))
 
 /* ------------------------------------------------------------------ MPI_Gather(v): blocks to the root */
 
@@ -154,23 +140,9 @@ static int stage_allgather(coll_gpu_stage_t *st, struct ompi_communicator_t *com
   coll_gpu_span_t rspan = mca_coll_gpu_span(rdtype, (size_t)rcount * peers(comm), &rbytes);
   return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr);
 }
-static int gpu_allgather(PARAMS_allgather, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
-  const mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLGATHER, sbuf, scount, sdtype, rbuf, rcount, rdtype, 0};
-  return mca_coll_gpu_move_gpu(&mv, comm, m, rc);
-}
-static int igpu_allgather(PARAMS_allgather, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
-                          const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc) {
-  const mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLGATHER, sbuf, scount, sdtype, rbuf, rcount, rdtype, 0};
-  return mca_coll_gpu_imove_gpu(&mv, comm, m, saved, request, rc);
-}
-COLL_GPU_BLOCKING_GPU(allgather, coll_gpu_bytes(rdtype, rcount), gpu_allgather)
-COLL_GPU_NONBLOCKING_GPU(allgather, coll_gpu_bytes(rdtype, rcount), igpu_allgather)
-static int pgpu_allgather(PARAMS_allgather, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
-                          ompi_request_t **request) {
-  const mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLGATHER, sbuf, scount, sdtype, rbuf, rcount, rdtype, 0};
-  return mca_coll_gpu_pmove_gpu(&mv, comm, m, request);
-}
-COLL_GPU_PERSISTENT_GPU(allgather, coll_gpu_bytes(rdtype, rcount), pgpu_allgather)
+#define GPU_allgather \
+  { COLL_GPU_COLL_ALLGATHER, sbuf, scount, sdtype, rbuf, rcount, rdtype, 0 }
+COLL_GPU_MOVE_ENTRIES(allgather, coll_gpu_bytes(rdtype, rcount))
 
 #define PARAMS_allgatherv                                                                                          \
   const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts, const int *displs, \
@@ -199,23 +171,9 @@ static int stage_alltoall(coll_gpu_stage_t *st, struct ompi_communicator_t *comm
   coll_gpu_span_t rspan = mca_coll_gpu_span(rdtype, (size_t)rcount * peers(comm), &rbytes);
   return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr);
 }
-static int gpu_alltoall(PARAMS_alltoall, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
-  const mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLTOALL, sbuf, scount, sdtype, rbuf, rcount, rdtype, 0};
-  return mca_coll_gpu_move_gpu(&mv, comm, m, rc);
-}
-static int igpu_alltoall(PARAMS_alltoall, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
-                         const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc) {
-  const mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLTOALL, sbuf, scount, sdtype, rbuf, rcount, rdtype, 0};
-  return mca_coll_gpu_imove_gpu(&mv, comm, m, saved, request, rc);
-}
-COLL_GPU_BLOCKING_GPU(alltoall, coll_gpu_bytes(rdtype, rcount), gpu_alltoall)
-COLL_GPU_NONBLOCKING_GPU(alltoall, coll_gpu_bytes(rdtype, rcount), igpu_alltoall)
-static int pgpu_alltoall(PARAMS_alltoall, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
-                         ompi_request_t **request) {
-  const mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLTOALL, sbuf, scount, sdtype, rbuf, rcount, rdtype, 0};
-  return mca_coll_gpu_pmove_gpu(&mv, comm, m, request);
-}
-COLL_GPU_PERSISTENT_GPU(alltoall, coll_gpu_bytes(rdtype, rcount), pgpu_alltoall)
+#define GPU_alltoall \
+  { COLL_GPU_COLL_ALLTOALL, sbuf, scount, sdtype, rbuf, rcount, rdtype, 0 }
+COLL_GPU_MOVE_ENTRIES(alltoall, coll_gpu_bytes(rdtype, rcount))
 
 #define PARAMS_alltoallv                                                                                \
   const void *sbuf, const int *scounts, const int *sdispls, struct ompi_datatype_t *sdtype, void *rbuf, \

@@ -25,24 +25,9 @@ static int stage_allreduce(coll_gpu_stage_t *st, struct ompi_communicator_t *com
   return stage_vector(st, sbuf, rbuf, count, dtype, hs, hr);
 }
 
-static int gpu_allreduce(PARAMS_allreduce, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
-  const mca_coll_gpu_reduction_t rd = {COLL_GPU_COLL_ALLREDUCE, NAME_allreduce, sbuf, rbuf, count, NULL, dtype, op, 0};
-  return mca_coll_gpu_reduction_gpu(&rd, comm, m, rc);
-}
-static int igpu_allreduce(PARAMS_allreduce, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
-                          const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc) {
-  const mca_coll_gpu_reduction_t rd = {
-      COLL_GPU_COLL_ALLREDUCE, "MPI_Iallreduce", sbuf, rbuf, count, NULL, dtype, op, 0};
-  return mca_coll_gpu_ireduction_gpu(&rd, comm, m, saved, request, rc);
-}
-COLL_GPU_BLOCKING_GPU(allreduce, (size_t)count, gpu_allreduce)
-COLL_GPU_NONBLOCKING_GPU(allreduce, (size_t)count, igpu_allreduce)
-static int pgpu_allreduce(PARAMS_allreduce, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
-                          ompi_request_t **request) {
-  const mca_coll_gpu_reduction_t rd = {COLL_GPU_COLL_ALLREDUCE, NAME_allreduce, sbuf, rbuf, count, NULL, dtype, op, 0};
-  return mca_coll_gpu_preduction_gpu(&rd, comm, m, request);
-}
-COLL_GPU_PERSISTENT_GPU(allreduce, (size_t)count, pgpu_allreduce)
+#define GPU_allreduce \
+  { COLL_GPU_COLL_ALLREDUCE, NAME_allreduce, sbuf, rbuf, count, NULL, dtype, op, 0 }
+COLL_GPU_REDUCTION_ENTRIES(allreduce, (size_t)count)
 
 /* ------------------------------------------------------------------ MPI_Reduce: the result at the root */
 
@@ -65,23 +50,9 @@ static int stage_reduce(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, 
       return OMPI_SUCCESS;
   }
 }
-static int gpu_reduce(PARAMS_reduce, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
-  const mca_coll_gpu_reduction_t rd = {COLL_GPU_COLL_REDUCE, NAME_reduce, sbuf, rbuf, count, NULL, dtype, op, root};
-  return mca_coll_gpu_reduction_gpu(&rd, comm, m, rc);
-}
-static int igpu_reduce(PARAMS_reduce, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
-                       const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc) {
-  const mca_coll_gpu_reduction_t rd = {COLL_GPU_COLL_REDUCE, "MPI_Ireduce", sbuf, rbuf, count, NULL, dtype, op, root};
-  return mca_coll_gpu_ireduction_gpu(&rd, comm, m, saved, request, rc);
-}
-COLL_GPU_BLOCKING_GPU(reduce, (size_t)count, gpu_reduce)
-COLL_GPU_NONBLOCKING_GPU(reduce, (size_t)count, igpu_reduce)
-static int pgpu_reduce(PARAMS_reduce, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
-                       ompi_request_t **request) {
-  const mca_coll_gpu_reduction_t rd = {COLL_GPU_COLL_REDUCE, NAME_reduce, sbuf, rbuf, count, NULL, dtype, op, root};
-  return mca_coll_gpu_preduction_gpu(&rd, comm, m, request);
-}
-COLL_GPU_PERSISTENT_GPU(reduce, (size_t)count, pgpu_reduce)
+#define GPU_reduce \
+  { COLL_GPU_COLL_REDUCE, NAME_reduce, sbuf, rbuf, count, NULL, dtype, op, root }
+COLL_GPU_REDUCTION_ENTRIES(reduce, (size_t)count)
 
 /* ------------------------------------------------------------------ MPI_Scan, MPI_Exscan (intra only) */
 
@@ -140,27 +111,9 @@ static int stage_reduce_scatter(coll_gpu_stage_t *st, struct ompi_communicator_t
   return stage_scattered(st, sbuf, rbuf, scattered_total(comm, rcounts), (size_t)rcounts[ompi_comm_rank(comm)], dtype,
                          hs, hr);
 }
-static int gpu_reduce_scatter(PARAMS_reduce_scatter, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
-                              int *rc) {
-  const mca_coll_gpu_reduction_t rd = {
-      COLL_GPU_COLL_REDUCE_SCATTER, NAME_reduce_scatter, sbuf, rbuf, 0, rcounts, dtype, op, 0};
-  return mca_coll_gpu_reduction_gpu(&rd, comm, m, rc);
-}
-static int igpu_reduce_scatter(PARAMS_reduce_scatter, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
-                               const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc) {
-  const mca_coll_gpu_reduction_t rd = {
-      COLL_GPU_COLL_REDUCE_SCATTER, "MPI_Ireduce_scatter", sbuf, rbuf, 0, rcounts, dtype, op, 0};
-  return mca_coll_gpu_ireduction_gpu(&rd, comm, m, saved, request, rc);
-}
-COLL_GPU_BLOCKING_GPU(reduce_scatter, scattered_total(comm, rcounts), gpu_reduce_scatter)
-COLL_GPU_NONBLOCKING_GPU(reduce_scatter, scattered_total(comm, rcounts), igpu_reduce_scatter)
-static int pgpu_reduce_scatter(PARAMS_reduce_scatter, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
-                               ompi_request_t **request) {
-  const mca_coll_gpu_reduction_t rd = {
-      COLL_GPU_COLL_REDUCE_SCATTER, NAME_reduce_scatter, sbuf, rbuf, 0, rcounts, dtype, op, 0};
-  return mca_coll_gpu_preduction_gpu(&rd, comm, m, request);
-}
-COLL_GPU_PERSISTENT_GPU(reduce_scatter, scattered_total(comm, rcounts), pgpu_reduce_scatter)
+#define GPU_reduce_scatter \
+  { COLL_GPU_COLL_REDUCE_SCATTER, NAME_reduce_scatter, sbuf, rbuf, 0, rcounts, dtype, op, 0 }
+COLL_GPU_REDUCTION_ENTRIES(reduce_scatter, scattered_total(comm, rcounts))
 
 #define PARAMS_reduce_scatter_block \
   const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype, struct ompi_op_t *op
@@ -170,28 +123,9 @@ static int stage_reduce_scatter_block(coll_gpu_stage_t *st, struct ompi_communic
                                       PARAMS_reduce_scatter_block, void **hs, void **hr) {
   return stage_scattered(st, sbuf, rbuf, (size_t)rcount * ompi_comm_size(comm), (size_t)rcount, dtype, hs, hr);
 }
-static int gpu_reduce_scatter_block(PARAMS_reduce_scatter_block, struct ompi_communicator_t *comm,
-                                    mca_coll_gpu_module_t *m, int *rc) {
-  const mca_coll_gpu_reduction_t rd = {
-      COLL_GPU_COLL_REDUCE_SCATTER, NAME_reduce_scatter_block, sbuf, rbuf, rcount, NULL, dtype, op, 0};
-  return mca_coll_gpu_reduction_gpu(&rd, comm, m, rc);
-}
-static int igpu_reduce_scatter_block(PARAMS_reduce_scatter_block, struct ompi_communicator_t *comm,
-                                     mca_coll_gpu_module_t *m, const mca_coll_gpu_saved_t *saved,
-                                     ompi_request_t **request, int *rc) {
-  const mca_coll_gpu_reduction_t rd = {
-      COLL_GPU_COLL_REDUCE_SCATTER, "MPI_Ireduce_scatter_block", sbuf, rbuf, rcount, NULL, dtype, op, 0};
-  return mca_coll_gpu_ireduction_gpu(&rd, comm, m, saved, request, rc);
-}
-COLL_GPU_BLOCKING_GPU(reduce_scatter_block, (size_t)rcount, gpu_reduce_scatter_block)
-COLL_GPU_NONBLOCKING_GPU(reduce_scatter_block, (size_t)rcount, igpu_reduce_scatter_block)
-static int pgpu_reduce_scatter_block(PARAMS_reduce_scatter_block, struct ompi_communicator_t *comm,
-                                     mca_coll_gpu_module_t *m, ompi_request_t **request) {
-  const mca_coll_gpu_reduction_t rd = {
-      COLL_GPU_COLL_REDUCE_SCATTER, NAME_reduce_scatter_block, sbuf, rbuf, rcount, NULL, dtype, op, 0};
-  return mca_coll_gpu_preduction_gpu(&rd, comm, m, request);
-}
-COLL_GPU_PERSISTENT_GPU(reduce_scatter_block, (size_t)rcount, pgpu_reduce_scatter_block)
+#define GPU_reduce_scatter_block \
+  { COLL_GPU_COLL_REDUCE_SCATTER, NAME_reduce_scatter_block, sbuf, rbuf, rcount, NULL, dtype, op, 0 }
+COLL_GPU_REDUCTION_ENTRIES(reduce_scatter_block, (size_t)rcount)
 
 /* ------------------------------------------------------------------ MPI_Reduce_local */
 

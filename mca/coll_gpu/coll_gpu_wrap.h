@@ -8,11 +8,11 @@
  *   stage_name(st, comm, ARGS_name(sbuf, rbuf), &hs, &hr)
  *                    stages what the call touches and sets hs and hr to what the previous module gets;
  * and then COLL_GPU_ENTRIES(name), which defines its blocking, nonblocking and persistent entries. A
- * collective with a GPU path uses COLL_GPU_BLOCKING_GPU and COLL_GPU_NONBLOCKING_GPU for those entries
- * instead. A nonblocking entry also keeps its arguments in a struct made from PARAMS_name (one member
- * per parameter, read back through ARGS_name), for a start that comes later (coll_gpu_request.c).
- * Every entry hands host buffers straight to the previous module: one check, and no other cost, in a
- * process that never loaded CUDA (mca_coll_gpu_staging_possible).
+ * collective with a GPU path defines GPU_name, its call for the GPU path, and uses
+ * COLL_GPU_REDUCTION_ENTRIES or COLL_GPU_MOVE_ENTRIES instead. A nonblocking entry also keeps its
+ * arguments in a struct made from PARAMS_name (one member per parameter, read back through ARGS_name), for
+ * a start that comes later (coll_gpu_request.c). Every entry hands host buffers straight to the previous
+ * module: one check, and no other cost, in a process that never loaded CUDA (mca_coll_gpu_staging_possible).
  */
 #ifndef MCA_COLL_GPU_WRAP_H
 #define MCA_COLL_GPU_WRAP_H
@@ -231,6 +231,34 @@ static inline void coll_gpu_hold_nothing(const void *at, int hold) {
     if (rc != OMPI_SUCCESS) ompi_request_free(request);                                                             \
     return rc;                                                                                                      \
   }
+
+/* The blocking, nonblocking and persistent entries of a collective with a GPU path, whose call is described
+ * by GPU_name: an initializer of `type` (mca_coll_gpu_reduction_t or mca_coll_gpu_move_t) over the
+ * parameters, which run, irun and prun take on the GPU path (coll_gpu_gpupath.c). host_bytes as above. */
+#define COLL_GPU_GPU_ENTRIES(name, host_bytes, type, run, irun, prun)                                         \
+  static int gpu_##name(PARAMS_##name, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) { \
+    const type d = GPU_##name;                                                                                \
+    return run(&d, comm, m, rc);                                                                              \
+  }                                                                                                           \
+  static int igpu_##name(PARAMS_##name, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,           \
+                         const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc) {              \
+    const type d = GPU_##name;                                                                                \
+    return irun(&d, comm, m, saved, request, rc);                                                             \
+  }                                                                                                           \
+  static int pgpu_##name(PARAMS_##name, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,           \
+                         ompi_request_t **request) {                                                          \
+    const type d = GPU_##name;                                                                                \
+    return prun(&d, comm, m, request);                                                                        \
+  }                                                                                                           \
+  COLL_GPU_BLOCKING_GPU(name, host_bytes, gpu_##name)                                                         \
+  COLL_GPU_NONBLOCKING_GPU(name, host_bytes, igpu_##name)                                                     \
+  COLL_GPU_PERSISTENT_GPU(name, host_bytes, pgpu_##name)
+#define COLL_GPU_REDUCTION_ENTRIES(name, host_bytes)                                           \
+  COLL_GPU_GPU_ENTRIES(name, host_bytes, mca_coll_gpu_reduction_t, mca_coll_gpu_reduction_gpu, \
+                       mca_coll_gpu_ireduction_gpu, mca_coll_gpu_preduction_gpu)
+#define COLL_GPU_MOVE_ENTRIES(name, host_bytes)                                                              \
+  COLL_GPU_GPU_ENTRIES(name, host_bytes, mca_coll_gpu_move_t, mca_coll_gpu_move_gpu, mca_coll_gpu_imove_gpu, \
+                       mca_coll_gpu_pmove_gpu)
 
 #define COLL_GPU_ENTRIES(name) COLL_GPU_BLOCKING(name) COLL_GPU_NONBLOCKING(name) COLL_GPU_PERSISTENT(name)
 
