@@ -488,6 +488,7 @@ int mca_coll_gpu_pcall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t
   mca_coll_gpu_call_t *c = call_new(m, comm, pl, NULL);
   if (c == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
   c->persistent = 1;
+  c->saved.name = pl->name; /* for messages */
   c->inner = *request;
   c->super.req_persistent = true;
   c->super.req_complete = REQUEST_COMPLETED;
