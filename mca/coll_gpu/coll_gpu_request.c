@@ -54,7 +54,8 @@ struct mca_coll_gpu_call_s {
   int persistent;
   int queued;                       /* in its module's queue: its agreement's post, or a start, waits there */
   int start_pending;                /* MPI_Start came while it was queued for its post */
-  mca_coll_gpu_call_t *next_answer; /* in its module's list of agreements posted at init, not read yet */
+  int in_answers;                   /* in its module's list of agreements posted at init, not read yet */
+  mca_coll_gpu_call_t *next_answer; /* its link there */
 };
 
 OBJ_CLASS_INSTANCE(mca_coll_gpu_call_t, ompi_request_t, NULL, NULL);
@@ -101,8 +102,7 @@ static int call_free(ompi_request_t **request) {
   if (c->persistent && c->super.req_state == OMPI_REQUEST_ACTIVE) ompi_request_wait_completion(&c->super);
   lock();
   /* a persistent call whose post, or answer, is still to come stays until then: every rank reads it */
-  const int pending =
-      c->persistent ? c->queued || (c->next_answer != NULL || c->m->answers == c) : !REQUEST_COMPLETE(&c->super);
+  const int pending = c->persistent ? c->queued || c->in_answers : !REQUEST_COMPLETE(&c->super);
   c->freed = pending;
   unlock();
   if (!pending) release(c);
@@ -140,7 +140,7 @@ static mca_coll_gpu_call_t *call_new(mca_coll_gpu_module_t *m, struct ompi_commu
   c->reported = 0;
   c->inner = NULL;
   c->freed = 0;
-  c->persistent = c->queued = c->start_pending = 0;
+  c->persistent = c->queued = c->start_pending = c->in_answers = 0;
   c->next_answer = NULL;
   if (saved == NULL) { /* a persistent call: its arguments live in inner */
     memset(&c->saved, 0, sizeof(c->saved));
@@ -167,6 +167,7 @@ static void finish(mca_coll_gpu_call_t *c, int rc) {
 }
 
 static void enqueue(mca_coll_gpu_module_t *m, mca_coll_gpu_call_t *c) {
+  c->next = NULL; /* a persistent call's link may still hold its last place in the running list */
   if (m->queue == NULL)
     m->queue = c;
   else
@@ -235,6 +236,7 @@ static int watch_agreement(mca_coll_gpu_call_t *c, coll_gpu_agree_t *a) {
 /* A persistent call whose agreement was posted at its init: progress reads the answer (every rank must,
  * for the window to move on) whether or not it is started. */
 static void want_answer(mca_coll_gpu_module_t *m, mca_coll_gpu_call_t *c) {
+  c->in_answers = 1;
   c->next_answer = m->answers;
   m->answers = c;
   busy(m);
@@ -250,6 +252,7 @@ static void read_answers(mca_coll_gpu_module_t *m) {
     c->answered = 1;
     *at = c->next_answer;
     c->next_answer = NULL;
+    c->in_answers = 0;
     if (c->freed) {
       c->next = calls.freed;
       calls.freed = c;
