@@ -15,7 +15,7 @@
  *       device (persistent requests are left out: they bind staged buffers at init, for a fallback)
  *   -b  then one round of CALLS calls (more than the path agreement's 64 ahead of a rank 300 ms late)
  *   -p  then persistent requests of six collectives with a GPU path, each started STARTS times with new
- *       contents (MPI_Startall, MPI_Waitall), and freed
+ *       contents (MPI_Startall, or MPI_Start one by one in a drawn order; MPI_Waitall), and freed
  *   -f  last, a communicator freed with calls outstanding on it (our requests hold it until they complete)
  * Prints "test_nonblocking: N ranks, KIND memory, R rounds, C checks: F failed".
  */
@@ -356,7 +356,19 @@ static void persistent(int starts) {
       if (p->what != BCAST || rank != p->root) poison(&p->r);
     }
     checks++;
-    if (MPI_Startall(NP, reqs) != MPI_SUCCESS) fail("MPI_Startall of the persistent requests", "an error");
+    if (t % 2 == 0) {
+      if (MPI_Startall(NP, reqs) != MPI_SUCCESS) fail("MPI_Startall of the persistent requests", "an error");
+    } else { /* one by one, in an order drawn for this round (the same on every rank) */
+      int order[NP];
+      for (int j = 0; j < NP; ++j) order[j] = j;
+      for (int j = NP - 1; j > 0; --j) {
+        const int o = (int)(rnd(0x5a, (uint64_t)t, (uint64_t)j) % (uint64_t)(j + 1)), x = order[j];
+        order[j] = order[o];
+        order[o] = x;
+      }
+      for (int j = 0; j < NP; ++j)
+        if (MPI_Start(&reqs[order[j]]) != MPI_SUCCESS) fail("MPI_Start of a persistent request", "an error");
+    }
     MPI_Waitall(NP, reqs, MPI_STATUSES_IGNORE);
     for (int j = 0; j < NP; ++j) {
       tbuf_get(c[j].r.k, c[j].r.img, c[j].r.dev, c[j].want_n * 4);
