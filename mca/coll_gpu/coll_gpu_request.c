@@ -200,6 +200,7 @@ static void start_previous(mca_coll_gpu_call_t *c) {
   }
   c->next = c->m->running;
   c->m->running = c;
+  busy(c->m); /* a persistent call starts here from MPI_Start too, outside progress */
 }
 
 /* The ranks a queued call's agreement waits for: a watchdog line after coll_gpu_timeout, and an error
