@@ -203,8 +203,8 @@ static void start_previous(mca_coll_gpu_call_t *c) {
   busy(c->m); /* a persistent call starts here from MPI_Start too, outside progress */
 }
 
-/* The ranks a queued call's agreement waits for: a watchdog line after coll_gpu_timeout, and an error
- * once one of them is gone. Returns 1 when the call failed. */
+/* The ranks the first queued call's agreement waits for: a watchdog line after coll_gpu_timeout, and an
+ * error once one of them is gone. Returns 1 when the call failed (and left the queue). */
 static int watch_agreement(mca_coll_gpu_call_t *c, coll_gpu_agree_t *a) {
   const uint64_t t = coll_gpu_now_ns();
   if (c->since == 0) {
@@ -223,6 +223,8 @@ static int watch_agreement(mca_coll_gpu_call_t *c, coll_gpu_agree_t *a) {
     coll_gpu_append_ranks(why, sizeof(why), missing, ompi_comm_size(c->comm));
     const size_t at = strlen(why);
     snprintf(why + at, sizeof(why) - at, " ended before it reached the call");
+    c->m->queue = c->next; /* it leaves the queue (it is the first) */
+    c->queued = 0;
     finish(c, mca_coll_gpu_failed(c->m, c->comm, c->plan.bytes, "while the ranks agreed on its path", why));
     return 1;
   }
