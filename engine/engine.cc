@@ -542,6 +542,8 @@ class Parts {
   const coll_gpu_choice_t &choice() const { return choice_; }
   // Whether a lingering kernel may take the parts: reduce-scatter's per-rank blocks do not fit its call record.
   bool linger() const { return a_.coll != COLL_GPU_COLL_REDUCE_SCATTER; }
+  // Whether the call is one part.
+  bool single() const { return piece_ >= end_; }
   // The next part's work, with the next seq; false when none is left.
   bool next(coll_gpu_engine &e, coll_gpu_work_t *p) {
     if (off_ >= end_) return false;
@@ -604,16 +606,10 @@ coll_gpu_status_t coll_gpu_engine_run(coll_gpu_engine_t *e, const coll_gpu_args_
 // once, kernels of their own that run one after another: the host need not come back between parts.
 coll_gpu_status_t coll_gpu_engine_start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
   Parts parts(*e, *args);
-  coll_gpu_work_t p, next;
-  if (!parts.next(*e, &p)) return COLL_GPU_SUCCESS;
-  bool more = parts.next(*e, &next);
-  if (!more) return e->launch(p, parts.choice().proto, parts.linger(), why, why_len);
-  for (;;) {
-    COLL_GPU_CHECK(e->launch(p, parts.choice().proto, false, why, why_len));
-    if (!more) return COLL_GPU_SUCCESS;
-    p = next;
-    more = parts.next(*e, &next);
-  }
+  const bool linger = parts.linger() && parts.single();
+  coll_gpu_work_t p;
+  while (parts.next(*e, &p)) COLL_GPU_CHECK(e->launch(p, parts.choice().proto, linger, why, why_len));
+  return COLL_GPU_SUCCESS;
 }
 
 int coll_gpu_engine_idle(const coll_gpu_engine_t *e) { return e->flight.blocks == 0; }
@@ -646,8 +642,4 @@ coll_gpu_status_t coll_gpu_engine_test(coll_gpu_engine_t *e, int *done, char *wh
     e->watchdog(&e->flight.p, e->flight.proto, (double)(t - e->flight.since) / 1e9);
   }
   return COLL_GPU_SUCCESS;
-}
-
-coll_gpu_status_t coll_gpu_engine_wait(coll_gpu_engine_t *e, char *why, size_t why_len) {
-  return e->flight.blocks == 0 ? COLL_GPU_SUCCESS : e->wait_flight(why, why_len);
 }

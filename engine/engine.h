@@ -90,8 +90,6 @@ int coll_gpu_engine_idle(const coll_gpu_engine_t *e);
  * peer holds up as coll_gpu_engine_run does (waiting for the aborted kernels); after cfg->wait.timeout_ns it
  * writes the watchdog line once. */
 coll_gpu_status_t coll_gpu_engine_test(coll_gpu_engine_t *e, int *done, char *why, size_t why_len);
-/* Waits for the started call to complete, as coll_gpu_engine_run does. */
-coll_gpu_status_t coll_gpu_engine_wait(coll_gpu_engine_t *e, char *why, size_t why_len);
 
 #ifdef __cplusplus
 }

@@ -268,7 +268,6 @@ void mca_coll_gpu_calls_fini(void);
 
 /* coll_gpu_gpupath.c, for the nonblocking forms */
 coll_gpu_agree_t *mca_coll_gpu_agreement(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm);
-coll_gpu_wait_config_t mca_coll_gpu_wait_config(void);
 typedef struct {
   struct ompi_communicator_t *comm;
   const char *call; /* "MPI_Bcast" */

@@ -181,7 +181,7 @@ static void progress(void) { opal_progress(); }
 /* How this process waits: it spins coll_gpu_spin_us before yielding, and not at all where Open MPI
  * itself yields when idle (more ranks than cores: mpi_yield_when_idle). Its waits drive Open MPI's
  * progress: a peer may need this rank's part of a nonblocking call before it reaches this one. */
-coll_gpu_wait_config_t mca_coll_gpu_wait_config(void) {
+static coll_gpu_wait_config_t wait_config(void) {
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
   coll_gpu_wait_config_t w = {opal_progress_yield_when_idle ? 0 : (uint64_t)c->spin_us * 1000,
                               (uint64_t)c->timeout * 1000000000ULL, progress};
@@ -208,7 +208,7 @@ void mca_coll_gpu_path_host(const char *call, size_t bytes, struct ompi_communic
   if (coll_gpu_agree_try_post(a, COLL_GPU_PATH_HOST, 0, &n)) return; /* the window has room: nothing to set up */
   uint8_t missing[COLL_GPU_MAX_RANKS] = {0};
   mca_coll_gpu_watch_ctx_t wctx = {comm, call, bytes};
-  const coll_gpu_agree_watch_t watch = {mca_coll_gpu_wait_config(), mca_coll_gpu_agree_report, &wctx};
+  const coll_gpu_agree_watch_t watch = {wait_config(), mca_coll_gpu_agree_report, &wctx};
   /* a rank gone before it read an earlier agreement: this call goes on through the previous module, whose
    * peers will fail it */
   if (coll_gpu_agree_post(a, COLL_GPU_PATH_HOST, &watch, missing) != COLL_GPU_SUCCESS)
@@ -255,7 +255,7 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
   cfg.tune.twoshot_max_bytes = c->twoshot_max_bytes;
   cfg.tune.ring_chunk_bytes = c->ring_chunk_bytes;
   for (int k = 0; k < COLL_GPU_NCOLLS; ++k) cfg.tune.move_algorithm[k] = c->move_algorithm[k];
-  cfg.wait = mca_coll_gpu_wait_config();
+  cfg.wait = wait_config();
   cfg.linger_ns = (uint64_t)c->oneshot_linger_us * 1000;
   cfg.slot_bytes = c->ring_slot_bytes;
   cfg.log = mca_coll_gpu_engine_log;
@@ -305,7 +305,7 @@ static int agree_path(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm
   if (a == NULL) return -1;
   uint8_t missing[COLL_GPU_MAX_RANKS] = {0};
   mca_coll_gpu_watch_ctx_t wctx = {comm, call, bytes};
-  const coll_gpu_agree_watch_t watch = {mca_coll_gpu_wait_config(), mca_coll_gpu_agree_report, &wctx};
+  const coll_gpu_agree_watch_t watch = {wait_config(), mca_coll_gpu_agree_report, &wctx};
   if (coll_gpu_agree(a, mine, &watch, all, missing) == COLL_GPU_SUCCESS) return 0;
   char why[256];
   snprintf(why, sizeof(why), "the process of rank(s)");

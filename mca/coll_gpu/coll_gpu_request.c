@@ -382,6 +382,15 @@ int mca_coll_gpu_defer(mca_coll_gpu_module_t *m, struct ompi_communicator_t *com
   return OMPI_SUCCESS;
 }
 
+/* Agreement n's answer, read at the call: the other ranks' posts are waited for up to
+ * COLL_GPU_ANSWER_SPIN_NS. 1 with *all set, 0 when some rank has not posted yet. */
+static int answer_soon(coll_gpu_agree_t *a, uint64_t n, uint32_t *all) {
+  if (coll_gpu_agree_test(a, n, all)) return 1;
+  for (const uint64_t until = coll_gpu_now_ns() + COLL_GPU_ANSWER_SPIN_NS; coll_gpu_now_ns() < until;)
+    if (coll_gpu_agree_test(a, n, all)) return 1;
+  return 0;
+}
+
 int mca_coll_gpu_icall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
                        const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc) {
   if (m->queue != NULL) {
@@ -389,8 +398,9 @@ int mca_coll_gpu_icall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t
     return 1;
   }
   const int reads = pl->mine == COLL_GPU_PATH_GPU;
-  uint32_t all = pl->mine;
+  uint32_t all = pl->mine; /* as the user asserted, with uniform buffers */
   uint64_t n = 0;
+  int answered = 1;
   if (!mca_coll_gpu_component.uniform_buffers) {
     coll_gpu_agree_t *a = mca_coll_gpu_agreement(m, comm);
     if (a == NULL) return 0; /* no agreement: staged, as blocking calls are */
@@ -399,44 +409,24 @@ int mca_coll_gpu_icall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t
       return 1;
     }
     if (!reads) return 0; /* its own bits decide: staged or the previous module's, at once */
-    int answered = coll_gpu_agree_test(a, n, &all);
-    for (uint64_t until = 0; !answered;) {
-      const uint64_t t = coll_gpu_now_ns();
-      if (until == 0) until = t + COLL_GPU_ANSWER_SPIN_NS;
-      if (t >= until) break;
-      answered = coll_gpu_agree_test(a, n, &all);
-    }
-    if (!answered) {
-      mca_coll_gpu_call_t *c = call_new(m, comm, pl, saved);
-      if (c == NULL) { /* the answer is read at the call after all */
-        *rc = OMPI_ERR_OUT_OF_RESOURCE;
-        return 1;
-      }
-      c->posted = 1;
-      c->n = n;
-      lock();
-      enqueue(m, c);
-      unlock();
-      *request = &c->super;
-      *rc = OMPI_SUCCESS;
-      return 1;
-    }
+    answered = answer_soon(a, n, &all);
   }
-  if (all != COLL_GPU_PATH_GPU) return 0;
-  if (m->engine == NULL && !mca_coll_gpu_create_engine(m, comm, &pl->mem)) return 0;
+  if (answered && (all != COLL_GPU_PATH_GPU || (m->engine == NULL && !mca_coll_gpu_create_engine(m, comm, &pl->mem))))
+    return 0;
   mca_coll_gpu_call_t *c = call_new(m, comm, pl, saved);
   if (c == NULL) {
     *rc = OMPI_ERR_OUT_OF_RESOURCE;
     return 1;
   }
-  c->posted = c->answered = 1;
+  c->posted = 1;
   c->n = n;
+  c->answered = answered;
   c->all = all;
   *request = &c->super;
   *rc = OMPI_SUCCESS;
   lock();
-  if (m->on_gpu != NULL)
-    enqueue(m, c); /* it starts when the call on the GPUs has completed */
+  if (!answered || m->on_gpu != NULL)
+    enqueue(m, c); /* it starts from progress: once every rank has posted, or the call on the GPUs is done */
   else
     start_on_gpu(c);
   unlock();
@@ -456,19 +446,12 @@ static int call_start(size_t count, ompi_request_t **requests) {
     c->super.req_complete = REQUEST_PENDING;
     c->super.req_status.MPI_ERROR = MPI_SUCCESS;
     lock();
-    if (!c->queued && m->queue == NULL && reads && !c->answered && c->posted) {
-      int answered = coll_gpu_agree_test(m->agree, c->n, &c->all);
-      for (uint64_t until = coll_gpu_now_ns() + COLL_GPU_ANSWER_SPIN_NS; !answered && coll_gpu_now_ns() < until;)
-        answered = coll_gpu_agree_test(m->agree, c->n, &c->all);
-      c->answered = answered;
-    }
+    if (!c->queued && m->queue == NULL && reads && !c->answered && c->posted)
+      c->answered = answer_soon(m->agree, c->n, &c->all);
     const int gpu = reads && c->answered && c->all == COLL_GPU_PATH_GPU && m->engine_state != COLL_GPU_STATE_OFF;
-    if (c->queued || m->queue != NULL || (reads && !c->answered) || (gpu && m->engine == NULL)) {
+    if (c->queued || m->queue != NULL || (reads && !c->answered) || (gpu && (m->engine == NULL || m->on_gpu != NULL))) {
       c->start_pending = 1; /* from progress, in order (which creates the engine, collectively) */
       if (!c->queued) enqueue(m, c);
-    } else if (gpu && m->on_gpu != NULL) {
-      c->start_pending = 1;
-      enqueue(m, c);
     } else if (gpu) {
       start_on_gpu(c);
     } else {
