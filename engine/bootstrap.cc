@@ -4,7 +4,6 @@
 #include "engine/bootstrap.h"
 
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -45,13 +44,6 @@ coll_gpu_status_t coll_gpu_unique_id(const coll_gpu_bootstrap_t *b, uint8_t id[C
 coll_gpu_status_t coll_gpu_peers_exchange(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *mine,
                                           coll_gpu_peer_t *peers) {
   return b->allgather(b->ctx, mine, peers, sizeof(*mine)) == 0 ? COLL_GPU_SUCCESS : COLL_GPU_BOOTSTRAP_ERROR;
-}
-
-void coll_gpu_say(char *why, size_t len, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, len, fmt, ap);
-  va_end(ap);
 }
 
 void coll_gpu_append_ranks(char *why, size_t len, const uint8_t *marked, int n) {

@@ -49,8 +49,6 @@ coll_gpu_status_t coll_gpu_unique_id(const coll_gpu_bootstrap_t *b, uint8_t id[C
 /* Allgathers `mine` into peers[0..size). */
 coll_gpu_status_t coll_gpu_peers_exchange(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *mine,
                                           coll_gpu_peer_t *peers);
-/* Writes a reason into why (the engine's messages for the glue). */
-void coll_gpu_say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Appends " r" to the message in why for each rank r < n marked in marked[] (the ranks a wait missed). */
 void coll_gpu_append_ranks(char *why, size_t len, const uint8_t *marked, int n);
 /* Whether every peer is on the same host as peers[0]. */

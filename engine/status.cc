@@ -3,6 +3,9 @@
  */
 #include "engine/status.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 namespace {
 coll_gpu_log_fn breadcrumb_log = nullptr;  // set once by the glue, before any engine call
 }  // namespace
@@ -25,6 +28,13 @@ const char *coll_gpu_status_string(coll_gpu_status_t s) {
       return "internal error";
   }
   return "unknown status";
+}
+
+void coll_gpu_say(char *why, size_t len, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, len, fmt, ap);
+  va_end(ap);
 }
 
 void coll_gpu_status_set_log(coll_gpu_log_fn log) { breadcrumb_log = log; }

@@ -27,6 +27,8 @@ typedef enum {
 
 /* "CUDA error", ... */
 const char *coll_gpu_status_string(coll_gpu_status_t s);
+/* Writes a reason into why (the engine's messages for the glue). */
+void coll_gpu_say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Where breadcrumbs go (level COLL_GPU_LVL_DEBUG, subsystem COLL_GPU_LOG_INIT); NULL: nowhere. The glue
  * sets it once, when the component opens. */
 void coll_gpu_status_set_log(coll_gpu_log_fn log);
