@@ -10,7 +10,8 @@ enum {
   COLL_GPU_LOG_COLL = 2,
   COLL_GPU_LOG_STAGE = 4,
   COLL_GPU_LOG_TOPO = 8,
-  COLL_GPU_LOG_ALL = 15
+  COLL_GPU_LOG_PROXY = 16,
+  COLL_GPU_LOG_ALL = 31
 };
 /* Verbosity thresholds of coll_gpu_verbose. The watchdog's line about a long wait is printed at every
  * verbosity (0), as a warning. */

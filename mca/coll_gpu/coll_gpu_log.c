@@ -26,6 +26,8 @@ const char *mca_coll_gpu_subsys_name(int subsys) {
       return "STAGE";
     case COLL_GPU_LOG_TOPO:
       return "TOPO";
+    case COLL_GPU_LOG_PROXY:
+      return "PROXY";
     default:
       return "?";
   }

@@ -310,11 +310,11 @@ int mca_coll_gpu_register_params(void) {
   register_string("verbose_subsys",
                   "Subsystems that coll_gpu_verbose reports, comma-separated: INIT (component and communicator "
                   "set-up), COLL (collective calls), STAGE (staging through host memory), TOPO (topology and "
-                  "rings), or all; a leading ^ reports all but the ones listed",
+                  "rings), PROXY (the network proxy), or all; a leading ^ reports all but the ones listed",
                   "all", &c->verbose_subsys);
   c->subsys_mask = parse_subsys(c->verbose_subsys);
   if (c->subsys_mask < 0) {
-    bad_value("coll_gpu_verbose_subsys", c->verbose_subsys, "all, or a comma-separated list of INIT, COLL, STAGE, TOPO",
+    bad_value("coll_gpu_verbose_subsys", c->verbose_subsys, "all, or a comma-separated list of INIT, COLL, STAGE, TOPO, PROXY",
               "all");
     c->subsys_mask = COLL_GPU_LOG_ALL;
   }

@@ -1,0 +1,518 @@
+/*
+ * The network proxy's thread and its step state machine (proxy/proxy.h).
+ *
+ * Each FIFO moves through three counters, NCCL's posted -> transmitted -> done:
+ *   send:    tail (the kernel posted) >= posted (handed to UCX) >= done (sent; published as head);
+ *   receive: posted (receives given to UCX, at most head + depth) >= done (arrived; published as tail)
+ *            >= head (the kernel consumed).
+ * A step's message completes out of order at most; the counters advance in order, so head and tail
+ * only ever grow one step after another.
+ *
+ * The loop: run a command the API posted (connect, add), progress UCX, move every FIFO. While something
+ * moves, or spin_ns after it last did or after a wake, it polls without pause; then it sleeps in steps
+ * that grow from 10 us to sleep_ns, so an idle communicator costs about nothing, and a peer's late step
+ * is still seen within sleep_ns.
+ */
+#include "proxy/proxy.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <atomic>
+#include <new>
+
+#include "proxy/net_ucx.h"
+
+namespace coll_gpu {
+namespace {
+
+// The tag of step `step` of connection `id` from rank `sender`: 20 bits of sender, 12 of connection, 32 of
+// step (a receive is posted at most COLL_GPU_PROXY_MAX_DEPTH steps ahead, far below the wrap).
+constexpr int kTagSenderBits = 20;
+uint64_t step_tag(int sender, int id, uint64_t step) {
+  return (uint64_t)sender << 44 | (uint64_t)id << 32 | (step & 0xffffffffull);
+}
+
+// The envelope of an address: it names the rank that published it, and a hash of UCX's bytes catches an
+// address cut or mixed up on its way through the bootstrap before UCX parses it.
+constexpr uint32_t kAddressMagic = 0x43475058;  // "CGPX"
+constexpr uint32_t kAddressVersion = 1;
+struct Envelope {
+  uint32_t magic, version;
+  int32_t rank;
+  uint32_t bytes;
+  uint64_t hash;
+};
+constexpr size_t kAddressMax = COLL_GPU_PROXY_ADDRESS_BYTES - sizeof(Envelope);
+
+uint64_t fnv1a(const void *data, size_t bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < bytes; ++i) h = (h ^ ((const uint8_t *)data)[i]) * 1099511628211ull;
+  return h;
+}
+
+uint64_t now_ns() {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+uint64_t load_acquire(volatile uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+void store_release(volatile uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+
+constexpr uint64_t kFirstSleepNs = 10000;  // the first sleep of an idle thread; each next one doubles
+
+struct Fifo {
+  coll_gpu_proxy_fifo_t f;
+  uint64_t posted, done;
+  NetOp ops[COLL_GPU_PROXY_MAX_DEPTH];  // by slot
+};
+
+enum Command { kNone, kConnect, kAdd };
+
+}  // namespace
+}  // namespace coll_gpu
+
+using coll_gpu::Envelope;
+using coll_gpu::Fifo;
+using coll_gpu::load_acquire;
+using coll_gpu::NetOp;
+using coll_gpu::now_ns;
+using coll_gpu::store_release;
+
+struct coll_gpu_proxy {
+  coll_gpu_proxy_config_t cfg;
+  int *cpus = nullptr;
+  coll_gpu::UcxNet net;
+  pthread_t thread;
+  bool started = false;
+  pthread_mutex_t mu;
+  pthread_cond_t wake_cv;  // the thread sleeps on it
+  pthread_cond_t done_cv;  // callers wait on it for their command (and create for the set-up)
+
+  // a command for the thread, under mu
+  coll_gpu::Command cmd = coll_gpu::kNone;
+  int cmd_peer = 0;
+  const void *cmd_addr = nullptr;
+  bool cmd_same_host = false;
+  const coll_gpu_proxy_fifo_t *cmd_fifo = nullptr;
+  coll_gpu_status_t cmd_status = COLL_GPU_SUCCESS;
+  char *cmd_why = nullptr;
+  size_t cmd_len = 0;
+  bool ready = false;  // the set-up has finished (init_status says how)
+  coll_gpu_status_t init_status = COLL_GPU_SUCCESS;
+  char init_why[256] = "";
+
+  std::atomic<bool> cmd_pending{false}, stop{false}, woken{false}, sleeping{false};
+  // the first failure: status (COLL_GPU_SUCCESS while none) published after peer and why
+  std::atomic<int> failed{COLL_GPU_SUCCESS};
+  int failed_peer = -1;
+  char failed_why[256] = "";
+
+  Fifo *fifos = nullptr;
+  int nfifos = 0, cap = 0;
+  uint8_t address[COLL_GPU_PROXY_ADDRESS_BYTES] = {};
+
+  void log(int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+  void fail(coll_gpu_status_t s, int peer, const char *why);
+  void run();
+  void run_command();
+  coll_gpu_status_t connect(int peer, const void *addr, bool same_host, char *why, size_t len);
+  coll_gpu_status_t add(const coll_gpu_proxy_fifo_t *f, char *why, size_t len);
+  bool move_send(Fifo *q);
+  bool move_recv(Fifo *q);
+  void sleep(uint64_t ns);
+  void teardown();
+  coll_gpu_status_t post(coll_gpu::Command c, char *why, size_t len);
+};
+
+void coll_gpu_proxy::log(int level, const char *fmt, ...) {
+  if (cfg.log == nullptr) return;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  cfg.log(level, COLL_GPU_LOG_PROXY, "%s", msg);
+}
+
+void coll_gpu_proxy::fail(coll_gpu_status_t s, int peer, const char *why) {
+  if (failed.load(std::memory_order_relaxed) != COLL_GPU_SUCCESS) return;  // only the thread writes it
+  failed_peer = peer;
+  snprintf(failed_why, sizeof(failed_why), "%s", why);
+  failed.store(s, std::memory_order_release);
+  log(COLL_GPU_LVL_WARN, "proxy of rank %d: %s", cfg.rank, why);
+}
+
+coll_gpu_status_t coll_gpu_proxy::connect(int peer, const void *addr, bool same_host, char *why, size_t len) {
+  Envelope e;
+  memcpy(&e, addr, sizeof(e));
+  const uint8_t *blob = (const uint8_t *)addr + sizeof(e);
+  if (e.magic != coll_gpu::kAddressMagic || e.version != coll_gpu::kAddressVersion) {
+    coll_gpu_say(why, len, "the proxy address given for rank %d is not one (magic %#x, version %u)", peer, e.magic,
+                 e.version);
+    return COLL_GPU_BOOTSTRAP_ERROR;
+  }
+  if (e.rank != peer) {
+    coll_gpu_say(why, len, "the proxy address given for rank %d is rank %d's", peer, e.rank);
+    return COLL_GPU_BOOTSTRAP_ERROR;
+  }
+  if (e.bytes == 0 || e.bytes > coll_gpu::kAddressMax || coll_gpu::fnv1a(blob, e.bytes) != e.hash) {
+    coll_gpu_say(why, len, "the proxy address of rank %d arrived damaged (%u bytes, hash mismatch)", peer, e.bytes);
+    return COLL_GPU_BOOTSTRAP_ERROR;
+  }
+  if (net.connected(peer)) return COLL_GPU_SUCCESS;
+  COLL_GPU_CHECK(net.connect(peer, blob, same_host, why, len));
+  log(COLL_GPU_LVL_DEBUG, "proxy of rank %d: connected to rank %d%s", cfg.rank, peer, same_host ? " (same host)" : "");
+  return COLL_GPU_SUCCESS;
+}
+
+coll_gpu_status_t coll_gpu_proxy::add(const coll_gpu_proxy_fifo_t *f, char *why, size_t len) {
+  const bool send = f->dir == COLL_GPU_PROXY_SEND;
+  if ((f->dir != COLL_GPU_PROXY_SEND && f->dir != COLL_GPU_PROXY_RECV) || f->peer < 0 || f->peer >= cfg.nranks ||
+      f->peer == cfg.rank || f->id < 0 || f->id >= COLL_GPU_PROXY_MAX_CONNS || f->depth < 1 ||
+      f->depth > COLL_GPU_PROXY_MAX_DEPTH || f->slot_bytes == 0 || f->buff == nullptr || f->tail == nullptr ||
+      f->head == nullptr) {
+    coll_gpu_say(why, len, "bad proxy FIFO (%s rank %d, connection %d, %d slots of %zu bytes)", send ? "to" : "from",
+                 f->peer, f->id, f->depth, f->slot_bytes);
+    return COLL_GPU_INTERNAL_ERROR;
+  }
+  if (!net.connected(f->peer)) {
+    coll_gpu_say(why, len, "proxy FIFO %s rank %d before connecting to it", send ? "to" : "from", f->peer);
+    return COLL_GPU_INTERNAL_ERROR;
+  }
+  for (int i = 0; i < nfifos; ++i)
+    if (fifos[i].f.dir == f->dir && fifos[i].f.peer == f->peer && fifos[i].f.id == f->id) {
+      coll_gpu_say(why, len, "proxy connection %d %s rank %d added twice", f->id, send ? "to" : "from", f->peer);
+      return COLL_GPU_INTERNAL_ERROR;
+    }
+  if (nfifos == cap) {
+    const int n = cap > 0 ? 2 * cap : 16;
+    Fifo *grown = (Fifo *)realloc((void *)fifos, (size_t)n * sizeof(Fifo));
+    if (grown == nullptr) {
+      coll_gpu_say(why, len, "out of host memory for %d proxy FIFOs", n);
+      return COLL_GPU_SYSTEM_ERROR;
+    }
+    fifos = grown;
+    cap = n;
+  }
+  Fifo *q = new (&fifos[nfifos]) Fifo();
+  q->f = *f;
+  // steps already counted (none on a new connection) stay counted: the proxy starts where the kernel is
+  q->posted = q->done = send ? load_acquire(f->head) : load_acquire(f->tail);
+  ++nfifos;
+  return COLL_GPU_SUCCESS;
+}
+
+// Send side: hand every posted step to UCX, then publish the sent ones, in order, as head.
+bool coll_gpu_proxy::move_send(Fifo *q) {
+  const coll_gpu_proxy_fifo_t &f = q->f;
+  bool moved = false;
+  const uint64_t tail = load_acquire(f.tail);
+  while (q->posted < tail) {
+    const int slot = (int)(q->posted % (uint64_t)f.depth);
+    const size_t bytes = f.sizes != nullptr ? (size_t)f.sizes[slot] : f.slot_bytes;
+    char why[200];
+    if (bytes > f.slot_bytes || tail - q->done > (uint64_t)f.depth) {
+      snprintf(why, sizeof(why), "connection %d to rank %d: step %llu of %zu bytes (slots of %zu), %llu steps ahead",
+               f.id, f.peer, (unsigned long long)q->posted, bytes, f.slot_bytes, (unsigned long long)(tail - q->done));
+      fail(COLL_GPU_INTERNAL_ERROR, f.peer, why);
+      return moved;
+    }
+    NetOp *op = &q->ops[slot];
+    net.send(f.peer, coll_gpu::step_tag(cfg.rank, f.id, q->posted), f.buff + (size_t)slot * f.slot_bytes, bytes, op);
+    if (op->state == coll_gpu::kOpFailed) {
+      snprintf(why, sizeof(why), "sending step %llu of connection %d to rank %d failed: %s",
+               (unsigned long long)q->posted, f.id, f.peer, ucs_status_string(net.last_error()));
+      fail(COLL_GPU_PEER_GONE, f.peer, why);
+      return moved;
+    }
+    ++q->posted;
+    moved = true;
+  }
+  while (q->done < q->posted) {
+    NetOp *op = &q->ops[q->done % (uint64_t)f.depth];
+    net.test(op);
+    if (op->state == coll_gpu::kOpPending) break;
+    if (op->state == coll_gpu::kOpFailed) {
+      char why[200];
+      snprintf(why, sizeof(why), "step %llu of connection %d to rank %d failed: %s", (unsigned long long)q->done, f.id,
+               f.peer, ucs_status_string(net.last_error()));
+      fail(COLL_GPU_PEER_GONE, f.peer, why);
+      return moved;
+    }
+    op->state = coll_gpu::kOpIdle;
+    store_release(f.head, ++q->done);
+    moved = true;
+  }
+  return moved;
+}
+
+// Receive side: keep a receive posted in every slot the kernel has freed, then publish the arrived steps,
+// in order, as tail.
+bool coll_gpu_proxy::move_recv(Fifo *q) {
+  const coll_gpu_proxy_fifo_t &f = q->f;
+  bool moved = false;
+  const uint64_t limit = load_acquire(f.head) + (uint64_t)f.depth;
+  while (q->posted < limit) {
+    const int slot = (int)(q->posted % (uint64_t)f.depth);
+    NetOp *op = &q->ops[slot];
+    net.recv(coll_gpu::step_tag(f.peer, f.id, q->posted), f.buff + (size_t)slot * f.slot_bytes, f.slot_bytes, op);
+    if (op->state == coll_gpu::kOpFailed) {
+      char why[200];
+      snprintf(why, sizeof(why), "receiving step %llu of connection %d from rank %d failed: %s",
+               (unsigned long long)q->posted, f.id, f.peer, ucs_status_string(net.last_error()));
+      fail(COLL_GPU_PEER_GONE, f.peer, why);
+      return moved;
+    }
+    ++q->posted;
+  }
+  while (q->done < q->posted) {
+    const int slot = (int)(q->done % (uint64_t)f.depth);
+    NetOp *op = &q->ops[slot];
+    net.test(op);
+    if (op->state == coll_gpu::kOpPending) break;
+    if (op->state == coll_gpu::kOpFailed) {
+      char why[200];
+      snprintf(why, sizeof(why), "step %llu of connection %d from rank %d failed: %s", (unsigned long long)q->done,
+               f.id, f.peer, ucs_status_string(net.last_error()));
+      fail(COLL_GPU_PEER_GONE, f.peer, why);
+      return moved;
+    }
+    op->state = coll_gpu::kOpIdle;
+    if (f.sizes != nullptr) f.sizes[slot] = op->bytes;
+    store_release(f.tail, ++q->done);
+    moved = true;
+  }
+  return moved;
+}
+
+void coll_gpu_proxy::sleep(uint64_t ns) {
+  pthread_mutex_lock(&mu);
+  sleeping.store(true);
+  if (!woken.load() && !cmd_pending.load() && !stop.load()) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    const uint64_t at = (uint64_t)t.tv_nsec + ns;
+    t.tv_sec += (time_t)(at / 1000000000ull);
+    t.tv_nsec = (long)(at % 1000000000ull);
+    pthread_cond_timedwait(&wake_cv, &mu, &t);
+  }
+  sleeping.store(false);
+  pthread_mutex_unlock(&mu);
+}
+
+void coll_gpu_proxy::run_command() {
+  pthread_mutex_lock(&mu);
+  if (cmd == coll_gpu::kConnect)
+    cmd_status = connect(cmd_peer, cmd_addr, cmd_same_host, cmd_why, cmd_len);
+  else if (cmd == coll_gpu::kAdd)
+    cmd_status = add(cmd_fifo, cmd_why, cmd_len);
+  cmd = coll_gpu::kNone;
+  cmd_pending.store(false);
+  pthread_cond_broadcast(&done_cv);
+  pthread_mutex_unlock(&mu);
+}
+
+void coll_gpu_proxy::run() {
+  if (cpus != nullptr) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int i = 0; i < cfg.ncpus; ++i)
+      if (cpus[i] >= 0 && cpus[i] < CPU_SETSIZE) CPU_SET(cpus[i], &set);
+    const int rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+    if (rc != 0) log(COLL_GPU_LVL_WARN, "proxy of rank %d: CPU affinity not set: %s", cfg.rank, strerror(rc));
+  }
+  const coll_gpu_status_t s = net.init(
+      cfg.nranks,
+      [](void *ctx, int peer, const char *why) { ((coll_gpu_proxy *)ctx)->fail(COLL_GPU_PEER_GONE, peer, why); }, this,
+      init_why, sizeof(init_why));
+  if (s == COLL_GPU_SUCCESS) {
+    if (net.address_bytes() > coll_gpu::kAddressMax) {
+      coll_gpu_say(init_why, sizeof(init_why),
+                   "UCX's worker address has %zu bytes, more than the %zu a proxy publishes", net.address_bytes(),
+                   coll_gpu::kAddressMax);
+      init_status = COLL_GPU_SYSTEM_ERROR;
+    } else {
+      Envelope e{coll_gpu::kAddressMagic, coll_gpu::kAddressVersion, cfg.rank, (uint32_t)net.address_bytes(),
+                 coll_gpu::fnv1a(net.address(), net.address_bytes())};
+      memcpy(address, &e, sizeof(e));
+      memcpy(address + sizeof(e), net.address(), net.address_bytes());
+    }
+  } else {
+    init_status = s;
+  }
+  pthread_mutex_lock(&mu);
+  ready = true;
+  pthread_cond_broadcast(&done_cv);
+  pthread_mutex_unlock(&mu);
+  if (init_status != COLL_GPU_SUCCESS) return;
+
+  uint64_t last = now_ns(), nap = coll_gpu::kFirstSleepNs;
+  while (!stop.load(std::memory_order_acquire)) {
+    if (cmd_pending.load(std::memory_order_acquire)) run_command();
+    bool moved = net.progress() > 0;
+    if (failed.load(std::memory_order_relaxed) == COLL_GPU_SUCCESS)
+      for (int i = 0; i < nfifos; ++i)
+        moved |= fifos[i].f.dir == COLL_GPU_PROXY_SEND ? move_send(&fifos[i]) : move_recv(&fifos[i]);
+    if (woken.exchange(false)) moved = true;
+    const uint64_t t = now_ns();
+    if (moved) {
+      last = t;
+      nap = coll_gpu::kFirstSleepNs;
+    } else if (t - last > cfg.spin_ns) {
+      sleep(nap);
+      nap = nap * 2 < cfg.sleep_ns ? nap * 2 : cfg.sleep_ns;
+    }
+  }
+  teardown();
+}
+
+void coll_gpu_proxy::teardown() {
+  // receives first (a cancelled receive completes at once); the sends in flight end with their endpoints
+  for (int i = 0; i < nfifos; ++i)
+    if (fifos[i].f.dir == COLL_GPU_PROXY_RECV)
+      for (int s = 0; s < fifos[i].f.depth; ++s) net.cancel(&fifos[i].ops[s]);
+  net.close_endpoints();
+  for (int i = 0; i < nfifos; ++i)
+    for (int s = 0; s < fifos[i].f.depth; ++s) {
+      net.test(&fifos[i].ops[s]);
+      net.release(&fifos[i].ops[s]);
+    }
+  net.close();
+}
+
+coll_gpu_status_t coll_gpu_proxy::post(coll_gpu::Command c, char *why, size_t len) {
+  pthread_mutex_lock(&mu);
+  cmd = c;
+  cmd_why = why;
+  cmd_len = len;
+  cmd_pending.store(true);
+  pthread_cond_signal(&wake_cv);
+  while (cmd_pending.load()) pthread_cond_wait(&done_cv, &mu);
+  const coll_gpu_status_t s = cmd_status;
+  pthread_mutex_unlock(&mu);
+  return s;
+}
+
+extern "C" {
+
+coll_gpu_status_t coll_gpu_proxy_create(const coll_gpu_proxy_config_t *cfg, coll_gpu_proxy_t **out, char *why,
+                                        size_t len) {
+  *out = nullptr;
+  if (cfg->nranks < 1 || cfg->nranks > (1 << coll_gpu::kTagSenderBits) || cfg->rank < 0 || cfg->rank >= cfg->nranks) {
+    coll_gpu_say(why, len, "a proxy for rank %d of %d ranks", cfg->rank, cfg->nranks);
+    return COLL_GPU_INTERNAL_ERROR;
+  }
+  void *m = calloc(1, sizeof(coll_gpu_proxy));
+  if (m == nullptr) {
+    coll_gpu_say(why, len, "out of host memory for the network proxy");
+    return COLL_GPU_SYSTEM_ERROR;
+  }
+  coll_gpu_proxy *p = new (m) coll_gpu_proxy();
+  p->cfg = *cfg;
+  if (cfg->cpus != nullptr && cfg->ncpus > 0) {
+    p->cpus = (int *)malloc((size_t)cfg->ncpus * sizeof(int));
+    if (p->cpus != nullptr) memcpy(p->cpus, cfg->cpus, (size_t)cfg->ncpus * sizeof(int));
+    p->cfg.cpus = p->cpus;
+  }
+  pthread_mutex_init(&p->mu, nullptr);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&p->wake_cv, &ca);
+  pthread_condattr_destroy(&ca);
+  pthread_cond_init(&p->done_cv, nullptr);
+  const int rc = pthread_create(
+      &p->thread, nullptr,
+      [](void *arg) -> void * {
+        ((coll_gpu_proxy *)arg)->run();
+        return nullptr;
+      },
+      p);
+  if (rc != 0) {
+    coll_gpu_say(why, len, "cannot start the network proxy's thread: %s", strerror(rc));
+    coll_gpu_proxy_destroy(p);
+    return COLL_GPU_SYSTEM_ERROR;
+  }
+  p->started = true;
+  pthread_mutex_lock(&p->mu);
+  while (!p->ready) pthread_cond_wait(&p->done_cv, &p->mu);
+  pthread_mutex_unlock(&p->mu);
+  if (p->init_status != COLL_GPU_SUCCESS) {
+    const coll_gpu_status_t s = p->init_status;
+    coll_gpu_say(why, len, "%s", p->init_why);
+    coll_gpu_proxy_destroy(p);
+    return s;
+  }
+  p->log(COLL_GPU_LVL_INFO, "proxy of rank %d: UCX worker up, address %u bytes", cfg->rank,
+         (unsigned)p->net.address_bytes());
+  *out = p;
+  return COLL_GPU_SUCCESS;
+}
+
+void coll_gpu_proxy_address(const coll_gpu_proxy_t *p, void *buf) {
+  memcpy(buf, p->address, COLL_GPU_PROXY_ADDRESS_BYTES);
+}
+
+coll_gpu_status_t coll_gpu_proxy_connect(coll_gpu_proxy_t *p, int peer, const void *addr, int same_host, char *why,
+                                         size_t len) {
+  if (peer < 0 || peer >= p->cfg.nranks || peer == p->cfg.rank) {
+    coll_gpu_say(why, len, "proxy connection to rank %d of %d (this is rank %d)", peer, p->cfg.nranks, p->cfg.rank);
+    return COLL_GPU_INTERNAL_ERROR;
+  }
+  p->cmd_peer = peer;
+  p->cmd_addr = addr;
+  p->cmd_same_host = same_host != 0;
+  return p->post(coll_gpu::kConnect, why, len);
+}
+
+coll_gpu_status_t coll_gpu_proxy_add(coll_gpu_proxy_t *p, const coll_gpu_proxy_fifo_t *fifo, char *why, size_t len) {
+  p->cmd_fifo = fifo;
+  return p->post(coll_gpu::kAdd, why, len);
+}
+
+void coll_gpu_proxy_wake(coll_gpu_proxy_t *p) {
+  p->woken.store(true);
+  if (p->sleeping.load()) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_signal(&p->wake_cv);
+    pthread_mutex_unlock(&p->mu);
+  }
+}
+
+coll_gpu_status_t coll_gpu_proxy_failed(coll_gpu_proxy_t *p, int *peer, char *why, size_t len) {
+  const coll_gpu_status_t s = (coll_gpu_status_t)p->failed.load(std::memory_order_acquire);
+  if (s != COLL_GPU_SUCCESS) {
+    if (peer != nullptr) *peer = p->failed_peer;
+    coll_gpu_say(why, len, "%s", p->failed_why);
+  }
+  return s;
+}
+
+void coll_gpu_proxy_destroy(coll_gpu_proxy_t *p) {
+  if (p == nullptr) return;
+  if (p->started) {
+    p->stop.store(true, std::memory_order_release);
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_signal(&p->wake_cv);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->thread, nullptr);
+  }
+  p->net.close();
+  pthread_cond_destroy(&p->wake_cv);
+  pthread_cond_destroy(&p->done_cv);
+  pthread_mutex_destroy(&p->mu);
+  free((void *)p->fifos);
+  free(p->cpus);
+  p->~coll_gpu_proxy();
+  free(p);
+}
+
+}  // extern "C"

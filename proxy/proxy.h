@@ -1,0 +1,99 @@
+/*
+ * The network proxy (NCCL's proxy thread and NET transport): one progress thread per engine that owns a
+ * UCX worker and moves the steps of NET connections between host FIFOs and the network. No MPI and no
+ * kernels here: the engine hands it memory and peers' addresses, and whoever plays the kernel (the GPU
+ * kernels through host-mapped memory, or a host thread in the tests) talks to it through each FIFO's
+ * counters only.
+ *
+ * A FIFO is `depth` slots of slot_bytes in host memory and three kinds of words beside it:
+ *   send side: the kernel waits until head >= s + 1 - depth (the slot is free), writes step s into slot
+ *     s mod depth and its size into sizes[s mod depth], and raises tail to s + 1 (release); the proxy
+ *     sees the tail, sends the slot, and when the send has completed raises head to s + 1;
+ *   receive side: the proxy keeps a receive posted in every slot the kernel has freed (steps below head +
+ *     depth), and when step s has arrived writes its size into sizes and raises tail to s + 1 (release);
+ *     the kernel waits for tail, consumes the slot and raises head. The receiving proxy sets the tail,
+ *     never the sender.
+ * Steps travel as UCX tagged messages, the tag naming the sender, the connection and the step, so that
+ * each receive matches exactly its step.
+ *
+ * Life of a proxy: create (its thread sets up UCX) -> address (for the engine's bootstrap to allgather)
+ * -> connect each peer with its address -> add the FIFOs -> wake at each call that uses them -> failed
+ * to learn about a peer that is gone -> destroy. Every function but wake and failed waits for the thread
+ * to do the work (UCX's worker is the thread's alone).
+ *
+ * UCX reads its configuration from the environment with the prefix COLL_GPU_ (COLL_GPU_UCX_TLS=tcp
+ * steers the proxy alone; UCX_TLS steers it and Open MPI's pml/ucx).
+ */
+#ifndef COLL_GPU_PROXY_H
+#define COLL_GPU_PROXY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/log.h"
+#include "engine/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bytes of the address a proxy publishes (coll_gpu_proxy_address): UCX's worker address in a checked
+ * envelope, padded, so that the engine's bootstrap can allgather a fixed size. */
+#define COLL_GPU_PROXY_ADDRESS_BYTES 4096
+/* Slots of a FIFO at most (NCCL_STEPS is 8). */
+#define COLL_GPU_PROXY_MAX_DEPTH 16
+/* Connection ids per ordered pair of ranks: the tag holds the id in 12 bits. */
+#define COLL_GPU_PROXY_MAX_CONNS 4096
+
+typedef struct coll_gpu_proxy coll_gpu_proxy_t;
+
+typedef struct {
+  int rank, nranks;
+  coll_gpu_log_fn log; /* NULL: silent */
+  const int *cpus;     /* CPUs the thread may run on; NULL or ncpus 0: where it was created */
+  int ncpus;
+  uint64_t spin_ns;  /* after the last movement or wake, the thread polls this long without a pause */
+  uint64_t sleep_ns; /* then it sleeps between polls, 10 us first, each sleep twice the one before, at
+                        most sleep_ns; a wake (coll_gpu_proxy_wake) ends a sleep */
+} coll_gpu_proxy_config_t;
+
+typedef enum { COLL_GPU_PROXY_SEND, COLL_GPU_PROXY_RECV } coll_gpu_proxy_dir_t;
+
+typedef struct {
+  coll_gpu_proxy_dir_t dir;
+  int peer;   /* the rank at the other end */
+  int id;     /* < COLL_GPU_PROXY_MAX_CONNS; the same at both ends, unique per ordered pair */
+  char *buff; /* depth slots of slot_bytes */
+  size_t slot_bytes;
+  int depth;                /* <= COLL_GPU_PROXY_MAX_DEPTH */
+  volatile uint64_t *tail;  /* steps posted: by the kernel (send), by the proxy (recv) */
+  volatile uint64_t *head;  /* steps done with: by the proxy (send), by the kernel (recv) */
+  volatile uint64_t *sizes; /* [depth] bytes of each step in flight: written by the kernel (send; NULL:
+                               every step is a whole slot), by the proxy (recv; may be NULL) */
+} coll_gpu_proxy_fifo_t;
+
+/* Starts the thread and sets up UCX there; on failure says why and leaves *out NULL. */
+coll_gpu_status_t coll_gpu_proxy_create(const coll_gpu_proxy_config_t *cfg, coll_gpu_proxy_t **out, char *why,
+                                        size_t len);
+/* This proxy's address: COLL_GPU_PROXY_ADDRESS_BYTES bytes into buf. */
+void coll_gpu_proxy_address(const coll_gpu_proxy_t *p, void *buf);
+/* Connects to rank `peer` with the address it published. An address that is not one (bad envelope,
+ * another rank's, a UCX that cannot reach it) is refused with the reason. A peer on another host is
+ * watched: UCX reports its failure (coll_gpu_proxy_failed). One on this host (same_host) is not, so that
+ * UCX may use its shared-memory transports, which cannot watch a peer; the caller checks its process. */
+coll_gpu_status_t coll_gpu_proxy_connect(coll_gpu_proxy_t *p, int peer, const void *addr, int same_host, char *why,
+                                         size_t len);
+/* Adds a FIFO to move (its counters must not move until this returns). */
+coll_gpu_status_t coll_gpu_proxy_add(coll_gpu_proxy_t *p, const coll_gpu_proxy_fifo_t *fifo, char *why, size_t len);
+/* Tells a sleeping thread that steps are coming (the engine calls it at every launch that uses a FIFO). */
+void coll_gpu_proxy_wake(coll_gpu_proxy_t *p);
+/* COLL_GPU_SUCCESS while every peer is reachable; otherwise the status of the first failure, its peer
+ * in *peer and its reason in why. A failed proxy moves nothing more. */
+coll_gpu_status_t coll_gpu_proxy_failed(coll_gpu_proxy_t *p, int *peer, char *why, size_t len);
+/* Stops the thread, cancels what is in flight and closes UCX. The FIFOs may be freed afterwards. */
+void coll_gpu_proxy_destroy(coll_gpu_proxy_t *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

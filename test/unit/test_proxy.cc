@@ -1,0 +1,401 @@
+// The network proxy alone (proxy/proxy.h) between two processes over UCX, a host thread playing the
+// kernel on both sides: steps arrive in order, whole and unchanged, on many connections at once; a slow
+// receiver holds the sender back through the FIFO (back-pressure) and the proxy never frees a slot early;
+// partial and empty steps keep their sizes; addresses that are not a peer's are refused; teardown with
+// steps in flight returns; a peer killed mid-transfer is reported, naming it, instead of a hang.
+// Each case runs over UCX's tcp transport (loopback) and over its shared-memory transports.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "proxy/proxy.h"
+
+namespace {
+
+uint64_t now_ns() {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+uint64_t load_acquire(volatile uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+void store_release(volatile uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+
+// The byte at `at` of step `step` of connection `ch` from rank `sender` (a hash, so that a step in the
+// wrong slot, from the wrong connection or shifted shows).
+uint8_t pattern(uint64_t seed, int sender, int ch, uint64_t step, size_t at) {
+  uint64_t x = seed ^ ((uint64_t)sender << 56) ^ ((uint64_t)ch << 40) ^ (step << 20) ^ (at / 8);
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return (uint8_t)(x >> (8 * (at % 8)));
+}
+
+struct Options {
+  int channels = 4;
+  int depth = 8;
+  size_t slot = 64 << 10;
+  uint64_t steps = 100;
+  uint64_t seed = 1;
+  uint64_t slow_recv_ns = 0;  // rank 1 sleeps this long before consuming each step
+  uint64_t die_after = 0;     // rank 1 kills itself once it has sent this many steps on connection 0 (0: never)
+  bool consume = true;        // false: post everything, consume nothing, tear down at once
+  bool same_host = false;     // connect as peers of one host (unwatched: UCX may use shared memory)
+};
+
+// The size of step `step` of a connection: random, at most a slot; the last step partial, some empty.
+size_t step_bytes(const Options &o, int sender, int ch, uint64_t step) {
+  std::mt19937_64 r(o.seed ^ ((uint64_t)sender << 48) ^ ((uint64_t)ch << 32) ^ step);
+  if (step + 1 == o.steps) return 1 + r() % (o.slot - 1);
+  const uint64_t k = r() % 16;
+  if (k == 0) return 0;
+  if (k < 8) return o.slot;
+  return 1 + r() % o.slot;
+}
+
+struct Report {
+  int errors = 0;
+  std::string first;
+  int failed_peer = -2;  // what coll_gpu_proxy_failed named, -2: nothing failed
+  std::string failed_why;
+  uint64_t max_ahead = 0;  // the most steps the sender had posted and not got back as sent
+  void error(const char *fmt, ...) __attribute__((format(printf, 2, 3))) {
+    if (errors++ > 0) return;
+    char buf[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    first = buf;
+  }
+};
+
+bool write_all(int fd, const void *buf, size_t n) {
+  for (size_t at = 0; at < n;) {
+    const ssize_t k = write(fd, (const char *)buf + at, n - at);
+    if (k <= 0) return false;
+    at += (size_t)k;
+  }
+  return true;
+}
+bool read_all(int fd, void *buf, size_t n) {
+  for (size_t at = 0; at < n;) {
+    const ssize_t k = read(fd, (char *)buf + at, n - at);
+    if (k <= 0) return false;
+    at += (size_t)k;
+  }
+  return true;
+}
+
+// One connection's two FIFOs at one rank, as the kernel and the proxy share them.
+struct Conn {
+  std::vector<char> send_buf, recv_buf;
+  uint64_t words[6 + 2 * COLL_GPU_PROXY_MAX_DEPTH] = {};
+  volatile uint64_t *send_tail() { return &words[0]; }
+  volatile uint64_t *send_head() { return &words[1]; }
+  volatile uint64_t *recv_tail() { return &words[2]; }
+  volatile uint64_t *recv_head() { return &words[3]; }
+  volatile uint64_t *send_sizes() { return &words[6]; }
+  volatile uint64_t *recv_sizes() { return &words[6 + COLL_GPU_PROXY_MAX_DEPTH]; }
+  uint64_t sent = 0, received = 0;
+};
+
+// Rank `rank` of 2: a proxy, its address traded over `fd`, every connection both ways, and the kernel's
+// part played here until every step has gone both ways (or the deadline, or a failure).
+Report run_rank(int rank, int fd, const Options &o) {
+  Report rep;
+  char why[512] = "";
+  coll_gpu_proxy_config_t cfg{};
+  cfg.rank = rank;
+  cfg.nranks = 2;
+  cfg.spin_ns = 1000000;
+  cfg.sleep_ns = 1000000;
+  coll_gpu_proxy_t *p = nullptr;
+  if (coll_gpu_proxy_create(&cfg, &p, why, sizeof(why)) != COLL_GPU_SUCCESS) {
+    rep.error("rank %d: create: %s", rank, why);
+    return rep;
+  }
+  std::vector<uint8_t> mine(COLL_GPU_PROXY_ADDRESS_BYTES), theirs(COLL_GPU_PROXY_ADDRESS_BYTES);
+  coll_gpu_proxy_address(p, mine.data());
+  if (!write_all(fd, mine.data(), mine.size()) || !read_all(fd, theirs.data(), theirs.size())) {
+    rep.error("rank %d: address exchange", rank);
+    coll_gpu_proxy_destroy(p);
+    return rep;
+  }
+  const int peer = 1 - rank;
+  if (coll_gpu_proxy_connect(p, peer, theirs.data(), o.same_host, why, sizeof(why)) != COLL_GPU_SUCCESS) {
+    rep.error("rank %d: connect: %s", rank, why);
+    coll_gpu_proxy_destroy(p);
+    return rep;
+  }
+  std::vector<Conn> conns(o.channels);
+  for (int c = 0; c < o.channels && rep.errors == 0; ++c) {
+    Conn &k = conns[c];
+    k.send_buf.assign((size_t)o.depth * o.slot, 0);
+    k.recv_buf.assign((size_t)o.depth * o.slot, 0);
+    coll_gpu_proxy_fifo_t s{COLL_GPU_PROXY_SEND, peer,          c, k.send_buf.data(), o.slot, o.depth, k.send_tail(),
+                            k.send_head(),       k.send_sizes()};
+    coll_gpu_proxy_fifo_t r{COLL_GPU_PROXY_RECV, peer,          c, k.recv_buf.data(), o.slot, o.depth, k.recv_tail(),
+                            k.recv_head(),       k.recv_sizes()};
+    if (coll_gpu_proxy_add(p, &s, why, sizeof(why)) != COLL_GPU_SUCCESS ||
+        coll_gpu_proxy_add(p, &r, why, sizeof(why)) != COLL_GPU_SUCCESS)
+      rep.error("rank %d: add connection %d: %s", rank, c, why);
+  }
+  // the kernel's part: post what the FIFO has room for, consume what arrived, on every connection in turn
+  const uint64_t deadline = now_ns() + 60000000000ull;
+  bool done = rep.errors > 0 || !o.consume;
+  while (!done) {
+    done = true;
+    coll_gpu_proxy_wake(p);
+    for (int c = 0; c < o.channels; ++c) {
+      Conn &k = conns[c];
+      const uint64_t head = load_acquire(k.send_head());
+      if (head > k.sent)
+        rep.error("rank %d conn %d: head %llu past tail %llu", rank, c, (unsigned long long)head,
+                  (unsigned long long)k.sent);
+      if (k.sent - head > rep.max_ahead) rep.max_ahead = k.sent - head;
+      if (k.sent < o.steps && k.sent + 1 <= head + (uint64_t)o.depth) {
+        if (rank == 1 && o.die_after > 0 && c == 0 && k.sent == o.die_after) raise(SIGKILL);
+        const int slot = (int)(k.sent % (uint64_t)o.depth);
+        const size_t n = step_bytes(o, rank, c, k.sent);
+        char *dst = k.send_buf.data() + (size_t)slot * o.slot;
+        for (size_t i = 0; i < n; ++i) dst[i] = (char)pattern(o.seed, rank, c, k.sent, i);
+        k.send_sizes()[slot] = n;
+        store_release(k.send_tail(), ++k.sent);
+      }
+      const uint64_t tail = load_acquire(k.recv_tail());
+      if (tail > k.received + (uint64_t)o.depth || tail > o.steps)
+        rep.error("rank %d conn %d: tail %llu with %llu consumed, depth %d", rank, c, (unsigned long long)tail,
+                  (unsigned long long)k.received, o.depth);
+      if (k.received < tail) {
+        if (rank == 1 && o.slow_recv_ns > 0) {
+          const struct timespec t = {0, (long)o.slow_recv_ns};
+          nanosleep(&t, nullptr);
+        }
+        const int slot = (int)(k.received % (uint64_t)o.depth);
+        const size_t n = step_bytes(o, peer, c, k.received);
+        if (k.recv_sizes()[slot] != n)
+          rep.error("rank %d conn %d step %llu: %llu bytes arrived, %zu sent", rank, c, (unsigned long long)k.received,
+                    (unsigned long long)k.recv_sizes()[slot], n);
+        const char *src = k.recv_buf.data() + (size_t)slot * o.slot;
+        for (size_t i = 0; i < n; ++i)
+          if ((uint8_t)src[i] != pattern(o.seed, peer, c, k.received, i)) {
+            rep.error("rank %d conn %d step %llu: byte %zu of %zu is %u, not %u", rank, c,
+                      (unsigned long long)k.received, i, n, (uint8_t)src[i], pattern(o.seed, peer, c, k.received, i));
+            break;
+          }
+        memset((void *)src, 0xA5, o.slot);  // poison: a step delivered twice or left in place shows
+        store_release(k.recv_head(), ++k.received);
+      }
+      if (k.sent < o.steps || k.received < o.steps || load_acquire(k.send_head()) < o.steps) done = false;
+    }
+    int failed_peer = -1;
+    if (coll_gpu_proxy_failed(p, &failed_peer, why, sizeof(why)) != COLL_GPU_SUCCESS) {
+      rep.failed_peer = failed_peer;
+      rep.failed_why = why;
+      break;
+    }
+    if (now_ns() > deadline) {
+      rep.error("rank %d: not done after 60 s", rank);
+      break;
+    }
+    if (rep.errors > 0) break;
+  }
+  if (!o.consume) {  // a moment for the proxy to post and receive some, then teardown with them in flight
+    for (int c = 0; c < o.channels; ++c) {
+      for (int s = 0; s < o.depth; ++s) conns[c].send_sizes()[s] = o.slot;
+      store_release(conns[c].send_tail(), (uint64_t)o.depth);
+    }
+    coll_gpu_proxy_wake(p);
+    usleep(20000);
+  }
+  // both ranks done before either tears down (a closing peer may look like a failed one)
+  char byte = 1;
+  if (o.die_after == 0 && (!write_all(fd, &byte, 1) || !read_all(fd, &byte, 1)))
+    rep.error("rank %d: closing handshake", rank);
+  const uint64_t t0 = now_ns();
+  coll_gpu_proxy_destroy(p);
+  if (now_ns() - t0 > 10000000000ull) rep.error("rank %d: teardown took %.1f s", rank, (now_ns() - t0) / 1e9);
+  return rep;
+}
+
+// Runs rank 0 here and rank 1 in a child; the child's verdict comes back as its exit status.
+struct Pair {
+  Report r0;
+  int child_status = -1;
+};
+Pair run_pair(const Options &o) {
+  Pair out;
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+    out.r0.error("socketpair");
+    return out;
+  }
+  fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(sv[0]);
+    const Report r1 = run_rank(1, sv[1], o);
+    if (r1.errors > 0) fprintf(stderr, "rank 1: %d errors, first: %s\n", r1.errors, r1.first.c_str());
+    if (r1.failed_peer != -2) fprintf(stderr, "rank 1: proxy failed: %s\n", r1.failed_why.c_str());
+    _exit(r1.errors > 0 ? 1 : r1.failed_peer != -2 ? 2 : 0);
+  }
+  close(sv[1]);
+  out.r0 = run_rank(0, sv[0], o);
+  close(sv[0]);
+  int status = 0;
+  for (int i = 0; i < 300; ++i) {  // 30 s for the child to finish after rank 0 did
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      out.child_status = status;
+      return out;
+    }
+    usleep(100000);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  out.r0.error("rank 1 did not finish");
+  return out;
+}
+
+uint64_t fresh_seed() {
+  const uint64_t s = now_ns() ^ ((uint64_t)getpid() << 32);
+  printf("seed %llu\n", (unsigned long long)s);
+  return s;
+}
+
+// The transports a case runs over (COLL_GPU_UCX_TLS, which steers the proxy's UCX only), and whether the
+// ranks connect as peers of one host (UCX's shared memory needs it) or of two (watched by UCX).
+struct Over {
+  const char *tls;
+  bool same_host;
+};
+void PrintTo(const Over &o, std::ostream *os) { *os << o.tls << (o.same_host ? ", one host" : ", two hosts"); }
+class ProxyOver : public ::testing::TestWithParam<Over> {
+ protected:
+  void SetUp() override { setenv("COLL_GPU_UCX_TLS", GetParam().tls, 1); }
+  void TearDown() override { unsetenv("COLL_GPU_UCX_TLS"); }
+  Options options() const {
+    Options o;
+    o.same_host = GetParam().same_host;
+    return o;
+  }
+};
+
+void expect_clean(const Pair &p) {
+  EXPECT_EQ(p.r0.errors, 0) << p.r0.first;
+  EXPECT_EQ(p.r0.failed_peer, -2) << p.r0.failed_why;
+  ASSERT_TRUE(WIFEXITED(p.child_status)) << "rank 1 ended by a signal or not at all: " << p.child_status;
+  EXPECT_EQ(WEXITSTATUS(p.child_status), 0) << "rank 1 failed (its message is above)";
+}
+
+TEST_P(ProxyOver, StepsArriveInOrderOnManyConnections) {
+  Options o = options();
+  o.channels = 16;
+  o.slot = 16 << 10;
+  o.steps = 150;
+  expect_clean(run_pair(o));
+}
+
+TEST_P(ProxyOver, LargeSlotsWholeAndPartial) {
+  Options o = options();
+  o.channels = 2;
+  o.slot = 512 << 10;  // NCCL's Simple slot: UCX's rendezvous protocol
+  o.steps = 40;
+  expect_clean(run_pair(o));
+}
+
+TEST_P(ProxyOver, SlowReceiverHoldsTheSenderBack) {
+  Options o = options();
+  o.channels = 1;
+  o.depth = 4;
+  o.slot = 4 << 10;
+  o.steps = 60;
+  o.slow_recv_ns = 2000000;  // rank 1 consumes a step every 2 ms; rank 0 posts as fast as the FIFO lets it
+  const Pair p = run_pair(o);
+  expect_clean(p);
+  // rank 0 filled its FIFO and had to wait for rank 1 to free slots, and never got more than depth ahead
+  EXPECT_EQ(p.r0.max_ahead, (uint64_t)o.depth);
+}
+
+TEST_P(ProxyOver, TeardownWithStepsInFlight) {
+  Options o = options();
+  o.channels = 3;
+  o.steps = 1000;
+  o.consume = false;
+  expect_clean(run_pair(o));
+}
+
+TEST_P(ProxyOver, PeerKilledMidTransferIsReported) {
+  if (GetParam().same_host) GTEST_SKIP() << "UCX does not watch a peer of this host; the engine checks its process";
+  Options o = options();
+  o.channels = 2;
+  o.slot = 8 << 10;
+  o.steps = 1000000;  // rank 1 dies long before the end
+  o.die_after = 50;
+  const Pair p = run_pair(o);
+  EXPECT_EQ(p.r0.errors, 0) << p.r0.first;
+  EXPECT_EQ(p.r0.failed_peer, 1) << "rank 0 did not learn that rank 1 is gone";
+  EXPECT_NE(p.r0.failed_why.find("rank 1"), std::string::npos) << p.r0.failed_why;
+  ASSERT_TRUE(WIFSIGNALED(p.child_status));
+  EXPECT_EQ(WTERMSIG(p.child_status), SIGKILL);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ucx, ProxyOver, ::testing::Values(Over{"tcp", false}, Over{"sm", true}),
+                         [](const ::testing::TestParamInfo<Over> &i) { return std::string(i.param.tls); });
+
+// One process: what is not a peer's address, or not a FIFO, is refused with a reason, and nothing breaks.
+TEST(Proxy, RefusesWhatIsNotAnAddressOrAFifo) {
+  char why[512] = "";
+  coll_gpu_proxy_config_t cfg{};
+  cfg.rank = 0;
+  cfg.nranks = 3;
+  cfg.spin_ns = 1000000;
+  cfg.sleep_ns = 1000000;
+  coll_gpu_proxy_t *p = nullptr;
+  ASSERT_EQ(coll_gpu_proxy_create(&cfg, &p, why, sizeof(why)), COLL_GPU_SUCCESS) << why;
+  std::vector<uint8_t> addr(COLL_GPU_PROXY_ADDRESS_BYTES);
+  coll_gpu_proxy_address(p, addr.data());
+
+  std::vector<uint8_t> junk(COLL_GPU_PROXY_ADDRESS_BYTES);
+  std::mt19937_64 r(fresh_seed());
+  for (auto &b : junk) b = (uint8_t)r();
+  EXPECT_EQ(coll_gpu_proxy_connect(p, 1, junk.data(), 0, why, sizeof(why)), COLL_GPU_BOOTSTRAP_ERROR);
+  EXPECT_NE(strstr(why, "rank 1"), nullptr) << why;
+  // rank 0's own address, handed over as rank 1's
+  EXPECT_EQ(coll_gpu_proxy_connect(p, 1, addr.data(), 0, why, sizeof(why)), COLL_GPU_BOOTSTRAP_ERROR);
+  EXPECT_NE(strstr(why, "rank 0's"), nullptr) << why;
+  // rank 0's address relabelled as rank 2's, one byte of UCX's part changed on the way
+  std::vector<uint8_t> cut = addr;
+  const int32_t two = 2;
+  memcpy(&cut[8], &two, sizeof(two));  // the envelope: magic, version, rank, bytes, hash
+  cut[64] ^= 0x40;
+  EXPECT_EQ(coll_gpu_proxy_connect(p, 2, cut.data(), 0, why, sizeof(why)), COLL_GPU_BOOTSTRAP_ERROR);
+  EXPECT_NE(strstr(why, "damaged"), nullptr) << why;
+  EXPECT_EQ(coll_gpu_proxy_connect(p, 0, addr.data(), 0, why, sizeof(why)), COLL_GPU_INTERNAL_ERROR) << "itself";
+  EXPECT_EQ(coll_gpu_proxy_connect(p, 3, addr.data(), 0, why, sizeof(why)), COLL_GPU_INTERNAL_ERROR) << "no rank 3";
+
+  std::vector<char> buf(4096);
+  uint64_t w[4 + COLL_GPU_PROXY_MAX_DEPTH] = {};
+  coll_gpu_proxy_fifo_t f{COLL_GPU_PROXY_SEND, 1, 0, buf.data(), 512, 8, &w[0], &w[1], &w[4]};
+  EXPECT_EQ(coll_gpu_proxy_add(p, &f, why, sizeof(why)), COLL_GPU_INTERNAL_ERROR) << "peer not connected";
+  EXPECT_NE(strstr(why, "before connecting"), nullptr) << why;
+  f.depth = COLL_GPU_PROXY_MAX_DEPTH + 1;
+  EXPECT_EQ(coll_gpu_proxy_add(p, &f, why, sizeof(why)), COLL_GPU_INTERNAL_ERROR) << "too deep";
+  int peer = -1;
+  EXPECT_EQ(coll_gpu_proxy_failed(p, &peer, why, sizeof(why)), COLL_GPU_SUCCESS) << why;
+  coll_gpu_proxy_destroy(p);
+}
+
+}  // namespace
