@@ -152,6 +152,8 @@ typedef struct {
   char *buff;
   uint64_t *tail;
   uint64_t *head;
+  uint64_t *sizes; /* NET: [COLL_GPU_RING_SLOTS] bytes of each step, written by the sender before its tail (the
+                      proxy sends that many); NULL between GPUs, where a step's size needs no telling */
 } coll_gpu_conn_t;
 
 /* One ring channel as a rank's kernels see it. */
@@ -195,11 +197,14 @@ typedef struct {
   uint64_t linger_ns;                     /* how long a lingering one-shot kernel polls for the next call after one */
   const coll_gpu_dev_channel_t *channels; /* in our scratch: coll_gpu_dev_conns_t */
   const coll_gpu_dev_peer_t *peers;
+  int direct; /* 1: every peer's scratch is mapped (one node); 0: some peers are reached through NET connections
+                 only (peer_scratch NULL), and only the ring and point-to-point connections are used */
 } coll_gpu_dev_comm_t;
 
 /* Fills comm and its connections (host memory) for rank `rank` of `nranks` from every rank's scratch as
- * mapped here and the ring orders (channel c runs ring c mod nrings). 0, or cudaErrorInvalidValue for a rank
- * count, channel count or ring out of range. */
+ * mapped here and the ring orders (channel c runs ring c mod nrings). A peer whose scratch is NULL (another
+ * node) gets no connection here: the caller puts a NET connection in its place before the upload. 0, or
+ * cudaErrorInvalidValue for a rank count, channel count or ring out of range. */
 int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_conns_t *conns, int rank, int nranks,
                             const coll_gpu_ar_layout_t *layout, void *const *peer_scratch, int nrings,
                             const uint8_t (*rings)[COLL_GPU_MAX_RANKS], coll_gpu_ar_status_t *status,

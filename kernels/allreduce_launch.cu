@@ -22,7 +22,11 @@ extern "C" int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_c
   comm->rank = rank;
   comm->nranks = nranks;
   comm->layout = *layout;
-  for (int r = 0; r < nranks; ++r) comm->peer_scratch[r] = peer_scratch[r];
+  comm->direct = 1;
+  for (int r = 0; r < nranks; ++r) {
+    comm->peer_scratch[r] = peer_scratch[r];
+    if (peer_scratch[r] == nullptr) comm->direct = 0;
+  }
   comm->status = status;
   comm->timeout_ns = timeout_ns;
   comm->linger_ns = linger_ns;
@@ -43,22 +47,25 @@ extern "C" int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_c
     c.next = ring[(c.pos + 1) % nranks];
     c.prev = ring[(c.pos + nranks - 1) % nranks];
     // to the next rank: its FIFO and tail, my head; from the previous one: my FIFO and tail, its head
-    c.send = coll_gpu_conn_t{at(c.next, L.fifo(ch, 0)), (uint64_t *)at(c.next, L.tail(ch)),
-                             (uint64_t *)at(rank, L.head(ch))};
-    c.recv =
-        coll_gpu_conn_t{at(rank, L.fifo(ch, 0)), (uint64_t *)at(rank, L.tail(ch)), (uint64_t *)at(c.prev, L.head(ch))};
+    if (peer_scratch[c.next] != nullptr)
+      c.send = coll_gpu_conn_t{at(c.next, L.fifo(ch, 0)), (uint64_t *)at(c.next, L.tail(ch)),
+                               (uint64_t *)at(rank, L.head(ch)), nullptr};
+    if (peer_scratch[c.prev] != nullptr)
+      c.recv = coll_gpu_conn_t{at(rank, L.fifo(ch, 0)), (uint64_t *)at(rank, L.tail(ch)),
+                               (uint64_t *)at(c.prev, L.head(ch)), nullptr};
     c.steps = (uint64_t *)at(rank, L.steps(ch));
   }
   for (int q = 0; L.p2p() && q < nranks; ++q) {
-    if (q == rank) continue;
     coll_gpu_dev_peer_t &e = conns->peers[q];
+    if (q == rank) continue;
+    for (int c = 0; c < COLL_GPU_P2P_CONNS; ++c) e.steps[c] = (uint64_t *)at(rank, L.p2p_steps(q, c));
+    if (peer_scratch[q] == nullptr) continue;
     for (int c = 0; c < COLL_GPU_P2P_CONNS; ++c) {
       // to q: its FIFO and tail for me, my head for q; from q: my FIFO and tail for q, its head for me
       e.send[c] = coll_gpu_conn_t{at(q, L.p2p_fifo(rank, c, 0)), (uint64_t *)at(q, L.p2p_tail(rank, c)),
-                                  (uint64_t *)at(rank, L.p2p_head(q, c))};
+                                  (uint64_t *)at(rank, L.p2p_head(q, c)), nullptr};
       e.recv[c] = coll_gpu_conn_t{at(rank, L.p2p_fifo(q, c, 0)), (uint64_t *)at(rank, L.p2p_tail(q, c)),
-                                  (uint64_t *)at(q, L.p2p_head(rank, c))};
-      e.steps[c] = (uint64_t *)at(rank, L.p2p_steps(q, c));
+                                  (uint64_t *)at(q, L.p2p_head(rank, c)), nullptr};
     }
   }
   return 0;

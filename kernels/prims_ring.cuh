@@ -135,6 +135,8 @@ struct RingChannel {
     __syncthreads();
     if (!ok[parity]) return false;
     if (threadIdx.x == kRingWorkers) {
+      // a NET connection's proxy sends the step's bytes, not the slot
+      if ((Mode & kSend) && send.sizes != nullptr) send.sizes[send_step % COLL_GPU_RING_SLOTS] = bytes;
       fence_release_sys();  // this step's stores and loads, then both flags
       if (Mode & kSend) st_relaxed_sys(send.tail, send_step + 1);
       if (Mode & kRecv) st_relaxed_sys(recv.head, recv_step + 1);
@@ -188,14 +190,15 @@ struct RingChannel {
 // announces its start to every peer, and its block 0 ends only once every peer has announced: so, as in
 // the other collectives, no rank finishes a call before every rank has begun it (and so finished the one
 // before). One store per peer; the wait is over by the time a large call ends.
+// Only on one node (comm.direct): a communicator with NET connections runs no one-shot or two-shot call.
 __device__ __forceinline__ void announce_start(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p) {
-  if (blockIdx.x == 0 && threadIdx.x < comm.nranks && (int)threadIdx.x != comm.rank)
+  if (comm.direct && blockIdx.x == 0 && threadIdx.x < comm.nranks && (int)threadIdx.x != comm.rank)
     st_relaxed_sys(flag_at(comm.peer_scratch[threadIdx.x], Layout(comm.layout).started(comm.rank)), p.seq);
 }
 // Block 0, before block_done: waits until every peer has announced this call.
 __device__ __forceinline__ void await_started(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p,
                                               const Waiter &w) {
-  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  if (!comm.direct || blockIdx.x != 0 || threadIdx.x != 0) return;
   const Layout L(comm.layout);
   for (int s = 0; s < comm.nranks; ++s)
     if (s != comm.rank && !w.wait_geq(flag_at(comm.peer_scratch[comm.rank], L.started(s)), p.seq, s)) return;
