@@ -3,7 +3,8 @@
 # run the whole test suite (the GPU cases run there), the benchmark of each collective on device buffers
 # through the component beside NCCL, and the allreduce benchmark without it (stock Open MPI). Logs go to $OUT
 # (default /tmp/coll-gpu-out).
-# Expects under .carry/: coll-gpu-*.tar.gz and the libgtest-dev .deb (machines without GoogleTest);
+# Expects under .carry/: coll-gpu-*.tar.gz, the libgtest-dev .deb (machines without GoogleTest) and the
+# libucx-dev .deb (machines with UCX's runtime but not its headers; without it the build has no network proxy);
 # optionally a baseline: .carry/base/coll-gpu-*.tar.gz (an earlier commit's `make dist`), built after the
 # first while the tests run (its libraries are then saved under $OUT/base_bin), or .carry/base_bin, such
 # saved libraries, which skip that build. contrib/ab-bench.sh then runs this build's allreduce benchmark
@@ -36,7 +37,10 @@ elif ls "$top"/.carry/base/coll-gpu-*.tar.gz >/dev/null 2>&1; then
 fi
 echo "== configure and build"
 start=$(date +%s)
-if ! ./configure --without-ucx >"$out/configure.log" 2>&1; then tail -30 "$out/configure.log"; exit 1; fi
+# the network proxy needs UCX's headers: carry libucx-dev's .deb where the machine has only UCX's runtime
+ucx=--without-ucx
+pkg-config --exists ucx 2>/dev/null && ucx=--with-ucx
+if ! ./configure $ucx >"$out/configure.log" 2>&1; then tail -30 "$out/configure.log"; exit 1; fi
 configured=$(date +%s)
 if ! make -j"$(nproc)" >"$out/build.log" 2>&1; then tail -40 "$out/build.log"; exit 1; fi
 echo "configured in $((configured - start)) s, built (make -j$(nproc)) in $(($(date +%s) - configured)) s"

@@ -4,14 +4,21 @@
  * Creation, on every rank, in the same order (every bootstrap call is made even after a local failure,
  * so the collective calls always match):
  *   1. local set-up on the buffer's device: scratch, status words, streams, the scratch's IPC handle;
- *   2. allgather of peer info: one node, at most COLL_GPU_MAX_RANKS ranks, equal parameters, every rank
- *      set up; otherwise every rank reaches the same "unavailable";
- *   3. the rings: every rank's view of the node, merged, and the ring search (engine/rings.h);
- *   4. allgather of the IPC handles; each rank opens its peers' handles and uploads the connections its
- *      kernels reach the peers' scratch through (kernels/allreduce.h);
+ *   2. allgather of peer info: one host, at most COLL_GPU_MAX_RANKS ranks, equal parameters, every rank
+ *      set up; otherwise every rank reaches the same "unavailable". The ranks' nodes: the host, or with
+ *      virtual nodes blocks of consecutive ranks of it;
+ *   3. the rings: every rank's view of the node, merged, and the ring search (engine/rings.h); with
+ *      several nodes each ring visits them one after another, and only ring algorithms run;
+ *   3b. with several nodes: the network proxies start, their addresses are allgathered, each connects to
+ *      the ranks of other nodes, and everyone says whether it could;
+ *   4. allgather of the IPC handles; each rank opens the handles of its node's peers and uploads the
+ *      connections its kernels reach the peers through (kernels/allreduce.h): their scratch on its node,
+ *      NET FIFOs moved by the proxy to other nodes (engine/net.h);
  *   5. allgather of the open results.
  */
 #include "engine/engine.h"
+
+#include "config.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +26,9 @@
 
 #include "engine/owning.h"
 #include "kernels/staging.h"
+#ifdef COLL_GPU_HAVE_UCX
+#include "engine/net.h"
+#endif
 
 using coll_gpu::ContextScope;
 
@@ -27,6 +37,11 @@ namespace {
 constexpr uint64_t kReportGraceNs = 1000000000ULL;  // the host reports a wait 1 s after the kernels flag it
 constexpr uint64_t kAbortGraceNs = 10000000000ULL;  // aborted kernels stop within microseconds: 10 s is a broken GPU
 constexpr uint64_t kCheckNs = 100000000ULL;         // a call tested without waiting checks its peers every 100 ms
+// Ring channels of a communicator that spans nodes: each hop between nodes holds 2 x 8 slots of pinned host
+// memory per channel, and a network moves a few channels' steps at full speed (NCCL opens 2-4 per NIC).
+constexpr int kNetChannels = 4;
+// Point-to-point NET connections take the ids after the ring channels'.
+constexpr int kNetP2pId = COLL_GPU_MAX_CHANNELS;
 
 // A failed call of the kernels' C API (a cudaError_t or CUresult): the reason, then a breadcrumb.
 #define CUDA_CHECK(call, why, len)                                                        \
@@ -52,7 +67,8 @@ uint64_t config_hash(const coll_gpu_engine_config_t &c) {
                         (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_ALLGATHER],
                         (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_ALLTOALL],
                         (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_REDUCE],
-                        (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_REDUCE_SCATTER]};
+                        (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_REDUCE_SCATTER],
+                        (uint64_t)c.virtual_nodes};
   return coll_gpu_hash(v, sizeof(v), 0);
 }
 
@@ -82,6 +98,11 @@ struct coll_gpu_engine {
   coll_gpu_dev_comm_t comm = {};             // what every kernel gets, its connections uploaded into the scratch
   int32_t pid[COLL_GPU_MAX_RANKS] = {};      // every rank's process, from the peer exchange
   uint8_t visible[COLL_GPU_MAX_RANKS] = {};  // 1: its process can be checked from here (same PID namespace)
+  uint8_t node[COLL_GPU_MAX_RANKS] = {};     // every rank's node: the lowest rank on it
+  bool multinode = false;                    // the ranks span nodes: NET connections between them
+#ifdef COLL_GPU_HAVE_UCX
+  coll_gpu::Net net;
+#endif
 
   coll_gpu_engine(const coll_gpu_engine_config_t &c, int r, int n, const coll_gpu_meminfo_t &m)
       : cfg(c), rank(r), nranks(n), mem(m) {}
@@ -92,6 +113,9 @@ struct coll_gpu_engine {
   ~coll_gpu_engine() {
     ContextScope ctx(mem, mem.device >= 0);                    // no device: nothing was set up
     if (lingering) coll_gpu_stream_sync(linger_stream.get());  // it leaves within linger_ns
+#ifdef COLL_GPU_HAVE_UCX
+    net.reset();  // the proxy stops before its FIFOs go
+#endif
     for (auto &m : peer_map) m.reset();
     linger_stream.reset();
     stream.reset();
@@ -101,6 +125,10 @@ struct coll_gpu_engine {
 
   coll_gpu_status_t setup_local(void *ipc_handle, char *why, size_t len);
   coll_gpu_status_t open_peers(const char *handles, int hsize, const coll_gpu_peer_t *peers, char *why, size_t len);
+  void assign_nodes(const coll_gpu_peer_t *peers);
+  void rings_by_node();
+  coll_gpu_status_t net_conns(coll_gpu_dev_conns_t *conns, char *why, size_t len);
+  bool net_failed(uint8_t *gone, char *why = nullptr, size_t len = 0) const;
   void log_channels(const coll_gpu_peer_t &me) const;
   bool linger_takes(int blocks);
   coll_gpu_status_t linger_start(coll_gpu_work_t *p, int *blocks, char *why, size_t why_len);
@@ -182,10 +210,11 @@ class CallWait {
   coll_gpu_proto_t proto_;
   uint8_t gone_[COLL_GPU_MAX_RANKS] = {};  // peers found gone
   uint64_t aborted_at_ = 0;                // when the kernels were told to abort
+  char net_why_[256] = "";                 // what the network proxy found, when it found a failure
 };
 
 bool CallWait::peers_gone() {
-  bool any = false;
+  bool any = e_.net_failed(gone_, net_why_, sizeof(net_why_));
   for (int r = 0; r < e_.nranks; ++r)
     if (e_.visible[r] && coll_gpu_pid_gone(e_.pid[r])) {
       gone_[r] = 1;
@@ -213,6 +242,11 @@ bool CallWait::wait(const volatile uint64_t *word, uint64_t value) {
 void CallWait::say_gone(bool stopped, char *why, size_t len) const {
   char what[128];
   describe(call_, proto_, what, sizeof(what));
+  if (net_why_[0] != '\0') {
+    coll_gpu_say(why, len, "%s: %s; the kernels were aborted%s", what, net_why_,
+                 stopped ? "" : " and did not stop within 10 s");
+    return;
+  }
   coll_gpu_say(why, len, "%s: the process of rank(s)", what);
   coll_gpu_append_ranks(why, len, gone_, e_.nranks);
   const size_t at = strlen(why);
@@ -264,6 +298,7 @@ coll_gpu_status_t coll_gpu_engine::open_peers(const char *handles, int hsize, co
       peer[r] = scratch.get();
       continue;
     }
+    if (node[r] != node[rank]) continue;  // another node: reached through NET connections only
     const int rc = coll_gpu_ipc_open(handles + (size_t)r * hsize, peer_map[r].out());
     if (rc != 0) {
       coll_gpu_say(why, len, "cannot open the IPC handle of rank %d (GPU %s): %s", r, peers[r].busid,
@@ -280,8 +315,92 @@ coll_gpu_status_t coll_gpu_engine::open_peers(const char *handles, int hsize, co
   CUDA_CHECK(coll_gpu_dev_comm_setup(&comm, conns.get(), rank, nranks, &layout, peer, rings.nrings, rings.order,
                                      (coll_gpu_ar_status_t *)status_dev, cfg.wait.timeout_ns, cfg.linger_ns),
              why, len);
+  COLL_GPU_CHECK(net_conns(conns.get(), why, len));
   CUDA_CHECK(coll_gpu_dev_comm_upload(&comm, conns.get()), why, len);
   return COLL_GPU_SUCCESS;
+}
+
+// Step 2: rank r's node is its host, or with virtual nodes the block of cfg.virtual_nodes consecutive ranks
+// of its host it falls in (counted among that host's ranks in rank order); named by its lowest rank.
+void coll_gpu_engine::assign_nodes(const coll_gpu_peer_t *peers) {
+  int local[COLL_GPU_MAX_RANKS];
+  for (int r = 0; r < nranks; ++r) {
+    local[r] = 0;
+    for (int q = 0; q < r; ++q)
+      if (peers[q].host == peers[r].host) ++local[r];
+    node[r] = (uint8_t)r;
+    for (int q = 0; q < r; ++q)
+      if (peers[q].host == peers[r].host &&
+          (cfg.virtual_nodes <= 0 || local[q] / cfg.virtual_nodes == local[r] / cfg.virtual_nodes)) {
+        node[r] = node[q];
+        break;
+      }
+    if (node[r] != node[0]) multinode = true;
+  }
+}
+
+// Step 3, with several nodes: each ring visits the nodes one after another (in the order it first reaches
+// them), keeping its order inside a node, so that it crosses between nodes as few times as it can.
+void coll_gpu_engine::rings_by_node() {
+  for (int i = 0; i < rings.nrings; ++i) {
+    uint8_t *ring = rings.order[i];
+    uint8_t sorted[COLL_GPU_MAX_RANKS];
+    int n = 0;
+    for (int a = 0; a < nranks; ++a) {
+      bool placed = false;  // ring[a]'s node came earlier in the ring: its ranks are already in
+      for (int b = 0; b < a && !placed; ++b) placed = node[ring[b]] == node[ring[a]];
+      if (placed) continue;
+      for (int b = a; b < nranks; ++b)
+        if (node[ring[b]] == node[ring[a]]) sorted[n++] = ring[b];
+    }
+    memcpy(ring, sorted, (size_t)nranks);
+  }
+}
+
+// Step 4: a NET FIFO for every ring hop and point-to-point pair between nodes, in place of the scratch
+// FIFOs of a peer on the node (the ring channels' ids are their channel numbers, the point-to-point ones
+// follow).
+coll_gpu_status_t coll_gpu_engine::net_conns(coll_gpu_dev_conns_t *conns, char *why, size_t len) {
+  if (!multinode) return COLL_GPU_SUCCESS;
+#ifdef COLL_GPU_HAVE_UCX
+  for (int ch = 0; ch < layout.nchannels; ++ch) {
+    coll_gpu_dev_channel_t &c = conns->channels[ch];
+    if (node[c.next] != node[rank])
+      COLL_GPU_CHECK(net.fifo(COLL_GPU_PROXY_SEND, c.next, ch, layout.slot_bytes, &c.send, why, len));
+    if (node[c.prev] != node[rank])
+      COLL_GPU_CHECK(net.fifo(COLL_GPU_PROXY_RECV, c.prev, ch, layout.slot_bytes, &c.recv, why, len));
+  }
+  for (int q = 0; nranks > 2 && q < nranks; ++q) {
+    if (node[q] == node[rank]) continue;
+    for (int c = 0; c < COLL_GPU_P2P_CONNS; ++c) {
+      coll_gpu_dev_peer_t &e = conns->peers[q];
+      COLL_GPU_CHECK(net.fifo(COLL_GPU_PROXY_SEND, q, kNetP2pId + c, COLL_GPU_P2P_SLOT_BYTES, &e.send[c], why, len));
+      COLL_GPU_CHECK(net.fifo(COLL_GPU_PROXY_RECV, q, kNetP2pId + c, COLL_GPU_P2P_SLOT_BYTES, &e.recv[c], why, len));
+    }
+  }
+  return COLL_GPU_SUCCESS;
+#else
+  coll_gpu_say(why, len, "NET connections without the network proxy (built without UCX)");
+  return COLL_GPU_INTERNAL_ERROR;
+#endif
+}
+
+// Whether the proxy found a peer gone or the network broken; marks the peer in gone[], and says what
+// happened in why (if not NULL).
+bool coll_gpu_engine::net_failed(uint8_t *gone, char *why, size_t len) const {
+#ifdef COLL_GPU_HAVE_UCX
+  int peer = -1;
+  char what[256];
+  if (net.failed(&peer, what, sizeof(what)) == COLL_GPU_SUCCESS) return false;
+  if (peer >= 0 && peer < nranks) gone[peer] = 1;
+  if (why != nullptr) coll_gpu_say(why, len, "%s", what);
+  return true;
+#else
+  (void)gone;
+  (void)why;
+  (void)len;
+  return false;
+#endif
 }
 
 void coll_gpu_engine::log_channels(const coll_gpu_peer_t &me) const {
@@ -289,6 +408,15 @@ void coll_gpu_engine::log_channels(const coll_gpu_peer_t &me) const {
   cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
           "comm %s: GPU collectives on device %d (%s), %d ranks, %zu bytes of scratch", cfg.name, mem.device, me.busid,
           nranks, coll_gpu_ar_scratch_bytes(&layout));
+  if (multinode) {
+    int nodes = 0, hops = 0;
+    for (int r = 0; r < nranks; ++r) nodes += node[r] == r;
+    for (int i = 0; i < nranks; ++i) hops += node[rings.order[0][i]] != node[rings.order[0][(i + 1) % nranks]];
+    cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
+            "comm %s: %d nodes%s; %d of each ring's %d hops over NET (the network proxy, UCX), ring algorithms "
+            "only, %d channels",
+            cfg.name, nodes, cfg.virtual_nodes > 0 ? " (virtual)" : "", hops, nranks, layout.nchannels);
+  }
   if (rings.speed > 0)
     cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "comm %s: %d ring(s) from the topology, the first at %.1f GB/s",
             cfg.name, rings.nrings, rings.speed);
@@ -309,10 +437,15 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   coll_gpu::HostPtr<coll_gpu_peer_t[]> peers = coll_gpu::make_host_array<coll_gpu_peer_t>(b->size);
   const int hsize = coll_gpu_ipc_handle_size();
   coll_gpu::HostPtr<char[]> handles = coll_gpu::make_host_array<char>((size_t)b->size * hsize);
+#ifdef COLL_GPU_HAVE_UCX
+  coll_gpu::HostPtr<char[]> addresses = coll_gpu::make_host_array<char>((size_t)b->size * COLL_GPU_PROXY_ADDRESS_BYTES);
+#else
+  const bool addresses = true;
+#endif
   int bad = -1;
   snprintf(why, why_len, "out of host memory");
   // a local failure still makes every collective step below, with ok = 0
-  bool local_ok = e != nullptr && peers != nullptr && handles != nullptr;
+  bool local_ok = e != nullptr && peers != nullptr && handles != nullptr && addresses != nullptr;
   if (e != nullptr) {
     e->layout.nranks = b->size;
     e->layout.ll_bytes = cfg->tune.oneshot_max_bytes;
@@ -348,7 +481,9 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     return COLL_GPU_UNAVAILABLE;
   }
   if (!coll_gpu_peers_one_node(peers.get(), b->size)) {
-    snprintf(why, why_len, "the ranks span several nodes (the network path is not built yet)");
+    snprintf(why, why_len,
+             "the ranks span several hosts (the engine runs NET connections between virtual nodes of one host "
+             "only, coll_gpu_virtual_nodes)");
     return COLL_GPU_UNAVAILABLE;
   }
   for (int r = 0; r < b->size; ++r) {
@@ -362,6 +497,21 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     }
   }
 
+  e->assign_nodes(peers.get());
+#ifndef COLL_GPU_HAVE_UCX
+  if (e->multinode) {
+    snprintf(why, why_len, "virtual nodes need the network proxy, and this build has no UCX");
+    return COLL_GPU_UNAVAILABLE;
+  }
+#endif
+  if (e->multinode) {
+    // ring algorithms only (the direct ones write into every peer's scratch), on a few channels
+    e->cfg.tune.algorithm = COLL_GPU_ALGO_RING;
+    for (int c = 0; c < COLL_GPU_NCOLLS; ++c) e->cfg.tune.move_algorithm[c] = COLL_GPU_ALGO_RING;
+    if (e->cfg.tune.max_channels > kNetChannels) e->cfg.tune.max_channels = kNetChannels;
+    if (e->cfg.tune.nchannels > e->cfg.tune.max_channels) e->cfg.tune.nchannels = e->cfg.tune.max_channels;
+    e->layout.nchannels = e->cfg.tune.max_channels;  // a smaller layout than the scratch allocated: it fits
+  }
   e->cfg.tune.min_sms = peers[0].sms;  // the same on every rank, for the same choices
   for (int r = 0; r < b->size; ++r) {
     if (peers[r].sms < e->cfg.tune.min_sms) e->cfg.tune.min_sms = peers[r].sms;
@@ -374,6 +524,31 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     return COLL_GPU_UNAVAILABLE;
   if (why[0] != '\0' && cfg->log != nullptr)
     cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "comm %s: rings in rank order: %s", cfg->name, why);
+  if (e->multinode) e->rings_by_node();
+
+#ifdef COLL_GPU_HAVE_UCX
+  // 3b. the network proxies, connected to the ranks of other nodes
+  if (e->multinode) {
+    const size_t abytes = COLL_GPU_PROXY_ADDRESS_BYTES;
+    const bool started = e->net.start(b->rank, b->size, cfg->log, why, why_len) == COLL_GPU_SUCCESS;
+    e->net.address(addresses.get() + (size_t)b->rank * abytes);
+    if (b->allgather(b->ctx, addresses.get() + (size_t)b->rank * abytes, addresses.get(), abytes) != 0) {
+      snprintf(why, why_len, "the network proxy address allgather failed");
+      return COLL_GPU_UNAVAILABLE;
+    }
+    uint8_t remote[COLL_GPU_MAX_RANKS] = {}, same_host[COLL_GPU_MAX_RANKS] = {};
+    for (int r = 0; r < b->size; ++r) {
+      remote[r] = e->node[r] != e->node[b->rank];
+      same_host[r] = peers[r].host == me.host;
+    }
+    const bool connected =
+        started && e->net.connect(addresses.get(), remote, same_host, why, why_len) == COLL_GPU_SUCCESS;
+    if (!all_ok(b, connected ? 0 : 1, &bad)) {
+      if (connected) snprintf(why, why_len, "rank %d could not start or connect its network proxy", bad);
+      return COLL_GPU_UNAVAILABLE;
+    }
+  }
+#endif
 
   // 4. IPC handles: every rank's, then open the peers'
   if (b->allgather(b->ctx, handles.get() + (size_t)b->rank * hsize, handles.get(), (size_t)hsize) != 0) {
@@ -469,6 +644,9 @@ coll_gpu_status_t coll_gpu_engine::launch(const coll_gpu_work_t &p, coll_gpu_pro
   flight.since = 0;
   flight.reported = false;
   int blocks = coll_gpu_ar_blocks(&comm, &p);
+#ifdef COLL_GPU_HAVE_UCX
+  net.wake();
+#endif
   ContextScope ctx(mem);
   COLL_GPU_CHECK(entered(ctx, mem, why, why_len));
   if (linger && p.algo == COLL_GPU_ALGO_ONESHOT && cfg.linger_ns > 0 && blocks <= COLL_GPU_LINGER_MAX_BLOCKS &&
@@ -631,11 +809,13 @@ coll_gpu_status_t coll_gpu_engine_test(coll_gpu_engine_t *e, int *done, char *wh
   }
   if (t >= e->flight.next_check) {
     e->flight.next_check = t + kCheckNs;
-    for (int r = 0; r < e->nranks; ++r)
-      if (e->visible[r] && coll_gpu_pid_gone(e->pid[r])) {
-        *done = 1;
-        return e->wait_flight(why, why_len);  // finds it again, aborts the kernels and says why
-      }
+    uint8_t gone[COLL_GPU_MAX_RANKS] = {};
+    bool any = e->net_failed(gone);
+    for (int r = 0; r < e->nranks; ++r) any = any || (e->visible[r] && coll_gpu_pid_gone(e->pid[r]));
+    if (any) {
+      *done = 1;
+      return e->wait_flight(why, why_len);  // finds it again, aborts the kernels and says why
+    }
   }
   if (!e->flight.reported && t - e->flight.since >= e->cfg.wait.timeout_ns + kReportGraceNs) {
     e->flight.reported = true;

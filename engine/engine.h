@@ -36,6 +36,8 @@ typedef struct {
   coll_gpu_log_fn log;
   const char *name;            /* the communicator, for messages */
   coll_gpu_topo_config_t topo; /* where the rings come from */
+  int virtual_nodes;           /* > 0: a host's ranks form nodes of this many consecutive ranks, reached through
+                                  NET connections (the network proxy) as if on other hosts; 0: nodes are hosts */
 } coll_gpu_engine_config_t;
 
 typedef struct coll_gpu_engine coll_gpu_engine_t;

@@ -232,6 +232,13 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                 "Bytes of one ring FIFO slot (a ring step moves one slot per channel); each rank allocates 8 "
                 "slots per channel",
                 256 << 10, 4 << 10, 4 << 20, 4096, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->ring_slot_bytes);
+  register_int("virtual_nodes",
+               "A testing feature: split each host's ranks into virtual nodes of this many consecutive ranks "
+               "(0: one node per host). Ranks of different virtual nodes reach each other through the network "
+               "proxy over UCX (NET connections, host memory), as ranks of different hosts would, although "
+               "CUDA IPC would work; only ring algorithms run across nodes. Steer the proxy's transports with "
+               "COLL_GPU_UCX_TLS (for example tcp, or sm)",
+               0, 0, COLL_GPU_MAX_RANKS, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->virtual_nodes);
   register_size("ring_chunk_bytes",
                 "Bytes a ring channel moves per step, up to coll_gpu_ring_slot_bytes (larger values take a whole "
                 "slot): smaller steps fill a chain's pipeline sooner, larger ones pay the per-step flags less "
@@ -314,8 +321,8 @@ int mca_coll_gpu_register_params(void) {
                   "all", &c->verbose_subsys);
   c->subsys_mask = parse_subsys(c->verbose_subsys);
   if (c->subsys_mask < 0) {
-    bad_value("coll_gpu_verbose_subsys", c->verbose_subsys, "all, or a comma-separated list of INIT, COLL, STAGE, TOPO, PROXY",
-              "all");
+    bad_value("coll_gpu_verbose_subsys", c->verbose_subsys,
+              "all, or a comma-separated list of INIT, COLL, STAGE, TOPO, PROXY", "all");
     c->subsys_mask = COLL_GPU_LOG_ALL;
   }
 

@@ -1,0 +1,95 @@
+/*
+ * The engine's NET connections (engine/net.h).
+ */
+#include "engine/net.h"
+
+#include <string.h>
+
+#include "kernels/staging.h"
+
+namespace coll_gpu {
+namespace {
+
+// A FIFO's host memory: the proxy's and the kernel's words first, each on its own 128-byte line (tail,
+// head, then the step sizes), the slots after them.
+constexpr size_t kLine = 128;
+constexpr size_t kTail = 0, kHead = kLine, kSizes = 2 * kLine, kSlots = 4 * kLine;
+// The proxy polls without pause 1 ms after the last step it moved or the last launch, then sleeps in
+// growing steps of at most 1 ms: a peer's late step is seen within 1 ms, an idle communicator costs
+// about a thousand wake-ups a second at worst.
+constexpr uint64_t kProxySpinNs = 1000000, kProxySleepNs = 1000000;
+
+}  // namespace
+
+coll_gpu_status_t Net::start(int rank, int nranks, coll_gpu_log_fn log, char *why, size_t len) {
+  coll_gpu_proxy_config_t cfg{};
+  cfg.rank = rank;
+  cfg.nranks = nranks;
+  cfg.log = log;
+  cfg.spin_ns = kProxySpinNs;
+  cfg.sleep_ns = kProxySleepNs;
+  return coll_gpu_proxy_create(&cfg, &proxy_, why, len);
+}
+
+void Net::address(void *buf) const {
+  if (proxy_ != nullptr)
+    coll_gpu_proxy_address(proxy_, buf);
+  else
+    memset(buf, 0, COLL_GPU_PROXY_ADDRESS_BYTES);
+}
+
+coll_gpu_status_t Net::connect(const char *addresses, const uint8_t *remote, const uint8_t *same_host, char *why,
+                               size_t len) {
+  if (proxy_ == nullptr) {
+    coll_gpu_say(why, len, "the network proxy did not start");
+    return COLL_GPU_SYSTEM_ERROR;
+  }
+  for (int r = 0; remote != nullptr && r < COLL_GPU_MAX_RANKS; ++r) {
+    if (!remote[r]) continue;
+    COLL_GPU_CHECK(coll_gpu_proxy_connect(proxy_, r, addresses + (size_t)r * COLL_GPU_PROXY_ADDRESS_BYTES, same_host[r],
+                                          why, len));
+  }
+  return COLL_GPU_SUCCESS;
+}
+
+coll_gpu_status_t Net::fifo(coll_gpu_proxy_dir_t dir, int peer, int id, size_t slot_bytes, coll_gpu_conn_t *conn,
+                            char *why, size_t len) {
+  if (nmem_ == kMaxFifos) {
+    coll_gpu_say(why, len, "more than %d NET FIFOs", kMaxFifos);
+    return COLL_GPU_INTERNAL_ERROR;
+  }
+  void *dev = nullptr;
+  const int rc = coll_gpu_host_mapped_alloc(mem_[nmem_].out(), &dev, kSlots + COLL_GPU_RING_SLOTS * slot_bytes);
+  if (rc != 0) {
+    coll_gpu_say(why, len, "cannot allocate a NET FIFO of %d x %zu bytes in mapped host memory: %s",
+                 COLL_GPU_RING_SLOTS, slot_bytes, coll_gpu_staging_error_string(rc));
+    return COLL_GPU_CUDA_ERROR;
+  }
+  char *host = (char *)mem_[nmem_++].get();
+  const coll_gpu_proxy_fifo_t f{dir,
+                                peer,
+                                id,
+                                host + kSlots,
+                                slot_bytes,
+                                COLL_GPU_RING_SLOTS,
+                                (volatile uint64_t *)(host + kTail),
+                                (volatile uint64_t *)(host + kHead),
+                                (volatile uint64_t *)(host + kSizes)};
+  COLL_GPU_CHECK(coll_gpu_proxy_add(proxy_, &f, why, len));
+  char *d = (char *)dev;
+  *conn = coll_gpu_conn_t{d + kSlots, (uint64_t *)(d + kTail), (uint64_t *)(d + kHead), (uint64_t *)(d + kSizes)};
+  return COLL_GPU_SUCCESS;
+}
+
+coll_gpu_status_t Net::failed(int *peer, char *why, size_t len) const {
+  return proxy_ != nullptr ? coll_gpu_proxy_failed(proxy_, peer, why, len) : COLL_GPU_SUCCESS;
+}
+
+void Net::reset() {
+  coll_gpu_proxy_destroy(proxy_);
+  proxy_ = nullptr;
+  for (int i = 0; i < nmem_; ++i) mem_[i].reset();
+  nmem_ = 0;
+}
+
+}  // namespace coll_gpu

@@ -1,0 +1,59 @@
+/*
+ * The engine's NET connections (C++ only): the network proxy of one engine and the host FIFOs it moves,
+ * as the kernels see them. A ring hop or point-to-point pair between ranks of different nodes gets one:
+ * depth COLL_GPU_RING_SLOTS slots in host memory mapped into the GPU's address space, with its tail,
+ * head and step sizes beside them; the sending kernel writes steps there and the proxy sends them, the
+ * receiving proxy writes steps there and the kernel reads them (proxy/proxy.h). Built with UCX only.
+ */
+#ifndef COLL_GPU_ENGINE_NET_H
+#define COLL_GPU_ENGINE_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/owning.h"
+#include "engine/status.h"
+#include "kernels/allreduce.h"
+#include "proxy/proxy.h"
+
+namespace coll_gpu {
+
+class Net {
+ public:
+  // Ring channels and point-to-point connections both ways: every FIFO an engine can have.
+  static constexpr int kMaxFifos = 2 * COLL_GPU_MAX_CHANNELS + 2 * COLL_GPU_MAX_RANKS * COLL_GPU_P2P_CONNS;
+
+  Net() = default;
+  Net(const Net &) = delete;
+  Net &operator=(const Net &) = delete;
+  ~Net() { reset(); }
+
+  // Starts this rank's proxy.
+  coll_gpu_status_t start(int rank, int nranks, coll_gpu_log_fn log, char *why, size_t len);
+  // This rank's address for the allgather (zeros when the proxy did not start).
+  void address(void *buf) const;
+  // Connects to every rank r with remote[r] set, from the allgathered addresses; same_host[r]: on this host.
+  coll_gpu_status_t connect(const char *addresses, const uint8_t *remote, const uint8_t *same_host, char *why,
+                            size_t len);
+  // A FIFO to (SEND) or from (RECV) `peer`, connection `id`, as the kernels reach it (*conn), in the current
+  // device context; the proxy moves it from now on.
+  coll_gpu_status_t fifo(coll_gpu_proxy_dir_t dir, int peer, int id, size_t slot_bytes, coll_gpu_conn_t *conn,
+                         char *why, size_t len);
+  // Before a launch whose kernels use the FIFOs.
+  void wake() const {
+    if (proxy_ != nullptr) coll_gpu_proxy_wake(proxy_);
+  }
+  // The first failure the proxy saw (a peer on another node gone, the network); COLL_GPU_SUCCESS while none.
+  coll_gpu_status_t failed(int *peer, char *why, size_t len) const;
+  // The proxy stops, then the FIFOs go (in the device's context: the caller enters it).
+  void reset();
+
+ private:
+  coll_gpu_proxy_t *proxy_ = nullptr;
+  HostMappedMemory mem_[kMaxFifos];
+  int nmem_ = 0;
+};
+
+}  // namespace coll_gpu
+
+#endif
