@@ -125,8 +125,6 @@ struct coll_gpu_engine {
 
   coll_gpu_status_t setup_local(void *ipc_handle, char *why, size_t len);
   coll_gpu_status_t open_peers(const char *handles, int hsize, const coll_gpu_peer_t *peers, char *why, size_t len);
-  void assign_nodes(const coll_gpu_peer_t *peers);
-  void rings_by_node();
   coll_gpu_status_t net_conns(coll_gpu_dev_conns_t *conns, char *why, size_t len);
   bool net_failed(uint8_t *gone, char *why = nullptr, size_t len = 0) const;
   void log_channels(const coll_gpu_peer_t &me) const;
@@ -320,43 +318,6 @@ coll_gpu_status_t coll_gpu_engine::open_peers(const char *handles, int hsize, co
   return COLL_GPU_SUCCESS;
 }
 
-// Step 2: rank r's node is its host, or with virtual nodes the block of cfg.virtual_nodes consecutive ranks
-// of its host it falls in (counted among that host's ranks in rank order); named by its lowest rank.
-void coll_gpu_engine::assign_nodes(const coll_gpu_peer_t *peers) {
-  int local[COLL_GPU_MAX_RANKS];
-  for (int r = 0; r < nranks; ++r) {
-    local[r] = 0;
-    for (int q = 0; q < r; ++q)
-      if (peers[q].host == peers[r].host) ++local[r];
-    node[r] = (uint8_t)r;
-    for (int q = 0; q < r; ++q)
-      if (peers[q].host == peers[r].host &&
-          (cfg.virtual_nodes <= 0 || local[q] / cfg.virtual_nodes == local[r] / cfg.virtual_nodes)) {
-        node[r] = node[q];
-        break;
-      }
-    if (node[r] != node[0]) multinode = true;
-  }
-}
-
-// Step 3, with several nodes: each ring visits the nodes one after another (in the order it first reaches
-// them), keeping its order inside a node, so that it crosses between nodes as few times as it can.
-void coll_gpu_engine::rings_by_node() {
-  for (int i = 0; i < rings.nrings; ++i) {
-    uint8_t *ring = rings.order[i];
-    uint8_t sorted[COLL_GPU_MAX_RANKS];
-    int n = 0;
-    for (int a = 0; a < nranks; ++a) {
-      bool placed = false;  // ring[a]'s node came earlier in the ring: its ranks are already in
-      for (int b = 0; b < a && !placed; ++b) placed = node[ring[b]] == node[ring[a]];
-      if (placed) continue;
-      for (int b = a; b < nranks; ++b)
-        if (node[ring[b]] == node[ring[a]]) sorted[n++] = ring[b];
-    }
-    memcpy(ring, sorted, (size_t)nranks);
-  }
-}
-
 // Step 4: a NET FIFO for every ring hop and point-to-point pair between nodes, in place of the scratch
 // FIFOs of a peer on the node (the ring channels' ids are their channel numbers, the point-to-point ones
 // follow).
@@ -380,6 +341,7 @@ coll_gpu_status_t coll_gpu_engine::net_conns(coll_gpu_dev_conns_t *conns, char *
   }
   return COLL_GPU_SUCCESS;
 #else
+  (void)conns;
   coll_gpu_say(why, len, "NET connections without the network proxy (built without UCX)");
   return COLL_GPU_INTERNAL_ERROR;
 #endif
@@ -439,13 +401,14 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   coll_gpu::HostPtr<char[]> handles = coll_gpu::make_host_array<char>((size_t)b->size * hsize);
 #ifdef COLL_GPU_HAVE_UCX
   coll_gpu::HostPtr<char[]> addresses = coll_gpu::make_host_array<char>((size_t)b->size * COLL_GPU_PROXY_ADDRESS_BYTES);
+  const bool have_addresses = addresses != nullptr;
 #else
-  const bool addresses = true;
+  const bool have_addresses = true;
 #endif
   int bad = -1;
   snprintf(why, why_len, "out of host memory");
   // a local failure still makes every collective step below, with ok = 0
-  bool local_ok = e != nullptr && peers != nullptr && handles != nullptr && addresses != nullptr;
+  bool local_ok = e != nullptr && peers != nullptr && handles != nullptr && have_addresses;
   if (e != nullptr) {
     e->layout.nranks = b->size;
     e->layout.ll_bytes = cfg->tune.oneshot_max_bytes;
@@ -497,7 +460,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     }
   }
 
-  e->assign_nodes(peers.get());
+  e->multinode = coll_gpu_nodes_assign(peers.get(), b->size, cfg->virtual_nodes, e->node) > 1;
 #ifndef COLL_GPU_HAVE_UCX
   if (e->multinode) {
     snprintf(why, why_len, "virtual nodes need the network proxy, and this build has no UCX");
@@ -524,7 +487,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     return COLL_GPU_UNAVAILABLE;
   if (why[0] != '\0' && cfg->log != nullptr)
     cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "comm %s: rings in rank order: %s", cfg->name, why);
-  if (e->multinode) e->rings_by_node();
+  if (e->multinode) coll_gpu_rings_by_node(&e->rings, b->size, e->node);
 
 #ifdef COLL_GPU_HAVE_UCX
   // 3b. the network proxies, connected to the ranks of other nodes

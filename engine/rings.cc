@@ -265,3 +265,37 @@ coll_gpu_status_t coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const co
     }
   return COLL_GPU_SUCCESS;
 }
+
+int coll_gpu_nodes_assign(const coll_gpu_peer_t *peers, int n, int virtual_nodes, uint8_t *node) {
+  int local[COLL_GPU_MAX_RANKS], nodes = 0;
+  for (int r = 0; r < n; ++r) {
+    local[r] = 0;
+    for (int q = 0; q < r; ++q)
+      if (peers[q].host == peers[r].host) ++local[r];
+    node[r] = (uint8_t)r;
+    for (int q = 0; q < r; ++q)
+      if (peers[q].host == peers[r].host &&
+          (virtual_nodes <= 0 || local[q] / virtual_nodes == local[r] / virtual_nodes)) {
+        node[r] = node[q];
+        break;
+      }
+    if (node[r] == r) ++nodes;
+  }
+  return nodes;
+}
+
+void coll_gpu_rings_by_node(coll_gpu_rings_t *rings, int n, const uint8_t *node) {
+  for (int i = 0; i < rings->nrings; ++i) {
+    uint8_t *ring = rings->order[i];
+    uint8_t sorted[COLL_GPU_MAX_RANKS];
+    int k = 0;
+    for (int a = 0; a < n; ++a) {
+      bool placed = false;  // ring[a]'s node came earlier in the ring: its ranks are in already
+      for (int b = 0; b < a && !placed; ++b) placed = node[ring[b]] == node[ring[a]];
+      if (placed) continue;
+      for (int b = a; b < n; ++b)
+        if (node[ring[b]] == node[ring[a]]) sorted[k++] = ring[b];
+    }
+    memcpy(ring, sorted, (size_t)n);
+  }
+}

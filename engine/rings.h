@@ -46,6 +46,14 @@ coll_gpu_status_t coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const co
                                          const coll_gpu_topo_config_t *cfg, coll_gpu_rings_t *rings, char *why,
                                          size_t why_len);
 
+/* Each rank's node, named by its lowest rank, into node[0..n): its host, or with virtual_nodes > 0 the block
+ * of that many consecutive ranks of its host (counted among that host's ranks in rank order) it falls in.
+ * Returns how many nodes there are. */
+int coll_gpu_nodes_assign(const coll_gpu_peer_t *peers, int n, int virtual_nodes, uint8_t *node);
+/* With several nodes: reorders each ring to visit the nodes one after another, in the order it first reaches
+ * them, keeping its order inside each node, so that it crosses between nodes once per node. */
+void coll_gpu_rings_by_node(coll_gpu_rings_t *rings, int n, const uint8_t *node);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include <algorithm>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -122,6 +124,72 @@ TEST(Engine, FailedBootstrapGetsNoGpuPathAndSaysWhy) {
   EXPECT_EQ(e, nullptr);
   EXPECT_STREQ(why, "the peer info allgather failed");
   coll_gpu_engine_destroy(nullptr);  // nothing to destroy: a no-op
+}
+
+// Nodes: hosts, or virtual nodes of consecutive ranks of a host (coll_gpu_virtual_nodes).
+std::vector<int> nodes_of(const std::vector<uint64_t> &hosts, int virtual_nodes, int *count) {
+  std::vector<coll_gpu_peer_t> peers(hosts.size());
+  for (size_t r = 0; r < hosts.size(); ++r) peers[r].host = hosts[r];
+  uint8_t node[COLL_GPU_MAX_RANKS];
+  *count = coll_gpu_nodes_assign(peers.data(), (int)hosts.size(), virtual_nodes, node);
+  return std::vector<int>(node, node + hosts.size());
+}
+
+TEST(Nodes, HostsOrBlocksOfConsecutiveRanksOfAHost) {
+  int n = 0;
+  EXPECT_EQ(nodes_of({7, 7, 7, 7, 7, 7, 7, 7}, 0, &n), std::vector<int>(8, 0));
+  EXPECT_EQ(n, 1);
+  EXPECT_EQ(nodes_of({7, 7, 7, 7, 7, 7, 7, 7}, 2, &n), (std::vector<int>{0, 0, 2, 2, 4, 4, 6, 6}));
+  EXPECT_EQ(n, 4);
+  EXPECT_EQ(nodes_of({7, 7, 7, 7, 7, 7, 7, 7}, 3, &n), (std::vector<int>{0, 0, 0, 3, 3, 3, 6, 6}));
+  EXPECT_EQ(n, 3);
+  EXPECT_EQ(nodes_of({7, 7, 7}, 8, &n), (std::vector<int>{0, 0, 0}));
+  EXPECT_EQ(n, 1);
+  // two hosts, ranks interleaved: a host's ranks are counted among its own
+  EXPECT_EQ(nodes_of({1, 2, 1, 2}, 0, &n), (std::vector<int>{0, 1, 0, 1}));
+  EXPECT_EQ(n, 2);
+  EXPECT_EQ(nodes_of({1, 2, 1, 2, 1, 2}, 2, &n), (std::vector<int>{0, 1, 0, 1, 4, 5}));
+  EXPECT_EQ(n, 4);
+  EXPECT_EQ(nodes_of({1, 2, 1, 2}, 1, &n), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(n, 4);
+}
+
+TEST(Nodes, RingsVisitTheNodesOneAfterAnother) {
+  std::mt19937 gen((unsigned)time(nullptr));
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int n = 2 + (int)(gen() % (COLL_GPU_MAX_RANKS - 1));
+    std::vector<uint64_t> hosts(n);
+    for (auto &h : hosts) h = gen() % 2;
+    int nnodes = 0;
+    const std::vector<int> node = nodes_of(hosts, (int)(gen() % 4), &nnodes);
+    uint8_t nodes8[COLL_GPU_MAX_RANKS];
+    for (int r = 0; r < n; ++r) nodes8[r] = (uint8_t)node[r];
+    coll_gpu_rings_t rings{};
+    rings.nrings = 1 + (int)(gen() % COLL_GPU_MAX_RINGS);
+    for (int i = 0; i < rings.nrings; ++i) {
+      std::vector<uint8_t> perm(n);
+      for (int r = 0; r < n; ++r) perm[r] = (uint8_t)r;
+      std::shuffle(perm.begin(), perm.end(), gen);
+      std::copy(perm.begin(), perm.end(), rings.order[i]);
+    }
+    const coll_gpu_rings_t before = rings;
+    coll_gpu_rings_by_node(&rings, n, nodes8);
+    for (int i = 0; i < rings.nrings; ++i) {
+      const uint8_t *a = before.order[i], *b = rings.order[i];
+      EXPECT_TRUE(std::is_permutation(a, a + n, b)) << "ring " << i << " lost or doubled a rank";
+      int crossings = 0;
+      for (int k = 0; k < n; ++k) crossings += node[b[k]] != node[b[(k + 1) % n]];
+      EXPECT_EQ(crossings, nnodes > 1 ? nnodes : 0) << "ring " << i << ": " << nnodes << " nodes";
+      // inside a node, the ranks keep the order the ring had
+      for (int x = 0; x < n; ++x)
+        for (int y = 0; y < n; ++y) {
+          if (node[a[x]] != node[a[y]] || x >= y) continue;
+          const int px = (int)(std::find(b, b + n, a[x]) - b), py = (int)(std::find(b, b + n, a[y]) - b);
+          EXPECT_LT(px, py) << "ring " << i << ": ranks " << (int)a[x] << " and " << (int)a[y] << " swapped";
+        }
+      if (HasFailure()) return;
+    }
+  }
 }
 
 }  // namespace
