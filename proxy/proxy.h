@@ -8,7 +8,8 @@
  * A FIFO is `depth` slots of slot_bytes in host memory and three kinds of words beside it:
  *   send side: the kernel waits until head >= s + 1 - depth (the slot is free), writes step s into slot
  *     s mod depth and its size into sizes[s mod depth], and raises tail to s + 1 (release); the proxy
- *     sees the tail, sends the slot, and when the send has completed raises head to s + 1;
+ *     sees the tail, sends the slot, and once the receiving proxy has matched it (a synchronous send: the
+ *     receiver had a free slot) raises head to s + 1, so a slow receiver holds the sender back;
  *   receive side: the proxy keeps a receive posted in every slot the kernel has freed (steps below head +
  *     depth), and when step s has arrived writes its size into sizes and raises tail to s + 1 (release);
  *     the kernel waits for tail, consumes the slot and raises head. The receiving proxy sets the tail,
