@@ -505,7 +505,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
       same_host[r] = peers[r].host == me.host;
     }
     const bool connected =
-        started && e->net.connect(addresses.get(), remote, same_host, why, why_len) == COLL_GPU_SUCCESS;
+        started && e->net.connect(b->size, addresses.get(), remote, same_host, why, why_len) == COLL_GPU_SUCCESS;
     if (!all_ok(b, connected ? 0 : 1, &bad)) {
       if (connected) snprintf(why, why_len, "rank %d could not start or connect its network proxy", bad);
       return COLL_GPU_UNAVAILABLE;

@@ -38,13 +38,13 @@ void Net::address(void *buf) const {
     memset(buf, 0, COLL_GPU_PROXY_ADDRESS_BYTES);
 }
 
-coll_gpu_status_t Net::connect(const char *addresses, const uint8_t *remote, const uint8_t *same_host, char *why,
+coll_gpu_status_t Net::connect(int n, const char *addresses, const uint8_t *remote, const uint8_t *same_host, char *why,
                                size_t len) {
   if (proxy_ == nullptr) {
     coll_gpu_say(why, len, "the network proxy did not start");
     return COLL_GPU_SYSTEM_ERROR;
   }
-  for (int r = 0; remote != nullptr && r < COLL_GPU_MAX_RANKS; ++r) {
+  for (int r = 0; r < n; ++r) {
     if (!remote[r]) continue;
     COLL_GPU_CHECK(coll_gpu_proxy_connect(proxy_, r, addresses + (size_t)r * COLL_GPU_PROXY_ADDRESS_BYTES, same_host[r],
                                           why, len));

@@ -32,8 +32,9 @@ class Net {
   coll_gpu_status_t start(int rank, int nranks, coll_gpu_log_fn log, char *why, size_t len);
   // This rank's address for the allgather (zeros when the proxy did not start).
   void address(void *buf) const;
-  // Connects to every rank r with remote[r] set, from the allgathered addresses; same_host[r]: on this host.
-  coll_gpu_status_t connect(const char *addresses, const uint8_t *remote, const uint8_t *same_host, char *why,
+  // Connects to every rank r < n with remote[r] set, from the allgathered addresses; same_host[r]: on this
+  // host.
+  coll_gpu_status_t connect(int n, const char *addresses, const uint8_t *remote, const uint8_t *same_host, char *why,
                             size_t len);
   // A FIFO to (SEND) or from (RECV) `peer`, connection `id`, as the kernels reach it (*conn), in the current
   // device context; the proxy moves it from now on.

@@ -3,9 +3,10 @@
  */
 #include "proxy/net_ucx.h"
 
+#include "engine/wait.h"
+
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 namespace coll_gpu {
 namespace {
@@ -15,12 +16,6 @@ constexpr const char *kEnvPrefix = "COLL_GPU";
 // How long teardown waits for UCX to give back a cancelled request or a closed endpoint: a peer that is
 // gone must not hold a communicator's free.
 constexpr uint64_t kCloseWaitNs = 2000000000ull;
-
-uint64_t now_ns() {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 }  // namespace
 
@@ -153,8 +148,8 @@ void UcxNet::test(NetOp *op) {
 void UcxNet::cancel(NetOp *op) {
   if (op->state != kOpPending) return;
   ucp_request_cancel(worker_, op->req);
-  const uint64_t until = now_ns() + kCloseWaitNs;
-  while (ucp_request_check_status(op->req) == UCS_INPROGRESS && now_ns() < until) ucp_worker_progress(worker_);
+  const uint64_t until = coll_gpu_now_ns() + kCloseWaitNs;
+  while (ucp_request_check_status(op->req) == UCS_INPROGRESS && coll_gpu_now_ns() < until) ucp_worker_progress(worker_);
   release(op);
 }
 
@@ -175,8 +170,8 @@ void UcxNet::close_endpoints() {
       const ucs_status_ptr_t req = ucp_ep_close_nbx(peers_[r].ep, &p);
       peers_[r].ep = nullptr;
       if (req == nullptr || UCS_PTR_IS_ERR(req)) continue;
-      const uint64_t until = now_ns() + kCloseWaitNs;
-      while (ucp_request_check_status(req) == UCS_INPROGRESS && now_ns() < until) ucp_worker_progress(worker_);
+      const uint64_t until = coll_gpu_now_ns() + kCloseWaitNs;
+      while (ucp_request_check_status(req) == UCS_INPROGRESS && coll_gpu_now_ns() < until) ucp_worker_progress(worker_);
       ucp_request_free(req);
     }
   }

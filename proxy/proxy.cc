@@ -15,7 +15,6 @@
  */
 #include "proxy/proxy.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -27,6 +26,7 @@
 #include <atomic>
 #include <new>
 
+#include "engine/wait.h"
 #include "proxy/net_ucx.h"
 
 namespace coll_gpu {
@@ -57,12 +57,6 @@ uint64_t fnv1a(const void *data, size_t bytes) {
   return h;
 }
 
-uint64_t now_ns() {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 uint64_t load_acquire(volatile uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 void store_release(volatile uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 
@@ -83,7 +77,6 @@ using coll_gpu::Envelope;
 using coll_gpu::Fifo;
 using coll_gpu::load_acquire;
 using coll_gpu::NetOp;
-using coll_gpu::now_ns;
 using coll_gpu::store_release;
 
 struct coll_gpu_proxy {
@@ -354,7 +347,7 @@ void coll_gpu_proxy::run() {
   pthread_mutex_unlock(&mu);
   if (init_status != COLL_GPU_SUCCESS) return;
 
-  uint64_t last = now_ns(), nap = coll_gpu::kFirstSleepNs;
+  uint64_t last = coll_gpu_now_ns(), nap = coll_gpu::kFirstSleepNs;
   while (!stop.load(std::memory_order_acquire)) {
     if (cmd_pending.load(std::memory_order_acquire)) run_command();
     bool moved = net.progress() > 0;
@@ -362,7 +355,7 @@ void coll_gpu_proxy::run() {
       for (int i = 0; i < nfifos; ++i)
         moved |= fifos[i].f.dir == COLL_GPU_PROXY_SEND ? move_send(&fifos[i]) : move_recv(&fifos[i]);
     if (woken.exchange(false)) moved = true;
-    const uint64_t t = now_ns();
+    const uint64_t t = coll_gpu_now_ns();
     if (moved) {
       last = t;
       nap = coll_gpu::kFirstSleepNs;

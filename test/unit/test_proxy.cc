@@ -21,15 +21,11 @@
 #include <string>
 #include <vector>
 
+#include "engine/wait.h"
 #include "proxy/proxy.h"
 
 namespace {
 
-uint64_t now_ns() {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 uint64_t load_acquire(volatile uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 void store_release(volatile uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 
@@ -154,7 +150,7 @@ Report run_rank(int rank, int fd, const Options &o) {
       rep.error("rank %d: add connection %d: %s", rank, c, why);
   }
   // the kernel's part: post what the FIFO has room for, consume what arrived, on every connection in turn
-  const uint64_t deadline = now_ns() + 60000000000ull;
+  const uint64_t deadline = coll_gpu_now_ns() + 60000000000ull;
   bool done = rep.errors > 0 || !o.consume;
   while (!done) {
     done = true;
@@ -207,7 +203,7 @@ Report run_rank(int rank, int fd, const Options &o) {
       rep.failed_why = why;
       break;
     }
-    if (now_ns() > deadline) {
+    if (coll_gpu_now_ns() > deadline) {
       rep.error("rank %d: not done after 60 s", rank);
       break;
     }
@@ -225,9 +221,10 @@ Report run_rank(int rank, int fd, const Options &o) {
   char byte = 1;
   if (o.die_after == 0 && (!write_all(fd, &byte, 1) || !read_all(fd, &byte, 1)))
     rep.error("rank %d: closing handshake", rank);
-  const uint64_t t0 = now_ns();
+  const uint64_t t0 = coll_gpu_now_ns();
   coll_gpu_proxy_destroy(p);
-  if (now_ns() - t0 > 10000000000ull) rep.error("rank %d: teardown took %.1f s", rank, (now_ns() - t0) / 1e9);
+  if (coll_gpu_now_ns() - t0 > 10000000000ull)
+    rep.error("rank %d: teardown took %.1f s", rank, (coll_gpu_now_ns() - t0) / 1e9);
   return rep;
 }
 
@@ -270,7 +267,7 @@ Pair run_pair(const Options &o) {
 }
 
 uint64_t fresh_seed() {
-  const uint64_t s = now_ns() ^ ((uint64_t)getpid() << 32);
+  const uint64_t s = coll_gpu_now_ns() ^ ((uint64_t)getpid() << 32);
   printf("seed %llu\n", (unsigned long long)s);
   return s;
 }
