@@ -1,5 +1,5 @@
 /*
- * The network proxy's thread and its step state machine (proxy/proxy.h).
+ * The network proxy's threads and their step state machine (proxy/proxy.h).
  *
  * Each FIFO moves through three counters, NCCL's posted -> transmitted -> done:
  *   send:    tail (the kernel posted) >= posted (handed to UCX) >= done (sent; published as head);
@@ -8,10 +8,11 @@
  * A step's message completes out of order at most; the counters advance in order, so head and tail
  * only ever grow one step after another.
  *
- * The loop: run a command the API posted (connect, add), progress UCX, move every FIFO. While something
- * moves, or spin_ns after it last did or after a wake, it polls without pause; then it sleeps in steps
- * that grow from 10 us to sleep_ns, so an idle communicator costs about nothing, and a peer's late step
- * is still seen within sleep_ns.
+ * Each thread (a Worker) owns a UCX context and worker and the FIFOs of its connections. Its loop: run a
+ * command the API posted (connect, add), progress UCX, move every FIFO. While something moves, or spin_ns
+ * after it last did or after a wake, it polls without pause; then it sleeps in steps that grow from 10 us
+ * to sleep_ns, so an idle communicator costs about nothing, and a peer's late step is still seen within
+ * sleep_ns. What the threads share is the first failure, which stops them all.
  */
 #include "proxy/proxy.h"
 
@@ -39,14 +40,16 @@ uint64_t step_tag(int sender, int id, uint64_t step) {
   return (uint64_t)sender << 44 | (uint64_t)id << 32 | (step & 0xffffffffull);
 }
 
-// The envelope of an address: it names the rank that published it, and a hash of UCX's bytes catches an
-// address cut or mixed up on its way through the bootstrap before UCX parses it.
+// The envelope of an address: it names the rank that published it and how many threads it has, and a hash
+// of UCX's bytes (the threads' worker addresses, one after another) catches an address cut or mixed up on
+// its way through the bootstrap before UCX parses it.
 constexpr uint32_t kAddressMagic = 0x43475058;  // "CGPX"
-constexpr uint32_t kAddressVersion = 1;
+constexpr uint32_t kAddressVersion = 2;
 struct Envelope {
   uint32_t magic, version;
   int32_t rank;
-  uint32_t bytes;
+  uint32_t threads;
+  uint32_t bytes[COLL_GPU_PROXY_MAX_THREADS];
   uint64_t hash;
 };
 constexpr size_t kAddressMax = COLL_GPU_PROXY_ADDRESS_BYTES - sizeof(Envelope);
@@ -71,26 +74,20 @@ struct Fifo {
 enum Command { kNone, kConnect, kAdd };
 
 }  // namespace
-}  // namespace coll_gpu
 
-using coll_gpu::Envelope;
-using coll_gpu::Fifo;
-using coll_gpu::load_acquire;
-using coll_gpu::NetOp;
-using coll_gpu::store_release;
-
-struct coll_gpu_proxy {
-  coll_gpu_proxy_config_t cfg;
-  int *cpus = nullptr;
-  coll_gpu::UcxNet net;
+// One progress thread: a UCX worker of its own and the FIFOs of the connections that belong to it.
+struct Worker {
+  coll_gpu_proxy *proxy = nullptr;
+  int index = 0;
+  UcxNet net;
   pthread_t thread;
   bool started = false;
   pthread_mutex_t mu;
   pthread_cond_t wake_cv;  // the thread sleeps on it
-  pthread_cond_t done_cv;  // callers wait on it for their command (and create for the set-up)
+  pthread_cond_t done_cv;  // callers wait on it for their command (and the proxy for the set-up)
 
   // a command for the thread, under mu
-  coll_gpu::Command cmd = coll_gpu::kNone;
+  Command cmd = kNone;
   int cmd_peer = 0;
   const void *cmd_addr = nullptr;
   bool cmd_same_host = false;
@@ -103,26 +100,53 @@ struct coll_gpu_proxy {
   char init_why[256] = "";
 
   std::atomic<bool> cmd_pending{false}, stop{false}, woken{false}, sleeping{false};
-  // the first failure: status (COLL_GPU_SUCCESS while none) published after peer and why
-  std::atomic<int> failed{COLL_GPU_SUCCESS};
-  int failed_peer = -1;
-  char failed_why[256] = "";
 
   Fifo *fifos = nullptr;
   int nfifos = 0, cap = 0;
-  uint8_t address[COLL_GPU_PROXY_ADDRESS_BYTES] = {};
 
-  void log(int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-  void fail(coll_gpu_status_t s, int peer, const char *why);
+  Worker();
+  ~Worker();
+  coll_gpu_status_t start(char *why, size_t len);
+  void shutdown();
   void run();
   void run_command();
-  coll_gpu_status_t connect(int peer, const void *addr, bool same_host, char *why, size_t len);
   coll_gpu_status_t add(const coll_gpu_proxy_fifo_t *f, char *why, size_t len);
   bool move_send(Fifo *q);
   bool move_recv(Fifo *q);
   void sleep(uint64_t ns);
+  void wake();
   void teardown();
-  coll_gpu_status_t post(coll_gpu::Command c, char *why, size_t len);
+  coll_gpu_status_t post(Command c, char *why, size_t len);
+};
+
+}  // namespace coll_gpu
+
+using coll_gpu::Envelope;
+using coll_gpu::Fifo;
+using coll_gpu::load_acquire;
+using coll_gpu::NetOp;
+using coll_gpu::store_release;
+using coll_gpu::Worker;
+
+struct coll_gpu_proxy {
+  coll_gpu_proxy_config_t cfg;
+  int *cpus = nullptr;
+  Worker workers[COLL_GPU_PROXY_MAX_THREADS];
+  int nworkers = 0;
+  // per peer: the threads its connections spread over (the fewer of the two ranks'), 0 until connected
+  int *peer_threads = nullptr;
+  // the first failure of any thread: claimed once, status (COLL_GPU_SUCCESS while none) published after
+  // peer and why
+  std::atomic<bool> fail_claimed{false};
+  std::atomic<int> failed{COLL_GPU_SUCCESS};
+  int failed_peer = -1;
+  char failed_why[256] = "";
+  uint8_t address[COLL_GPU_PROXY_ADDRESS_BYTES] = {};
+
+  void log(int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+  void fail(coll_gpu_status_t s, int peer, const char *why);
+  bool has_failed() const { return failed.load(std::memory_order_relaxed) != COLL_GPU_SUCCESS; }
+  int build_address();
 };
 
 void coll_gpu_proxy::log(int level, const char *fmt, ...) {
@@ -136,48 +160,101 @@ void coll_gpu_proxy::log(int level, const char *fmt, ...) {
 }
 
 void coll_gpu_proxy::fail(coll_gpu_status_t s, int peer, const char *why) {
-  if (failed.load(std::memory_order_relaxed) != COLL_GPU_SUCCESS) return;  // only the thread writes it
+  if (fail_claimed.exchange(true)) return;  // the first failure of any thread is the one told
   failed_peer = peer;
   snprintf(failed_why, sizeof(failed_why), "%s", why);
   failed.store(s, std::memory_order_release);
   log(COLL_GPU_LVL_WARN, "proxy of rank %d: %s", cfg.rank, why);
 }
 
-coll_gpu_status_t coll_gpu_proxy::connect(int peer, const void *addr, bool same_host, char *why, size_t len) {
-  Envelope e;
-  memcpy(&e, addr, sizeof(e));
-  const uint8_t *blob = (const uint8_t *)addr + sizeof(e);
-  if (e.magic != coll_gpu::kAddressMagic || e.version != coll_gpu::kAddressVersion) {
-    coll_gpu_say(why, len, "the proxy address given for rank %d is not one (magic %#x, version %u)", peer, e.magic,
-                 e.version);
-    return COLL_GPU_BOOTSTRAP_ERROR;
+// The envelope and the threads' UCX addresses one after another; a thread whose address does not fit
+// is stopped (nworkers shrinks to the threads that fit, unless none does). Returns the threads that fit.
+int coll_gpu_proxy::build_address() {
+  Envelope e{};
+  e.magic = coll_gpu::kAddressMagic;
+  e.version = coll_gpu::kAddressVersion;
+  e.rank = cfg.rank;
+  size_t at = sizeof(e);
+  int fit = 0;
+  while (fit < nworkers && at + workers[fit].net.address_bytes() <= COLL_GPU_PROXY_ADDRESS_BYTES) {
+    e.bytes[fit] = (uint32_t)workers[fit].net.address_bytes();
+    memcpy(address + at, workers[fit].net.address(), e.bytes[fit]);
+    at += e.bytes[fit];
+    ++fit;
   }
-  if (e.rank != peer) {
-    coll_gpu_say(why, len, "the proxy address given for rank %d is rank %d's", peer, e.rank);
-    return COLL_GPU_BOOTSTRAP_ERROR;
+  if (fit < nworkers && fit > 0) {
+    log(COLL_GPU_LVL_WARN,
+        "proxy of rank %d: %d of %d threads: their UCX addresses fill the %d bytes a proxy publishes (fewer "
+        "transports, COLL_GPU_UCX_TLS, or fewer threads, coll_gpu_proxy_threads, avoid this)",
+        cfg.rank, fit, nworkers, COLL_GPU_PROXY_ADDRESS_BYTES);
+    for (int w = fit; w < nworkers; ++w) workers[w].shutdown();
+    nworkers = fit;
   }
-  if (e.bytes == 0 || e.bytes > coll_gpu::kAddressMax || coll_gpu::fnv1a(blob, e.bytes) != e.hash) {
-    coll_gpu_say(why, len, "the proxy address of rank %d arrived damaged (%u bytes, hash mismatch)", peer, e.bytes);
-    return COLL_GPU_BOOTSTRAP_ERROR;
-  }
-  if (net.connected(peer)) return COLL_GPU_SUCCESS;
-  COLL_GPU_CHECK(net.connect(peer, blob, same_host, why, len));
-  log(COLL_GPU_LVL_DEBUG, "proxy of rank %d: connected to rank %d%s", cfg.rank, peer, same_host ? " (same host)" : "");
-  return COLL_GPU_SUCCESS;
+  e.threads = (uint32_t)fit;
+  e.hash = coll_gpu::fnv1a(address + sizeof(e), at - sizeof(e));
+  memcpy(address, &e, sizeof(e));
+  return fit;
 }
 
-coll_gpu_status_t coll_gpu_proxy::add(const coll_gpu_proxy_fifo_t *f, char *why, size_t len) {
-  const bool send = f->dir == COLL_GPU_PROXY_SEND;
-  if ((f->dir != COLL_GPU_PROXY_SEND && f->dir != COLL_GPU_PROXY_RECV) || f->peer < 0 || f->peer >= cfg.nranks ||
-      f->peer == cfg.rank || f->id < 0 || f->id >= COLL_GPU_PROXY_MAX_CONNS || f->depth < 1 ||
-      f->depth > COLL_GPU_PROXY_MAX_DEPTH || f->slot_bytes == 0 || f->buff == nullptr || f->tail == nullptr ||
-      f->head == nullptr) {
-    coll_gpu_say(why, len, "bad proxy FIFO (%s rank %d, connection %d, %d slots of %zu bytes)", send ? "to" : "from",
-                 f->peer, f->id, f->depth, f->slot_bytes);
-    return COLL_GPU_INTERNAL_ERROR;
+namespace coll_gpu {
+
+Worker::Worker() {
+  pthread_mutex_init(&mu, nullptr);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&wake_cv, &ca);
+  pthread_condattr_destroy(&ca);
+  pthread_cond_init(&done_cv, nullptr);
+}
+
+Worker::~Worker() {
+  shutdown();
+  pthread_cond_destroy(&wake_cv);
+  pthread_cond_destroy(&done_cv);
+  pthread_mutex_destroy(&mu);
+  free((void *)fifos);
+}
+
+// Stops the thread, which tears its UCX down (again: nothing).
+void Worker::shutdown() {
+  if (started) {
+    stop.store(true, std::memory_order_release);
+    pthread_mutex_lock(&mu);
+    pthread_cond_signal(&wake_cv);
+    pthread_mutex_unlock(&mu);
+    pthread_join(thread, nullptr);
+    started = false;
   }
+  net.close();
+}
+
+// Starts the thread and waits for its UCX set-up.
+coll_gpu_status_t Worker::start(char *why, size_t len) {
+  const int rc = pthread_create(
+      &thread, nullptr,
+      [](void *arg) -> void * {
+        ((Worker *)arg)->run();
+        return nullptr;
+      },
+      this);
+  if (rc != 0) {
+    coll_gpu_say(why, len, "cannot start network proxy thread %d: %s", index, strerror(rc));
+    return COLL_GPU_SYSTEM_ERROR;
+  }
+  started = true;
+  pthread_mutex_lock(&mu);
+  while (!ready) pthread_cond_wait(&done_cv, &mu);
+  pthread_mutex_unlock(&mu);
+  if (init_status != COLL_GPU_SUCCESS) coll_gpu_say(why, len, "%s", init_why);
+  return init_status;
+}
+
+coll_gpu_status_t Worker::add(const coll_gpu_proxy_fifo_t *f, char *why, size_t len) {
+  const bool send = f->dir == COLL_GPU_PROXY_SEND;
   if (!net.connected(f->peer)) {
-    coll_gpu_say(why, len, "proxy FIFO %s rank %d before connecting to it", send ? "to" : "from", f->peer);
+    coll_gpu_say(why, len, "proxy FIFO %s rank %d on thread %d, which is not connected to it", send ? "to" : "from",
+                 f->peer, index);
     return COLL_GPU_INTERNAL_ERROR;
   }
   for (int i = 0; i < nfifos; ++i)
@@ -204,8 +281,9 @@ coll_gpu_status_t coll_gpu_proxy::add(const coll_gpu_proxy_fifo_t *f, char *why,
 }
 
 // Send side: hand every posted step to UCX, then publish the sent ones, in order, as head.
-bool coll_gpu_proxy::move_send(Fifo *q) {
+bool Worker::move_send(Fifo *q) {
   const coll_gpu_proxy_fifo_t &f = q->f;
+  const int rank = proxy->cfg.rank;
   bool moved = false;
   const uint64_t tail = load_acquire(f.tail);
   while (q->posted < tail) {
@@ -215,15 +293,15 @@ bool coll_gpu_proxy::move_send(Fifo *q) {
     if (bytes > f.slot_bytes || tail - q->done > (uint64_t)f.depth) {
       snprintf(why, sizeof(why), "connection %d to rank %d: step %llu of %zu bytes (slots of %zu), %llu steps ahead",
                f.id, f.peer, (unsigned long long)q->posted, bytes, f.slot_bytes, (unsigned long long)(tail - q->done));
-      fail(COLL_GPU_INTERNAL_ERROR, f.peer, why);
+      proxy->fail(COLL_GPU_INTERNAL_ERROR, f.peer, why);
       return moved;
     }
     NetOp *op = &q->ops[slot];
-    net.send(f.peer, coll_gpu::step_tag(cfg.rank, f.id, q->posted), f.buff + (size_t)slot * f.slot_bytes, bytes, op);
-    if (op->state == coll_gpu::kOpFailed) {
+    net.send(f.peer, step_tag(rank, f.id, q->posted), f.buff + (size_t)slot * f.slot_bytes, bytes, op);
+    if (op->state == kOpFailed) {
       snprintf(why, sizeof(why), "sending step %llu of connection %d to rank %d failed: %s",
                (unsigned long long)q->posted, f.id, f.peer, ucs_status_string(net.last_error()));
-      fail(COLL_GPU_PEER_GONE, f.peer, why);
+      proxy->fail(COLL_GPU_PEER_GONE, f.peer, why);
       return moved;
     }
     ++q->posted;
@@ -232,15 +310,15 @@ bool coll_gpu_proxy::move_send(Fifo *q) {
   while (q->done < q->posted) {
     NetOp *op = &q->ops[q->done % (uint64_t)f.depth];
     net.test(op);
-    if (op->state == coll_gpu::kOpPending) break;
-    if (op->state == coll_gpu::kOpFailed) {
+    if (op->state == kOpPending) break;
+    if (op->state == kOpFailed) {
       char why[200];
       snprintf(why, sizeof(why), "step %llu of connection %d to rank %d failed: %s", (unsigned long long)q->done, f.id,
                f.peer, ucs_status_string(net.last_error()));
-      fail(COLL_GPU_PEER_GONE, f.peer, why);
+      proxy->fail(COLL_GPU_PEER_GONE, f.peer, why);
       return moved;
     }
-    op->state = coll_gpu::kOpIdle;
+    op->state = kOpIdle;
     store_release(f.head, ++q->done);
     moved = true;
   }
@@ -249,19 +327,19 @@ bool coll_gpu_proxy::move_send(Fifo *q) {
 
 // Receive side: keep a receive posted in every slot the kernel has freed, then publish the arrived steps,
 // in order, as tail.
-bool coll_gpu_proxy::move_recv(Fifo *q) {
+bool Worker::move_recv(Fifo *q) {
   const coll_gpu_proxy_fifo_t &f = q->f;
   bool moved = false;
   const uint64_t limit = load_acquire(f.head) + (uint64_t)f.depth;
   while (q->posted < limit) {
     const int slot = (int)(q->posted % (uint64_t)f.depth);
     NetOp *op = &q->ops[slot];
-    net.recv(coll_gpu::step_tag(f.peer, f.id, q->posted), f.buff + (size_t)slot * f.slot_bytes, f.slot_bytes, op);
-    if (op->state == coll_gpu::kOpFailed) {
+    net.recv(step_tag(f.peer, f.id, q->posted), f.buff + (size_t)slot * f.slot_bytes, f.slot_bytes, op);
+    if (op->state == kOpFailed) {
       char why[200];
       snprintf(why, sizeof(why), "receiving step %llu of connection %d from rank %d failed: %s",
                (unsigned long long)q->posted, f.id, f.peer, ucs_status_string(net.last_error()));
-      fail(COLL_GPU_PEER_GONE, f.peer, why);
+      proxy->fail(COLL_GPU_PEER_GONE, f.peer, why);
       return moved;
     }
     ++q->posted;
@@ -270,15 +348,15 @@ bool coll_gpu_proxy::move_recv(Fifo *q) {
     const int slot = (int)(q->done % (uint64_t)f.depth);
     NetOp *op = &q->ops[slot];
     net.test(op);
-    if (op->state == coll_gpu::kOpPending) break;
-    if (op->state == coll_gpu::kOpFailed) {
+    if (op->state == kOpPending) break;
+    if (op->state == kOpFailed) {
       char why[200];
       snprintf(why, sizeof(why), "step %llu of connection %d from rank %d failed: %s", (unsigned long long)q->done,
                f.id, f.peer, ucs_status_string(net.last_error()));
-      fail(COLL_GPU_PEER_GONE, f.peer, why);
+      proxy->fail(COLL_GPU_PEER_GONE, f.peer, why);
       return moved;
     }
-    op->state = coll_gpu::kOpIdle;
+    op->state = kOpIdle;
     if (f.sizes != nullptr) f.sizes[slot] = op->bytes;
     store_release(f.tail, ++q->done);
     moved = true;
@@ -286,7 +364,7 @@ bool coll_gpu_proxy::move_recv(Fifo *q) {
   return moved;
 }
 
-void coll_gpu_proxy::sleep(uint64_t ns) {
+void Worker::sleep(uint64_t ns) {
   pthread_mutex_lock(&mu);
   sleeping.store(true);
   if (!woken.load() && !cmd_pending.load() && !stop.load()) {
@@ -301,64 +379,65 @@ void coll_gpu_proxy::sleep(uint64_t ns) {
   pthread_mutex_unlock(&mu);
 }
 
-void coll_gpu_proxy::run_command() {
+void Worker::wake() {
+  woken.store(true);
+  if (sleeping.load()) {
+    pthread_mutex_lock(&mu);
+    pthread_cond_signal(&wake_cv);
+    pthread_mutex_unlock(&mu);
+  }
+}
+
+void Worker::run_command() {
   pthread_mutex_lock(&mu);
-  if (cmd == coll_gpu::kConnect)
-    cmd_status = connect(cmd_peer, cmd_addr, cmd_same_host, cmd_why, cmd_len);
-  else if (cmd == coll_gpu::kAdd)
+  if (cmd == kConnect) {
+    cmd_status = net.connect(cmd_peer, cmd_addr, cmd_same_host, cmd_why, cmd_len);
+    if (cmd_status == COLL_GPU_SUCCESS)
+      proxy->log(COLL_GPU_LVL_DEBUG, "proxy of rank %d, thread %d: connected to rank %d%s", proxy->cfg.rank, index,
+                 cmd_peer, cmd_same_host ? " (same host)" : "");
+  } else if (cmd == kAdd) {
     cmd_status = add(cmd_fifo, cmd_why, cmd_len);
-  cmd = coll_gpu::kNone;
+  }
+  cmd = kNone;
   cmd_pending.store(false);
   pthread_cond_broadcast(&done_cv);
   pthread_mutex_unlock(&mu);
 }
 
-void coll_gpu_proxy::run() {
-  if (cpus != nullptr) {
+void Worker::run() {
+  const coll_gpu_proxy_config_t &cfg = proxy->cfg;
+  if (cfg.cpus != nullptr && cfg.ncpus > 0) {
     cpu_set_t set;
     CPU_ZERO(&set);
     for (int i = 0; i < cfg.ncpus; ++i)
-      if (cpus[i] >= 0 && cpus[i] < CPU_SETSIZE) CPU_SET(cpus[i], &set);
+      if (cfg.cpus[i] >= 0 && cfg.cpus[i] < CPU_SETSIZE) CPU_SET(cfg.cpus[i], &set);
     const int rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-    if (rc != 0) log(COLL_GPU_LVL_WARN, "proxy of rank %d: CPU affinity not set: %s", cfg.rank, strerror(rc));
+    if (rc != 0)
+      proxy->log(COLL_GPU_LVL_WARN, "proxy of rank %d, thread %d: CPU affinity not set: %s", cfg.rank, index,
+                 strerror(rc));
   }
-  const coll_gpu_status_t s = net.init(
+  init_status = net.init(
       cfg.nranks,
-      [](void *ctx, int peer, const char *why) { ((coll_gpu_proxy *)ctx)->fail(COLL_GPU_PEER_GONE, peer, why); }, this,
+      [](void *ctx, int peer, const char *why) { ((coll_gpu_proxy *)ctx)->fail(COLL_GPU_PEER_GONE, peer, why); }, proxy,
       init_why, sizeof(init_why));
-  if (s == COLL_GPU_SUCCESS) {
-    if (net.address_bytes() > coll_gpu::kAddressMax) {
-      coll_gpu_say(init_why, sizeof(init_why),
-                   "UCX's worker address has %zu bytes, more than the %zu a proxy publishes", net.address_bytes(),
-                   coll_gpu::kAddressMax);
-      init_status = COLL_GPU_SYSTEM_ERROR;
-    } else {
-      Envelope e{coll_gpu::kAddressMagic, coll_gpu::kAddressVersion, cfg.rank, (uint32_t)net.address_bytes(),
-                 coll_gpu::fnv1a(net.address(), net.address_bytes())};
-      memcpy(address, &e, sizeof(e));
-      memcpy(address + sizeof(e), net.address(), net.address_bytes());
-    }
-  } else {
-    init_status = s;
-  }
   pthread_mutex_lock(&mu);
   ready = true;
   pthread_cond_broadcast(&done_cv);
   pthread_mutex_unlock(&mu);
   if (init_status != COLL_GPU_SUCCESS) return;
 
-  uint64_t last = coll_gpu_now_ns(), nap = coll_gpu::kFirstSleepNs;
+  uint64_t last = coll_gpu_now_ns(), nap = kFirstSleepNs;
   while (!stop.load(std::memory_order_acquire)) {
     if (cmd_pending.load(std::memory_order_acquire)) run_command();
     bool moved = net.progress() > 0;
-    if (failed.load(std::memory_order_relaxed) == COLL_GPU_SUCCESS)
+    if (!proxy->has_failed())
       for (int i = 0; i < nfifos; ++i)
         moved |= fifos[i].f.dir == COLL_GPU_PROXY_SEND ? move_send(&fifos[i]) : move_recv(&fifos[i]);
     if (woken.exchange(false)) moved = true;
     const uint64_t t = coll_gpu_now_ns();
     if (moved) {
       last = t;
-      nap = coll_gpu::kFirstSleepNs;
+      nap = kFirstSleepNs;
     } else if (t - last > cfg.spin_ns) {
       sleep(nap);
       nap = nap * 2 < cfg.sleep_ns ? nap * 2 : cfg.sleep_ns;
@@ -367,7 +446,7 @@ void coll_gpu_proxy::run() {
   teardown();
 }
 
-void coll_gpu_proxy::teardown() {
+void Worker::teardown() {
   // receives first (a cancelled receive completes at once); the sends in flight end with their endpoints
   for (int i = 0; i < nfifos; ++i)
     if (fifos[i].f.dir == COLL_GPU_PROXY_RECV)
@@ -381,7 +460,7 @@ void coll_gpu_proxy::teardown() {
   net.close();
 }
 
-coll_gpu_status_t coll_gpu_proxy::post(coll_gpu::Command c, char *why, size_t len) {
+coll_gpu_status_t Worker::post(Command c, char *why, size_t len) {
   pthread_mutex_lock(&mu);
   cmd = c;
   cmd_why = why;
@@ -394,13 +473,18 @@ coll_gpu_status_t coll_gpu_proxy::post(coll_gpu::Command c, char *why, size_t le
   return s;
 }
 
+}  // namespace coll_gpu
+
 extern "C" {
 
 coll_gpu_status_t coll_gpu_proxy_create(const coll_gpu_proxy_config_t *cfg, coll_gpu_proxy_t **out, char *why,
                                         size_t len) {
   *out = nullptr;
-  if (cfg->nranks < 1 || cfg->nranks > (1 << coll_gpu::kTagSenderBits) || cfg->rank < 0 || cfg->rank >= cfg->nranks) {
-    coll_gpu_say(why, len, "a proxy for rank %d of %d ranks", cfg->rank, cfg->nranks);
+  const int threads = cfg->threads > 0 ? cfg->threads : 1;
+  if (cfg->nranks < 1 || cfg->nranks > (1 << coll_gpu::kTagSenderBits) || cfg->rank < 0 || cfg->rank >= cfg->nranks ||
+      threads > COLL_GPU_PROXY_MAX_THREADS) {
+    coll_gpu_say(why, len, "a proxy for rank %d of %d ranks with %d threads (at most %d)", cfg->rank, cfg->nranks,
+                 threads, COLL_GPU_PROXY_MAX_THREADS);
     return COLL_GPU_INTERNAL_ERROR;
   }
   void *m = calloc(1, sizeof(coll_gpu_proxy));
@@ -410,42 +494,38 @@ coll_gpu_status_t coll_gpu_proxy_create(const coll_gpu_proxy_config_t *cfg, coll
   }
   coll_gpu_proxy *p = new (m) coll_gpu_proxy();
   p->cfg = *cfg;
+  p->cfg.threads = threads;
   if (cfg->cpus != nullptr && cfg->ncpus > 0) {
     p->cpus = (int *)malloc((size_t)cfg->ncpus * sizeof(int));
     if (p->cpus != nullptr) memcpy(p->cpus, cfg->cpus, (size_t)cfg->ncpus * sizeof(int));
     p->cfg.cpus = p->cpus;
+    p->cfg.ncpus = p->cpus != nullptr ? cfg->ncpus : 0;
   }
-  pthread_mutex_init(&p->mu, nullptr);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&p->wake_cv, &ca);
-  pthread_condattr_destroy(&ca);
-  pthread_cond_init(&p->done_cv, nullptr);
-  const int rc = pthread_create(
-      &p->thread, nullptr,
-      [](void *arg) -> void * {
-        ((coll_gpu_proxy *)arg)->run();
-        return nullptr;
-      },
-      p);
-  if (rc != 0) {
-    coll_gpu_say(why, len, "cannot start the network proxy's thread: %s", strerror(rc));
+  p->peer_threads = (int *)calloc((size_t)cfg->nranks, sizeof(int));
+  if (p->peer_threads == nullptr) {
+    coll_gpu_say(why, len, "out of host memory for the network proxy");
     coll_gpu_proxy_destroy(p);
     return COLL_GPU_SYSTEM_ERROR;
   }
-  p->started = true;
-  pthread_mutex_lock(&p->mu);
-  while (!p->ready) pthread_cond_wait(&p->done_cv, &p->mu);
-  pthread_mutex_unlock(&p->mu);
-  if (p->init_status != COLL_GPU_SUCCESS) {
-    const coll_gpu_status_t s = p->init_status;
-    coll_gpu_say(why, len, "%s", p->init_why);
-    coll_gpu_proxy_destroy(p);
-    return s;
+  // one thread after another: each sets up its own UCX context and worker
+  for (int w = 0; w < threads; ++w) {
+    p->workers[w].proxy = p;
+    p->workers[w].index = w;
+    p->nworkers = w + 1;
+    const coll_gpu_status_t s = p->workers[w].start(why, len);
+    if (s != COLL_GPU_SUCCESS) {
+      coll_gpu_proxy_destroy(p);
+      return s;
+    }
   }
-  p->log(COLL_GPU_LVL_INFO, "proxy of rank %d: UCX worker up, address %u bytes", cfg->rank,
-         (unsigned)p->net.address_bytes());
+  if (p->build_address() == 0) {
+    coll_gpu_say(why, len, "UCX's worker address has %zu bytes, more than the %zu a proxy publishes",
+                 p->workers[0].net.address_bytes(), coll_gpu::kAddressMax);
+    coll_gpu_proxy_destroy(p);
+    return COLL_GPU_SYSTEM_ERROR;
+  }
+  p->log(COLL_GPU_LVL_INFO, "proxy of rank %d: %d thread%s, UCX workers up, address %u bytes each", cfg->rank,
+         p->nworkers, p->nworkers > 1 ? "s" : "", (unsigned)p->workers[0].net.address_bytes());
   *out = p;
   return COLL_GPU_SUCCESS;
 }
@@ -454,30 +534,74 @@ void coll_gpu_proxy_address(const coll_gpu_proxy_t *p, void *buf) {
   memcpy(buf, p->address, COLL_GPU_PROXY_ADDRESS_BYTES);
 }
 
+int coll_gpu_proxy_threads(const coll_gpu_proxy_t *p) { return p->nworkers; }
+
 coll_gpu_status_t coll_gpu_proxy_connect(coll_gpu_proxy_t *p, int peer, const void *addr, int same_host, char *why,
                                          size_t len) {
   if (peer < 0 || peer >= p->cfg.nranks || peer == p->cfg.rank) {
     coll_gpu_say(why, len, "proxy connection to rank %d of %d (this is rank %d)", peer, p->cfg.nranks, p->cfg.rank);
     return COLL_GPU_INTERNAL_ERROR;
   }
-  p->cmd_peer = peer;
-  p->cmd_addr = addr;
-  p->cmd_same_host = same_host != 0;
-  return p->post(coll_gpu::kConnect, why, len);
+  Envelope e;
+  memcpy(&e, addr, sizeof(e));
+  const uint8_t *blob = (const uint8_t *)addr + sizeof(e);
+  if (e.magic != coll_gpu::kAddressMagic || e.version != coll_gpu::kAddressVersion) {
+    coll_gpu_say(why, len, "the proxy address given for rank %d is not one (magic %#x, version %u)", peer, e.magic,
+                 e.version);
+    return COLL_GPU_BOOTSTRAP_ERROR;
+  }
+  if (e.rank != peer) {
+    coll_gpu_say(why, len, "the proxy address given for rank %d is rank %d's", peer, e.rank);
+    return COLL_GPU_BOOTSTRAP_ERROR;
+  }
+  size_t total = 0;
+  bool sizes_ok = e.threads >= 1 && e.threads <= COLL_GPU_PROXY_MAX_THREADS;
+  for (uint32_t w = 0; sizes_ok && w < e.threads; ++w) {
+    sizes_ok = e.bytes[w] > 0 && e.bytes[w] <= coll_gpu::kAddressMax - total;
+    total += e.bytes[w];
+  }
+  if (!sizes_ok || coll_gpu::fnv1a(blob, total) != e.hash) {
+    coll_gpu_say(why, len, "the proxy address of rank %d arrived damaged (%u threads, %zu bytes, hash mismatch)", peer,
+                 e.threads, total);
+    return COLL_GPU_BOOTSTRAP_ERROR;
+  }
+  if (p->peer_threads[peer] > 0) return COLL_GPU_SUCCESS;
+  // thread w here talks to thread w there, for the threads both ranks have
+  const int threads = p->nworkers < (int)e.threads ? p->nworkers : (int)e.threads;
+  for (int w = 0; w < threads; ++w) {
+    Worker &k = p->workers[w];
+    k.cmd_peer = peer;
+    k.cmd_addr = blob;
+    k.cmd_same_host = same_host != 0;
+    COLL_GPU_CHECK(k.post(coll_gpu::kConnect, why, len));
+    blob += e.bytes[w];
+  }
+  p->peer_threads[peer] = threads;
+  return COLL_GPU_SUCCESS;
 }
 
-coll_gpu_status_t coll_gpu_proxy_add(coll_gpu_proxy_t *p, const coll_gpu_proxy_fifo_t *fifo, char *why, size_t len) {
-  p->cmd_fifo = fifo;
-  return p->post(coll_gpu::kAdd, why, len);
+coll_gpu_status_t coll_gpu_proxy_add(coll_gpu_proxy_t *p, const coll_gpu_proxy_fifo_t *f, char *why, size_t len) {
+  const bool send = f->dir == COLL_GPU_PROXY_SEND;
+  if ((f->dir != COLL_GPU_PROXY_SEND && f->dir != COLL_GPU_PROXY_RECV) || f->peer < 0 || f->peer >= p->cfg.nranks ||
+      f->peer == p->cfg.rank || f->id < 0 || f->id >= COLL_GPU_PROXY_MAX_CONNS || f->depth < 1 ||
+      f->depth > COLL_GPU_PROXY_MAX_DEPTH || f->slot_bytes == 0 || f->buff == nullptr || f->tail == nullptr ||
+      f->head == nullptr) {
+    coll_gpu_say(why, len, "bad proxy FIFO (%s rank %d, connection %d, %d slots of %zu bytes)", send ? "to" : "from",
+                 f->peer, f->id, f->depth, f->slot_bytes);
+    return COLL_GPU_INTERNAL_ERROR;
+  }
+  if (p->peer_threads[f->peer] == 0) {
+    coll_gpu_say(why, len, "proxy FIFO %s rank %d before connecting to it", send ? "to" : "from", f->peer);
+    return COLL_GPU_INTERNAL_ERROR;
+  }
+  // the same thread at both ends: connection id modulo the threads both ranks have
+  Worker &k = p->workers[f->id % p->peer_threads[f->peer]];
+  k.cmd_fifo = f;
+  return k.post(coll_gpu::kAdd, why, len);
 }
 
 void coll_gpu_proxy_wake(coll_gpu_proxy_t *p) {
-  p->woken.store(true);
-  if (p->sleeping.load()) {
-    pthread_mutex_lock(&p->mu);
-    pthread_cond_signal(&p->wake_cv);
-    pthread_mutex_unlock(&p->mu);
-  }
+  for (int w = 0; w < p->nworkers; ++w) p->workers[w].wake();
 }
 
 coll_gpu_status_t coll_gpu_proxy_failed(coll_gpu_proxy_t *p, int *peer, char *why, size_t len) {
@@ -491,18 +615,8 @@ coll_gpu_status_t coll_gpu_proxy_failed(coll_gpu_proxy_t *p, int *peer, char *wh
 
 void coll_gpu_proxy_destroy(coll_gpu_proxy_t *p) {
   if (p == nullptr) return;
-  if (p->started) {
-    p->stop.store(true, std::memory_order_release);
-    pthread_mutex_lock(&p->mu);
-    pthread_cond_signal(&p->wake_cv);
-    pthread_mutex_unlock(&p->mu);
-    pthread_join(p->thread, nullptr);
-  }
-  p->net.close();
-  pthread_cond_destroy(&p->wake_cv);
-  pthread_cond_destroy(&p->done_cv);
-  pthread_mutex_destroy(&p->mu);
-  free((void *)p->fifos);
+  for (int w = 0; w < p->nworkers; ++w) p->workers[w].shutdown();  // each tears its UCX down
+  free(p->peer_threads);
   free(p->cpus);
   p->~coll_gpu_proxy();
   free(p);

@@ -17,10 +17,15 @@
  * Steps travel as UCX tagged messages, the tag naming the sender, the connection and the step, so that
  * each receive matches exactly its step.
  *
- * Life of a proxy: create (its thread sets up UCX) -> address (for the engine's bootstrap to allgather)
+ * A proxy has one or more progress threads, each with its own UCX context and worker (one thread copies or
+ * sends at about one core's speed: UCX's shared-memory and tcp transports move data with the CPU). A
+ * connection belongs to thread id mod T at both ends, T the fewer threads of the two ranks, so a ring's
+ * channels spread over the threads.
+ *
+ * Life of a proxy: create (each thread sets up UCX) -> address (for the engine's bootstrap to allgather)
  * -> connect each peer with its address -> add the FIFOs -> wake at each call that uses them -> failed
- * to learn about a peer that is gone -> destroy. Every function but wake and failed waits for the thread
- * to do the work (UCX's worker is the thread's alone).
+ * to learn about a peer that is gone -> destroy. Every function but wake and failed waits for a thread
+ * to do the work (a UCX worker is its thread's alone).
  *
  * UCX reads its configuration from the environment with the prefix COLL_GPU_ (COLL_GPU_UCX_TLS=tcp
  * steers the proxy alone; UCX_TLS steers it and Open MPI's pml/ucx).
@@ -38,9 +43,11 @@
 extern "C" {
 #endif
 
-/* Bytes of the address a proxy publishes (coll_gpu_proxy_address): UCX's worker address in a checked
- * envelope, padded, so that the engine's bootstrap can allgather a fixed size. */
-#define COLL_GPU_PROXY_ADDRESS_BYTES 4096
+/* Bytes of the address a proxy publishes (coll_gpu_proxy_address): its threads' UCX worker addresses in a
+ * checked envelope, padded, so that the engine's bootstrap can allgather a fixed size. */
+#define COLL_GPU_PROXY_ADDRESS_BYTES 8192
+/* Progress threads of a proxy at most. */
+#define COLL_GPU_PROXY_MAX_THREADS 8
 /* Slots of a FIFO at most (NCCL_STEPS is 8). */
 #define COLL_GPU_PROXY_MAX_DEPTH 16
 /* Connection ids per ordered pair of ranks: the tag holds the id in 12 bits. */
@@ -51,7 +58,8 @@ typedef struct coll_gpu_proxy coll_gpu_proxy_t;
 typedef struct {
   int rank, nranks;
   coll_gpu_log_fn log; /* NULL: silent */
-  const int *cpus;     /* CPUs the thread may run on; NULL or ncpus 0: where it was created */
+  int threads;         /* progress threads, each with its own UCX worker, 1..COLL_GPU_PROXY_MAX_THREADS (0: 1) */
+  const int *cpus;     /* CPUs the threads may run on; NULL or ncpus 0: where the proxy was created */
   int ncpus;
   uint64_t spin_ns;  /* after the last movement or wake, the thread polls this long without a pause */
   uint64_t sleep_ns; /* then it sleeps between polls, 10 us first, each sleep twice the one before, at
@@ -73,11 +81,15 @@ typedef struct {
                                every step is a whole slot), by the proxy (recv; may be NULL) */
 } coll_gpu_proxy_fifo_t;
 
-/* Starts the thread and sets up UCX there; on failure says why and leaves *out NULL. */
+/* Starts the threads and sets up UCX on each; on failure says why and leaves *out NULL. When the threads'
+ * UCX addresses do not all fit in COLL_GPU_PROXY_ADDRESS_BYTES, it keeps the threads whose addresses fit
+ * and says so in the log (coll_gpu_proxy_threads tells how many). */
 coll_gpu_status_t coll_gpu_proxy_create(const coll_gpu_proxy_config_t *cfg, coll_gpu_proxy_t **out, char *why,
                                         size_t len);
 /* This proxy's address: COLL_GPU_PROXY_ADDRESS_BYTES bytes into buf. */
 void coll_gpu_proxy_address(const coll_gpu_proxy_t *p, void *buf);
+/* The progress threads running. */
+int coll_gpu_proxy_threads(const coll_gpu_proxy_t *p);
 /* Connects to rank `peer` with the address it published. An address that is not one (bad envelope,
  * another rank's, a UCX that cannot reach it) is refused with the reason. A peer on another host is
  * watched: UCX reports its failure (coll_gpu_proxy_failed). One on this host (same_host) is not, so that
@@ -86,12 +98,12 @@ coll_gpu_status_t coll_gpu_proxy_connect(coll_gpu_proxy_t *p, int peer, const vo
                                          size_t len);
 /* Adds a FIFO to move (its counters must not move until this returns). */
 coll_gpu_status_t coll_gpu_proxy_add(coll_gpu_proxy_t *p, const coll_gpu_proxy_fifo_t *fifo, char *why, size_t len);
-/* Tells a sleeping thread that steps are coming (the engine calls it at every launch that uses a FIFO). */
+/* Tells sleeping threads that steps are coming (the engine calls it at every launch that uses a FIFO). */
 void coll_gpu_proxy_wake(coll_gpu_proxy_t *p);
 /* COLL_GPU_SUCCESS while every peer is reachable; otherwise the status of the first failure, its peer
  * in *peer and its reason in why. A failed proxy moves nothing more. */
 coll_gpu_status_t coll_gpu_proxy_failed(coll_gpu_proxy_t *p, int *peer, char *why, size_t len);
-/* Stops the thread, cancels what is in flight and closes UCX. The FIFOs may be freed afterwards. */
+/* Stops the threads, cancels what is in flight and closes UCX. The FIFOs may be freed afterwards. */
 void coll_gpu_proxy_destroy(coll_gpu_proxy_t *p);
 
 #ifdef __cplusplus

@@ -3,7 +3,8 @@
 // receiver holds the sender back through the FIFO (back-pressure) and the proxy never frees a slot early;
 // partial and empty steps keep their sizes; addresses that are not a peer's are refused; teardown with
 // steps in flight returns; a peer killed mid-transfer is reported, naming it, instead of a hang.
-// Each case runs over UCX's tcp transport (loopback) and over its shared-memory transports.
+// Each case runs over UCX's tcp transport (loopback) and over its shared-memory transports, with a thread per
+// proxy and with several (a different number at each end: the connections spread over the fewer).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -49,6 +50,7 @@ struct Options {
   uint64_t die_after = 0;     // rank 1 kills itself once it has sent this many steps on connection 0 (0: never)
   bool consume = true;        // false: post everything, consume nothing, tear down at once
   bool same_host = false;     // connect as peers of one host (unwatched: UCX may use shared memory)
+  int threads[2] = {1, 1};    // each rank's proxy threads
 };
 
 // The size of step `step` of a connection: random, at most a slot; the last step partial, some empty.
@@ -116,6 +118,7 @@ Report run_rank(int rank, int fd, const Options &o) {
   coll_gpu_proxy_config_t cfg{};
   cfg.rank = rank;
   cfg.nranks = 2;
+  cfg.threads = o.threads[rank];
   cfg.spin_ns = 1000000;
   cfg.sleep_ns = 1000000;
   coll_gpu_proxy_t *p = nullptr;
@@ -123,6 +126,8 @@ Report run_rank(int rank, int fd, const Options &o) {
     rep.error("rank %d: create: %s", rank, why);
     return rep;
   }
+  if (coll_gpu_proxy_threads(p) != o.threads[rank])
+    rep.error("rank %d: %d proxy threads, %d asked for", rank, coll_gpu_proxy_threads(p), o.threads[rank]);
   std::vector<uint8_t> mine(COLL_GPU_PROXY_ADDRESS_BYTES), theirs(COLL_GPU_PROXY_ADDRESS_BYTES);
   coll_gpu_proxy_address(p, mine.data());
   if (!write_all(fd, mine.data(), mine.size()) || !read_all(fd, theirs.data(), theirs.size())) {
@@ -272,13 +277,18 @@ uint64_t fresh_seed() {
   return s;
 }
 
-// The transports a case runs over (COLL_GPU_UCX_TLS, which steers the proxy's UCX only), and whether the
-// ranks connect as peers of one host (UCX's shared memory needs it) or of two (watched by UCX).
+// The transports a case runs over (COLL_GPU_UCX_TLS, which steers the proxy's UCX only), whether the
+// ranks connect as peers of one host (UCX's shared memory needs it) or of two (watched by UCX), and each
+// rank's proxy threads.
 struct Over {
   const char *tls;
   bool same_host;
+  int threads0, threads1;
 };
-void PrintTo(const Over &o, std::ostream *os) { *os << o.tls << (o.same_host ? ", one host" : ", two hosts"); }
+void PrintTo(const Over &o, std::ostream *os) {
+  *os << o.tls << (o.same_host ? ", one host" : ", two hosts") << ", " << o.threads0 << " and " << o.threads1
+      << " threads";
+}
 class ProxyOver : public ::testing::TestWithParam<Over> {
  protected:
   void SetUp() override { setenv("COLL_GPU_UCX_TLS", GetParam().tls, 1); }
@@ -286,6 +296,8 @@ class ProxyOver : public ::testing::TestWithParam<Over> {
   Options options() const {
     Options o;
     o.same_host = GetParam().same_host;
+    o.threads[0] = GetParam().threads0;
+    o.threads[1] = GetParam().threads1;
     return o;
   }
 };
@@ -349,8 +361,16 @@ TEST_P(ProxyOver, PeerKilledMidTransferIsReported) {
   EXPECT_EQ(WTERMSIG(p.child_status), SIGKILL);
 }
 
-INSTANTIATE_TEST_SUITE_P(Ucx, ProxyOver, ::testing::Values(Over{"tcp", false}, Over{"sm", true}),
-                         [](const ::testing::TestParamInfo<Over> &i) { return std::string(i.param.tls); });
+INSTANTIATE_TEST_SUITE_P(Ucx, ProxyOver,
+                         ::testing::Values(Over{"tcp", false, 1, 1}, Over{"sm", true, 1, 1}, Over{"tcp", false, 3, 2},
+                                           Over{"sm", true, 4, 4}),
+                         [](const ::testing::TestParamInfo<Over> &i) {
+                           std::string name = i.param.tls;
+                           if (i.param.threads0 > 1 || i.param.threads1 > 1)
+                             name +=
+                                 "_threads" + std::to_string(i.param.threads0) + "x" + std::to_string(i.param.threads1);
+                           return name;
+                         });
 
 // One process: what is not a peer's address, or not a FIFO, is refused with a reason, and nothing breaks.
 TEST(Proxy, RefusesWhatIsNotAnAddressOrAFifo) {
@@ -376,10 +396,18 @@ TEST(Proxy, RefusesWhatIsNotAnAddressOrAFifo) {
   // rank 0's address relabelled as rank 2's, one byte of UCX's part changed on the way
   std::vector<uint8_t> cut = addr;
   const int32_t two = 2;
-  memcpy(&cut[8], &two, sizeof(two));  // the envelope: magic, version, rank, bytes, hash
-  cut[64] ^= 0x40;
+  memcpy(&cut[8], &two, sizeof(two));  // the envelope: magic, version, rank, threads, bytes of each, hash
+  cut[64] ^= 0x40;                     // past the envelope's 56 bytes: UCX's part
   EXPECT_EQ(coll_gpu_proxy_connect(p, 2, cut.data(), 0, why, sizeof(why)), COLL_GPU_BOOTSTRAP_ERROR);
   EXPECT_NE(strstr(why, "damaged"), nullptr) << why;
+  // the same, its thread count changed: 0, and more than a proxy has
+  for (uint32_t threads : {0u, (uint32_t)COLL_GPU_PROXY_MAX_THREADS + 1}) {
+    std::vector<uint8_t> bad = addr;
+    memcpy(&bad[8], &two, sizeof(two));
+    memcpy(&bad[12], &threads, sizeof(threads));
+    EXPECT_EQ(coll_gpu_proxy_connect(p, 2, bad.data(), 0, why, sizeof(why)), COLL_GPU_BOOTSTRAP_ERROR) << threads;
+    EXPECT_NE(strstr(why, "damaged"), nullptr) << why;
+  }
   EXPECT_EQ(coll_gpu_proxy_connect(p, 0, addr.data(), 0, why, sizeof(why)), COLL_GPU_INTERNAL_ERROR) << "itself";
   EXPECT_EQ(coll_gpu_proxy_connect(p, 3, addr.data(), 0, why, sizeof(why)), COLL_GPU_INTERNAL_ERROR) << "no rank 3";
 
@@ -393,6 +421,11 @@ TEST(Proxy, RefusesWhatIsNotAnAddressOrAFifo) {
   int peer = -1;
   EXPECT_EQ(coll_gpu_proxy_failed(p, &peer, why, sizeof(why)), COLL_GPU_SUCCESS) << why;
   coll_gpu_proxy_destroy(p);
+
+  coll_gpu_proxy_t *q = nullptr;
+  cfg.threads = COLL_GPU_PROXY_MAX_THREADS + 1;
+  EXPECT_EQ(coll_gpu_proxy_create(&cfg, &q, why, sizeof(why)), COLL_GPU_INTERNAL_ERROR) << "too many threads";
+  EXPECT_EQ(q, nullptr);
 }
 
 }  // namespace

@@ -1,0 +1,332 @@
+// The network proxy alone (proxy/proxy.h): what it can move between two processes of this machine over UCX,
+// without GPUs, and how long one small step takes. A host thread plays the kernel on each side; both ranks
+// stream steps to each other on every connection at once, as the two ranks of a ring do, so the rate each
+// way is the bus bandwidth a 2-rank allreduce over NET could reach at most. Then an 8-byte ping-pong on one
+// connection gives the one-way time of a step: kernel side -> proxy -> UCX -> proxy -> kernel side.
+// The proxy's transports come from COLL_GPU_UCX_TLS (as in the component); -H connects the two processes as
+// peers of two hosts (watched by UCX, so its shared-memory transports are left out).
+//
+// usage: coll_gpu_proxy_bench [-T THREADS] [-c CHANNELS] [-s SLOT_BYTES] [-d DEPTH] [-m MIB] [-t] [-H]
+//   -T: the proxy's threads (default 1; the engine's coll_gpu_proxy_threads);
+//   -c, -s: one configuration (default: a sweep over 1, 2, 4 channels and 128 KiB, 512 KiB slots);
+//   -d: FIFO depth (default 8, the engine's); -m: MiB each way per configuration (default 1024);
+//   -t: the kernel side copies each step in and out of its slot (default: it only writes a step number).
+// Each step carries its number in its first 8 bytes, checked on arrival: a wrong or lost step is an error.
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "engine/wait.h"
+#include "proxy/proxy.h"
+
+namespace {
+
+uint64_t load_acquire(volatile uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+void store_release(volatile uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+
+bool write_all(int fd, const void *buf, size_t n) {
+  for (size_t at = 0; at < n;) {
+    const ssize_t k = write(fd, (const char *)buf + at, n - at);
+    if (k <= 0) return false;
+    at += (size_t)k;
+  }
+  return true;
+}
+bool read_all(int fd, void *buf, size_t n) {
+  for (size_t at = 0; at < n;) {
+    const ssize_t k = read(fd, (char *)buf + at, n - at);
+    if (k <= 0) return false;
+    at += (size_t)k;
+  }
+  return true;
+}
+// Both processes reach this point before either goes on.
+bool handshake(int fd) {
+  char b = 1;
+  return write_all(fd, &b, 1) && read_all(fd, &b, 1);
+}
+
+struct Options {
+  int threads = 1;
+  int channels = 0;  // 0: the sweep
+  size_t slot = 0;
+  int depth = 8;
+  size_t mib = 1024;
+  bool touch = false;
+  bool two_hosts = false;
+};
+
+// One connection's two FIFOs at one rank.
+struct Conn {
+  char *send_buf = nullptr, *recv_buf = nullptr;
+  uint64_t words[4 + 2 * COLL_GPU_PROXY_MAX_DEPTH] = {};
+  volatile uint64_t *send_tail() { return &words[0]; }
+  volatile uint64_t *send_head() { return &words[1]; }
+  volatile uint64_t *recv_tail() { return &words[2]; }
+  volatile uint64_t *recv_head() { return &words[3]; }
+  volatile uint64_t *send_sizes() { return &words[4]; }
+  volatile uint64_t *recv_sizes() { return &words[4 + COLL_GPU_PROXY_MAX_DEPTH]; }
+  uint64_t sent = 0, received = 0;
+};
+
+class Rank {
+ public:
+  Rank(int rank, int fd, const Options &o) : rank_(rank), fd_(fd), o_(o) {}
+  ~Rank() {
+    coll_gpu_proxy_destroy(p_);  // first: the proxy reads the FIFOs until then
+    for (Conn *k : conns_) {
+      free(k->send_buf);
+      free(k->recv_buf);
+      delete k;
+    }
+  }
+  bool start();
+  // Streams `steps` steps each way on `channels` connections of `slot`-byte slots: the seconds it took.
+  double stream(int channels, size_t slot, uint64_t steps, int first_id);
+  // One-way microseconds of an 8-byte step, the median of `iters` round trips.
+  double ping(int iters, int id);
+  int errors = 0;
+
+ private:
+  // A connection's FIFOs, added to the proxy, which keeps them until it is destroyed.
+  Conn *add(int id, size_t slot);
+  void error(const char *what) {
+    if (errors++ == 0) fprintf(stderr, "rank %d: %s\n", rank_, what);
+  }
+  int rank_, fd_;
+  Options o_;
+  coll_gpu_proxy_t *p_ = nullptr;
+  std::vector<Conn *> conns_;
+};
+
+bool Rank::start() {
+  char why[512] = "";
+  coll_gpu_proxy_config_t cfg{};
+  cfg.rank = rank_;
+  cfg.nranks = 2;
+  cfg.threads = o_.threads;
+  cfg.spin_ns = 1000000;  // the engine's settings
+  cfg.sleep_ns = 1000000;
+  if (coll_gpu_proxy_create(&cfg, &p_, why, sizeof(why)) != COLL_GPU_SUCCESS) {
+    error(why);
+    return false;
+  }
+  std::vector<uint8_t> mine(COLL_GPU_PROXY_ADDRESS_BYTES), theirs(COLL_GPU_PROXY_ADDRESS_BYTES);
+  coll_gpu_proxy_address(p_, mine.data());
+  if (!write_all(fd_, mine.data(), mine.size()) || !read_all(fd_, theirs.data(), theirs.size())) {
+    error("address exchange");
+    return false;
+  }
+  if (coll_gpu_proxy_connect(p_, 1 - rank_, theirs.data(), !o_.two_hosts, why, sizeof(why)) != COLL_GPU_SUCCESS) {
+    error(why);
+    return false;
+  }
+  return true;
+}
+
+Conn *Rank::add(int id, size_t slot) {
+  char why[512] = "";
+  Conn *k = new Conn();
+  conns_.push_back(k);
+  const size_t bytes = (size_t)o_.depth * slot;
+  k->send_buf = (char *)aligned_alloc(4096, bytes);
+  k->recv_buf = (char *)aligned_alloc(4096, bytes);
+  if (k->send_buf == nullptr || k->recv_buf == nullptr) {
+    error("out of host memory");
+    return nullptr;
+  }
+  memset(k->send_buf, 0, bytes);
+  memset(k->recv_buf, 0, bytes);
+  const coll_gpu_proxy_fifo_t s{COLL_GPU_PROXY_SEND, 1 - rank_,      id, k->send_buf, slot, o_.depth, k->send_tail(),
+                                k->send_head(),      k->send_sizes()};
+  const coll_gpu_proxy_fifo_t r{COLL_GPU_PROXY_RECV, 1 - rank_,      id, k->recv_buf, slot, o_.depth, k->recv_tail(),
+                                k->recv_head(),      k->recv_sizes()};
+  if (coll_gpu_proxy_add(p_, &s, why, sizeof(why)) != COLL_GPU_SUCCESS ||
+      coll_gpu_proxy_add(p_, &r, why, sizeof(why)) != COLL_GPU_SUCCESS) {
+    error(why);
+    return nullptr;
+  }
+  return k;
+}
+
+double Rank::stream(int channels, size_t slot, uint64_t steps, int first_id) {
+  std::vector<Conn *> conns(channels);
+  for (int c = 0; c < channels; ++c)
+    if ((conns[c] = add(first_id + c, slot)) == nullptr) return 0;
+  std::vector<char> src(o_.touch ? slot : 0), dst(o_.touch ? slot : 0);
+  if (!handshake(fd_)) error("handshake");
+  const uint64_t t0 = coll_gpu_now_ns(), deadline = t0 + 120000000000ull;
+  coll_gpu_proxy_wake(p_);
+  for (bool done = errors > 0; !done;) {
+    done = true;
+    for (int c = 0; c < channels; ++c) {
+      Conn &k = *conns[c];
+      if (k.sent < steps && k.sent < load_acquire(k.send_head()) + (uint64_t)o_.depth) {
+        const int s = (int)(k.sent % (uint64_t)o_.depth);
+        char *at = k.send_buf + (size_t)s * slot;
+        if (o_.touch) memcpy(at, src.data(), slot);
+        memcpy(at, &k.sent, sizeof(k.sent));
+        k.send_sizes()[s] = slot;
+        store_release(k.send_tail(), ++k.sent);
+      }
+      if (k.received < load_acquire(k.recv_tail())) {
+        const int s = (int)(k.received % (uint64_t)o_.depth);
+        const char *at = k.recv_buf + (size_t)s * slot;
+        uint64_t n;
+        memcpy(&n, at, sizeof(n));
+        if (n != k.received || k.recv_sizes()[s] != slot) error("a step arrived wrong");
+        if (o_.touch) memcpy(dst.data(), at, slot);
+        store_release(k.recv_head(), ++k.received);
+      }
+      if (k.received < steps || load_acquire(k.send_head()) < steps) done = false;
+    }
+    int peer = -1;
+    char why[512];
+    if (coll_gpu_proxy_failed(p_, &peer, why, sizeof(why)) != COLL_GPU_SUCCESS) {
+      error(why);
+      break;
+    }
+    if (coll_gpu_now_ns() > deadline) {
+      error("not done after 120 s");
+      break;
+    }
+    if (errors > 0) break;
+  }
+  return (double)(coll_gpu_now_ns() - t0) / 1e9;
+}
+
+double Rank::ping(int iters, int id) {
+  Conn *k = add(id, 4096);
+  if (k == nullptr) return 0;
+  std::vector<double> times;
+  if (!handshake(fd_)) error("handshake");
+  const uint64_t deadline = coll_gpu_now_ns() + 60000000000ull;
+  for (int i = 0; i < iters && errors == 0; ++i) {
+    const uint64_t t0 = coll_gpu_now_ns();
+    for (int leg = 0; leg < 2; ++leg) {
+      if ((leg == 0) == (rank_ == 0)) {  // rank 0 sends first, rank 1 answers
+        const int s = (int)(k->sent % (uint64_t)o_.depth);
+        memcpy(k->send_buf + (size_t)s * 4096, &k->sent, sizeof(uint64_t));
+        k->send_sizes()[s] = sizeof(uint64_t);
+        store_release(k->send_tail(), ++k->sent);
+        coll_gpu_proxy_wake(p_);  // as the engine does at each launch
+      } else {
+        while (load_acquire(k->recv_tail()) <= k->received && coll_gpu_now_ns() < deadline) {
+        }
+        store_release(k->recv_head(), ++k->received);
+      }
+    }
+    times.push_back((double)(coll_gpu_now_ns() - t0) / 2e3);
+  }
+  if (coll_gpu_now_ns() >= deadline) error("ping-pong not done after 60 s");
+  if (times.empty()) return 0;
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+int run(int rank, int fd, const Options &o) {
+  Rank r(rank, fd, o);
+  if (!r.start()) return 1;
+  std::vector<int> channels = {1, 2, 4};
+  std::vector<size_t> slots = {128 << 10, 512 << 10};
+  if (o.channels > 0) channels = {o.channels};
+  if (o.slot > 0) slots = {o.slot};
+  if (rank == 0) {
+    const char *tls = getenv("COLL_GPU_UCX_TLS");
+    printf(
+        "# coll_gpu_proxy_bench: 2 processes, COLL_GPU_UCX_TLS=%s, as %s, %d proxy threads, depth %d, kernel "
+        "side %s\n",
+        tls != nullptr ? tls : "(UCX's choice)", o.two_hosts ? "two hosts" : "one host", o.threads, o.depth,
+        o.touch ? "copies each step" : "writes a step number");
+    printf("# %8s %11s %12s %9s %14s\n", "channels", "slot_bytes", "MiB_each_way", "seconds", "GB/s_each_way");
+  }
+  int id = 0;
+  for (size_t slot : slots)
+    for (int c : channels) {
+      const uint64_t steps = std::max<uint64_t>(1, ((uint64_t)o.mib << 20) / slot / (uint64_t)c);
+      r.stream(c, slot, 64, id);  // warm-up: UCX's connections and the pages of the slots
+      id += c;
+      const double s = r.stream(c, slot, steps, id);
+      id += c;
+      double peer_s = 0;
+      if (!write_all(fd, &s, sizeof(s)) || !read_all(fd, &peer_s, sizeof(peer_s))) return 1;
+      const double t = std::max(s, peer_s);
+      const double bytes = (double)steps * (double)slot * c;
+      if (rank == 0 && r.errors == 0)
+        printf("  %8d %11zu %12.0f %9.3f %14.2f\n", c, slot, bytes / (1 << 20), t, bytes / t / 1e9);
+      fflush(stdout);
+      if (r.errors > 0) return 1;
+    }
+  const double us = r.ping(2000, id);
+  if (rank == 0 && r.errors == 0)
+    printf("# one-way time of an 8-byte step (median of 2000 round trips): %.2f us\n", us);
+  if (!handshake(fd)) return 1;
+  return r.errors > 0 ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  for (int c; (c = getopt(argc, argv, "T:c:s:d:m:tH")) != -1;) {
+    switch (c) {
+      case 'T':
+        o.threads = atoi(optarg);
+        break;
+      case 'c':
+        o.channels = atoi(optarg);
+        break;
+      case 's':
+        o.slot = (size_t)strtoull(optarg, nullptr, 0);
+        break;
+      case 'd':
+        o.depth = atoi(optarg);
+        break;
+      case 'm':
+        o.mib = (size_t)strtoull(optarg, nullptr, 0);
+        break;
+      case 't':
+        o.touch = true;
+        break;
+      case 'H':
+        o.two_hosts = true;
+        break;
+      default:
+        fprintf(stderr, "usage: %s [-T THREADS] [-c CHANNELS] [-s SLOT_BYTES] [-d DEPTH] [-m MIB] [-t] [-H]\n",
+                argv[0]);
+        return 2;
+    }
+  }
+  if (o.threads < 1 || o.threads > COLL_GPU_PROXY_MAX_THREADS || o.channels < 0 || o.channels > 64 ||
+      (o.slot != 0 && o.slot < 64) || o.depth < 1 || o.depth > COLL_GPU_PROXY_MAX_DEPTH || o.mib < 1) {
+    fprintf(stderr, "%s: -T 1..%d, -c 1..64, -s at least 64, -d 1..%d, -m at least 1\n", argv[0],
+            COLL_GPU_PROXY_MAX_THREADS, COLL_GPU_PROXY_MAX_DEPTH);
+    return 2;
+  }
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+    perror("socketpair");
+    return 1;
+  }
+  fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(sv[0]);
+    _exit(run(1, sv[1], o));
+  }
+  close(sv[1]);
+  const int rc = run(0, sv[0], o);
+  close(sv[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const bool child_ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (!child_ok) fprintf(stderr, "rank 1 failed (status %d)\n", status);
+  return rc != 0 || !child_ok ? 1 : 0;
+}
