@@ -38,8 +38,11 @@ constexpr uint64_t kReportGraceNs = 1000000000ULL;  // the host reports a wait 1
 constexpr uint64_t kAbortGraceNs = 10000000000ULL;  // aborted kernels stop within microseconds: 10 s is a broken GPU
 constexpr uint64_t kCheckNs = 100000000ULL;         // a call tested without waiting checks its peers every 100 ms
 // Ring channels of a communicator that spans nodes: each hop between nodes holds 2 x 8 slots of pinned host
-// memory per channel, and a network moves a few channels' steps at full speed (NCCL opens 2-4 per NIC).
-constexpr int kNetChannels = 4;
+// memory per channel. 8: the network proxy moves a channel per thread by default, and UCX's tcp and
+// shared-memory transports move about one core's worth each (coll_gpu_proxy_bench, 2 processes of a 16-core
+// machine, both ways at once, 512 KiB steps: tcp 0.8 GB/s each way with 1 thread, 3.0 with 4, 4.3 with 8;
+// shared memory 5.0, 18-29 and 29 GB/s).
+constexpr int kNetChannels = 8;
 // Point-to-point NET connections take the ids after the ring channels'.
 constexpr int kNetP2pId = COLL_GPU_MAX_CHANNELS;
 
@@ -371,13 +374,16 @@ void coll_gpu_engine::log_channels(const coll_gpu_peer_t &me) const {
           "comm %s: GPU collectives on device %d (%s), %d ranks, %zu bytes of scratch", cfg.name, mem.device, me.busid,
           nranks, coll_gpu_ar_scratch_bytes(&layout));
   if (multinode) {
-    int nodes = 0, hops = 0;
+    int nodes = 0, hops = 0, threads = 0;
+#ifdef COLL_GPU_HAVE_UCX
+    threads = net.threads();
+#endif
     for (int r = 0; r < nranks; ++r) nodes += node[r] == r;
     for (int i = 0; i < nranks; ++i) hops += node[rings.order[0][i]] != node[rings.order[0][(i + 1) % nranks]];
     cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
-            "comm %s: %d nodes%s; %d of each ring's %d hops over NET (the network proxy, UCX), ring algorithms "
-            "only, %d channels",
-            cfg.name, nodes, cfg.virtual_nodes > 0 ? " (virtual)" : "", hops, nranks, layout.nchannels);
+            "comm %s: %d nodes%s; %d of each ring's %d hops over NET (the network proxy, UCX, %d threads), ring "
+            "algorithms only, %d channels",
+            cfg.name, nodes, cfg.virtual_nodes > 0 ? " (virtual)" : "", hops, nranks, threads, layout.nchannels);
   }
   if (rings.speed > 0)
     cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "comm %s: %d ring(s) from the topology, the first at %.1f GB/s",
@@ -493,7 +499,9 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   // 3b. the network proxies, connected to the ranks of other nodes
   if (e->multinode) {
     const size_t abytes = COLL_GPU_PROXY_ADDRESS_BYTES;
-    const bool started = e->net.start(b->rank, b->size, cfg->log, why, why_len) == COLL_GPU_SUCCESS;
+    int threads = cfg->proxy_threads > 0 ? cfg->proxy_threads : e->layout.nchannels;
+    if (threads > COLL_GPU_ENGINE_MAX_PROXY_THREADS) threads = COLL_GPU_ENGINE_MAX_PROXY_THREADS;
+    const bool started = e->net.start(b->rank, b->size, threads, cfg->log, why, why_len) == COLL_GPU_SUCCESS;
     e->net.address(addresses.get() + (size_t)b->rank * abytes);
     if (b->allgather(b->ctx, addresses.get() + (size_t)b->rank * abytes, addresses.get(), abytes) != 0) {
       snprintf(why, why_len, "the network proxy address allgather failed");

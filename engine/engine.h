@@ -28,6 +28,10 @@
 extern "C" {
 #endif
 
+/* The network proxy's threads at most (proxy/proxy.h's COLL_GPU_PROXY_MAX_THREADS, which the glue does not
+ * see). */
+#define COLL_GPU_ENGINE_MAX_PROXY_THREADS 8
+
 typedef struct {
   coll_gpu_tune_config_t tune;
   coll_gpu_wait_config_t wait; /* how the host waits; wait.timeout_ns is also when the kernels report a wait */
@@ -38,6 +42,7 @@ typedef struct {
   coll_gpu_topo_config_t topo; /* where the rings come from */
   int virtual_nodes;           /* > 0: a host's ranks form nodes of this many consecutive ranks, reached through
                                   NET connections (the network proxy) as if on other hosts; 0: nodes are hosts */
+  int proxy_threads;           /* the network proxy's threads; 0: one per NET channel */
 } coll_gpu_engine_config_t;
 
 typedef struct coll_gpu_engine coll_gpu_engine_t;

@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "engine/engine.h"
 #include "kernels/staging.h"
 
 namespace coll_gpu {
@@ -19,12 +20,15 @@ constexpr size_t kTail = 0, kHead = kLine, kSizes = 2 * kLine, kSlots = 4 * kLin
 // about a thousand wake-ups a second at worst.
 constexpr uint64_t kProxySpinNs = 1000000, kProxySleepNs = 1000000;
 
+static_assert(COLL_GPU_ENGINE_MAX_PROXY_THREADS == COLL_GPU_PROXY_MAX_THREADS, "the glue's bound is the proxy's");
+
 }  // namespace
 
-coll_gpu_status_t Net::start(int rank, int nranks, coll_gpu_log_fn log, char *why, size_t len) {
+coll_gpu_status_t Net::start(int rank, int nranks, int threads, coll_gpu_log_fn log, char *why, size_t len) {
   coll_gpu_proxy_config_t cfg{};
   cfg.rank = rank;
   cfg.nranks = nranks;
+  cfg.threads = threads;
   cfg.log = log;
   cfg.spin_ns = kProxySpinNs;
   cfg.sleep_ns = kProxySleepNs;

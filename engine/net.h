@@ -28,8 +28,8 @@ class Net {
   Net &operator=(const Net &) = delete;
   ~Net() { reset(); }
 
-  // Starts this rank's proxy.
-  coll_gpu_status_t start(int rank, int nranks, coll_gpu_log_fn log, char *why, size_t len);
+  // Starts this rank's proxy with `threads` progress threads.
+  coll_gpu_status_t start(int rank, int nranks, int threads, coll_gpu_log_fn log, char *why, size_t len);
   // This rank's address for the allgather (zeros when the proxy did not start).
   void address(void *buf) const;
   // Connects to every rank r < n with remote[r] set, from the allgathered addresses; same_host[r]: on this
@@ -40,6 +40,8 @@ class Net {
   // device context; the proxy moves it from now on.
   coll_gpu_status_t fifo(coll_gpu_proxy_dir_t dir, int peer, int id, size_t slot_bytes, coll_gpu_conn_t *conn,
                          char *why, size_t len);
+  // The proxy's threads (0: none started).
+  int threads() const { return proxy_ != nullptr ? coll_gpu_proxy_threads(proxy_) : 0; }
   // Before a launch whose kernels use the FIFOs.
   void wake() const {
     if (proxy_ != nullptr) coll_gpu_proxy_wake(proxy_);

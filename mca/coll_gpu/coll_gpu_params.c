@@ -239,6 +239,11 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                "CUDA IPC would work; only ring algorithms run across nodes. Steer the proxy's transports with "
                "COLL_GPU_UCX_TLS (for example tcp, or sm)",
                0, 0, COLL_GPU_MAX_RANKS, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->virtual_nodes);
+  register_int("proxy_threads",
+               "Progress threads of each rank's network proxy, on communicators that span nodes (0: one per NET "
+               "channel, 8 at most). Each thread has its own UCX worker and moves about one core's worth of "
+               "data over UCX's tcp and shared-memory transports; the ring channels spread over the threads",
+               0, 0, COLL_GPU_ENGINE_MAX_PROXY_THREADS, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &c->proxy_threads);
   register_size("ring_chunk_bytes",
                 "Bytes a ring channel moves per step, up to coll_gpu_ring_slot_bytes (larger values take a whole "
                 "slot): smaller steps fill a chain's pipeline sooner, larger ones pay the per-step flags less "
