@@ -501,7 +501,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     const size_t abytes = COLL_GPU_PROXY_ADDRESS_BYTES;
     int threads = cfg->proxy_threads > 0 ? cfg->proxy_threads : e->layout.nchannels;
     if (threads > COLL_GPU_ENGINE_MAX_PROXY_THREADS) threads = COLL_GPU_ENGINE_MAX_PROXY_THREADS;
-    const bool started = e->net.start(b->rank, b->size, threads, cfg->log, why, why_len) == COLL_GPU_SUCCESS;
+    const bool started = e->net.start(b->rank, b->size, threads, me.busid, cfg->log, why, why_len) == COLL_GPU_SUCCESS;
     e->net.address(addresses.get() + (size_t)b->rank * abytes);
     if (b->allgather(b->ctx, addresses.get() + (size_t)b->rank * abytes, addresses.get(), abytes) != 0) {
       snprintf(why, why_len, "the network proxy address allgather failed");

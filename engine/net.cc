@@ -3,9 +3,13 @@
  */
 #include "engine/net.h"
 
+#include <sched.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine/engine.h"
+#include "engine/rings.h"
 #include "kernels/staging.h"
 
 namespace coll_gpu {
@@ -22,13 +26,51 @@ constexpr uint64_t kProxySpinNs = 1000000, kProxySleepNs = 1000000;
 
 static_assert(COLL_GPU_ENGINE_MAX_PROXY_THREADS == COLL_GPU_PROXY_MAX_THREADS, "the glue's bound is the proxy's");
 
+// "0-3,8,10-11" into buf.
+void cpu_ranges(const int *cpus, int n, char *buf, size_t len) {
+  size_t at = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n && at < len; ++i) {
+    int j = i;
+    while (j + 1 < n && cpus[j + 1] == cpus[j] + 1) ++j;
+    at += (size_t)snprintf(buf + at, len - at, j > i ? "%s%d-%d" : "%s%d", i > 0 ? "," : "", cpus[i], cpus[j]);
+    i = j;
+  }
+}
+
 }  // namespace
 
-coll_gpu_status_t Net::start(int rank, int nranks, int threads, coll_gpu_log_fn log, char *why, size_t len) {
+coll_gpu_status_t Net::start(int rank, int nranks, int threads, const char *busid, coll_gpu_log_fn log, char *why,
+                             size_t len) {
+  // where the threads run: near the GPU, off the rank's own CPUs
+  int near[CPU_SETSIZE], mine[CPU_SETSIZE], cpus[CPU_SETSIZE];
+  int nnear = coll_gpu_near_cpus(busid, near, CPU_SETSIZE);
+  const bool placed = nnear > 0;
+  if (!placed) {
+    const long online = sysconf(_SC_NPROCESSORS_CONF);
+    nnear = online > 0 && online < CPU_SETSIZE ? (int)online : 1;
+    for (int c = 0; c < nnear; ++c) near[c] = c;
+  }
+  int nmine = 0;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) mine[nmine++] = c;
+  const int ncpus = coll_gpu_proxy_cpus(near, nnear, mine, nmine, cpus);
+  if (log != nullptr) {
+    char where[256], own[128];
+    cpu_ranges(cpus, ncpus, where, sizeof(where));
+    cpu_ranges(mine, nmine, own, sizeof(own));
+    log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_PROXY, "proxy of rank %d: %d thread%s on CPUs %s (%s GPU %s; the rank: %s)",
+        rank, threads, threads > 1 ? "s" : "", where, placed ? "near" : "the machine's: the topology does not place",
+        busid, own);
+  }
   coll_gpu_proxy_config_t cfg{};
   cfg.rank = rank;
   cfg.nranks = nranks;
   cfg.threads = threads;
+  cfg.cpus = cpus;
+  cfg.ncpus = ncpus;
   cfg.log = log;
   cfg.spin_ns = kProxySpinNs;
   cfg.sleep_ns = kProxySleepNs;

@@ -28,8 +28,10 @@ class Net {
   Net &operator=(const Net &) = delete;
   ~Net() { reset(); }
 
-  // Starts this rank's proxy with `threads` progress threads.
-  coll_gpu_status_t start(int rank, int nranks, int threads, coll_gpu_log_fn log, char *why, size_t len);
+  // Starts this rank's proxy with `threads` progress threads, on the CPUs near GPU `busid` that the rank is
+  // not bound to (coll_gpu_proxy_cpus; all of this machine's when the topology does not place the GPU).
+  coll_gpu_status_t start(int rank, int nranks, int threads, const char *busid, coll_gpu_log_fn log, char *why,
+                          size_t len);
   // This rank's address for the allgather (zeros when the proxy did not start).
   void address(void *buf) const;
   // Connects to every rank r < n with remote[r] set, from the allgathered addresses; same_host[r]: on this

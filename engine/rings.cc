@@ -164,6 +164,29 @@ int search(topo_xml_node_t *root, const coll_gpu_peer_t *peers, int nranks, cons
 
 }  // namespace
 
+int coll_gpu_near_cpus(const char *busid, int *cpus, int max) {
+  pthread_mutex_lock(&view_lock);
+  topo_xml_node_t *root = nullptr;
+  char err[256];
+  int n = -1;
+  if (view_text != nullptr && topo_xml_parse(view_text, view_len, "<view>", &root, err, sizeof(err)) == 0)
+    n = topo_xml_gpu_cpus(root, busid, cpus, max);
+  pthread_mutex_unlock(&view_lock);
+  topo_xml_free(root);
+  return n;
+}
+
+int coll_gpu_proxy_cpus(const int *near, int nnear, const int *mine, int nmine, int *out) {
+  int left = 0;
+  for (int i = 0, j = 0; i < nnear; ++i) {  // both lists increase: one walk
+    while (j < nmine && mine[j] < near[i]) ++j;
+    if (j == nmine || mine[j] != near[i]) out[left++] = near[i];
+  }
+  if (left > 0) return left;  // the near CPUs the rank is not bound to
+  for (int i = 0; i < nnear; ++i) out[i] = near[i];
+  return nnear;
+}
+
 coll_gpu_status_t coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *peers,
                                          const coll_gpu_topo_config_t *cfg, coll_gpu_rings_t *rings, char *why,
                                          size_t why_len) {

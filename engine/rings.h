@@ -46,6 +46,16 @@ coll_gpu_status_t coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const co
                                          const coll_gpu_topo_config_t *cfg, coll_gpu_rings_t *rings, char *why,
                                          size_t why_len);
 
+/* The CPUs near GPU `busid` (the <cpu> it hangs from in this process's view of its node, the one the last
+ * coll_gpu_rings_compute described), into cpus[], at most max of them, in increasing order. Returns how
+ * many, or -1 when the view does not place the GPU or says nothing of its CPUs. */
+int coll_gpu_near_cpus(const char *busid, int *cpus, int max);
+/* Where the network proxy's threads run: the CPUs near the GPU (near[0..nnear)) that the rank may not run
+ * on (mine[0..nmine): its affinity, a core when mpirun binds it), so that they do not take the rank's
+ * core; all of near when the rank may run on every one of them (not bound, or bound around the GPU).
+ * Lists in increasing order; out[] holds nnear. Returns how many CPUs it chose. */
+int coll_gpu_proxy_cpus(const int *near, int nnear, const int *mine, int nmine, int *out);
+
 /* Each rank's node, named by its lowest rank, into node[0..n): its host, or with virtual_nodes > 0 the block
  * of that many consecutive ranks of its host (counted among that host's ranks in rank order) it falls in.
  * Returns how many nodes there are. */

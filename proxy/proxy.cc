@@ -63,7 +63,8 @@ uint64_t fnv1a(const void *data, size_t bytes) {
 uint64_t load_acquire(volatile uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 void store_release(volatile uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 
-constexpr uint64_t kFirstSleepNs = 10000;  // the first sleep of an idle thread; each next one doubles
+constexpr uint64_t kFirstSleepNs = 10000;     // the first sleep of an idle thread; each next one doubles
+constexpr char kThreadName[] = "cgpu-proxy";  // what top -H and /proc/PID/task/TID/comm show (15 bytes at most)
 
 struct Fifo {
   coll_gpu_proxy_fifo_t f;
@@ -406,6 +407,7 @@ void Worker::run_command() {
 
 void Worker::run() {
   const coll_gpu_proxy_config_t &cfg = proxy->cfg;
+  pthread_setname_np(pthread_self(), kThreadName);
   if (cfg.cpus != nullptr && cfg.ncpus > 0) {
     cpu_set_t set;
     CPU_ZERO(&set);

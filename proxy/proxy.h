@@ -59,7 +59,8 @@ typedef struct {
   int rank, nranks;
   coll_gpu_log_fn log; /* NULL: silent */
   int threads;         /* progress threads, each with its own UCX worker, 1..COLL_GPU_PROXY_MAX_THREADS (0: 1) */
-  const int *cpus;     /* CPUs the threads may run on; NULL or ncpus 0: where the proxy was created */
+  const int *cpus;     /* CPUs the threads may run on; NULL or ncpus 0: where the proxy was created. The
+                          threads are named cgpu-proxy */
   int ncpus;
   uint64_t spin_ns;  /* after the last movement or wake, the thread polls this long without a pause */
   uint64_t sleep_ns; /* then it sleeps between polls, 10 us first, each sleep twice the one before, at

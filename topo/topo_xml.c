@@ -4,6 +4,7 @@
 #include "topo/topo_xml.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,6 +342,43 @@ topo_xml_node_t *topo_xml_child(const topo_xml_node_t *n, const char *name) {
 int topo_xml_is_gpu(const topo_xml_node_t *n) {
   const char *cls = topo_xml_attr(n, "class");
   return strcmp(n->name, "pci") == 0 && cls != NULL && strtol(cls, NULL, 16) >> 16 == 0x03;
+}
+
+static const topo_xml_node_t *find_gpu(const topo_xml_node_t *n, const char *busid) {
+  const char *b = topo_xml_attr(n, "busid");
+  if (topo_xml_is_gpu(n) && b != NULL && strcasecmp(b, busid) == 0) return n;
+  for (int i = 0; i < n->nchildren; ++i) {
+    const topo_xml_node_t *g = find_gpu(n->children[i], busid);
+    if (g != NULL) return g;
+  }
+  return NULL;
+}
+
+int topo_xml_gpu_cpus(const topo_xml_node_t *root, const char *busid, int *cpus, int max) {
+  const topo_xml_node_t *n = find_gpu(root, busid);
+  while (n != NULL && strcmp(n->name, "cpu") != 0) n = n->parent;
+  const char *c = n != NULL ? topo_xml_attr(n, "affinity") : NULL;
+  if (c == NULL) return -1;
+  /* the words, most significant first (a value holds at most TOPO_XML_MAX_VALUE / 2 of them) */
+  unsigned long words[TOPO_XML_MAX_VALUE / 2];
+  int nwords = 0;
+  for (;;) {
+    if (c[0] == '0' && (c[1] == 'x' || c[1] == 'X')) c += 2;
+    char *end;
+    errno = 0;
+    const unsigned long v = isxdigit((unsigned char)*c) ? strtoul(c, &end, 16) : 0;
+    if (!isxdigit((unsigned char)*c) || errno != 0 || v > 0xfffffffful || (*end != ',' && *end != '\0') ||
+        nwords == TOPO_XML_MAX_VALUE / 2)
+      return -1;
+    words[nwords++] = v;
+    if (*end == '\0') break;
+    c = end + 1;
+  }
+  int found = 0;
+  for (int w = nwords - 1; w >= 0; --w) /* the last word holds CPUs 0-31 */
+    for (int bit = 0; bit < 32 && found < max; ++bit)
+      if (words[w] >> bit & 1ul) cpus[found++] = 32 * (nwords - 1 - w) + bit;
+  return found;
 }
 
 const char *topo_xml_attr(const topo_xml_node_t *n, const char *key) {

@@ -53,6 +53,10 @@ const char *topo_xml_attr(const topo_xml_node_t *n, const char *key);
 topo_xml_node_t *topo_xml_child(const topo_xml_node_t *n, const char *name);
 /* Whether n is a GPU: a <pci> of PCI class 0x03xxxx (display controllers). */
 int topo_xml_is_gpu(const topo_xml_node_t *n);
+/* The CPUs near the GPU with bus id `busid` below root: the affinity of the <cpu> it hangs from (NCCL's
+ * format: 32-bit hex words joined by commas, the last one CPUs 0-31), into cpus[] in increasing order, at
+ * most max of them. Returns how many, or -1 when the GPU, its <cpu> or a readable affinity is missing. */
+int topo_xml_gpu_cpus(const topo_xml_node_t *root, const char *busid, int *cpus, int max);
 
 /* Building trees (the probe, the merge of the ranks' views). NULL or -1: out of memory, or past the
  * name and value bounds. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <iterator>
 #include <random>
 #include <set>
 #include <string>
@@ -152,6 +153,35 @@ TEST(Nodes, HostsOrBlocksOfConsecutiveRanksOfAHost) {
   EXPECT_EQ(n, 4);
   EXPECT_EQ(nodes_of({1, 2, 1, 2}, 1, &n), (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(n, 4);
+}
+
+// The proxy's CPUs: near the GPU and off the rank's own, against a reference made of sets.
+TEST(Nodes, ProxyThreadsRunNearTheGpuOffTheRanksCpus) {
+  auto choose = [](const std::vector<int> &near, const std::vector<int> &mine) {
+    std::vector<int> out(near.size() + 1, -1);
+    const int n = coll_gpu_proxy_cpus(near.data(), (int)near.size(), mine.data(), (int)mine.size(), out.data());
+    EXPECT_EQ(out[near.size()], -1) << "wrote past nnear";
+    return std::vector<int>(out.begin(), out.begin() + n);
+  };
+  const std::vector<int> near = {0, 1, 2, 3, 4, 5, 6, 7};
+  EXPECT_EQ(choose(near, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}), near) << "not bound: the GPU's CPUs";
+  EXPECT_EQ(choose(near, {3}), (std::vector<int>{0, 1, 2, 4, 5, 6, 7})) << "bound to a core near the GPU";
+  EXPECT_EQ(choose(near, {12, 13}), near) << "bound to cores far from it";
+  EXPECT_EQ(choose(near, near), near) << "bound around the GPU";
+  EXPECT_EQ(choose(near, {}), near);
+  std::mt19937 gen((unsigned)time(nullptr));
+  for (int trial = 0; trial < 1000; ++trial) {
+    std::set<int> a, b;
+    for (int c = 0; c < 64; ++c) {
+      if (gen() % 3 == 0) a.insert(c);
+      if (gen() % 4 == 0) b.insert(c);
+    }
+    if (a.empty()) a.insert(0);
+    std::vector<int> left;
+    std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(left));
+    const std::vector<int> expect = left.empty() ? std::vector<int>(a.begin(), a.end()) : left;
+    ASSERT_EQ(choose(std::vector<int>(a.begin(), a.end()), std::vector<int>(b.begin(), b.end())), expect);
+  }
 }
 
 TEST(Nodes, RingsVisitTheNodesOneAfterAnother) {

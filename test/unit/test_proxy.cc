@@ -5,7 +5,9 @@
 // steps in flight returns; a peer killed mid-transfer is reported, naming it, instead of a hang.
 // Each case runs over UCX's tcp transport (loopback) and over its shared-memory transports, with a thread per
 // proxy and with several (a different number at each end: the connections spread over the fewer).
+#include <dirent.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -371,6 +373,46 @@ INSTANTIATE_TEST_SUITE_P(Ucx, ProxyOver,
                                  "_threads" + std::to_string(i.param.threads0) + "x" + std::to_string(i.param.threads1);
                            return name;
                          });
+
+// The proxy's threads, found by their name among the process's, run where the configuration says.
+TEST(Proxy, ThreadsRunOnTheGivenCpus) {
+  cpu_set_t allowed;
+  ASSERT_EQ(0, sched_getaffinity(0, sizeof(allowed), &allowed));
+  int cpu = CPU_SETSIZE - 1;  // the last CPU this process may use: not where a new thread would start anyway
+  while (cpu > 0 && !CPU_ISSET(cpu, &allowed)) --cpu;
+  char why[512] = "";
+  coll_gpu_proxy_config_t cfg{};
+  cfg.rank = 0;
+  cfg.nranks = 2;
+  cfg.threads = 3;
+  cfg.cpus = &cpu;
+  cfg.ncpus = 1;
+  cfg.spin_ns = 1000000;
+  cfg.sleep_ns = 1000000;
+  coll_gpu_proxy_t *p = nullptr;
+  ASSERT_EQ(coll_gpu_proxy_create(&cfg, &p, why, sizeof(why)), COLL_GPU_SUCCESS) << why;
+  int found = 0;
+  DIR *d = opendir("/proc/self/task");
+  ASSERT_NE(d, nullptr);
+  for (struct dirent *t; (t = readdir(d)) != nullptr;) {
+    if (t->d_name[0] == '.') continue;
+    char path[300], comm[32] = "";
+    snprintf(path, sizeof(path), "/proc/self/task/%s/comm", t->d_name);
+    FILE *f = fopen(path, "r");
+    if (f == nullptr) continue;
+    const bool named = fgets(comm, sizeof(comm), f) != nullptr && strcmp(comm, "cgpu-proxy\n") == 0;
+    fclose(f);
+    if (!named) continue;
+    ++found;
+    cpu_set_t set;
+    ASSERT_EQ(0, sched_getaffinity((pid_t)atoi(t->d_name), sizeof(set), &set));
+    EXPECT_EQ(CPU_COUNT(&set), 1) << "thread " << t->d_name;
+    EXPECT_TRUE(CPU_ISSET(cpu, &set)) << "thread " << t->d_name << " is not on CPU " << cpu;
+  }
+  closedir(d);
+  EXPECT_EQ(found, 3);
+  coll_gpu_proxy_destroy(p);
+}
 
 // One process: what is not a peer's address, or not a FIFO, is refused with a reason, and nothing breaks.
 TEST(Proxy, RefusesWhatIsNotAnAddressOrAFifo) {

@@ -256,6 +256,32 @@ TEST(Topo, EntitiesReadAndWritten) {
   topo_xml_free(root);
 }
 
+// A GPU's CPUs are those of the <cpu> it hangs from, NCCL's affinity words read lowest CPU first.
+TEST(Topo, GpuCpusComeFromItsCpuAffinity) {
+  const std::string text =
+      "<system version=\"1\">"
+      "<cpu numaid=\"0\" affinity=\"0000ff00,00000003\"><pci busid=\"0000:18:00.0\" class=\"0x060400\">"
+      "<pci busid=\"0000:1A:00.0\" class=\"0x030200\"/></pci><pci busid=\"0000:1c:00.0\" class=\"0x020000\"/></cpu>"
+      "<cpu numaid=\"1\" affinity=\"0xf0\"><pci busid=\"0000:3d:00.0\" class=\"0x030200\"/></cpu>"
+      "<cpu numaid=\"2\" affinity=\"12,zz\"><pci busid=\"0000:5d:00.0\" class=\"0x030200\"/></cpu>"
+      "<cpu numaid=\"3\"><pci busid=\"0000:7d:00.0\" class=\"0x030200\"/></cpu></system>";
+  topo_xml_node_t *root = nullptr;
+  char e[256];
+  ASSERT_EQ(0, topo_xml_parse(text.data(), text.size(), "t", &root, e, sizeof(e))) << e;
+  int cpus[64];
+  ASSERT_EQ(10, topo_xml_gpu_cpus(root, "0000:1a:00.0", cpus, 64));  // bus ids in either case
+  EXPECT_EQ(std::vector<int>(cpus, cpus + 10), (std::vector<int>{0, 1, 40, 41, 42, 43, 44, 45, 46, 47}));
+  ASSERT_EQ(3, topo_xml_gpu_cpus(root, "0000:1a:00.0", cpus, 3));  // at most max
+  EXPECT_EQ(std::vector<int>(cpus, cpus + 3), (std::vector<int>{0, 1, 40}));
+  ASSERT_EQ(4, topo_xml_gpu_cpus(root, "0000:3d:00.0", cpus, 64));
+  EXPECT_EQ(std::vector<int>(cpus, cpus + 4), (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(-1, topo_xml_gpu_cpus(root, "0000:1c:00.0", cpus, 64)) << "a NIC is not a GPU";
+  EXPECT_EQ(-1, topo_xml_gpu_cpus(root, "0000:5d:00.0", cpus, 64)) << "an affinity that is not hex words";
+  EXPECT_EQ(-1, topo_xml_gpu_cpus(root, "0000:7d:00.0", cpus, 64)) << "no affinity";
+  EXPECT_EQ(-1, topo_xml_gpu_cpus(root, "0000:99:00.0", cpus, 64)) << "no such GPU";
+  topo_xml_free(root);
+}
+
 // Each malformed input is refused with its line and what is wrong.
 TEST(Topo, MalformedFilesNameTheLine) {
   const std::string g = kGpu;
