@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/owning.h"
+
 uint64_t coll_gpu_hash(const void *data, size_t bytes, uint64_t seed) {
   /* FNV-1a: offset basis and prime of the 64-bit variant */
   uint64_t h = 0xcbf29ce484222325ULL ^ seed;
@@ -50,6 +52,17 @@ void coll_gpu_append_ranks(char *why, size_t len, const uint8_t *marked, int n) 
   size_t at = strlen(why);
   for (int r = 0; r < n && at + 8 < len; ++r)
     if (marked[r]) at += (size_t)snprintf(why + at, len - at, " %d", r);
+}
+
+bool coll_gpu_all_ok(const coll_gpu_bootstrap_t *b, int mine, int *first_bad) {
+  coll_gpu::HostPtr<int[]> all = coll_gpu::make_host_array<int>(b->size);
+  bool ok = all != nullptr && b->allgather(b->ctx, &mine, all.get(), sizeof(int)) == 0;
+  for (int r = 0; ok && r < b->size; ++r)
+    if (all[r] != 0) {
+      ok = false;
+      *first_bad = r;
+    }
+  return ok;
 }
 
 bool coll_gpu_peers_one_node(const coll_gpu_peer_t *peers, int size) {

@@ -262,18 +262,6 @@ coll_gpu_status_t entered(const ContextScope &ctx, const coll_gpu_meminfo_t &mem
   return COLL_GPU_CUDA_ERROR;
 }
 
-// Whether every rank reported ok = 0 through an allgather of one int; *first_bad: the first that did not.
-bool all_ok(const coll_gpu_bootstrap_t *b, int mine, int *first_bad) {
-  coll_gpu::HostPtr<int[]> all = coll_gpu::make_host_array<int>(b->size);
-  bool ok = all != nullptr && b->allgather(b->ctx, &mine, all.get(), sizeof(int)) == 0;
-  for (int r = 0; ok && r < b->size; ++r)
-    if (all[r] != 0) {
-      ok = false;
-      *first_bad = r;
-    }
-  return ok;
-}
-
 }  // namespace
 
 // Step 1: this rank's resources.
@@ -405,16 +393,10 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   coll_gpu::HostPtr<coll_gpu_peer_t[]> peers = coll_gpu::make_host_array<coll_gpu_peer_t>(b->size);
   const int hsize = coll_gpu_ipc_handle_size();
   coll_gpu::HostPtr<char[]> handles = coll_gpu::make_host_array<char>((size_t)b->size * hsize);
-#ifdef COLL_GPU_HAVE_UCX
-  coll_gpu::HostPtr<char[]> addresses = coll_gpu::make_host_array<char>((size_t)b->size * COLL_GPU_PROXY_ADDRESS_BYTES);
-  const bool have_addresses = addresses != nullptr;
-#else
-  const bool have_addresses = true;
-#endif
   int bad = -1;
   snprintf(why, why_len, "out of host memory");
   // a local failure still makes every collective step below, with ok = 0
-  bool local_ok = e != nullptr && peers != nullptr && handles != nullptr && have_addresses;
+  bool local_ok = e != nullptr && peers != nullptr && handles != nullptr;
   if (e != nullptr) {
     e->layout.nranks = b->size;
     e->layout.ll_bytes = cfg->tune.oneshot_max_bytes;
@@ -498,26 +480,10 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
 #ifdef COLL_GPU_HAVE_UCX
   // 3b. the network proxies, connected to the ranks of other nodes
   if (e->multinode) {
-    const size_t abytes = COLL_GPU_PROXY_ADDRESS_BYTES;
     int threads = cfg->proxy_threads > 0 ? cfg->proxy_threads : e->layout.nchannels;
     if (threads > COLL_GPU_ENGINE_MAX_PROXY_THREADS) threads = COLL_GPU_ENGINE_MAX_PROXY_THREADS;
-    const bool started = e->net.start(b->rank, b->size, threads, me.busid, cfg->log, why, why_len) == COLL_GPU_SUCCESS;
-    e->net.address(addresses.get() + (size_t)b->rank * abytes);
-    if (b->allgather(b->ctx, addresses.get() + (size_t)b->rank * abytes, addresses.get(), abytes) != 0) {
-      snprintf(why, why_len, "the network proxy address allgather failed");
+    if (e->net.setup(b, e->node, peers.get(), threads, cfg->log, why, why_len) != COLL_GPU_SUCCESS)
       return COLL_GPU_UNAVAILABLE;
-    }
-    uint8_t remote[COLL_GPU_MAX_RANKS] = {}, same_host[COLL_GPU_MAX_RANKS] = {};
-    for (int r = 0; r < b->size; ++r) {
-      remote[r] = e->node[r] != e->node[b->rank];
-      same_host[r] = peers[r].host == me.host;
-    }
-    const bool connected =
-        started && e->net.connect(b->size, addresses.get(), remote, same_host, why, why_len) == COLL_GPU_SUCCESS;
-    if (!all_ok(b, connected ? 0 : 1, &bad)) {
-      if (connected) snprintf(why, why_len, "rank %d could not start or connect its network proxy", bad);
-      return COLL_GPU_UNAVAILABLE;
-    }
   }
 #endif
 
@@ -528,7 +494,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   }
   const bool opened = e->open_peers(handles.get(), hsize, peers.get(), why, why_len) == COLL_GPU_SUCCESS;
   // 5. everyone opened everything
-  if (!all_ok(b, opened ? 0 : 1, &bad)) {
+  if (!coll_gpu_all_ok(b, opened ? 0 : 1, &bad)) {
     if (opened) snprintf(why, why_len, "rank %d could not map its peers' memory", bad);
     return COLL_GPU_UNAVAILABLE;
   }

@@ -77,23 +77,39 @@ coll_gpu_status_t Net::start(int rank, int nranks, int threads, const char *busi
   return coll_gpu_proxy_create(&cfg, &proxy_, why, len);
 }
 
-void Net::address(void *buf) const {
-  if (proxy_ != nullptr)
-    coll_gpu_proxy_address(proxy_, buf);
-  else
-    memset(buf, 0, COLL_GPU_PROXY_ADDRESS_BYTES);
-}
-
-coll_gpu_status_t Net::connect(int n, const char *addresses, const uint8_t *remote, const uint8_t *same_host, char *why,
-                               size_t len) {
-  if (proxy_ == nullptr) {
-    coll_gpu_say(why, len, "the network proxy did not start");
+coll_gpu_status_t Net::setup(const coll_gpu_bootstrap_t *b, const uint8_t *node, const coll_gpu_peer_t *peers,
+                             int threads, coll_gpu_log_fn log, char *why, size_t len) {
+  const size_t abytes = COLL_GPU_PROXY_ADDRESS_BYTES;
+  HostPtr<char[]> addresses = make_host_array<char>((size_t)b->size * abytes);
+  int bad = -1;
+  if (!coll_gpu_all_ok(b, addresses != nullptr ? 0 : 1, &bad)) {
+    coll_gpu_say(why, len, "rank %d is out of host memory for the network proxies' addresses", bad);
     return COLL_GPU_SYSTEM_ERROR;
   }
-  for (int r = 0; r < n; ++r) {
-    if (!remote[r]) continue;
-    COLL_GPU_CHECK(coll_gpu_proxy_connect(proxy_, r, addresses + (size_t)r * COLL_GPU_PROXY_ADDRESS_BYTES, same_host[r],
-                                          why, len));
+  const int me = b->rank;
+  const bool started = start(me, b->size, threads, peers[me].busid, log, why, len) == COLL_GPU_SUCCESS;
+  char *mine = addresses.get() + (size_t)me * abytes;
+  if (started) coll_gpu_proxy_address(proxy_, mine);  // zeros otherwise: refused by every peer
+  if (b->allgather(b->ctx, mine, addresses.get(), abytes) != 0) {
+    coll_gpu_say(why, len, "the network proxy address allgather failed");
+    return COLL_GPU_BOOTSTRAP_ERROR;
+  }
+  coll_gpu_status_t s = started ? COLL_GPU_SUCCESS : COLL_GPU_SYSTEM_ERROR;
+  for (int r = 0; r < b->size && s == COLL_GPU_SUCCESS; ++r) {
+    if (node[r] == node[me]) continue;
+    const char *theirs = addresses.get() + (size_t)r * abytes;
+    uint32_t magic;
+    memcpy(&magic, theirs, sizeof(magic));
+    if (magic == 0) {  // the zeros of a rank whose proxy did not start
+      coll_gpu_say(why, len, "rank %d could not start its network proxy", r);
+      s = COLL_GPU_SYSTEM_ERROR;
+    } else {
+      s = coll_gpu_proxy_connect(proxy_, r, theirs, peers[r].host == peers[me].host, why, len);
+    }
+  }
+  if (!coll_gpu_all_ok(b, s == COLL_GPU_SUCCESS ? 0 : 1, &bad)) {
+    if (s == COLL_GPU_SUCCESS) coll_gpu_say(why, len, "rank %d could not start or connect its network proxy", bad);
+    return s == COLL_GPU_SUCCESS ? COLL_GPU_SYSTEM_ERROR : s;
   }
   return COLL_GPU_SUCCESS;
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/bootstrap.h"
 #include "engine/owning.h"
 #include "engine/status.h"
 #include "kernels/allreduce.h"
@@ -28,16 +29,15 @@ class Net {
   Net &operator=(const Net &) = delete;
   ~Net() { reset(); }
 
-  // Starts this rank's proxy with `threads` progress threads, on the CPUs near GPU `busid` that the rank is
-  // not bound to (coll_gpu_proxy_cpus; all of this machine's when the topology does not place the GPU).
-  coll_gpu_status_t start(int rank, int nranks, int threads, const char *busid, coll_gpu_log_fn log, char *why,
-                          size_t len);
-  // This rank's address for the allgather (zeros when the proxy did not start).
-  void address(void *buf) const;
-  // Connects to every rank r < n with remote[r] set, from the allgathered addresses; same_host[r]: on this
-  // host.
-  coll_gpu_status_t connect(int n, const char *addresses, const uint8_t *remote, const uint8_t *same_host, char *why,
-                            size_t len);
+  // Collective over b: starts this rank's proxy with `threads` progress threads (on the CPUs near its GPU,
+  // peers[b->rank].busid, that the rank is not bound to: coll_gpu_proxy_cpus; all of this machine's when the
+  // topology does not place the GPU), allgathers the proxies' addresses and connects to every rank of
+  // another node (node[r] != node[b->rank]), watching those of other hosts (peers[r].host). Every rank gets
+  // the same success or failure, the reason in why (the first failing rank's, named).
+  coll_gpu_status_t setup(const coll_gpu_bootstrap_t *b, const uint8_t *node, const coll_gpu_peer_t *peers, int threads,
+                          coll_gpu_log_fn log, char *why, size_t len);
+  // The proxy (nullptr before setup): for tests that move steps of their own over its connections.
+  coll_gpu_proxy_t *proxy() const { return proxy_; }
   // A FIFO to (SEND) or from (RECV) `peer`, connection `id`, as the kernels reach it (*conn), in the current
   // device context; the proxy moves it from now on.
   coll_gpu_status_t fifo(coll_gpu_proxy_dir_t dir, int peer, int id, size_t slot_bytes, coll_gpu_conn_t *conn,
@@ -54,6 +54,9 @@ class Net {
   void reset();
 
  private:
+  coll_gpu_status_t start(int rank, int nranks, int threads, const char *busid, coll_gpu_log_fn log, char *why,
+                          size_t len);
+
   coll_gpu_proxy_t *proxy_ = nullptr;
   HostMappedMemory mem_[kMaxFifos];
   int nmem_ = 0;
