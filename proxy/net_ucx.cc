@@ -101,17 +101,15 @@ void UcxNet::finish(NetOp *op, ucs_status_t s) {
   }
 }
 
-void UcxNet::send(int peer, uint64_t tag, const void *buf, size_t bytes, NetOp *op) {
+void UcxNet::send(int peer, uint64_t tag, const void *buf, size_t bytes, bool sync, NetOp *op) {
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
   p.memory_type = UCS_MEMORY_TYPE_HOST;  // the FIFOs are host memory: no detection per message
   op->bytes = bytes;
   op->req = nullptr;
   op->send = true;
-  // synchronous: the send completes once the receiver has matched it, that is once the receiving proxy has
-  // a free slot for it, so the head the sender's kernel waits for carries the receiver's back-pressure end to
-  // end (an eager send would complete at once, and a slow receiver's steps would pile up inside UCX)
-  const ucs_status_ptr_t r = ucp_tag_send_sync_nbx(peers_[peer].ep, buf, bytes, tag, &p);
+  const ucs_status_ptr_t r = sync ? ucp_tag_send_sync_nbx(peers_[peer].ep, buf, bytes, tag, &p)
+                                  : ucp_tag_send_nbx(peers_[peer].ep, buf, bytes, tag, &p);
   if (r == nullptr) return finish(op, UCS_OK);
   if (UCS_PTR_IS_ERR(r)) return finish(op, UCS_PTR_STATUS(r));
   op->req = r;

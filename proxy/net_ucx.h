@@ -44,7 +44,8 @@ class UcxNet {
 
   // Starts a message; op->state says how it went (kOpFailed: op->bytes unused, the reason logged by the
   // caller from the status in *failed).
-  void send(int peer, uint64_t tag, const void *buf, size_t bytes, NetOp *op);
+  // sync: the send completes once the receiver has matched it (else once UCX is done with buf).
+  void send(int peer, uint64_t tag, const void *buf, size_t bytes, bool sync, NetOp *op);
   void recv(uint64_t tag, void *buf, size_t bytes, NetOp *op);
   // Updates op->state (and a receive's op->bytes) once the message has completed.
   void test(NetOp *op);

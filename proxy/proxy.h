@@ -8,8 +8,9 @@
  * A FIFO is `depth` slots of slot_bytes in host memory and three kinds of words beside it:
  *   send side: the kernel waits until head >= s + 1 - depth (the slot is free), writes step s into slot
  *     s mod depth and its size into sizes[s mod depth], and raises tail to s + 1 (release); the proxy
- *     sees the tail, sends the slot, and once the receiving proxy has matched it (a synchronous send: the
- *     receiver had a free slot) raises head to s + 1, so a slow receiver holds the sender back;
+ *     sees the tail, sends the slot once the receiving proxy has granted it a free slot there (credits,
+ *     which it sends back as the receiving kernel frees slots), and once UCX is done with the slot raises
+ *     head to s + 1, so a slow receiver holds the sender back;
  *   receive side: the proxy keeps a receive posted in every slot the kernel has freed (steps below head +
  *     depth), and when step s has arrived writes its size into sizes and raises tail to s + 1 (release);
  *     the kernel waits for tail, consumes the slot and raises head. The receiving proxy sets the tail,
@@ -50,8 +51,8 @@ extern "C" {
 #define COLL_GPU_PROXY_MAX_THREADS 8
 /* Slots of a FIFO at most (NCCL_STEPS is 8). */
 #define COLL_GPU_PROXY_MAX_DEPTH 16
-/* Connection ids per ordered pair of ranks: the tag holds the id in 12 bits. */
-#define COLL_GPU_PROXY_MAX_CONNS 4096
+/* Connection ids per ordered pair of ranks: the tag holds the id in 12 bits, the upper half for credits. */
+#define COLL_GPU_PROXY_MAX_CONNS 2048
 
 typedef struct coll_gpu_proxy coll_gpu_proxy_t;
 

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -49,10 +50,12 @@ struct Options {
   uint64_t steps = 100;
   uint64_t seed = 1;
   uint64_t slow_recv_ns = 0;  // rank 1 sleeps this long before consuming each step
-  uint64_t die_after = 0;     // rank 1 kills itself once it has sent this many steps on connection 0 (0: never)
-  bool consume = true;        // false: post everything, consume nothing, tear down at once
-  bool same_host = false;     // connect as peers of one host (unwatched: UCX may use shared memory)
-  int threads[2] = {1, 1};    // each rank's proxy threads
+  // memory both processes see (MAP_SHARED, made before the fork): rank 1's steps consumed, per connection
+  volatile uint64_t *consumed = nullptr;
+  uint64_t die_after = 0;   // rank 1 kills itself once it has sent this many steps on connection 0 (0: never)
+  bool consume = true;      // false: post everything, consume nothing, tear down at once
+  bool same_host = false;   // connect as peers of one host (unwatched: UCX may use shared memory)
+  int threads[2] = {1, 1};  // each rank's proxy threads
 };
 
 // The size of step `step` of a connection: random, at most a slot; the last step partial, some empty.
@@ -70,7 +73,8 @@ struct Report {
   std::string first;
   int failed_peer = -2;  // what coll_gpu_proxy_failed named, -2: nothing failed
   std::string failed_why;
-  uint64_t max_ahead = 0;  // the most steps the sender had posted and not got back as sent
+  uint64_t max_ahead = 0;      // the most steps the sender had posted and not got back as sent
+  uint64_t max_in_flight = 0;  // the most steps rank 0 had posted that rank 1 had not consumed (o.consumed)
   void error(const char *fmt, ...) __attribute__((format(printf, 2, 3))) {
     if (errors++ > 0) return;
     char buf[400];
@@ -177,6 +181,10 @@ Report run_rank(int rank, int fd, const Options &o) {
         for (size_t i = 0; i < n; ++i) dst[i] = (char)pattern(o.seed, rank, c, k.sent, i);
         k.send_sizes()[slot] = n;
         store_release(k.send_tail(), ++k.sent);
+        if (rank == 0 && o.consumed != nullptr) {
+          const uint64_t behind = k.sent - load_acquire(&o.consumed[c]);
+          if (behind > rep.max_in_flight) rep.max_in_flight = behind;
+        }
       }
       const uint64_t tail = load_acquire(k.recv_tail());
       if (tail > k.received + (uint64_t)o.depth || tail > o.steps)
@@ -201,6 +209,7 @@ Report run_rank(int rank, int fd, const Options &o) {
           }
         memset((void *)src, 0xA5, o.slot);  // poison: a step delivered twice or left in place shows
         store_release(k.recv_head(), ++k.received);
+        if (rank == 1 && o.consumed != nullptr) store_release(&o.consumed[c], k.received);
       }
       if (k.sent < o.steps || k.received < o.steps || load_acquire(k.send_head()) < o.steps) done = false;
     }
@@ -334,10 +343,37 @@ TEST_P(ProxyOver, SlowReceiverHoldsTheSenderBack) {
   o.slot = 4 << 10;
   o.steps = 60;
   o.slow_recv_ns = 2000000;  // rank 1 consumes a step every 2 ms; rank 0 posts as fast as the FIFO lets it
+  void *shared = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(shared, MAP_FAILED);
+  o.consumed = (volatile uint64_t *)shared;
   const Pair p = run_pair(o);
+  munmap(shared, 4096);
   expect_clean(p);
+  // end to end: at most both FIFOs' worth between rank 0's kernel and rank 1's, and more than one FIFO's (the
+  // receiving FIFO filled up too)
+  EXPECT_LE(p.r0.max_in_flight, 2 * (uint64_t)o.depth);
+  EXPECT_GT(p.r0.max_in_flight, (uint64_t)o.depth);
   // rank 0 filled its FIFO and had to wait for rank 1 to free slots, and never got more than depth ahead
   EXPECT_EQ(p.r0.max_ahead, (uint64_t)o.depth);
+}
+
+// The same with steps of up to 128 KiB: most go synchronously (64 KiB and more), the rest within credits.
+TEST_P(ProxyOver, SlowReceiverHoldsTheSenderBackLargeSteps) {
+  Options o = options();
+  o.channels = 1;
+  o.depth = 4;
+  o.slot = 128 << 10;
+  o.steps = 60;
+  o.slow_recv_ns = 2000000;
+  void *shared = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(shared, MAP_FAILED);
+  o.consumed = (volatile uint64_t *)shared;
+  const Pair p = run_pair(o);
+  munmap(shared, 4096);
+  expect_clean(p);
+  EXPECT_EQ(p.r0.max_ahead, (uint64_t)o.depth);
+  EXPECT_LE(p.r0.max_in_flight, 2 * (uint64_t)o.depth);
+  EXPECT_GT(p.r0.max_in_flight, (uint64_t)o.depth);
 }
 
 TEST_P(ProxyOver, TeardownWithStepsInFlight) {
