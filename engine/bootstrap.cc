@@ -64,9 +64,3 @@ bool coll_gpu_all_ok(const coll_gpu_bootstrap_t *b, int mine, int *first_bad) {
     }
   return ok;
 }
-
-bool coll_gpu_peers_one_node(const coll_gpu_peer_t *peers, int size) {
-  for (int r = 1; r < size; ++r)
-    if (peers[r].host != peers[0].host) return false;
-  return true;
-}

@@ -54,8 +54,6 @@ void coll_gpu_append_ranks(char *why, size_t len, const uint8_t *marked, int n);
 /* Collective over b: whether every rank's `mine` is 0; if not, the first rank whose is not in *first_bad.
  * A failed allgather is a no for everyone. */
 bool coll_gpu_all_ok(const coll_gpu_bootstrap_t *b, int mine, int *first_bad);
-/* Whether every peer is on the same host as peers[0]. */
-bool coll_gpu_peers_one_node(const coll_gpu_peer_t *peers, int size);
 
 #ifdef __cplusplus
 }

@@ -4,9 +4,9 @@
  * Creation, on every rank, in the same order (every bootstrap call is made even after a local failure,
  * so the collective calls always match):
  *   1. local set-up on the buffer's device: scratch, status words, streams, the scratch's IPC handle;
- *   2. allgather of peer info: one host, at most COLL_GPU_MAX_RANKS ranks, equal parameters, every rank
- *      set up; otherwise every rank reaches the same "unavailable". The ranks' nodes: the host, or with
- *      virtual nodes blocks of consecutive ranks of it;
+ *   2. allgather of peer info: at most COLL_GPU_MAX_RANKS ranks, equal parameters, every rank set up;
+ *      otherwise every rank reaches the same "unavailable". The ranks' nodes: their hosts, or with virtual
+ *      nodes blocks of consecutive ranks of a host (with virtual hosts each such block a host of its own);
  *   3. the rings: every rank's view of the node, merged, and the ring search (engine/rings.h); with
  *      several nodes each ring visits them one after another, and only ring algorithms run;
  *   3b. with several nodes: the network proxies start, their addresses are allgathered, each connects to
@@ -71,7 +71,8 @@ uint64_t config_hash(const coll_gpu_engine_config_t &c) {
                         (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_ALLTOALL],
                         (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_REDUCE],
                         (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_REDUCE_SCATTER],
-                        (uint64_t)c.virtual_nodes};
+                        (uint64_t)c.virtual_nodes,
+                        (uint64_t)c.virtual_hosts};
   return coll_gpu_hash(v, sizeof(v), 0);
 }
 
@@ -431,12 +432,6 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     snprintf(why, why_len, "%d ranks: the GPU path takes at most %d", b->size, COLL_GPU_MAX_RANKS);
     return COLL_GPU_UNAVAILABLE;
   }
-  if (!coll_gpu_peers_one_node(peers.get(), b->size)) {
-    snprintf(why, why_len,
-             "the ranks span several hosts (the engine runs NET connections between virtual nodes of one host "
-             "only, coll_gpu_virtual_nodes)");
-    return COLL_GPU_UNAVAILABLE;
-  }
   for (int r = 0; r < b->size; ++r) {
     if (peers[r].config_hash != peers[0].config_hash) {
       snprintf(why, why_len, "rank %d has other coll_gpu parameters than rank 0: set them alike", r);
@@ -449,9 +444,11 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   }
 
   e->multinode = coll_gpu_nodes_assign(peers.get(), b->size, cfg->virtual_nodes, e->node) > 1;
+  if (cfg->virtual_hosts && cfg->virtual_nodes > 0)  // each virtual node a host of its own, from here on
+    for (int r = 0; r < b->size; ++r) peers[r].host = coll_gpu_hash(&e->node[r], sizeof(e->node[r]), peers[r].host);
 #ifndef COLL_GPU_HAVE_UCX
   if (e->multinode) {
-    snprintf(why, why_len, "virtual nodes need the network proxy, and this build has no UCX");
+    snprintf(why, why_len, "several nodes need the network proxy, and this build has no UCX");
     return COLL_GPU_UNAVAILABLE;
   }
 #endif
@@ -467,7 +464,8 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   for (int r = 0; r < b->size; ++r) {
     if (peers[r].sms < e->cfg.tune.min_sms) e->cfg.tune.min_sms = peers[r].sms;
     e->pid[r] = peers[r].pid;
-    e->visible[r] = r != b->rank && coll_gpu_pid_visible(peers[r].pid);
+    // a process of another host is not checked (its pid means nothing here): the proxy watches it
+    e->visible[r] = r != b->rank && peers[r].host == peers[b->rank].host && coll_gpu_pid_visible(peers[r].pid);
   }
 
   // 3. the rings

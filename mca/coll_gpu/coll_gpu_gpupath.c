@@ -157,7 +157,29 @@ bool mca_coll_gpu_gpupath_possible(struct ompi_communicator_t *comm) {
 
 /* The communicator's agreement, set up on first use (collective: every rank comes here in the same
  * MPI_Allreduce). NULL when it could not be set up, on every rank alike. */
+/* Whether the communicator's ranks are on several hosts (or virtual hosts: coll_gpu_virtual_hosts, blocks of
+ * coll_gpu_virtual_nodes consecutive ranks). The same answer on every rank. */
+static int spans_hosts(struct ompi_communicator_t *comm) {
+  const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
+  const int n = ompi_comm_size(comm);
+  if (c->virtual_hosts && c->virtual_nodes > 0 && n > c->virtual_nodes) return 1;
+  for (int r = 0; r < n; ++r) {
+    const ompi_proc_t *p = ompi_comm_peer_lookup(comm, r);
+    if (p != NULL && !OPAL_PROC_ON_LOCAL_NODE(p->super.proc_flags)) return 1;
+  }
+  return 0;
+}
+
 coll_gpu_agree_t *mca_coll_gpu_agreement(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm) {
+  if (m->agree_state == COLL_GPU_STATE_NONE && spans_hosts(comm)) {
+    /* the agreement is a shared-memory segment of one host */
+    m->agree_state = COLL_GPU_STATE_OFF;
+    COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
+                 "comm %s: its ranks are on several hosts%s, and the per-call path agreement works within a host: "
+                 "collectives on device buffers are staged. coll_gpu_uniform_buffers=1 (every rank passes the "
+                 "same kind of memory) runs them on the GPUs, across the hosts through the network proxy",
+                 comm->c_name, mca_coll_gpu_component.virtual_hosts ? " (virtual hosts)" : "");
+  }
   if (m->agree_state == COLL_GPU_STATE_NONE) {
     bootstrap_ctx_t bctx = {comm, m};
     coll_gpu_bootstrap_t b = {ompi_comm_rank(comm), ompi_comm_size(comm), &bctx, bs_allgather, bs_bcast, bs_barrier};
@@ -260,6 +282,7 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
   cfg.slot_bytes = c->ring_slot_bytes;
   cfg.virtual_nodes = c->virtual_nodes;
   cfg.proxy_threads = c->proxy_threads;
+  cfg.virtual_hosts = c->virtual_hosts;
   cfg.log = mca_coll_gpu_engine_log;
   cfg.name = comm->c_name;
   cfg.topo.file = c->topo_file;
