@@ -101,10 +101,26 @@ void UcxNet::finish(NetOp *op, ucs_status_t s) {
   }
 }
 
-void UcxNet::send(int peer, uint64_t tag, const void *buf, size_t bytes, bool sync, NetOp *op) {
+ucp_mem_h UcxNet::map(void *buf, size_t bytes) {
+  ucp_mem_map_params_t mp{};
+  mp.field_mask =
+      UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+  mp.address = buf;
+  mp.length = bytes;
+  mp.memory_type = UCS_MEMORY_TYPE_HOST;
+  ucp_mem_h memh = nullptr;
+  return ucp_mem_map(context_, &mp, &memh) == UCS_OK ? memh : nullptr;
+}
+
+void UcxNet::unmap(ucp_mem_h memh) {
+  if (memh != nullptr && context_ != nullptr) ucp_mem_unmap(context_, memh);
+}
+
+void UcxNet::send(int peer, uint64_t tag, const void *buf, size_t bytes, bool sync, ucp_mem_h memh, NetOp *op) {
   ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE | (memh != nullptr ? UCP_OP_ATTR_FIELD_MEMH : 0);
   p.memory_type = UCS_MEMORY_TYPE_HOST;  // the FIFOs are host memory: no detection per message
+  p.memh = memh;
   op->bytes = bytes;
   op->req = nullptr;
   op->send = true;
@@ -116,12 +132,14 @@ void UcxNet::send(int peer, uint64_t tag, const void *buf, size_t bytes, bool sy
   op->state = kOpPending;
 }
 
-void UcxNet::recv(uint64_t tag, void *buf, size_t bytes, NetOp *op) {
+void UcxNet::recv(uint64_t tag, void *buf, size_t bytes, ucp_mem_h memh, NetOp *op) {
   ucp_request_param_t p{};
   // always a request, whose test gives the length: UCX 1.13 completes a receive of an early message at
   // once without filling in recv_info
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  p.op_attr_mask =
+      UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL | (memh != nullptr ? UCP_OP_ATTR_FIELD_MEMH : 0);
   p.memory_type = UCS_MEMORY_TYPE_HOST;
+  p.memh = memh;
   op->req = nullptr;
   op->send = false;
   const ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_, buf, bytes, tag, ~(ucp_tag_t)0, &p);

@@ -44,9 +44,14 @@ class UcxNet {
 
   // Starts a message; op->state says how it went (kOpFailed: op->bytes unused, the reason logged by the
   // caller from the status in *failed).
-  // sync: the send completes once the receiver has matched it (else once UCX is done with buf).
-  void send(int peer, uint64_t tag, const void *buf, size_t bytes, bool sync, NetOp *op);
-  void recv(uint64_t tag, void *buf, size_t bytes, NetOp *op);
+  // Registers host memory with UCX once (nullptr when it cannot: the messages then go without a handle),
+  // so that the messages in it need no registration-cache lookup: zero-copy transports (rc, dc) use it.
+  ucp_mem_h map(void *buf, size_t bytes);
+  void unmap(ucp_mem_h memh);
+  // sync: the send completes once the receiver has matched it (else once UCX is done with buf). memh:
+  // map()'s handle of the memory buf is in, or nullptr.
+  void send(int peer, uint64_t tag, const void *buf, size_t bytes, bool sync, ucp_mem_h memh, NetOp *op);
+  void recv(uint64_t tag, void *buf, size_t bytes, ucp_mem_h memh, NetOp *op);
   // Updates op->state (and a receive's op->bytes) once the message has completed.
   void test(NetOp *op);
   // Cancels a receive in flight and waits until UCX has given its request back.

@@ -92,6 +92,7 @@ struct Fifo {
   uint64_t credit;                      // send: steps below it may go; receive: the last credit granted
   uint64_t credit_word;                 // the credit in flight (UCX reads or writes it: the Fifo never moves)
   NetOp credit_op;                      // send: the credit receive posted; receive: the credit send
+  ucp_mem_h memh;                       // the slots, registered with the thread's UCX context (or nullptr)
 };
 
 enum Command { kNone, kConnect, kAdd };
@@ -311,7 +312,11 @@ coll_gpu_status_t Worker::add(const coll_gpu_proxy_fifo_t *f, char *why, size_t 
   q->posted = q->done = send ? load_acquire(f->head) : load_acquire(f->tail);
   // a FIFO starts with every slot free at the other end: the first credits need no message
   q->credit = q->posted + (uint64_t)f->depth;
-  if (send) net.recv(credit_tag(f->peer, f->id), &q->credit_word, sizeof(q->credit_word), &q->credit_op);
+  if (send) net.recv(credit_tag(f->peer, f->id), &q->credit_word, sizeof(q->credit_word), nullptr, &q->credit_op);
+  q->memh = net.map(f->buff, (size_t)f->depth * f->slot_bytes);
+  if (q->memh == nullptr)
+    proxy->log(COLL_GPU_LVL_DEBUG, "proxy of rank %d, thread %d: connection %d %s rank %d not registered with UCX",
+               proxy->cfg.rank, index, f->id, send ? "to" : "from", f->peer);
   return COLL_GPU_SUCCESS;
 }
 
@@ -334,7 +339,7 @@ bool Worker::take_credit(Fifo *q) {
     }
     if (q->credit_word > q->credit) q->credit = q->credit_word;
     moved = true;
-    net.recv(credit_tag(q->f.peer, q->f.id), &q->credit_word, sizeof(q->credit_word), &q->credit_op);
+    net.recv(credit_tag(q->f.peer, q->f.id), &q->credit_word, sizeof(q->credit_word), nullptr, &q->credit_op);
   }
 }
 
@@ -358,7 +363,7 @@ bool Worker::move_send(Fifo *q) {
       return moved;
     }
     NetOp *op = &q->ops[slot];
-    net.send(f.peer, step_tag(rank, f.id, q->posted), f.buff + (size_t)slot * f.slot_bytes, bytes, sync, op);
+    net.send(f.peer, step_tag(rank, f.id, q->posted), f.buff + (size_t)slot * f.slot_bytes, bytes, sync, q->memh, op);
     if (op->state == kOpFailed) {
       failed_op(q, "sending step", q->posted);
       return moved;
@@ -393,7 +398,7 @@ bool Worker::grant_credit(Fifo *q) {
     return false;
   }
   q->credit = q->credit_word = q->posted;  // every step below has its receive posted
-  net.send(q->f.peer, credit_tag(proxy->cfg.rank, q->f.id), &q->credit_word, sizeof(q->credit_word), false,
+  net.send(q->f.peer, credit_tag(proxy->cfg.rank, q->f.id), &q->credit_word, sizeof(q->credit_word), false, nullptr,
            &q->credit_op);
   if (q->credit_op.state == kOpFailed) failed_op(q, "credit after step", q->credit);
   return true;
@@ -408,7 +413,7 @@ bool Worker::move_recv(Fifo *q) {
   while (q->posted < limit) {
     const int slot = (int)(q->posted % (uint64_t)f.depth);
     NetOp *op = &q->ops[slot];
-    net.recv(step_tag(f.peer, f.id, q->posted), f.buff + (size_t)slot * f.slot_bytes, f.slot_bytes, op);
+    net.recv(step_tag(f.peer, f.id, q->posted), f.buff + (size_t)slot * f.slot_bytes, f.slot_bytes, q->memh, op);
     if (op->state == kOpFailed) {
       failed_op(q, "receiving step", q->posted);
       return moved;
@@ -534,6 +539,7 @@ void Worker::teardown() {
       net.test(op);
       net.release(op);
     }
+  for (int i = 0; i < nfifos; ++i) net.unmap(fifos[i]->memh);
   net.close();
 }
 
