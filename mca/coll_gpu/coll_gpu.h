@@ -174,8 +174,8 @@ int mca_coll_gpu_pend(coll_gpu_stage_t *st, int rc, void *persistent, struct omp
 typedef enum { COLL_GPU_ROOT, COLL_GPU_LEAF, COLL_GPU_NOT_INVOLVED } coll_gpu_role_t;
 coll_gpu_role_t mca_coll_gpu_role(struct ompi_communicator_t *comm, int root);
 
-/* Whether the communicator can ever take the GPU path (one node, 2 to COLL_GPU_MAX_RANKS ranks): the
- * same answer on every rank. */
+/* Whether the communicator can ever take the GPU path (2 to COLL_GPU_MAX_RANKS ranks): the same answer on
+ * every rank. */
 bool mca_coll_gpu_gpupath_possible(struct ompi_communicator_t *comm);
 /* What a rank that cannot take the GPU path (no CUDA in the process) does in each collective that has one
  * (call: "MPI_Bcast"; bytes: the call's, 0 for none): it tells the ranks that may be deciding that it

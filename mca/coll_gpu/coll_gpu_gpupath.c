@@ -11,7 +11,8 @@
  *
  * The OR goes through a shared-memory segment of the communicator (engine/agree.h), set up by every
  * rank in its first of these collectives with a nonzero size, on communicators that can take the GPU path at
- * all (one node, 2 to 8 ranks). Every rank posts in every such call, also a rank whose process never
+ * all (2 to 8 ranks) and are on one host (across hosts there is no agreement: only uniform buffers take the
+ * GPU path). Every rank posts in every such call, also a rank whose process never
  * loaded CUDA (mca_coll_gpu_path_host: a few stores, a wait only far ahead of a peer), because another rank may have
  * loaded CUDA and be waiting for its answer. A rank that may pass device memory posts and reads every
  * rank's post: one cache line per peer. coll_gpu_uniform_buffers=1 lets the user assert that all ranks
@@ -147,12 +148,7 @@ static int map_op(struct ompi_op_t *op, coll_gpu_redop_t *out) {
 
 bool mca_coll_gpu_gpupath_possible(struct ompi_communicator_t *comm) {
   const int size = ompi_comm_size(comm);
-  if (size < 2 || size > COLL_GPU_MAX_RANKS) return false;
-  for (int r = 0; r < size; ++r) {
-    ompi_proc_t *proc = ompi_group_peer_lookup(comm->c_local_group, r);
-    if (proc == NULL || !OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) return false;
-  }
-  return true;
+  return size >= 2 && size <= COLL_GPU_MAX_RANKS;
 }
 
 /* The communicator's agreement, set up on first use (collective: every rank comes here in the same
@@ -164,8 +160,8 @@ static int spans_hosts(struct ompi_communicator_t *comm) {
   const int n = ompi_comm_size(comm);
   if (c->virtual_hosts && c->virtual_nodes > 0 && n > c->virtual_nodes) return 1;
   for (int r = 0; r < n; ++r) {
-    const ompi_proc_t *p = ompi_comm_peer_lookup(comm, r);
-    if (p != NULL && !OPAL_PROC_ON_LOCAL_NODE(p->super.proc_flags)) return 1;
+    const ompi_proc_t *p = ompi_group_peer_lookup(comm->c_local_group, r);
+    if (p == NULL || !OPAL_PROC_ON_LOCAL_NODE(p->super.proc_flags)) return 1;
   }
   return 0;
 }

@@ -87,8 +87,8 @@ mca_coll_base_module_t *mca_coll_gpu_comm_query(struct ompi_communicator_t *comm
   if (OMPI_COMM_IS_INTER(comm) || !mca_coll_gpu_gpupath_possible(comm)) {
     m->engine_state = m->agree_state = COLL_GPU_STATE_OFF;
     COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
-                 "comm %s (cid %d) size %d: no GPU path (it needs an intra-communicator of 2 to %d ranks on "
-                 "one node): collectives on device buffers are staged",
+                 "comm %s (cid %d) size %d: no GPU path (it needs an intra-communicator of 2 to %d ranks): "
+                 "collectives on device buffers are staged",
                  comm->c_name, comm->c_contextid, ompi_comm_size(comm), COLL_GPU_MAX_RANKS);
   }
 #define COLL_GPU_INSTALL(name)                  \
