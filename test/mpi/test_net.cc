@@ -20,13 +20,11 @@
 #include "engine/rings.h"
 #include "engine/wait.h"
 #include "mpi_bootstrap.h"
+#include "test/common/fd_io.h"
 
 namespace {
 
 int rank = 0, failures = 0;
-
-uint64_t load_acquire(volatile uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-void store_release(volatile uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 
 constexpr int kConns = 4;  // per neighbour: connection ids 0-3, over both proxy threads
 constexpr int kDepth = 8;

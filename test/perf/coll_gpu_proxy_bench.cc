@@ -25,28 +25,10 @@
 
 #include "engine/wait.h"
 #include "proxy/proxy.h"
+#include "test/common/fd_io.h"
 
 namespace {
 
-uint64_t load_acquire(volatile uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-void store_release(volatile uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-
-bool write_all(int fd, const void *buf, size_t n) {
-  for (size_t at = 0; at < n;) {
-    const ssize_t k = write(fd, (const char *)buf + at, n - at);
-    if (k <= 0) return false;
-    at += (size_t)k;
-  }
-  return true;
-}
-bool read_all(int fd, void *buf, size_t n) {
-  for (size_t at = 0; at < n;) {
-    const ssize_t k = read(fd, (char *)buf + at, n - at);
-    if (k <= 0) return false;
-    at += (size_t)k;
-  }
-  return true;
-}
 // Both processes reach this point before either goes on.
 bool handshake(int fd) {
   char b = 1;

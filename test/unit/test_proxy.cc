@@ -27,11 +27,9 @@
 
 #include "engine/wait.h"
 #include "proxy/proxy.h"
+#include "test/common/fd_io.h"
 
 namespace {
-
-uint64_t load_acquire(volatile uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-void store_release(volatile uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 
 // The byte at `at` of step `step` of connection `ch` from rank `sender` (a hash, so that a step in the
 // wrong slot, from the wrong connection or shifted shows).
@@ -85,23 +83,6 @@ struct Report {
     first = buf;
   }
 };
-
-bool write_all(int fd, const void *buf, size_t n) {
-  for (size_t at = 0; at < n;) {
-    const ssize_t k = write(fd, (const char *)buf + at, n - at);
-    if (k <= 0) return false;
-    at += (size_t)k;
-  }
-  return true;
-}
-bool read_all(int fd, void *buf, size_t n) {
-  for (size_t at = 0; at < n;) {
-    const ssize_t k = read(fd, (char *)buf + at, n - at);
-    if (k <= 0) return false;
-    at += (size_t)k;
-  }
-  return true;
-}
 
 // One connection's two FIFOs at one rank, as the kernel and the proxy share them.
 struct Conn {
@@ -336,33 +317,14 @@ TEST_P(ProxyOver, LargeSlotsWholeAndPartial) {
   expect_clean(run_pair(o));
 }
 
-TEST_P(ProxyOver, SlowReceiverHoldsTheSenderBack) {
-  Options o = options();
+// Rank 1 consumes a step every 2 ms of slot-byte slots; rank 0 posts as fast as the FIFO lets it. Rank 0
+// fills its FIFO and waits for rank 1 to free slots, never more than depth ahead of its proxy; end to end at
+// most both FIFOs' worth is between rank 0's kernel and rank 1's, and more than one FIFO's (the receiving
+// FIFO fills up too). Rank 1's progress reaches rank 0 through memory both processes map.
+void expect_back_pressure(Options o, size_t slot) {
   o.channels = 1;
   o.depth = 4;
-  o.slot = 4 << 10;
-  o.steps = 60;
-  o.slow_recv_ns = 2000000;  // rank 1 consumes a step every 2 ms; rank 0 posts as fast as the FIFO lets it
-  void *shared = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(shared, MAP_FAILED);
-  o.consumed = (volatile uint64_t *)shared;
-  const Pair p = run_pair(o);
-  munmap(shared, 4096);
-  expect_clean(p);
-  // end to end: at most both FIFOs' worth between rank 0's kernel and rank 1's, and more than one FIFO's (the
-  // receiving FIFO filled up too)
-  EXPECT_LE(p.r0.max_in_flight, 2 * (uint64_t)o.depth);
-  EXPECT_GT(p.r0.max_in_flight, (uint64_t)o.depth);
-  // rank 0 filled its FIFO and had to wait for rank 1 to free slots, and never got more than depth ahead
-  EXPECT_EQ(p.r0.max_ahead, (uint64_t)o.depth);
-}
-
-// The same with steps of up to 128 KiB: most go synchronously (64 KiB and more), the rest within credits.
-TEST_P(ProxyOver, SlowReceiverHoldsTheSenderBackLargeSteps) {
-  Options o = options();
-  o.channels = 1;
-  o.depth = 4;
-  o.slot = 128 << 10;
+  o.slot = slot;
   o.steps = 60;
   o.slow_recv_ns = 2000000;
   void *shared = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -375,6 +337,12 @@ TEST_P(ProxyOver, SlowReceiverHoldsTheSenderBackLargeSteps) {
   EXPECT_LE(p.r0.max_in_flight, 2 * (uint64_t)o.depth);
   EXPECT_GT(p.r0.max_in_flight, (uint64_t)o.depth);
 }
+
+// Small steps: eager sends within credits.
+TEST_P(ProxyOver, SlowReceiverHoldsTheSenderBack) { expect_back_pressure(options(), 4 << 10); }
+
+// Steps of up to 128 KiB: most go synchronously (64 KiB and more), the rest within credits.
+TEST_P(ProxyOver, SlowReceiverHoldsTheSenderBackLargeSteps) { expect_back_pressure(options(), 128 << 10); }
 
 TEST_P(ProxyOver, TeardownWithStepsInFlight) {
   Options o = options();
