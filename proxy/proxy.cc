@@ -137,6 +137,7 @@ struct Worker {
   coll_gpu_status_t add(const coll_gpu_proxy_fifo_t *f, char *why, size_t len);
   bool move_send(Fifo *q);
   bool move_recv(Fifo *q);
+  bool complete(Fifo *q, volatile uint64_t *counter);
   bool take_credit(Fifo *q);
   bool grant_credit(Fifo *q);
   void failed_op(Fifo *q, const char *what, uint64_t step);
@@ -327,6 +328,27 @@ void Worker::failed_op(Fifo *q, const char *what, uint64_t step) {
   proxy->fail(COLL_GPU_PEER_GONE, q->f.peer, why);
 }
 
+// Publishes the steps whose messages have completed, in order, through `counter` (send: head; receive: tail,
+// each step's size first). Whether any was.
+bool Worker::complete(Fifo *q, volatile uint64_t *counter) {
+  bool moved = false;
+  while (q->done < q->posted) {
+    const int slot = (int)(q->done % (uint64_t)q->f.depth);
+    NetOp *op = &q->ops[slot];
+    net.test(op);
+    if (op->state == kOpPending) break;
+    if (op->state == kOpFailed) {
+      failed_op(q, "step", q->done);
+      break;
+    }
+    op->state = kOpIdle;
+    if (q->f.dir == COLL_GPU_PROXY_RECV && q->f.sizes != nullptr) q->f.sizes[slot] = op->bytes;
+    store_release(counter, ++q->done);
+    moved = true;
+  }
+  return moved;
+}
+
 // Send side: the credits that came in (the receive posted again each time).
 bool Worker::take_credit(Fifo *q) {
   bool moved = false;
@@ -371,18 +393,7 @@ bool Worker::move_send(Fifo *q) {
     ++q->posted;
     moved = true;
   }
-  while (q->done < q->posted) {
-    NetOp *op = &q->ops[q->done % (uint64_t)f.depth];
-    net.test(op);
-    if (op->state == kOpPending) break;
-    if (op->state == kOpFailed) {
-      failed_op(q, "step", q->done);
-      return moved;
-    }
-    op->state = kOpIdle;
-    store_release(f.head, ++q->done);
-    moved = true;
-  }
+  moved |= complete(q, f.head);
   return moved;
 }
 
@@ -421,20 +432,7 @@ bool Worker::move_recv(Fifo *q) {
     ++q->posted;
   }
   moved |= grant_credit(q);
-  while (q->done < q->posted) {
-    const int slot = (int)(q->done % (uint64_t)f.depth);
-    NetOp *op = &q->ops[slot];
-    net.test(op);
-    if (op->state == kOpPending) break;
-    if (op->state == kOpFailed) {
-      failed_op(q, "step", q->done);
-      return moved;
-    }
-    op->state = kOpIdle;
-    if (f.sizes != nullptr) f.sizes[slot] = op->bytes;
-    store_release(f.tail, ++q->done);
-    moved = true;
-  }
+  moved |= complete(q, f.tail);
   return moved;
 }
 
