@@ -2,15 +2,17 @@
 // without GPUs, and how long one small step takes. A host thread plays the kernel on each side; both ranks
 // stream steps to each other on every connection at once, as the two ranks of a ring do, so the rate each
 // way is the bus bandwidth a 2-rank allreduce over NET could reach at most. Then an 8-byte ping-pong on one
-// connection gives the one-way time of a step: kernel side -> proxy -> UCX -> proxy -> kernel side.
+// connection gives the one-way time of a step: kernel side -> proxy -> UCX -> proxy -> kernel side; then the
+// same for a step that follows 20 ms of nothing (the proxies asleep, woken as at a launch).
 // The proxy's transports come from COLL_GPU_UCX_TLS (as in the component); -H connects the two processes as
 // peers of two hosts (watched by UCX, so its shared-memory transports are left out).
 //
-// usage: coll_gpu_proxy_bench [-T THREADS] [-c CHANNELS] [-s SLOT_BYTES] [-d DEPTH] [-m MIB] [-t] [-H]
+// usage: coll_gpu_proxy_bench [-T THREADS] [-c CHANNELS] [-s SLOT_BYTES] [-d DEPTH] [-m MIB] [-t] [-H] [-S SPIN_US]
 //   -T: the proxy's threads (default 1; the engine's coll_gpu_proxy_threads);
 //   -c, -s: one configuration (default: a sweep over 1, 2, 4 channels and 128 KiB, 512 KiB slots);
 //   -d: FIFO depth (default 8, the engine's); -m: MiB each way per configuration (default 1024);
-//   -t: the kernel side copies each step in and out of its slot (default: it only writes a step number).
+//   -t: the kernel side copies each step in and out of its slot (default: it only writes a step number);
+//   -S: how long the proxy polls after its last movement before it naps, in us (default 1000, the engine's).
 // Each step carries its number in its first 8 bytes, checked on arrival: a wrong or lost step is an error.
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,6 +46,7 @@ struct Options {
   size_t mib = 1024;
   bool touch = false;
   bool two_hosts = false;
+  uint64_t spin_us = 1000;
 };
 
 // One connection's two FIFOs at one rank.
@@ -74,6 +78,10 @@ class Rank {
   double stream(int channels, size_t slot, uint64_t steps, int first_id);
   // One-way microseconds of an 8-byte step, the median of `iters` round trips.
   double ping(int iters, int id);
+  // The same for a step after `pause_ns` without any (the proxies asleep): both ranks wake their proxy, as
+  // the engine does at each launch, and rank 0 sends one step stamped with the clock, which rank 1 reads on
+  // arrival; the median of `iters` (at rank 1; 0 at rank 0).
+  double cold(int iters, int id, uint64_t pause_ns);
   int errors = 0;
 
  private:
@@ -94,7 +102,7 @@ bool Rank::start() {
   cfg.rank = rank_;
   cfg.nranks = 2;
   cfg.threads = o_.threads;
-  cfg.spin_ns = 1000000;  // the engine's settings
+  cfg.spin_ns = o_.spin_us * 1000;  // 1 ms by default: the engine's settings
   cfg.sleep_ns = 1000000;
   if (coll_gpu_proxy_create(&cfg, &p_, why, sizeof(why)) != COLL_GPU_SUCCESS) {
     error(why);
@@ -213,6 +221,37 @@ double Rank::ping(int iters, int id) {
   return times[times.size() / 2];
 }
 
+double Rank::cold(int iters, int id, uint64_t pause_ns) {
+  Conn *k = add(id, 4096);
+  if (k == nullptr) return 0;
+  std::vector<double> times;
+  const uint64_t deadline = coll_gpu_now_ns() + 60000000000ull;
+  for (int i = 0; i < iters && errors == 0; ++i) {
+    const struct timespec pause = {(time_t)(pause_ns / 1000000000ull), (long)(pause_ns % 1000000000ull)};
+    nanosleep(&pause, nullptr);
+    if (!handshake(fd_)) error("handshake");
+    coll_gpu_proxy_wake(p_);
+    if (rank_ == 0) {
+      const int s = (int)(k->sent % (uint64_t)o_.depth);
+      const uint64_t t0 = coll_gpu_now_ns();
+      memcpy(k->send_buf + (size_t)s * 4096, &t0, sizeof(t0));
+      k->send_sizes()[s] = sizeof(t0);
+      store_release(k->send_tail(), ++k->sent);
+    } else {
+      while (load_acquire(k->recv_tail()) <= k->received && coll_gpu_now_ns() < deadline) {
+      }
+      uint64_t t0;
+      memcpy(&t0, k->recv_buf + (size_t)(k->received % (uint64_t)o_.depth) * 4096, sizeof(t0));
+      times.push_back((double)(coll_gpu_now_ns() - t0) / 1e3);
+      store_release(k->recv_head(), ++k->received);
+    }
+  }
+  if (coll_gpu_now_ns() >= deadline) error("cold steps not done after 60 s");
+  if (times.empty()) return 0;
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
 int run(int rank, int fd, const Options &o) {
   Rank r(rank, fd, o);
   if (!r.start()) return 1;
@@ -246,9 +285,14 @@ int run(int rank, int fd, const Options &o) {
       fflush(stdout);
       if (r.errors > 0) return 1;
     }
-  const double us = r.ping(2000, id);
+  const double us = r.ping(2000, id++);
   if (rank == 0 && r.errors == 0)
     printf("# one-way time of an 8-byte step (median of 2000 round trips): %.2f us\n", us);
+  double cold = r.cold(50, id, 20000000);  // 20 ms apart: the proxies have gone to sleep
+  if (rank == 1 && !write_all(fd, &cold, sizeof(cold))) return 1;
+  if (rank == 0 && !read_all(fd, &cold, sizeof(cold))) return 1;
+  if (rank == 0 && r.errors == 0)
+    printf("# the same 20 ms after the last step, both proxies woken as at a launch (median of 50): %.2f us\n", cold);
   if (!handshake(fd)) return 1;
   return r.errors > 0 ? 1 : 0;
 }
@@ -257,8 +301,11 @@ int run(int rank, int fd, const Options &o) {
 
 int main(int argc, char **argv) {
   Options o;
-  for (int c; (c = getopt(argc, argv, "T:c:s:d:m:tH")) != -1;) {
+  for (int c; (c = getopt(argc, argv, "T:c:s:d:m:tHS:")) != -1;) {
     switch (c) {
+      case 'S':
+        o.spin_us = strtoull(optarg, nullptr, 0);
+        break;
       case 'T':
         o.threads = atoi(optarg);
         break;
@@ -281,7 +328,8 @@ int main(int argc, char **argv) {
         o.two_hosts = true;
         break;
       default:
-        fprintf(stderr, "usage: %s [-T THREADS] [-c CHANNELS] [-s SLOT_BYTES] [-d DEPTH] [-m MIB] [-t] [-H]\n",
+        fprintf(stderr,
+                "usage: %s [-T THREADS] [-c CHANNELS] [-s SLOT_BYTES] [-d DEPTH] [-m MIB] [-t] [-H] [-S SPIN_US]\n",
                 argv[0]);
         return 2;
     }
