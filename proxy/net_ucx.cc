@@ -36,6 +36,13 @@ coll_gpu_status_t UcxNet::init(int nranks, FailFn fail, void *ctx, char *why, si
     coll_gpu_say(why, len, "UCX configuration (%s_UCX_*, UCX_*): %s", kEnvPrefix, ucs_status_string(s));
     return COLL_GPU_SYSTEM_ERROR;
   }
+  // UCX's newer protocol selection (the default from UCX 1.15 on) moved 1.0-1.3 GB/s each way over tcp with
+  // one thread and 4.8-6.1 with eight where the older one moved 1.6-2.2 and 6.8-9.7 (coll_gpu_proxy_bench,
+  // UCX 1.16, means of 3 runs in each of two sessions; shared memory the same within the runs' spread).
+  // Unless the user chose (COLL_GPU_UCX_PROTO_ENABLE or UCX_PROTO_ENABLE), the proxy takes the older; a UCX
+  // without the setting keeps its own.
+  if (getenv("COLL_GPU_UCX_PROTO_ENABLE") == nullptr && getenv("UCX_PROTO_ENABLE") == nullptr)
+    (void)ucp_config_modify(config, "PROTO_ENABLE", "n");
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_TAG;
