@@ -283,9 +283,11 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
   mca_base_component_var_register(component(), "uniform_buffers",
                                   "Assert that in every collective call all ranks pass the same kind of memory (all "
                                   "host, or all device memory of one GPU per rank). Skips the agreement on the "
-                                  "path each call takes (one shared-memory exchange per call). If a rank breaks "
-                                  "the assertion, the ranks that passed device memory wait for it on the GPU, "
-                                  "with a watchdog line naming it after coll_gpu_timeout seconds",
+                                  "path each call takes (one shared-memory exchange per call), and is what lets a "
+                                  "communicator over several hosts, where no such exchange spans the hosts, run "
+                                  "on the GPUs. If a rank breaks the assertion, the ranks that passed device "
+                                  "memory wait for it on the GPU, with a watchdog line naming it after "
+                                  "coll_gpu_timeout seconds",
                                   MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
                                   &c->uniform_buffers);
 }
