@@ -18,17 +18,13 @@
  */
 #include "engine/engine.h"
 
-#include "config.h"
-
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/net.h"
 #include "engine/owning.h"
 #include "kernels/staging.h"
-#ifdef COLL_GPU_HAVE_UCX
-#include "engine/net.h"
-#endif
 
 using coll_gpu::ContextScope;
 
@@ -104,9 +100,7 @@ struct coll_gpu_engine {
   uint8_t visible[COLL_GPU_MAX_RANKS] = {};  // 1: its process can be checked from here (same PID namespace)
   uint8_t node[COLL_GPU_MAX_RANKS] = {};     // every rank's node: the lowest rank on it
   bool multinode = false;                    // the ranks span nodes: NET connections between them
-#ifdef COLL_GPU_HAVE_UCX
   coll_gpu::Net net;
-#endif
 
   coll_gpu_engine(const coll_gpu_engine_config_t &c, int r, int n, const coll_gpu_meminfo_t &m)
       : cfg(c), rank(r), nranks(n), mem(m) {}
@@ -117,9 +111,7 @@ struct coll_gpu_engine {
   ~coll_gpu_engine() {
     ContextScope ctx(mem, mem.device >= 0);                    // no device: nothing was set up
     if (lingering) coll_gpu_stream_sync(linger_stream.get());  // it leaves within linger_ns
-#ifdef COLL_GPU_HAVE_UCX
-    net.reset();  // the proxy stops before its FIFOs go
-#endif
+    net.reset();                                               // the proxy stops before its FIFOs go
     for (auto &m : peer_map) m.reset();
     linger_stream.reset();
     stream.reset();
@@ -315,7 +307,6 @@ coll_gpu_status_t coll_gpu_engine::open_peers(const char *handles, int hsize, co
 // follow).
 coll_gpu_status_t coll_gpu_engine::net_conns(coll_gpu_dev_conns_t *conns, char *why, size_t len) {
   if (!multinode) return COLL_GPU_SUCCESS;
-#ifdef COLL_GPU_HAVE_UCX
   for (int ch = 0; ch < layout.nchannels; ++ch) {
     coll_gpu_dev_channel_t &c = conns->channels[ch];
     if (node[c.next] != node[rank])
@@ -332,29 +323,17 @@ coll_gpu_status_t coll_gpu_engine::net_conns(coll_gpu_dev_conns_t *conns, char *
     }
   }
   return COLL_GPU_SUCCESS;
-#else
-  (void)conns;
-  coll_gpu_say(why, len, "NET connections without the network proxy (built without UCX)");
-  return COLL_GPU_INTERNAL_ERROR;
-#endif
 }
 
 // Whether the proxy found a peer gone or the network broken; marks the peer in gone[], and says what
 // happened in why (if not NULL).
 bool coll_gpu_engine::net_failed(uint8_t *gone, char *why, size_t len) const {
-#ifdef COLL_GPU_HAVE_UCX
   int peer = -1;
   char what[256];
   if (net.failed(&peer, what, sizeof(what)) == COLL_GPU_SUCCESS) return false;
   if (peer >= 0 && peer < nranks) gone[peer] = 1;
   if (why != nullptr) coll_gpu_say(why, len, "%s", what);
   return true;
-#else
-  (void)gone;
-  (void)why;
-  (void)len;
-  return false;
-#endif
 }
 
 void coll_gpu_engine::log_channels(const coll_gpu_peer_t &me) const {
@@ -363,16 +342,13 @@ void coll_gpu_engine::log_channels(const coll_gpu_peer_t &me) const {
           "comm %s: GPU collectives on device %d (%s), %d ranks, %zu bytes of scratch", cfg.name, mem.device, me.busid,
           nranks, coll_gpu_ar_scratch_bytes(&layout));
   if (multinode) {
-    int nodes = 0, hops = 0, threads = 0;
-#ifdef COLL_GPU_HAVE_UCX
-    threads = net.threads();
-#endif
+    int nodes = 0, hops = 0;
     for (int r = 0; r < nranks; ++r) nodes += node[r] == r;
     for (int i = 0; i < nranks; ++i) hops += node[rings.order[0][i]] != node[rings.order[0][(i + 1) % nranks]];
     cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
             "comm %s: %d nodes%s; %d of each ring's %d hops over NET (the network proxy, UCX, %d threads), ring "
             "algorithms only, %d channels",
-            cfg.name, nodes, cfg.virtual_nodes > 0 ? " (virtual)" : "", hops, nranks, threads, layout.nchannels);
+            cfg.name, nodes, cfg.virtual_nodes > 0 ? " (virtual)" : "", hops, nranks, net.threads(), layout.nchannels);
   }
   if (rings.speed > 0)
     cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "comm %s: %d ring(s) from the topology, the first at %.1f GB/s",
@@ -446,12 +422,6 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   e->multinode = coll_gpu_nodes_assign(peers.get(), b->size, cfg->virtual_nodes, e->node) > 1;
   if (cfg->virtual_hosts && cfg->virtual_nodes > 0)  // each virtual node a host of its own, from here on
     for (int r = 0; r < b->size; ++r) peers[r].host = coll_gpu_hash(&e->node[r], sizeof(e->node[r]), peers[r].host);
-#ifndef COLL_GPU_HAVE_UCX
-  if (e->multinode) {
-    snprintf(why, why_len, "several nodes need the network proxy, and this build has no UCX");
-    return COLL_GPU_UNAVAILABLE;
-  }
-#endif
   if (e->multinode) {
     // ring algorithms only (the direct ones write into every peer's scratch), on a few channels
     e->cfg.tune.algorithm = COLL_GPU_ALGO_RING;
@@ -475,7 +445,6 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "comm %s: rings in rank order: %s", cfg->name, why);
   if (e->multinode) coll_gpu_rings_by_node(&e->rings, b->size, e->node);
 
-#ifdef COLL_GPU_HAVE_UCX
   // 3b. the network proxies, connected to the ranks of other nodes
   if (e->multinode) {
     int threads = cfg->proxy_threads > 0 ? cfg->proxy_threads : e->layout.nchannels;
@@ -483,7 +452,6 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     if (e->net.setup(b, e->node, peers.get(), threads, cfg->log, why, why_len) != COLL_GPU_SUCCESS)
       return COLL_GPU_UNAVAILABLE;
   }
-#endif
 
   // 4. IPC handles: every rank's, then open the peers'
   if (b->allgather(b->ctx, handles.get() + (size_t)b->rank * hsize, handles.get(), (size_t)hsize) != 0) {
@@ -579,9 +547,7 @@ coll_gpu_status_t coll_gpu_engine::launch(const coll_gpu_work_t &p, coll_gpu_pro
   flight.since = 0;
   flight.reported = false;
   int blocks = coll_gpu_ar_blocks(&comm, &p);
-#ifdef COLL_GPU_HAVE_UCX
   net.wake();
-#endif
   ContextScope ctx(mem);
   COLL_GPU_CHECK(entered(ctx, mem, why, why_len));
   if (linger && p.algo == COLL_GPU_ALGO_ONESHOT && cfg.linger_ns > 0 && blocks <= COLL_GPU_LINGER_MAX_BLOCKS &&

@@ -143,6 +143,12 @@ coll_gpu_status_t Net::fifo(coll_gpu_proxy_dir_t dir, int peer, int id, size_t s
   return COLL_GPU_SUCCESS;
 }
 
+int Net::threads() const { return proxy_ != nullptr ? coll_gpu_proxy_threads(proxy_) : 0; }
+
+void Net::wake() const {
+  if (proxy_ != nullptr) coll_gpu_proxy_wake(proxy_);
+}
+
 coll_gpu_status_t Net::failed(int *peer, char *why, size_t len) const {
   return proxy_ != nullptr ? coll_gpu_proxy_failed(proxy_, peer, why, len) : COLL_GPU_SUCCESS;
 }

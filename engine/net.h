@@ -3,7 +3,9 @@
  * as the kernels see them. A ring hop or point-to-point pair between ranks of different nodes gets one:
  * depth COLL_GPU_RING_SLOTS slots in host memory mapped into the GPU's address space, with its tail,
  * head and step sizes beside them; the sending kernel writes steps there and the proxy sends them, the
- * receiving proxy writes steps there and the kernel reads them (proxy/proxy.h). Built with UCX only.
+ * receiving proxy writes steps there and the kernel reads them (proxy/proxy.h). engine/net.cc with UCX;
+ * built without it (configure --without-ucx), engine/net_none.cc stands in: setup fails saying so, and
+ * the rest has nothing to do.
  */
 #ifndef COLL_GPU_ENGINE_NET_H
 #define COLL_GPU_ENGINE_NET_H
@@ -43,11 +45,9 @@ class Net {
   coll_gpu_status_t fifo(coll_gpu_proxy_dir_t dir, int peer, int id, size_t slot_bytes, coll_gpu_conn_t *conn,
                          char *why, size_t len);
   // The proxy's threads (0: none started).
-  int threads() const { return proxy_ != nullptr ? coll_gpu_proxy_threads(proxy_) : 0; }
+  int threads() const;
   // Before a launch whose kernels use the FIFOs.
-  void wake() const {
-    if (proxy_ != nullptr) coll_gpu_proxy_wake(proxy_);
-  }
+  void wake() const;
   // The first failure the proxy saw (a peer on another node gone, the network); COLL_GPU_SUCCESS while none.
   coll_gpu_status_t failed(int *peer, char *why, size_t len) const;
   // The proxy stops, then the FIFOs go (in the device's context: the caller enters it).

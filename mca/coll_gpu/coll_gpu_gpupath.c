@@ -151,8 +151,6 @@ bool mca_coll_gpu_gpupath_possible(struct ompi_communicator_t *comm) {
   return size >= 2 && size <= COLL_GPU_MAX_RANKS;
 }
 
-/* The communicator's agreement, set up on first use (collective: every rank comes here in the same
- * MPI_Allreduce). NULL when it could not be set up, on every rank alike. */
 /* Whether the communicator's ranks are on several hosts (or virtual hosts: coll_gpu_virtual_hosts, blocks of
  * coll_gpu_virtual_nodes consecutive ranks). The same answer on every rank. */
 static int spans_hosts(struct ompi_communicator_t *comm) {
@@ -166,6 +164,8 @@ static int spans_hosts(struct ompi_communicator_t *comm) {
   return 0;
 }
 
+/* The communicator's agreement, set up on first use (collective: every rank comes here in the same
+ * MPI_Allreduce). NULL when it could not be set up, on every rank alike. */
 coll_gpu_agree_t *mca_coll_gpu_agreement(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm) {
   if (m->agree_state == COLL_GPU_STATE_NONE && spans_hosts(comm)) {
     /* the agreement is a shared-memory segment of one host */
