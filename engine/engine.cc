@@ -420,11 +420,14 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   }
 
   e->multinode = coll_gpu_nodes_assign(peers.get(), b->size, cfg->virtual_nodes, e->node) > 1;
+  int here = 0;  // ranks on this machine (virtual hosts or not): they share its CPUs
+  for (int r = 0; r < b->size; ++r) here += peers[r].host == peers[b->rank].host;
   if (cfg->virtual_hosts && cfg->virtual_nodes > 0)  // each virtual node a host of its own, from here on
     for (int r = 0; r < b->size; ++r) peers[r].host = coll_gpu_hash(&e->node[r], sizeof(e->node[r]), peers[r].host);
   if (e->multinode) {
     // ring algorithms only (the direct ones write into every peer's scratch), on a few channels
     e->cfg.tune.algorithm = COLL_GPU_ALGO_RING;
+    e->cfg.tune.net = 1;
     for (int c = 0; c < COLL_GPU_NCOLLS; ++c) e->cfg.tune.move_algorithm[c] = COLL_GPU_ALGO_RING;
     if (e->cfg.tune.max_channels > kNetChannels) e->cfg.tune.max_channels = kNetChannels;
     if (e->cfg.tune.nchannels > e->cfg.tune.max_channels) e->cfg.tune.nchannels = e->cfg.tune.max_channels;
@@ -447,9 +450,11 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
 
   // 3b. the network proxies, connected to the ranks of other nodes
   if (e->multinode) {
-    int threads = cfg->proxy_threads > 0 ? cfg->proxy_threads : e->layout.nchannels;
-    if (threads > COLL_GPU_ENGINE_MAX_PROXY_THREADS) threads = COLL_GPU_ENGINE_MAX_PROXY_THREADS;
-    if (e->net.setup(b, e->node, peers.get(), threads, cfg->log, why, why_len) != COLL_GPU_SUCCESS)
+    int most = e->layout.nchannels < COLL_GPU_ENGINE_MAX_PROXY_THREADS ? e->layout.nchannels
+                                                                       : COLL_GPU_ENGINE_MAX_PROXY_THREADS;
+    if (cfg->proxy_threads > 0 && cfg->proxy_threads < most) most = cfg->proxy_threads;
+    if (e->net.setup(b, e->node, peers.get(), cfg->proxy_threads > 0 ? most : 0, most, here, cfg->log, why, why_len) !=
+        COLL_GPU_SUCCESS)
       return COLL_GPU_UNAVAILABLE;
   }
 
@@ -547,7 +552,10 @@ coll_gpu_status_t coll_gpu_engine::launch(const coll_gpu_work_t &p, coll_gpu_pro
   flight.since = 0;
   flight.reported = false;
   int blocks = coll_gpu_ar_blocks(&comm, &p);
-  net.wake();
+  if (multinode) {  // the proxy threads of the call's connections: its ring channels, or every pair's
+    net.wake(0, p.nchannels);
+    if (p.coll == COLL_GPU_COLL_ALLTOALL) net.wake(kNetP2pId, COLL_GPU_P2P_CONNS);
+  }
   ContextScope ctx(mem);
   COLL_GPU_CHECK(entered(ctx, mem, why, why_len));
   if (linger && p.algo == COLL_GPU_ALGO_ONESHOT && cfg.linger_ns > 0 && blocks <= COLL_GPU_LINGER_MAX_BLOCKS &&

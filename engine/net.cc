@@ -40,8 +40,8 @@ void cpu_ranges(const int *cpus, int n, char *buf, size_t len) {
 
 }  // namespace
 
-coll_gpu_status_t Net::start(int rank, int nranks, int threads, const char *busid, coll_gpu_log_fn log, char *why,
-                             size_t len) {
+coll_gpu_status_t Net::start(int rank, int nranks, int threads, int most, int here, const char *busid,
+                             coll_gpu_log_fn log, char *why, size_t len) {
   // where the threads run: near the GPU, off the rank's own CPUs
   int near[CPU_SETSIZE], mine[CPU_SETSIZE], cpus[CPU_SETSIZE];
   int nnear = coll_gpu_near_cpus(busid, near, CPU_SETSIZE);
@@ -57,6 +57,7 @@ coll_gpu_status_t Net::start(int rank, int nranks, int threads, const char *busi
     for (int c = 0; c < CPU_SETSIZE; ++c)
       if (CPU_ISSET(c, &set)) mine[nmine++] = c;
   const int ncpus = coll_gpu_proxy_cpus(near, nnear, mine, nmine, cpus);
+  if (threads <= 0) threads = coll_gpu_proxy_auto_threads(nnear, here, most);
   if (log != nullptr) {
     char where[256], own[128];
     cpu_ranges(cpus, ncpus, where, sizeof(where));
@@ -78,7 +79,7 @@ coll_gpu_status_t Net::start(int rank, int nranks, int threads, const char *busi
 }
 
 coll_gpu_status_t Net::setup(const coll_gpu_bootstrap_t *b, const uint8_t *node, const coll_gpu_peer_t *peers,
-                             int threads, coll_gpu_log_fn log, char *why, size_t len) {
+                             int threads, int most, int here, coll_gpu_log_fn log, char *why, size_t len) {
   const size_t abytes = COLL_GPU_PROXY_ADDRESS_BYTES;
   HostPtr<char[]> addresses = make_host_array<char>((size_t)b->size * abytes);
   int bad = -1;
@@ -87,7 +88,7 @@ coll_gpu_status_t Net::setup(const coll_gpu_bootstrap_t *b, const uint8_t *node,
     return COLL_GPU_SYSTEM_ERROR;
   }
   const int me = b->rank;
-  const bool started = start(me, b->size, threads, peers[me].busid, log, why, len) == COLL_GPU_SUCCESS;
+  const bool started = start(me, b->size, threads, most, here, peers[me].busid, log, why, len) == COLL_GPU_SUCCESS;
   char *mine = addresses.get() + (size_t)me * abytes;
   if (started) coll_gpu_proxy_address(proxy_, mine);  // zeros otherwise: refused by every peer
   if (b->allgather(b->ctx, mine, addresses.get(), abytes) != 0) {
@@ -145,8 +146,8 @@ coll_gpu_status_t Net::fifo(coll_gpu_proxy_dir_t dir, int peer, int id, size_t s
 
 int Net::threads() const { return proxy_ != nullptr ? coll_gpu_proxy_threads(proxy_) : 0; }
 
-void Net::wake() const {
-  if (proxy_ != nullptr) coll_gpu_proxy_wake(proxy_);
+void Net::wake(int first_id, int count) const {
+  if (proxy_ != nullptr) coll_gpu_proxy_wake(proxy_, first_id, count);
 }
 
 coll_gpu_status_t Net::failed(int *peer, char *why, size_t len) const {

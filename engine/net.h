@@ -31,13 +31,15 @@ class Net {
   Net &operator=(const Net &) = delete;
   ~Net() { reset(); }
 
-  // Collective over b: starts this rank's proxy with `threads` progress threads (on the CPUs near its GPU,
-  // peers[b->rank].busid, that the rank is not bound to: coll_gpu_proxy_cpus; all of this machine's when the
-  // topology does not place the GPU), allgathers the proxies' addresses and connects to every rank of
-  // another node (node[r] != node[b->rank]), watching those of other hosts (peers[r].host). Every rank gets
-  // the same success or failure, the reason in why (the first failing rank's, named).
+  // Collective over b: starts this rank's proxy (on the CPUs near its GPU, peers[b->rank].busid, that the
+  // rank is not bound to: coll_gpu_proxy_cpus; all of this machine's when the topology does not place the
+  // GPU) with `threads` progress threads, or with threads 0 as many as its share of those CPUs allows
+  // (coll_gpu_proxy_auto_threads: `here` ranks on this machine), at most `most`; allgathers the proxies'
+  // addresses and connects to every rank of another node (node[r] != node[b->rank]), watching those of
+  // other hosts (peers[r].host). Every rank gets the same success or failure, the reason in why (the
+  // first failing rank's, named).
   coll_gpu_status_t setup(const coll_gpu_bootstrap_t *b, const uint8_t *node, const coll_gpu_peer_t *peers, int threads,
-                          coll_gpu_log_fn log, char *why, size_t len);
+                          int most, int here, coll_gpu_log_fn log, char *why, size_t len);
   // The proxy (nullptr before setup): for tests that move steps of their own over its connections.
   coll_gpu_proxy_t *proxy() const { return proxy_; }
   // A FIFO to (SEND) or from (RECV) `peer`, connection `id`, as the kernels reach it (*conn), in the current
@@ -46,16 +48,17 @@ class Net {
                          char *why, size_t len);
   // The proxy's threads (0: none started).
   int threads() const;
-  // Before a launch whose kernels use the FIFOs.
-  void wake() const;
+  // Before a launch whose kernels use the FIFOs of connections first_id .. first_id + count - 1: wakes
+  // their proxy threads (the others' stay asleep).
+  void wake(int first_id, int count) const;
   // The first failure the proxy saw (a peer on another node gone, the network); COLL_GPU_SUCCESS while none.
   coll_gpu_status_t failed(int *peer, char *why, size_t len) const;
   // The proxy stops, then the FIFOs go (in the device's context: the caller enters it).
   void reset();
 
  private:
-  coll_gpu_status_t start(int rank, int nranks, int threads, const char *busid, coll_gpu_log_fn log, char *why,
-                          size_t len);
+  coll_gpu_status_t start(int rank, int nranks, int threads, int most, int here, const char *busid, coll_gpu_log_fn log,
+                          char *why, size_t len);
 
   coll_gpu_proxy_t *proxy_ = nullptr;
   HostMappedMemory mem_[kMaxFifos];

@@ -6,7 +6,7 @@
 
 namespace coll_gpu {
 
-coll_gpu_status_t Net::setup(const coll_gpu_bootstrap_t *, const uint8_t *, const coll_gpu_peer_t *, int,
+coll_gpu_status_t Net::setup(const coll_gpu_bootstrap_t *, const uint8_t *, const coll_gpu_peer_t *, int, int, int,
                              coll_gpu_log_fn, char *why, size_t len) {
   coll_gpu_say(why, len, "several nodes need the network proxy, and this build has no UCX (configure --with-ucx)");
   return COLL_GPU_UNAVAILABLE;
@@ -19,7 +19,7 @@ coll_gpu_status_t Net::fifo(coll_gpu_proxy_dir_t, int, int, size_t, coll_gpu_con
 
 int Net::threads() const { return 0; }
 
-void Net::wake() const {}
+void Net::wake(int, int) const {}
 
 coll_gpu_status_t Net::failed(int *, char *, size_t) const { return COLL_GPU_SUCCESS; }
 

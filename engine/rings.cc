@@ -187,6 +187,12 @@ int coll_gpu_proxy_cpus(const int *near, int nnear, const int *mine, int nmine, 
   return nnear;
 }
 
+int coll_gpu_proxy_auto_threads(int ncpus, int ranks, int most) {
+  const int share = ncpus / (ranks > 1 ? ranks : 1);
+  const int t = share - 1 < most ? share - 1 : most;
+  return t > 1 ? t : 1;
+}
+
 coll_gpu_status_t coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *peers,
                                          const coll_gpu_topo_config_t *cfg, coll_gpu_rings_t *rings, char *why,
                                          size_t why_len) {

@@ -55,6 +55,11 @@ int coll_gpu_near_cpus(const char *busid, int *cpus, int max);
  * core; all of near when the rank may run on every one of them (not bound, or bound around the GPU).
  * Lists in increasing order; out[] holds nnear. Returns how many CPUs it chose. */
 int coll_gpu_proxy_cpus(const int *near, int nnear, const int *mine, int nmine, int *out);
+/* How many progress threads a rank's proxy starts when the user leaves it to the engine: the rank's share
+ * of the `ncpus` CPUs near its GPU (`ranks` ranks on its machine share them) less the one the rank itself
+ * polls on, at least 1 and at most `most` (a thread per NET channel). Every thread polls while its
+ * channels move: more of them than CPUs make each wait for a CPU, a time slice at a time. */
+int coll_gpu_proxy_auto_threads(int ncpus, int ranks, int most);
 
 /* Each rank's node, named by its lowest rank, into node[0..n): its host, or with virtual_nodes > 0 the block
  * of that many consecutive ranks of its host (counted among that host's ranks in rank order) it falls in.

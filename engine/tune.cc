@@ -66,12 +66,26 @@ int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, si
   }
 }
 
+/* Over the network proxy a ring channel's step is a message of the proxy thread that owns the channel,
+ * and every channel adds a step to each ring step's wait: a channel per 4 KiB of a ring step. Measured on
+ * one H200 shared by 2 ranks (MPS), each its own virtual node, allreduce over UCX's tcp
+ * (coll_gpu_allreduce_bench, 300 calls a size): with 8 channels every size from 128 B to 1 MiB took
+ * 1.2-1.9 ms (16 proxy threads spinning on 16 cores), with 4 threads 60-73 us up to 64 KiB; one channel
+ * took 43-49 us up to 8 KiB (4 KiB steps) and 125 at 16 KiB, two 44-48 us up to 16 KiB and 148 at 32 KiB:
+ * a step of 8 KiB or more costs ~80 us more over tcp. */
+constexpr size_t kNetStepBytes = 4 << 10;
+
 namespace {
 
-// Blocks of one call: the ring runs every channel it has FIFOs for; two-shot one block per slice.
-int channels(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, size_t bytes) {
+// Blocks of one call: the ring runs every channel it has FIFOs for (over the network proxy, a channel per
+// kNetStepBytes of `step` bytes, the data of one ring step); two-shot one block per slice of `bytes`.
+int channels(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, size_t bytes, size_t step) {
   const int most = algo == COLL_GPU_ALGO_RING ? c->max_channels : kTwoshotMaxBlocks;
   if (c->nchannels > 0) return c->nchannels < most ? c->nchannels : most;
+  if (algo == COLL_GPU_ALGO_RING && c->net) {
+    const size_t want = step > kNetStepBytes ? (step + kNetStepBytes - 1) / kNetStepBytes : 1;
+    return want < (size_t)most ? (int)want : most;
+  }
   if (algo == COLL_GPU_ALGO_RING) return most;
   size_t want = (bytes + kTwoshotBlockBytes - 1) / kTwoshotBlockBytes;
   if (want < 1) want = 1;
@@ -99,7 +113,8 @@ coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, int nran
       }
     }
   }
-  coll_gpu_choice_t ch = {best, coll_gpu_algo_proto(best), channels(c, best, bytes), 0};
+  /* a ring step moves a rank's share of the buffer */
+  coll_gpu_choice_t ch = {best, coll_gpu_algo_proto(best), channels(c, best, bytes, bytes / (size_t)nranks), 0};
   if (best == COLL_GPU_ALGO_RING) ch.chunk = c->ring_chunk_bytes;
   return ch;
 }
@@ -167,7 +182,7 @@ coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, col
   if (best == COLL_GPU_ALGO_ONESHOT && c->oneshot_max_bytes < 16) best = COLL_GPU_ALGO_RING; /* no LL slot */
   coll_gpu_choice_t ch = {best, coll_gpu_algo_proto(best), 0, 0};
   if (best == COLL_GPU_ALGO_RING) {
-    ch.nchannels = channels(c, best, bytes);
+    ch.nchannels = channels(c, best, bytes, bytes); /* a step: a block, or a chunk of the chain's buffer */
     /* the 2-rank alltoall runs a sending and a receiving block per channel, and a sender waits for the
      * peer's receiver of its channel: every GPU must hold more blocks at once than there are channels
      * (one ring block per multiprocessor at the worst) */

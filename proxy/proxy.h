@@ -24,7 +24,7 @@
  * channels spread over the threads.
  *
  * Life of a proxy: create (each thread sets up UCX) -> address (for the engine's bootstrap to allgather)
- * -> connect each peer with its address -> add the FIFOs -> wake at each call that uses them -> failed
+ * -> connect each peer with its address -> add the FIFOs -> wake their threads at each call that uses them -> failed
  * to learn about a peer that is gone -> destroy. Every function but wake and failed waits for a thread
  * to do the work (a UCX worker is its thread's alone).
  *
@@ -100,8 +100,10 @@ coll_gpu_status_t coll_gpu_proxy_connect(coll_gpu_proxy_t *p, int peer, const vo
                                          size_t len);
 /* Adds a FIFO to move (its counters must not move until this returns). */
 coll_gpu_status_t coll_gpu_proxy_add(coll_gpu_proxy_t *p, const coll_gpu_proxy_fifo_t *fifo, char *why, size_t len);
-/* Tells sleeping threads that steps are coming (the engine calls it at every launch that uses a FIFO). */
-void coll_gpu_proxy_wake(coll_gpu_proxy_t *p);
+/* Tells the threads of connections first_id .. first_id + count - 1 (those with a FIFO of such an id) that
+ * steps are coming: a sleeping one wakes, and each polls spin_ns from now. The engine calls it at every
+ * launch with the connections the call uses, so that the threads of the others stay asleep. */
+void coll_gpu_proxy_wake(coll_gpu_proxy_t *p, int first_id, int count);
 /* COLL_GPU_SUCCESS while every peer is reachable; otherwise the status of the first failure, its peer
  * in *peer and its reason in why. A failed proxy moves nothing more. */
 coll_gpu_status_t coll_gpu_proxy_failed(coll_gpu_proxy_t *p, int *peer, char *why, size_t len);

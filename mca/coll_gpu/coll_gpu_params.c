@@ -240,9 +240,11 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                "COLL_GPU_UCX_TLS (for example tcp, or sm)",
                0, 0, COLL_GPU_MAX_RANKS, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->virtual_nodes);
   register_int("proxy_threads",
-               "Progress threads of each rank's network proxy, on communicators that span nodes (0: one per NET "
-               "channel, 8 at most). Each thread has its own UCX worker and moves about one core's worth of "
-               "data over UCX's tcp and shared-memory transports; the ring channels spread over the threads",
+               "Progress threads of each rank's network proxy, on communicators that span nodes (0: the rank's "
+               "share of the CPUs near its GPU, less one for the rank, between 1 and one per NET channel, 8). "
+               "Each thread has its own UCX worker, moves about one core's worth of data over UCX's tcp and "
+               "shared-memory transports and polls while its channels move; the ring channels spread over the "
+               "threads. More threads on a machine than CPUs cost each step a CPU time slice",
                0, 0, COLL_GPU_ENGINE_MAX_PROXY_THREADS, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &c->proxy_threads);
   register_size("ring_chunk_bytes",
                 "Bytes a ring channel moves per step, up to coll_gpu_ring_slot_bytes (larger values take a whole "

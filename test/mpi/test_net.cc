@@ -26,7 +26,8 @@ namespace {
 
 int rank = 0, failures = 0;
 
-constexpr int kConns = 4;  // per neighbour: connection ids 0-3, over both proxy threads
+constexpr int kThreads = 2;  // proxy threads
+constexpr int kConns = 4;    // per neighbour: connection ids 0-3, over both proxy threads
 constexpr int kDepth = 8;
 constexpr size_t kSlot = 32 << 10;
 constexpr uint64_t kSteps = 120;
@@ -67,11 +68,11 @@ void ring_over_net(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *peers, 
   std::vector<Fifo> out(kConns), in(kConns);  // declared before the proxy: it reads them until it stops
   coll_gpu::Net net;
   char why[512] = "";
-  const coll_gpu_status_t s = net.setup(b, node, peers, 2, nullptr, why, sizeof(why));
+  const coll_gpu_status_t s = net.setup(b, node, peers, kThreads, kThreads, n, nullptr, why, sizeof(why));
   if (tls != nullptr) unsetenv("COLL_GPU_UCX_TLS");
   EXPECT(s == COLL_GPU_SUCCESS, "%d nodes of %d, %s: %s", nodes, vn, tls != nullptr ? tls : "UCX's choice", why);
   if (s != COLL_GPU_SUCCESS) return;
-  EXPECT(coll_gpu_proxy_threads(net.proxy()) == 2, "%d proxy threads", coll_gpu_proxy_threads(net.proxy()));
+  EXPECT(coll_gpu_proxy_threads(net.proxy()) == kThreads, "%d proxy threads", coll_gpu_proxy_threads(net.proxy()));
   const bool send = node[next] != node[rank], recv = node[prev] != node[rank];
   for (int id = 0; id < kConns; ++id) {
     coll_gpu_proxy_fifo_t o = out[id].fifo(COLL_GPU_PROXY_SEND, next, id),
@@ -87,7 +88,7 @@ void ring_over_net(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *peers, 
   const uint64_t deadline = coll_gpu_now_ns() + 60000000000ull;
   for (bool done = false; !done && coll_gpu_now_ns() < deadline;) {
     done = true;
-    net.wake();
+    net.wake(0, kConns);
     for (int id = 0; id < kConns; ++id) {
       Fifo &o = out[id], &i = in[id];
       if (send && o.count < kSteps && o.count < load_acquire(o.head()) + kDepth) {
@@ -154,7 +155,7 @@ int main(int argc, char **argv) {
     coll_gpu_nodes_assign(peers.data(), size, 1, node);
     coll_gpu::Net net;
     char why[512] = "";
-    const coll_gpu_status_t s = net.setup(&b, node, peers.data(), 1, nullptr, why, sizeof(why));
+    const coll_gpu_status_t s = net.setup(&b, node, peers.data(), 1, 1, size, nullptr, why, sizeof(why));
     EXPECT(s != COLL_GPU_SUCCESS, "a set-up without rank %d's proxy succeeded", size - 1);
     char name[32];
     snprintf(name, sizeof(name), "rank %d", size - 1);

@@ -1,9 +1,10 @@
 // The network proxy alone (proxy/proxy.h): what it can move between two processes of this machine over UCX,
 // without GPUs, and how long one small step takes. A host thread plays the kernel on each side; both ranks
 // stream steps to each other on every connection at once, as the two ranks of a ring do, so the rate each
-// way is the bus bandwidth a 2-rank allreduce over NET could reach at most. Then an 8-byte ping-pong on one
-// connection gives the one-way time of a step: kernel side -> proxy -> UCX -> proxy -> kernel side; then the
-// same for a step that follows 20 ms of nothing (the proxies asleep, woken as at a launch).
+// way is the bus bandwidth a 2-rank allreduce over NET could reach at most. Then a ping-pong on one
+// connection gives the one-way time of a step, kernel side -> proxy -> UCX -> proxy -> kernel side, for
+// steps of 8 B to 128 KiB; then the same for an 8-byte step that follows 20 ms of nothing (the proxies
+// asleep, woken as at a launch).
 // The proxy's transports come from COLL_GPU_UCX_TLS (as in the component); -H connects the two processes as
 // peers of two hosts (watched by UCX, so its shared-memory transports are left out).
 //
@@ -76,8 +77,8 @@ class Rank {
   bool start();
   // Streams `steps` steps each way on `channels` connections of `slot`-byte slots: the seconds it took.
   double stream(int channels, size_t slot, uint64_t steps, int first_id);
-  // One-way microseconds of an 8-byte step, the median of `iters` round trips.
-  double ping(int iters, int id);
+  // One-way microseconds of a `bytes`-byte step, the median of `iters` round trips.
+  double ping(int iters, int id, size_t bytes);
   // The same for a step after `pause_ns` without any (the proxies asleep): both ranks wake their proxy, as
   // the engine does at each launch, and rank 0 sends one step stamped with the clock, which rank 1 reads on
   // arrival; the median of `iters` (at rank 1; 0 at rank 0).
@@ -153,7 +154,7 @@ double Rank::stream(int channels, size_t slot, uint64_t steps, int first_id) {
   std::vector<char> src(o_.touch ? slot : 0), dst(o_.touch ? slot : 0);
   if (!handshake(fd_)) error("handshake");
   const uint64_t t0 = coll_gpu_now_ns(), deadline = t0 + 120000000000ull;
-  coll_gpu_proxy_wake(p_);
+  coll_gpu_proxy_wake(p_, first_id, channels);
   for (bool done = errors > 0; !done;) {
     done = true;
     for (int c = 0; c < channels; ++c) {
@@ -192,8 +193,9 @@ double Rank::stream(int channels, size_t slot, uint64_t steps, int first_id) {
   return (double)(coll_gpu_now_ns() - t0) / 1e9;
 }
 
-double Rank::ping(int iters, int id) {
-  Conn *k = add(id, 4096);
+double Rank::ping(int iters, int id, size_t bytes) {
+  const size_t slot = std::max<size_t>(bytes, 4096);
+  Conn *k = add(id, slot);
   if (k == nullptr) return 0;
   std::vector<double> times;
   if (!handshake(fd_)) error("handshake");
@@ -203,13 +205,17 @@ double Rank::ping(int iters, int id) {
     for (int leg = 0; leg < 2; ++leg) {
       if ((leg == 0) == (rank_ == 0)) {  // rank 0 sends first, rank 1 answers
         const int s = (int)(k->sent % (uint64_t)o_.depth);
-        memcpy(k->send_buf + (size_t)s * 4096, &k->sent, sizeof(uint64_t));
-        k->send_sizes()[s] = sizeof(uint64_t);
+        memcpy(k->send_buf + (size_t)s * slot, &k->sent, sizeof(uint64_t));
+        k->send_sizes()[s] = bytes;
         store_release(k->send_tail(), ++k->sent);
-        coll_gpu_proxy_wake(p_);  // as the engine does at each launch
+        coll_gpu_proxy_wake(p_, id, 1);  // as the engine does at each launch
       } else {
         while (load_acquire(k->recv_tail()) <= k->received && coll_gpu_now_ns() < deadline) {
         }
+        const int s = (int)(k->received % (uint64_t)o_.depth);
+        uint64_t n;
+        memcpy(&n, k->recv_buf + (size_t)s * slot, sizeof(n));
+        if (n != k->received || k->recv_sizes()[s] != bytes) error("a ping step arrived wrong");
         store_release(k->recv_head(), ++k->received);
       }
     }
@@ -230,7 +236,7 @@ double Rank::cold(int iters, int id, uint64_t pause_ns) {
     const struct timespec pause = {(time_t)(pause_ns / 1000000000ull), (long)(pause_ns % 1000000000ull)};
     nanosleep(&pause, nullptr);
     if (!handshake(fd_)) error("handshake");
-    coll_gpu_proxy_wake(p_);
+    coll_gpu_proxy_wake(p_, id, 1);
     if (rank_ == 0) {
       const int s = (int)(k->sent % (uint64_t)o_.depth);
       const uint64_t t0 = coll_gpu_now_ns();
@@ -285,9 +291,13 @@ int run(int rank, int fd, const Options &o) {
       fflush(stdout);
       if (r.errors > 0) return 1;
     }
-  const double us = r.ping(2000, id++);
-  if (rank == 0 && r.errors == 0)
-    printf("# one-way time of an 8-byte step (median of 2000 round trips): %.2f us\n", us);
+  if (rank == 0) printf("# one-way time of a step (median of 1000 round trips), bytes: us\n#");
+  for (size_t bytes = 8; bytes <= (128 << 10) && r.errors == 0; bytes = bytes == 8 ? 1024 : bytes * 2) {
+    const double us = r.ping(1000, id++, bytes);
+    if (rank == 0 && r.errors == 0) printf(" %zu: %.2f", bytes, us);
+    fflush(stdout);
+  }
+  if (rank == 0) printf("\n");
   double cold = r.cold(50, id, 20000000);  // 20 ms apart: the proxies have gone to sleep
   if (rank == 1 && !write_all(fd, &cold, sizeof(cold))) return 1;
   if (rank == 0 && !read_all(fd, &cold, sizeof(cold))) return 1;

@@ -155,6 +155,30 @@ TEST(Nodes, HostsOrBlocksOfConsecutiveRanksOfAHost) {
   EXPECT_EQ(n, 4);
 }
 
+// The proxy's threads left to the engine: every rank's threads and the rank itself fit the CPUs near its
+// GPU, within 1 and a thread per channel.
+TEST(Nodes, ProxyThreadsFitTheRanksShareOfTheCpus) {
+  EXPECT_EQ(coll_gpu_proxy_auto_threads(16, 2, 8), 7) << "2 ranks on a 16-core machine";
+  EXPECT_EQ(coll_gpu_proxy_auto_threads(32, 2, 8), 8) << "a thread per channel at most";
+  EXPECT_EQ(coll_gpu_proxy_auto_threads(128, 8, 8), 8);
+  EXPECT_EQ(coll_gpu_proxy_auto_threads(2, 2, 8), 1) << "at least one";
+  EXPECT_EQ(coll_gpu_proxy_auto_threads(0, 0, 8), 1);
+  EXPECT_EQ(coll_gpu_proxy_auto_threads(16, 1, 3), 3);
+  for (int cpus = 1; cpus <= 256; ++cpus)
+    for (int ranks = 1; ranks <= 16; ++ranks)
+      for (int most = 1; most <= 8; ++most) {
+        const int t = coll_gpu_proxy_auto_threads(cpus, ranks, most);
+        EXPECT_GE(t, 1);
+        EXPECT_LE(t, most);
+        if (t > 1) {
+          EXPECT_LE(ranks * (t + 1), cpus) << cpus << " CPUs, " << ranks << " ranks";
+        }
+        if (t < most) {
+          EXPECT_GT(ranks * (t + 2), cpus) << "a thread more would fit";
+        }
+      }
+}
+
 // The proxy's CPUs: near the GPU and off the rank's own, against a reference made of sets.
 TEST(Nodes, ProxyThreadsRunNearTheGpuOffTheRanksCpus) {
   auto choose = [](const std::vector<int> &near, const std::vector<int> &mine) {

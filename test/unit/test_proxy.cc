@@ -146,7 +146,7 @@ Report run_rank(int rank, int fd, const Options &o) {
   bool done = rep.errors > 0 || !o.consume;
   while (!done) {
     done = true;
-    coll_gpu_proxy_wake(p);
+    coll_gpu_proxy_wake(p, 0, o.channels);
     for (int c = 0; c < o.channels; ++c) {
       Conn &k = conns[c];
       const uint64_t head = load_acquire(k.send_head());
@@ -211,7 +211,7 @@ Report run_rank(int rank, int fd, const Options &o) {
       for (int s = 0; s < o.depth; ++s) conns[c].send_sizes()[s] = o.slot;
       store_release(conns[c].send_tail(), (uint64_t)o.depth);
     }
-    coll_gpu_proxy_wake(p);
+    coll_gpu_proxy_wake(p, 0, o.channels);
     usleep(20000);
   }
   // both ranks done before either tears down (a closing peer may look like a failed one)

@@ -17,6 +17,7 @@ coll_gpu_tune_config_t defaults() {
   c.ring_chunk_bytes = 0;
   for (int &a : c.move_algorithm) a = -1;
   c.min_sms = 0;
+  c.net = 0;
   return c;
 }
 
@@ -212,6 +213,38 @@ TEST(Layout, PartsInsideTheScratch) {
   two.nranks = 2;
   three.nranks = 3;
   EXPECT_GE(coll_gpu_ar_scratch_bytes(&three) - coll_gpu_ar_scratch_bytes(&two), 3 * p2p / 8);
+}
+
+// Over the network proxy a ring call takes a channel per 4 KiB of its ring step, from one up to the
+// channels there are; the moves count a block (or the chain's buffer) as the step, allreduce a rank's
+// share; a channel count the user set stays as it was.
+TEST(Tune, NetChannelsGrowWithTheStep) {
+  coll_gpu_tune_config_t c = defaults();
+  c.net = 1;
+  c.algorithm = COLL_GPU_ALGO_RING;
+  c.max_channels = 8;
+  for (int a = 0; a < COLL_GPU_NCOLLS; ++a) c.move_algorithm[a] = COLL_GPU_ALGO_RING;
+  struct Case {
+    int nranks;
+    size_t bytes;
+    int allreduce, allgather;
+  } cases[] = {
+      {2, 8, 1, 1},       {2, 8 << 10, 1, 2},  {2, 8 << 10 | 4, 2, 3}, {2, 16 << 10, 2, 4},       {2, 64 << 10, 8, 8},
+      {2, 1 << 30, 8, 8}, {4, 16 << 10, 1, 4}, {8, 128 << 10, 4, 8},   {8, (32 << 10) + 8, 2, 8}, {3, 12 << 10, 1, 3}};
+  for (const Case &k : cases) {
+    const coll_gpu_choice_t ar = coll_gpu_tune_choose(&c, k.nranks, k.bytes);
+    EXPECT_EQ(ar.algo, COLL_GPU_ALGO_RING);
+    EXPECT_EQ(ar.nchannels, k.allreduce) << k.nranks << " ranks, " << k.bytes << " bytes";
+    for (coll_gpu_coll_t m : {COLL_GPU_COLL_ALLGATHER, COLL_GPU_COLL_BCAST, COLL_GPU_COLL_REDUCE_SCATTER})
+      EXPECT_EQ(coll_gpu_tune_choose_move(&c, m, k.nranks, k.bytes).nchannels, k.allgather)
+          << coll_gpu_coll_name(m) << ", " << k.nranks << " ranks, " << k.bytes << " bytes";
+  }
+  c.nchannels = 3;
+  EXPECT_EQ(coll_gpu_tune_choose(&c, 2, 8).nchannels, 3);
+  EXPECT_EQ(coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_BCAST, 2, 1 << 30).nchannels, 3);
+  c.nchannels = 0;
+  c.net = 0;  // within a node the ring runs every channel at every size
+  EXPECT_EQ(coll_gpu_tune_choose(&c, 2, 8).nchannels, 8);
 }
 
 }  // namespace
