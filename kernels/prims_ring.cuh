@@ -161,7 +161,7 @@ struct RingChannel {
       for (int k = 0; k < kUnroll; ++k) {
         if (n[k] == 0) continue;
         const size_t i = tile + k * stride;
-        if (Mode & kRecv) v[k] = load_peer_pack(src + i, n[k]);
+        if (Mode & kRecv) v[k] = load_slot_pack(src + i, n[k]);
         if (kMine) mine[k] = load_pack(aligned(), in + i, n[k]);
       }
 #pragma unroll
@@ -171,7 +171,7 @@ struct RingChannel {
         if (!(Mode & kRecv)) v[k] = mine[k];
         if (Mode & kReduce) v[k] = reduce_pack<T, Op>(v[k], mine[k]);
         if (Mode & kCopyOut) store_out<T>(aligned(), out + i, v[k], n[k]);
-        if (Mode & kSend) store_pack(true, dst + i, v[k], n[k]);
+        if (Mode & kSend) *(uint4 *)(dst + i) = v[k];  // a whole pack: the slot has room, the receiver masks
       }
     }
   }
