@@ -19,7 +19,7 @@ constexpr uint64_t kCloseWaitNs = 2000000000ull;
 
 }  // namespace
 
-coll_gpu_status_t UcxNet::init(int nranks, FailFn fail, void *ctx, char *why, size_t len) {
+coll_gpu_status_t UcxNet::init(int nranks, size_t eager_max, FailFn fail, void *ctx, char *why, size_t len) {
   fail_ = fail;
   fail_ctx_ = ctx;
   nranks_ = nranks;
@@ -43,6 +43,16 @@ coll_gpu_status_t UcxNet::init(int nranks, FailFn fail, void *ctx, char *why, si
   // without the setting keeps its own.
   if (getenv("COLL_GPU_UCX_PROTO_ENABLE") == nullptr && getenv("UCX_PROTO_ENABLE") == nullptr)
     (void)ucp_config_modify(config, "PROTO_ENABLE", "n");
+  // The proxy sends a step below eager_max only into a receive already posted (within the receiver's
+  // credits), so a rendezvous buys it nothing but round trips: UCX's own threshold over tcp sent steps of
+  // 8-32 KiB that way, and 8 channels of them took 2-3x longer than with the threshold at 64 KiB (on one
+  // H200 shared by 2 ranks, allreduce of 128 KiB 76 against 239 us, 512 KiB 149 against 374, bcast of
+  // 128 KiB 50 against 86; coll_gpu_allreduce_bench, UCX 1.16, one run each).
+  if (getenv("COLL_GPU_UCX_RNDV_THRESH") == nullptr && getenv("UCX_RNDV_THRESH") == nullptr) {
+    char bytes[32];
+    snprintf(bytes, sizeof(bytes), "%zu", eager_max);
+    (void)ucp_config_modify(config, "RNDV_THRESH", bytes);
+  }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_TAG;

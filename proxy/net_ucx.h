@@ -34,7 +34,9 @@ class UcxNet {
   UcxNet &operator=(const UcxNet &) = delete;
   ~UcxNet() { close(); }
 
-  coll_gpu_status_t init(int nranks, FailFn fail, void *ctx, char *why, size_t len);
+  // UCX for `nranks` peers; messages below eager_max go eagerly unless the user set UCX's rendezvous
+  // threshold (COLL_GPU_UCX_RNDV_THRESH or UCX_RNDV_THRESH).
+  coll_gpu_status_t init(int nranks, size_t eager_max, FailFn fail, void *ctx, char *why, size_t len);
   // UCX's worker address (valid until close).
   const void *address() const { return addr_; }
   size_t address_bytes() const { return addr_bytes_; }

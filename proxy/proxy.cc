@@ -494,7 +494,7 @@ void Worker::run() {
                  strerror(rc));
   }
   init_status = net.init(
-      cfg.nranks,
+      cfg.nranks, kSyncBytes,
       [](void *ctx, int peer, const char *why) { ((coll_gpu_proxy *)ctx)->fail(COLL_GPU_PEER_GONE, peer, why); }, proxy,
       init_why, sizeof(init_why));
   pthread_mutex_lock(&mu);
