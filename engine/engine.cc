@@ -34,7 +34,7 @@ constexpr uint64_t kReportGraceNs = 1000000000ULL;  // the host reports a wait 1
 constexpr uint64_t kAbortGraceNs = 10000000000ULL;  // aborted kernels stop within microseconds: 10 s is a broken GPU
 constexpr uint64_t kCheckNs = 100000000ULL;         // a call tested without waiting checks its peers every 100 ms
 // Ring channels of a communicator that spans nodes: each hop between nodes holds 2 x 8 slots of pinned host
-// memory per channel. 8: the network proxy moves a channel per thread by default, and UCX's tcp and
+// memory per channel. 8: the network proxy moves up to a channel per thread, and UCX's tcp and
 // shared-memory transports move about one core's worth each (coll_gpu_proxy_bench, 2 processes of a 16-core
 // machine, both ways at once, 512 KiB steps: tcp 0.8 GB/s each way with 1 thread, 3.0 with 4, 4.3 with 8;
 // shared memory 5.0, 18-29 and 29 GB/s).

@@ -58,7 +58,7 @@ typedef struct {
   size_t ring_chunk_bytes; /* 0 auto */
   int oneshot_linger_us;
   int virtual_nodes;  /* > 0: ranks per virtual node (a testing feature: NET connections on one host) */
-  int proxy_threads;  /* network proxy threads per rank; 0: one per NET channel */
+  int proxy_threads;  /* network proxy threads per rank; 0: the rank's share of the CPUs near its GPU */
   bool virtual_hosts; /* with virtual_nodes: each virtual node stands for a host of its own (testing) */
   int timeout;        /* seconds: the watchdog reports a wait this long */
   int spin_us;        /* a wait spins this long before it yields */
