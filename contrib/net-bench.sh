@@ -10,8 +10,8 @@
 #   staged: today's fallback for a communicator across nodes (the collective's algorithm set to staged) at
 #           64 MiB, the figure the NET path must beat.
 # With more ranks than GPUs the ranks share them (for a machine with fewer GPUs than ranks; the timings are
-# of a shared GPU): NCCL refuses two ranks on one GPU of one host, so the ucx and staged runs go without
-# it. MPS=1 runs the ranks under an MPS server of their own (started here, stopped at the end), so that
+# of a shared GPU): NCCL refuses two ranks on one GPU of one host, so the ucx run goes without it (the
+# staged run always does). MPS=1 runs the ranks under an MPS server of their own (started here, stopped at the end), so that
 # their kernels run side by side rather than in turns.
 # Prints each run under a header naming the transport and collective.
 # usage: bash contrib/net-bench.sh BUILT-TREE [NP [COLLS [MAX_BYTES]]]

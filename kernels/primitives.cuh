@@ -210,17 +210,6 @@ __device__ __forceinline__ void tile_packs(size_t tile, size_t stride, size_t le
   }
 }
 
-// 16 bytes that a peer wrote into our scratch: volatile loads, never an L1 line from an earlier use.
-__device__ __forceinline__ uint4 load_peer_pack(const char *p, int n) {
-  if (n != kPack) return load_bytes<true>(p, n);
-  uint4 v;
-  asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p)
-               : "memory");
-  return v;
-}
-
 // The first n bytes (0 < n <= 16) of the pack at p in a FIFO slot, the rest zero: one volatile vector load
 // whatever n, as a slot holds whole packs (its steps start at pack boundaries and it is a multiple of 16
 // bytes long). Byte loads of a pack's end cost a round trip each through a NET FIFO's host memory: on one
@@ -241,6 +230,11 @@ __device__ __forceinline__ uint4 load_slot_pack(const char *p, int n) {
     v = make_uint4(w[0], w[1], w[2], w[3]);
   }
   return v;
+}
+
+// 16 bytes that a peer wrote into our scratch: volatile loads, never an L1 line from an earlier use.
+__device__ __forceinline__ uint4 load_peer_pack(const char *p, int n) {
+  return n == kPack ? load_slot_pack(p, kPack) : load_bytes<true>(p, n);
 }
 
 // Applies op elementwise on the 16/sizeof(T) elements of two packs.

@@ -177,9 +177,11 @@ static double timed(int mode, int coll, void *s, void *r, size_t bytes, MPI_Requ
   return (MPI_Wtime() - t0) * 1e6 / iters;
 }
 
-/* Calls for about `seconds` (as many on every rank: rank 0's count), before the first size is timed: a GPU
- * and CPUs that were idle take a while to reach their clocks, and the first size timed would pay for it
- * (on one H200, 8-byte allreduces over the network proxy took 56-62 us first and 39-41 after 16 B). */
+/* Calls for about `seconds` (as many on every rank: rank 0's count), before the first size is timed, so
+ * that it does not pay for what a process does first (lazy set-up, clocks of a GPU and CPUs that were
+ * idle). On one H200 shared by 2 ranks, NCCL's 8-byte allreduce over its network transport took 44 us in
+ * the run before it and 31 in the run after (one run each); ours was slow at 8 B for another reason (byte
+ * loads from host memory, kernels/primitives.cuh). */
 static void warm_up(int coll, void *s, void *r, size_t bytes, int n, MPI_Request *req, double seconds, int nccl) {
   const double t0 = MPI_Wtime();
   for (int i = 0; i < 10; ++i) call(BLOCKING, coll, s, r, bytes, req);
