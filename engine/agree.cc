@@ -1,16 +1,31 @@
 /*
- * Shared-memory agreement (engine/agree.h). Slot r belongs to rank r. For its agreement n it writes the
- * bits into bits[n % kWindow], then releases last = n << kBitsShift | bits: a peer that reads agreement n
- * while it is this rank's last finds its bits in the word it polls, one cache line per peer; one that reads
- * it later takes them from bits[]. Once this rank has read agreement n (or posted it not to read it) and
- * every one before, it releases read = n, on a line of its own (peers look at it only when the room they
- * saw is spent). A rank posts n only when every slot's read is at least n - kWindow, so an entry of bits[]
- * is never overwritten before every rank is done with it.
+ * The path agreement (engine/agree.h).
+ *
+ * The table file: a header (the mark) and COLL_GPU_AGREE_ENTRIES entries, each a communicator's key and a
+ * slot per rank. An entry is claimed once (state 0 -> 1, key written, -> 2) and kept for the job's life;
+ * its communicator's instances take turns in it, since a communicator is created only once every member
+ * has freed the last one with the same key (its context id was free on all of them).
+ *
+ * Slot r belongs to rank r, one process for every instance. When the rank joins instance g at agreement j
+ * it resets the slot (joined = j, nothing read or posted before j, the bits cleared) and then releases
+ * gen = g: a peer trusts the rest of the slot only once it reads its own instance there. For agreement n it
+ * writes n << kBitsShift | bits into bits[n % kWindow], then releases the same word as last: a peer that
+ * reads agreement n while it is this rank's last finds its bits in the word it polls, one cache line per
+ * peer; one that reads it later takes them from bits[], or COLL_GPU_AGREE_UNKNOWN once another number
+ * stands there. Once this rank has read agreement n (or posted it not to read it) and every one before, it
+ * releases read = n, on a line of its own (peers look at it only when the room they saw is spent).
+ *
+ * What may be overwritten: a post that was not read exactly (host bits, or bits posted with UNKNOWN)
+ * decides "not the GPU path" whichever of its values a reader takes, so it is overwritten freely. A kept
+ * post (a reader's bits where every rank had joined) is overwritten only once every joined rank has read
+ * it or joined after it; a rank that had not joined then cannot need it, since the post needed it joined.
  */
 #include "engine/agree.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,130 +35,303 @@
 
 #include <atomic>
 
+#include "engine/bootstrap.h"
+
 namespace {
 
 constexpr int kWindow = COLL_GPU_AGREE_WINDOW;
 constexpr int kBitsShift = COLL_GPU_AGREE_BITS;
 constexpr uint64_t kBitsMask = (1u << kBitsShift) - 1;
+constexpr int kEntries = COLL_GPU_AGREE_ENTRIES;
+constexpr int kMaxRanks = COLL_GPU_MAX_RANKS;
 
 struct Slot {
-  std::atomic<uint64_t> last;  // the last agreement posted and its bits: n << kBitsShift | bits
-  int32_t pid;                 // written once, when the rank maps the segment
-  char pad0[64 - sizeof(uint64_t) - sizeof(int32_t)];
+  std::atomic<uint64_t> gen;     // the instance this rank has joined; 0: none yet
+  std::atomic<uint64_t> last;    // the last agreement posted and its bits: n << kBitsShift | bits
+  std::atomic<uint64_t> joined;  // the first agreement it posts in instance gen
+  std::atomic<int32_t> pid;
+  std::atomic<uint64_t> pidns;  // its PID namespace (the inode of /proc/self/ns/pid; 0: not known)
+  char pad0[64 - 4 * sizeof(uint64_t) - sizeof(int32_t) - 4];
   std::atomic<uint64_t> read;  // every agreement up to this one read, or posted not to be read
   char pad1[64 - sizeof(uint64_t)];
-  uint16_t bits[kWindow];  // agreement n's at n % kWindow
+  std::atomic<uint64_t> bits[kWindow];  // agreement n's at n % kWindow, as n << kBitsShift | bits
 };
-// other processes map the same bytes: the counters must be plain lock-free words
+
+enum : uint64_t { kFree = 0, kClaiming = 1, kClaimed = 2 };
+
+struct Entry {
+  std::atomic<uint64_t> state;
+  coll_gpu_agree_key_t key;
+  char pad[128 - sizeof(uint64_t) - sizeof(coll_gpu_agree_key_t)];
+  Slot slots[kMaxRanks];
+};
+
+struct Header {
+  std::atomic<uint64_t> marked;  // a process of the node may pass device memory
+  char pad[64 - sizeof(uint64_t)];
+};
+
+struct File {
+  Header header;
+  Entry entries[kEntries];
+};
+
+// other processes map the same bytes: the words must be plain lock-free words, and all zero a valid start
 static_assert(std::atomic<uint64_t>::is_always_lock_free && sizeof(std::atomic<uint64_t>) == sizeof(uint64_t),
               "the agreement's counters must be lock-free 64-bit words");
-static_assert(sizeof(Slot) % 64 == 0, "whole cache lines per rank");
-static_assert(kBitsShift == 16, "bits[] holds 16 bits per agreement");
+static_assert(sizeof(Slot) % 64 == 0 && sizeof(Entry) % 64 == 0, "whole cache lines per rank");
+static_assert(kBitsShift == 16 && COLL_GPU_AGREE_UNKNOWN <= kBitsMask, "bits fit below the agreement number");
 
-uint64_t posted(const Slot *s) { return s->last.load(std::memory_order_acquire) >> kBitsShift; }
+uint64_t key_hash(const coll_gpu_agree_key_t *k) { return coll_gpu_hash(k, sizeof(*k), 0); }
 
 }  // namespace
 
-struct coll_gpu_agree {
-  int rank, size;
-  uint64_t n;          // the last agreement posted
-  uint64_t room;       // the last one the window had room for, when the slots were last looked at
-  uint64_t read;       // every agreement up to this one read (this rank's slot's read)
-  bool done[kWindow];  // agreements after `read` that are read already (at n % kWindow)
-  Slot *slots;
-  size_t bytes;
-  char name[64];
-  uint8_t *visible;  // 1: that rank's process can be checked from here (set while every rank is alive)
-  uint8_t *late;     // a wait's scratch: the ranks that have not posted yet
+struct coll_gpu_agree_table {
+  File *file;
 };
 
-coll_gpu_status_t coll_gpu_agree_create(const coll_gpu_bootstrap_t *b, const uint8_t id[COLL_GPU_UNIQUE_ID_BYTES],
-                                        coll_gpu_agree_t **out, char *why, size_t why_len) {
-  int err = 0, fd = -1;
-  const char *failed = "";  // the call that failed on this rank
-  coll_gpu_agree_t *a = (coll_gpu_agree_t *)calloc(1, sizeof(*a));
-  if (a == nullptr) {
-    coll_gpu_say(why, why_len, "out of host memory");
+coll_gpu_status_t coll_gpu_agree_table_open(const char *path, coll_gpu_agree_table_t **out, char *why, size_t why_len) {
+  const size_t bytes = sizeof(File);
+  const int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    coll_gpu_say(why, why_len, "open %s: %s", path, strerror(errno));
     return COLL_GPU_SYSTEM_ERROR;
   }
-  a->visible = (uint8_t *)calloc((size_t)b->size, 1);
-  a->late = (uint8_t *)calloc((size_t)b->size, 1);
-  if (a->visible == nullptr || a->late == nullptr) {
-    err = ENOMEM;
-    failed = "calloc";
+  struct stat st;
+  const char *bad = nullptr;
+  int err = 0;
+  if (fstat(fd, &st) != 0) {
+    err = errno;
+    bad = "fstat";
+  } else if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+    bad = "not a regular file of this user";
+  } else if (st.st_size != 0 && (size_t)st.st_size != bytes) {
+    bad = "a file of another size (another version of coll/gpu?)";
+  } else if (ftruncate(fd, (off_t)bytes) != 0) {  // every opener sets the same size: new pages read as zero
+    err = errno;
+    bad = "ftruncate";
   }
-  a->rank = b->rank;
-  a->size = b->size;
-  a->bytes = (size_t)b->size * sizeof(Slot);
-  int len = snprintf(a->name, sizeof(a->name), "/coll_gpu_");
-  for (int i = 0; i < COLL_GPU_UNIQUE_ID_BYTES; ++i)
-    len += snprintf(a->name + len, sizeof(a->name) - len, "%02x", id[i]);
-
-  if (b->rank == 0 && err == 0) {
-    fd = shm_open(a->name, O_RDWR | O_CREAT | O_EXCL, 0600);
-    if (fd < 0 || ftruncate(fd, (off_t)a->bytes) != 0) {
-      err = errno;
-      failed = fd < 0 ? "shm_open" : "ftruncate";
-    }
-  }
-  // every rank learns whether rank 0 succeeded, then maps
-  int status = err;
-  bool bootstrap_ok = b->bcast(b->ctx, &status, sizeof(status), 0) == 0;
-  if (!bootstrap_ok && status == 0) status = EIO;
-  if (status == 0 && b->rank != 0) {
-    fd = shm_open(a->name, O_RDWR, 0600);
-    if (fd < 0) {
-      err = errno;
-      failed = "shm_open";
-    }
-  }
-  if (status == 0 && err == 0) {
-    void *m = mmap(nullptr, a->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void *m = MAP_FAILED;
+  if (bad == nullptr) {
+    m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) {
       err = errno;
-      failed = "mmap";
-    } else {
-      a->slots = (Slot *)m;
-      a->slots[a->rank].pid = (int32_t)getpid();  // before the allgather below: every peer's is there after
+      bad = "mmap";
     }
   }
-  if (fd >= 0) close(fd);
-  // everyone has mapped (or failed): the name goes now
-  int *all = (int *)calloc((size_t)b->size, sizeof(int));
-  int rc = all == nullptr ? ENOMEM : b->allgather(b->ctx, status != 0 ? &status : &err, all, sizeof(int));
-  bootstrap_ok = bootstrap_ok && (all == nullptr || rc == 0);
-  if (b->rank == 0 && status == 0) shm_unlink(a->name);
-  // and no rank returns before it is gone
-  if (rc == 0 && b->barrier(b->ctx) != 0) {
-    rc = EIO;
-    bootstrap_ok = false;
+  close(fd);
+  coll_gpu_agree_table_t *t = bad == nullptr ? (coll_gpu_agree_table_t *)calloc(1, sizeof(*t)) : nullptr;
+  if (t == nullptr) {
+    if (bad == nullptr) bad = "out of host memory";
+    if (m != MAP_FAILED) munmap(m, bytes);
+    coll_gpu_say(why, why_len, "%s: %s%s%s", path, bad, err != 0 ? ": " : "", err != 0 ? strerror(err) : "");
+    return COLL_GPU_SYSTEM_ERROR;
   }
-  int bad = -1;
-  for (int r = 0; rc == 0 && all != nullptr && r < b->size; ++r)
-    if (all[r] != 0) {
-      rc = all[r];
-      bad = r;
+  t->file = (File *)m;
+  *out = t;
+  return COLL_GPU_SUCCESS;
+}
+
+void coll_gpu_agree_table_close(coll_gpu_agree_table_t *t) {
+  if (t == nullptr) return;
+  munmap(t->file, sizeof(File));
+  free(t);
+}
+
+void coll_gpu_agree_table_mark(coll_gpu_agree_table_t *t) {
+  if (t->file->header.marked.load(std::memory_order_relaxed) == 0)
+    t->file->header.marked.store(1, std::memory_order_release);
+}
+
+int coll_gpu_agree_table_marked(const coll_gpu_agree_table_t *t) {
+  return t->file->header.marked.load(std::memory_order_acquire) != 0;
+}
+
+// ------------------------------------------------------------------ instances, counted per process
+
+namespace {
+
+struct Instances {
+  coll_gpu_agree_key_t *keys = nullptr;
+  uint64_t *counts = nullptr;  // 0: a free place
+  size_t cap = 0, used = 0;
+};
+Instances instances;
+pthread_mutex_t instances_lock = PTHREAD_MUTEX_INITIALIZER;
+
+// The place of key in a table of cap places (a power of two): its own, or the free one it would take.
+size_t place(const coll_gpu_agree_key_t *keys, const uint64_t *counts, size_t cap, const coll_gpu_agree_key_t *k) {
+  size_t i = key_hash(k) & (cap - 1);
+  while (counts[i] != 0 && memcmp(&keys[i], k, sizeof(*k)) != 0) i = (i + 1) & (cap - 1);
+  return i;
+}
+
+bool grow(Instances *in) {
+  const size_t cap = in->cap == 0 ? 64 : 2 * in->cap;
+  auto *keys = (coll_gpu_agree_key_t *)calloc(cap, sizeof(coll_gpu_agree_key_t));
+  auto *counts = (uint64_t *)calloc(cap, sizeof(uint64_t));
+  if (keys == nullptr || counts == nullptr) {
+    free(keys);
+    free(counts);
+    return false;
+  }
+  for (size_t i = 0; i < in->cap; ++i) {
+    if (in->counts[i] == 0) continue;
+    const size_t j = place(keys, counts, cap, &in->keys[i]);
+    keys[j] = in->keys[i];
+    counts[j] = in->counts[i];
+  }
+  free(in->keys);
+  free(in->counts);
+  in->keys = keys;
+  in->counts = counts;
+  in->cap = cap;
+  return true;
+}
+
+}  // namespace
+
+uint64_t coll_gpu_agree_instance(const coll_gpu_agree_key_t *key) {
+  pthread_mutex_lock(&instances_lock);
+  uint64_t n = 0;  // 0: out of memory; the communicator then never joins, and its peers read UNKNOWN
+  if (2 * (instances.used + 1) <= instances.cap || grow(&instances)) {
+    const size_t i = place(instances.keys, instances.counts, instances.cap, key);
+    if (instances.counts[i] == 0) {
+      instances.keys[i] = *key;
+      ++instances.used;
     }
-  free(all);
-  if (rc != 0) {
-    if (!bootstrap_ok)
-      coll_gpu_say(why, why_len, "a bootstrap exchange failed");
-    else if (err != 0)
-      coll_gpu_say(why, why_len, "%s %s: %s", failed, a->name, strerror(err));
-    else
-      coll_gpu_say(why, why_len, "rank %d could not map %s: %s", bad < 0 ? 0 : bad, a->name, strerror(rc));
-    coll_gpu_agree_destroy(a);
-    return bootstrap_ok ? COLL_GPU_SYSTEM_ERROR : COLL_GPU_BOOTSTRAP_ERROR;
+    n = ++instances.counts[i];
   }
-  for (int r = 0; r < a->size; ++r) a->visible[r] = r != a->rank && coll_gpu_pid_visible(a->slots[r].pid);
+  pthread_mutex_unlock(&instances_lock);
+  return n;
+}
+
+// ------------------------------------------------------------------ one communicator's handle
+
+struct coll_gpu_agree {
+  coll_gpu_agree_table_t *t;
+  coll_gpu_agree_key_t key;
+  uint64_t instance;
+  int rank, size;
+  Slot *slots;  // the entry's, once joined
+  bool joined;
+  bool broken;              // no entry could be had: this rank never joins
+  uint64_t n;               // the last agreement posted or counted
+  uint64_t room;            // the last one the window had room for, when the slots were last looked at
+  uint64_t read;            // every agreement up to this one read (this rank's slot's read)
+  bool done[kWindow];       // agreements after `read` that are read already (at n % kWindow)
+  bool kept[kWindow];       // this rank's post there must stay until every rank has read it
+  uint64_t local[kWindow];  // agreements answered at the post (UNKNOWN): n << kBitsShift | answer
+  uint64_t every_joined;    // 0, or an agreement from which on every rank takes part
+  uint64_t join_wait_n, join_wait_since;
+  uint8_t given_up[kMaxRanks];  // ranks whose join a reader waited for in vain: not waited for again
+  uint8_t visible[kMaxRanks];   // 1: that rank's process can be checked from here (one PID namespace); 2: not known yet
+  uint8_t late[kMaxRanks];      // a wait's scratch
+};
+
+coll_gpu_status_t coll_gpu_agree_create(coll_gpu_agree_table_t *t, const coll_gpu_agree_key_t *key, uint64_t instance,
+                                        int rank, coll_gpu_agree_t **out) {
+  if (key->size < 1 || key->size > kMaxRanks || rank < 0 || rank >= (int)key->size) return COLL_GPU_INTERNAL_ERROR;
+  auto *a = (coll_gpu_agree_t *)calloc(1, sizeof(coll_gpu_agree_t));
+  if (a == nullptr) return COLL_GPU_SYSTEM_ERROR;
+  a->t = t;
+  a->key = *key;
+  a->instance = instance;
+  a->rank = rank;
+  a->size = (int)key->size;
+  a->broken = instance == 0;
+  memset(a->visible, 2, sizeof(a->visible));
   *out = a;
   return COLL_GPU_SUCCESS;
 }
 
 namespace {
 
+// The key's entry: found, or claimed where the probe meets a free one; nullptr when the table is full.
+Entry *find_entry(File *f, const coll_gpu_agree_key_t *k) {
+  const size_t start = key_hash(k) % kEntries;
+  for (size_t probe = 0; probe < (size_t)kEntries; ++probe) {
+    Entry *e = &f->entries[(start + probe) % kEntries];
+    uint64_t state = e->state.load(std::memory_order_acquire);
+    if (state == kFree) {
+      uint64_t expected = kFree;
+      if (e->state.compare_exchange_strong(expected, kClaiming, std::memory_order_acq_rel)) {
+        memcpy(&e->key, k, sizeof(*k));
+        e->state.store(kClaimed, std::memory_order_release);
+        return e;
+      }
+      state = expected;
+    }
+    // another process is writing this entry's key: a few stores away
+    while (state == kClaiming) {
+      sched_yield();
+      state = e->state.load(std::memory_order_acquire);
+    }
+    if (memcmp(&e->key, k, sizeof(*k)) == 0) return e;
+  }
+  return nullptr;
+}
+
+// This process's PID namespace: a peer's pid means the same process here only within the same one.
+uint64_t pid_namespace() {
+  struct stat st;
+  return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+// This rank takes part from agreement `first` on: its slot is reset, then shows this instance.
+bool join(coll_gpu_agree_t *a, uint64_t first) {
+  Entry *e = find_entry(a->t->file, &a->key);
+  if (e == nullptr) return false;
+  a->slots = e->slots;
+  Slot *s = &a->slots[a->rank];
+  s->pid.store((int32_t)getpid(), std::memory_order_relaxed);
+  s->pidns.store(pid_namespace(), std::memory_order_relaxed);
+  s->joined.store(first, std::memory_order_relaxed);
+  s->read.store(first - 1, std::memory_order_relaxed);
+  s->last.store((first - 1) << kBitsShift, std::memory_order_relaxed);
+  for (auto &b : s->bits) b.store(0, std::memory_order_relaxed);
+  s->gen.store(a->instance, std::memory_order_release);
+  a->joined = true;
+  return true;
+}
+
+// Where rank r stands towards agreement n: it will post it (0), it joined after it (1: it never will), or
+// it has not joined (2).
+int standing(const coll_gpu_agree_t *a, int r, uint64_t n) {
+  const Slot *s = &a->slots[r];
+  if (s->gen.load(std::memory_order_acquire) != a->instance) return 2;
+  return s->joined.load(std::memory_order_relaxed) <= n ? 0 : 1;
+}
+
+// Whether every rank posts agreement n (and every later one).
+bool every_joined_by(coll_gpu_agree_t *a, uint64_t n) {
+  if (a->every_joined != 0 && a->every_joined <= n) return true;
+  for (int r = 0; r < a->size; ++r)
+    if (standing(a, r, n) != 0) return false;
+  a->every_joined = n;
+  return true;
+}
+
+// Whether a reader of agreement n goes on waiting for ranks that have not joined: up to
+// COLL_GPU_AGREE_JOIN_WAIT_NS per rank and communicator, after which it reads them as not taking part.
+bool wait_for_joins(coll_gpu_agree_t *a, uint64_t n) {
+  bool unjoined = false;
+  for (int r = 0; r < a->size; ++r) unjoined = unjoined || (!a->given_up[r] && standing(a, r, n) == 2);
+  if (!unjoined) return false;  // only ranks that joined after it: they never post it
+  const uint64_t t = coll_gpu_now_ns();
+  if (a->join_wait_n != n) {
+    a->join_wait_n = n;
+    a->join_wait_since = t;
+    return true;
+  }
+  if (t - a->join_wait_since < COLL_GPU_AGREE_JOIN_WAIT_NS) return true;
+  for (int r = 0; r < a->size; ++r)
+    if (standing(a, r, n) == 2) a->given_up[r] = 1;
+  return false;
+}
+
 // Agreement n (posted by this rank) is read: read moves past every agreement read in a row.
-inline void mark_read(coll_gpu_agree_t *a, uint64_t n) {
+void mark_read(coll_gpu_agree_t *a, uint64_t n) {
   if (n != a->read + 1) {  // one before it is unread: read stays behind that one
     a->done[n % kWindow] = true;
     return;
@@ -156,26 +344,118 @@ inline void mark_read(coll_gpu_agree_t *a, uint64_t n) {
   a->slots[a->rank].read.store(a->read, std::memory_order_release);
 }
 
-// Whether the window has room for agreement n, beyond the room seen last: every rank has read n - kWindow.
+// Whether the window has room for agreement n, beyond the room seen last: every joined rank has read
+// n - kWindow or joined after it.
 bool look_for_room(coll_gpu_agree_t *a, uint64_t n) {
-  uint64_t least = UINT64_MAX;
+  uint64_t least = a->read;
   for (int r = 0; r < a->size; ++r) {
-    const uint64_t read = a->slots[r].read.load(std::memory_order_acquire);
+    const Slot *s = &a->slots[r];
+    if (r == a->rank || s->gen.load(std::memory_order_acquire) != a->instance) continue;
+    uint64_t read = s->read.load(std::memory_order_acquire);
+    const uint64_t before = s->joined.load(std::memory_order_relaxed) - 1;
+    if (before > read) read = before;
     if (read < least) least = read;
   }
   a->room = least + kWindow;
   return n <= a->room;
 }
 
+// Counts agreement n, which this rank neither posts nor reads (it has not joined).
+void count_only(coll_gpu_agree_t *a, uint64_t n, uint32_t bits, bool read) {
+  a->n = a->read = n;
+  if (read) a->local[n % kWindow] = n << kBitsShift | bits | COLL_GPU_AGREE_UNKNOWN;
+}
+
+}  // namespace
+
+int coll_gpu_agree_try_post(coll_gpu_agree_t *a, uint32_t bits, int read, uint64_t *out) {
+  const uint64_t n = a->n + 1;
+  bits &= kBitsMask;
+  if (!a->joined) {
+    if (!a->broken && (read || coll_gpu_agree_table_marked(a->t))) {
+      if (read) coll_gpu_agree_table_mark(a->t);
+      a->broken = !join(a, n);
+    }
+    if (!a->joined) {
+      count_only(a, n, bits, read);
+      *out = n;
+      return 1;
+    }
+  }
+  bool readable = false;
+  if (read) {
+    readable = every_joined_by(a, n);
+    if (!readable && wait_for_joins(a, n)) return 0;
+  }
+  if (read && !readable) bits |= COLL_GPU_AGREE_UNKNOWN;  // what every reader of it then sees
+  if (a->kept[n % kWindow] && n > a->room && !look_for_room(a, n)) return 0;
+  Slot *mine = &a->slots[a->rank];
+  const uint64_t word = n << kBitsShift | bits;
+  mine->bits[n % kWindow].store(word, std::memory_order_release);
+  mine->last.store(word, std::memory_order_release);
+  a->n = n;
+  a->kept[n % kWindow] = readable;
+  if (!readable) {
+    if (read) a->local[n % kWindow] = word;
+    mark_read(a, n);
+  }
+  *out = n;
+  return 1;
+}
+
+int coll_gpu_agree_test(coll_gpu_agree_t *a, uint64_t n, uint32_t *all) {
+  const uint64_t local = a->local[n % kWindow];
+  if (local >> kBitsShift == n) {
+    *all = (uint32_t)(local & kBitsMask);
+    return 1;
+  }
+  uint32_t acc = 0;
+  for (int r = 0; r < a->size; ++r) {
+    const Slot *s = &a->slots[r];
+    const uint64_t last = s->last.load(std::memory_order_acquire);
+    if (last >> kBitsShift < n) return 0;
+    if (last >> kBitsShift == n) {
+      acc |= (uint32_t)(last & kBitsMask);
+    } else {
+      const uint64_t word = s->bits[n % kWindow].load(std::memory_order_acquire);
+      acc |= word >> kBitsShift == n ? (uint32_t)(word & kBitsMask) : COLL_GPU_AGREE_UNKNOWN;
+    }
+  }
+  *all = acc;
+  mark_read(a, n);
+  return 1;
+}
+
+namespace {
+
 // Marks in late[] the ranks that hold up agreement n, and in missing[] those of them whose process is gone
 // (looked up when `check`). Returns whether any is gone.
 bool find_late(coll_gpu_agree_t *a, uint64_t n, bool check, uint8_t *late, uint8_t *missing) {
-  const bool posting = n > a->n;  // its post waits for room
+  const bool posting = n > a->n;  // its post waits: for room, or for joins
   bool gone = false;
   for (int r = 0; r < a->size; ++r) {
+    late[r] = 0;
+    if (r == a->rank || !a->joined) continue;
     const Slot *s = &a->slots[r];
-    late[r] = posting ? s->read.load(std::memory_order_acquire) + kWindow < n : posted(s) < n;
-    if (late[r] && check && a->visible[r] && coll_gpu_pid_gone(s->pid)) {
+    const int st = standing(a, r, n);
+    if (st == 2) {
+      late[r] = posting && !a->given_up[r];
+      continue;  // no process to look at yet
+    }
+    if (posting) {
+      uint64_t read = s->read.load(std::memory_order_acquire);
+      const uint64_t before = s->joined.load(std::memory_order_relaxed) - 1;
+      if (before > read) read = before;
+      late[r] = a->kept[n % kWindow] && read + kWindow < n;
+    } else {
+      late[r] = st == 0 && s->last.load(std::memory_order_acquire) >> kBitsShift < n;
+    }
+    if (!late[r] || !check) continue;
+    if (a->visible[r] == 2) {  // a process of this namespace (it may be gone already: then it is found so)
+      const uint64_t ns = s->pidns.load(std::memory_order_relaxed);
+      a->visible[r] = ns != 0 && ns == pid_namespace();
+    }
+    if (a->visible[r] == 1 && coll_gpu_pid_gone(s->pid.load(std::memory_order_relaxed))) {
       missing[r] = 1;
       gone = true;
     }
@@ -188,7 +468,6 @@ coll_gpu_status_t pause(coll_gpu_agree_t *a, uint64_t n, coll_gpu_wait_t *w, con
                         uint8_t *missing) {
   const int what = coll_gpu_wait_pause(w);
   if (what == 0) return COLL_GPU_SUCCESS;
-  memset(a->late, 0, (size_t)a->size);
   if (find_late(a, n, what & COLL_GPU_WAIT_CHECK, a->late, missing)) {
     coll_gpu::breadcrumb(__FILE__, __LINE__, COLL_GPU_PEER_GONE);
     return COLL_GPU_PEER_GONE;
@@ -197,42 +476,7 @@ coll_gpu_status_t pause(coll_gpu_agree_t *a, uint64_t n, coll_gpu_wait_t *w, con
   return COLL_GPU_SUCCESS;
 }
 
-// Posts bits as the next agreement once the window has room. The room this rank's own unread agreements
-// take only its own reads give back: waiting for them would never end.
-coll_gpu_status_t post(coll_gpu_agree_t *a, uint32_t bits, bool read, coll_gpu_wait_t *w,
-                       const coll_gpu_agree_watch_t *watch, uint8_t *missing) {
-  uint64_t n;
-  while (!coll_gpu_agree_try_post(a, bits, read, &n)) {
-    if (a->read + kWindow <= a->n) return COLL_GPU_INTERNAL_ERROR;
-    COLL_GPU_CHECK(pause(a, a->n + 1, w, watch, missing));
-  }
-  return COLL_GPU_SUCCESS;
-}
-
 }  // namespace
-
-int coll_gpu_agree_try_post(coll_gpu_agree_t *a, uint32_t bits, int read, uint64_t *n) {
-  if (a->n + 1 > a->room && !look_for_room(a, a->n + 1)) return 0;
-  *n = ++a->n;
-  Slot *mine = &a->slots[a->rank];
-  mine->bits[*n % kWindow] = (uint16_t)bits;
-  mine->last.store(*n << kBitsShift | (bits & kBitsMask), std::memory_order_release);
-  if (!read) mark_read(a, *n);
-  return 1;
-}
-
-int coll_gpu_agree_test(coll_gpu_agree_t *a, uint64_t n, uint32_t *all) {
-  uint32_t acc = 0;
-  for (int r = 0; r < a->size; ++r) {
-    const Slot *s = &a->slots[r];
-    const uint64_t last = s->last.load(std::memory_order_acquire);
-    if (last >> kBitsShift < n) return 0;
-    acc |= last >> kBitsShift == n ? (uint32_t)(last & kBitsMask) : s->bits[n % kWindow];
-  }
-  *all = acc;
-  mark_read(a, n);
-  return 1;
-}
 
 int coll_gpu_agree_late(coll_gpu_agree_t *a, uint64_t n, int check, uint8_t *late, uint8_t *missing) {
   return find_late(a, n, check != 0, late, missing);
@@ -240,29 +484,26 @@ int coll_gpu_agree_late(coll_gpu_agree_t *a, uint64_t n, int check, uint8_t *lat
 
 uint64_t coll_gpu_agree_last(const coll_gpu_agree_t *a) { return a->n; }
 
-coll_gpu_status_t coll_gpu_agree_post(coll_gpu_agree_t *a, uint32_t bits, const coll_gpu_agree_watch_t *watch,
-                                      uint8_t *missing) {
-  coll_gpu_wait_t w;
-  coll_gpu_wait_init(&w, &watch->wait);
-  return post(a, bits, false, &w, watch, missing);
+int coll_gpu_agree_joined(const coll_gpu_agree_t *a) { return a->joined; }
+
+void coll_gpu_agree_post(coll_gpu_agree_t *a, uint32_t bits) {
+  uint64_t n;
+  coll_gpu_agree_try_post(a, bits, 0, &n);  // a post not to be read is never kept: it always goes
 }
 
 coll_gpu_status_t coll_gpu_agree(coll_gpu_agree_t *a, uint32_t bits, const coll_gpu_agree_watch_t *watch, uint32_t *all,
                                  uint8_t *missing) {
   coll_gpu_wait_t w;
   coll_gpu_wait_init(&w, &watch->wait);
-  COLL_GPU_CHECK(post(a, bits, true, &w, watch, missing));
-  const uint64_t n = a->n;
+  uint64_t n;
+  while (!coll_gpu_agree_try_post(a, bits, 1, &n)) {
+    // the room this rank's own unread agreements take only its own reads give back: waiting would never end
+    const uint64_t next = a->n + 1;
+    if (a->kept[next % kWindow] && a->read + kWindow < next) return COLL_GPU_INTERNAL_ERROR;
+    COLL_GPU_CHECK(pause(a, next, &w, watch, missing));
+  }
   while (!coll_gpu_agree_test(a, n, all)) COLL_GPU_CHECK(pause(a, n, &w, watch, missing));
   return COLL_GPU_SUCCESS;
 }
 
-void coll_gpu_agree_destroy(coll_gpu_agree_t *a) {
-  if (a == nullptr) return;
-  if (a->slots != nullptr) munmap(a->slots, a->bytes);
-  free(a->visible);
-  free(a->late);
-  free(a);
-}
-
-const char *coll_gpu_agree_name(const coll_gpu_agree_t *a) { return a->name; }
+void coll_gpu_agree_destroy(coll_gpu_agree_t *a) { free(a); }

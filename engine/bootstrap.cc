@@ -1,12 +1,11 @@
 /*
- * Bootstrap helpers over the interface of engine/bootstrap.h: the unique id and the peer exchange.
+ * Bootstrap helpers over the interface of engine/bootstrap.h: the peer exchange.
  */
 #include "engine/bootstrap.h"
 
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,17 +29,6 @@ uint64_t coll_gpu_host_id(void) {
     fclose(f);
   }
   return coll_gpu_hash(id, sizeof(id), 0);
-}
-
-coll_gpu_status_t coll_gpu_unique_id(const coll_gpu_bootstrap_t *b, uint8_t id[COLL_GPU_UNIQUE_ID_BYTES]) {
-  memset(id, 0, COLL_GPU_UNIQUE_ID_BYTES);
-  if (b->rank == 0 && getrandom(id, COLL_GPU_UNIQUE_ID_BYTES, 0) != COLL_GPU_UNIQUE_ID_BYTES) {
-    /* no entropy call: time and pid still make a name no other job uses at the same moment */
-    uint64_t t[2] = {(uint64_t)getpid(), (uint64_t)(uintptr_t)&t};
-    uint64_t h = coll_gpu_hash(t, sizeof(t), (uint64_t)time(nullptr));
-    memcpy(id, &h, sizeof(h));
-  }
-  return b->bcast(b->ctx, id, COLL_GPU_UNIQUE_ID_BYTES, 0) == 0 ? COLL_GPU_SUCCESS : COLL_GPU_BOOTSTRAP_ERROR;
 }
 
 coll_gpu_status_t coll_gpu_peers_exchange(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *mine,

@@ -1,6 +1,6 @@
 /*
  * The engine's view of MPI: a small bootstrap interface (allgather, broadcast, barrier) and what the
- * engine learns through it at creation: a random unique id drawn by rank 0 and every rank's peer info.
+ * engine learns through it at creation: every rank's peer info.
  * No MPI here: the glue implements the interface over the communicator (mca/coll_gpu/coll_gpu_gpupath.c),
  * tests over anything. The interface's functions return 0 or an error.
  */
@@ -26,8 +26,6 @@ typedef struct {
   int (*barrier)(void *ctx);
 } coll_gpu_bootstrap_t;
 
-#define COLL_GPU_UNIQUE_ID_BYTES 16
-
 typedef struct {
   uint64_t host; /* hash of the host name and boot id: equal on one node */
   int32_t pid;
@@ -44,8 +42,6 @@ uint64_t coll_gpu_hash(const void *data, size_t bytes, uint64_t seed);
 /* This machine's identity: host name and kernel boot id, hashed. */
 uint64_t coll_gpu_host_id(void);
 
-/* Rank 0 draws a random unique id and broadcasts it. */
-coll_gpu_status_t coll_gpu_unique_id(const coll_gpu_bootstrap_t *b, uint8_t id[COLL_GPU_UNIQUE_ID_BYTES]);
 /* Allgathers `mine` into peers[0..size). */
 coll_gpu_status_t coll_gpu_peers_exchange(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *mine,
                                           coll_gpu_peer_t *peers);

@@ -85,8 +85,10 @@ typedef struct mca_coll_gpu_module_t {
   COLL_GPU_PREVIOUS(ibarrier)
   coll_gpu_engine_t *engine; /* created on the first allreduce every rank passes device buffers to */
   int engine_state;
-  coll_gpu_agree_t *agree; /* the allreduce path agreement, created on the first allreduce */
+  coll_gpu_agree_t *agree; /* the path agreement, made on the first call that has one (no communication) */
   int agree_state;
+  coll_gpu_agree_key_t agree_key; /* the communicator in the node's agreement table, and its instance */
+  uint64_t agree_instance;
   /* nonblocking calls that complete later (coll_gpu_request.c) */
   mca_coll_gpu_call_t *queue, *queue_tail; /* not started yet, in call order */
   mca_coll_gpu_call_t *on_gpu;             /* started on the engine, not completed */
@@ -178,10 +180,9 @@ coll_gpu_role_t mca_coll_gpu_role(struct ompi_communicator_t *comm, int root);
  * every rank. */
 bool mca_coll_gpu_gpupath_possible(struct ompi_communicator_t *comm);
 /* What a rank that cannot take the GPU path (no CUDA in the process) does in each collective that has one
- * (call: "MPI_Bcast"; bytes: the call's, 0 for none): it tells the ranks that may be deciding that it
- * passes host memory. A few stores, once set up; it waits only when it has run COLL_GPU_AGREE_WINDOW calls
- * ahead of a rank (engine/agree.h). */
-void mca_coll_gpu_path_host(const char *call, size_t bytes, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m);
+ * (bytes: the call's, 0 for none): it tells the ranks that may be deciding that it passes host memory. While
+ * no process of the node may pass device memory, a count; then a few stores. Never a wait. */
+void mca_coll_gpu_path_host(size_t bytes, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m);
 /* The moves on the GPUs (bcast, allgather, alltoall; coll_gpu_gpupath.c), as mca_coll_gpu_reduction_gpu.
  * Contiguous datatypes on the engine's device, on every rank; in-place alltoall is staged. */
 typedef struct {
@@ -271,6 +272,12 @@ void mca_coll_gpu_calls_fini(void);
 
 /* coll_gpu_gpupath.c, for the nonblocking forms */
 coll_gpu_agree_t *mca_coll_gpu_agreement(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm);
+/* A new communicator's agreement key and instance (comm_query, also where the component is disabled, so
+ * that the count stays the same on every member): 1 for a communicator that can have an agreement (2 to
+ * COLL_GPU_MAX_RANKS ranks of one host), 0 for the others. */
+int mca_coll_gpu_agreement_key(struct ompi_communicator_t *comm, coll_gpu_agree_key_t *key, uint64_t *instance);
+/* Component close: the node's agreement table is unmapped. */
+void mca_coll_gpu_agreement_fini(void);
 typedef struct {
   struct ompi_communicator_t *comm;
   const char *call; /* "MPI_Bcast" */

@@ -83,6 +83,7 @@ static int gpu_open(void) {
 
 static int gpu_close(void) {
   mca_coll_gpu_calls_fini();
+  mca_coll_gpu_agreement_fini();
   coll_gpu_stage_cache_flush();
   coll_gpu_mem_fini();
   if (mca_coll_gpu_component.output >= 0) opal_output_close(mca_coll_gpu_component.output);

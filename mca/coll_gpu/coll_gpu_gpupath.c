@@ -9,14 +9,21 @@
  * the staging fallback, where device ranks stage and host ranks pass straight through, so all ranks
  * meet in the same host collective.
  *
- * The OR goes through a shared-memory segment of the communicator (engine/agree.h), set up by every
- * rank in its first of these collectives with a nonzero size, on communicators that can take the GPU path at
- * all (2 to 8 ranks) and are on one host (across hosts there is no agreement: only uniform buffers take the
- * GPU path). Every rank posts in every such call, also a rank whose process never
- * loaded CUDA (mca_coll_gpu_path_host: a few stores, a wait only far ahead of a peer), because another rank may have
- * loaded CUDA and be waiting for its answer. A rank that may pass device memory posts and reads every
- * rank's post: one cache line per peer. coll_gpu_uniform_buffers=1 lets the user assert that all ranks
- * pass the same kind of memory, and skips the agreement.
+ * The OR goes through the node's agreement table (engine/agree.h): a file in Open MPI's job session
+ * directory that each process maps at its first need, with an entry per communicator found by its context
+ * id and members, on communicators that can take the GPU path at all (2 to 8 ranks) and are on one host
+ * (across hosts there is no agreement: only uniform buffers take the GPU path). Nothing about it needs
+ * the other ranks: no collective, no wait inside a nonblocking call, progress or communicator
+ * construction. A process that never loaded CUDA only counts its calls while no process of the node may
+ * pass device memory (the table's mark), and posts "host" after (mca_coll_gpu_path_host: a few stores,
+ * never a wait). A rank that may pass device memory posts and reads every rank's post (one cache line per
+ * peer) where every rank has joined; where one has not (it may have passed the call already) it posts
+ * UNKNOWN and stages, and so does every other reader of that call. coll_gpu_uniform_buffers=1 lets the
+ * user assert that all ranks pass the same kind of memory, and skips the agreement.
+ *
+ * The engine's set-up (the first call on the GPUs) exchanges through the previous module's nonblocking
+ * collectives, completed by driving progress: it may run inside progress (a queued nonblocking call), and
+ * a nested blocking wait would wait on itself with threads.
  *
  * Late is not dead: every wait (the agreement's, the kernels') lasts as long as the ranks it waits for
  * have a process, with a watchdog line after coll_gpu_timeout; a rank whose process is gone ends the
@@ -31,6 +38,9 @@
 #include "opal/util/proc.h"
 #include "opal/util/show_help.h"
 
+#include <limits.h>
+#include <pthread.h>
+
 /* ------------------------------------------------------------------ bootstrap over the communicator */
 
 typedef struct {
@@ -38,20 +48,44 @@ typedef struct {
   mca_coll_gpu_module_t *m;
 } bootstrap_ctx_t;
 
+/* The engine's set-up runs where a call starts, which may be inside Open MPI's progress (a queued
+ * nonblocking call): its exchanges are the previous module's nonblocking collectives, completed by driving
+ * progress here, never a blocking wait (which, nested in progress, would wait on itself with threads). */
+static int bs_complete(int rc, ompi_request_t *req) {
+  if (rc != OMPI_SUCCESS) return rc;
+  while (!REQUEST_COMPLETE(req)) opal_progress();
+  rc = req->req_status.MPI_ERROR;
+  ompi_request_free(&req);
+  return rc;
+}
+
 static int bs_allgather(void *ctx, const void *send, void *recv, size_t bytes) {
   bootstrap_ctx_t *c = ctx;
-  return c->m->previous_allgather((void *)send, (int)bytes, &ompi_mpi_byte.dt, recv, (int)bytes, &ompi_mpi_byte.dt,
-                                  c->comm, c->m->previous_allgather_module);
+  if (c->m->previous_iallgather == NULL)
+    return c->m->previous_allgather((void *)send, (int)bytes, &ompi_mpi_byte.dt, recv, (int)bytes, &ompi_mpi_byte.dt,
+                                    c->comm, c->m->previous_allgather_module);
+  ompi_request_t *req = MPI_REQUEST_NULL;
+  return bs_complete(c->m->previous_iallgather(send, (int)bytes, &ompi_mpi_byte.dt, recv, (int)bytes, &ompi_mpi_byte.dt,
+                                               c->comm, &req, c->m->previous_iallgather_module),
+                     req);
 }
 
 static int bs_bcast(void *ctx, void *buf, size_t bytes, int root) {
   bootstrap_ctx_t *c = ctx;
-  return c->m->previous_bcast(buf, (int)bytes, &ompi_mpi_byte.dt, root, c->comm, c->m->previous_bcast_module);
+  if (c->m->previous_ibcast == NULL)
+    return c->m->previous_bcast(buf, (int)bytes, &ompi_mpi_byte.dt, root, c->comm, c->m->previous_bcast_module);
+  ompi_request_t *req = MPI_REQUEST_NULL;
+  return bs_complete(
+      c->m->previous_ibcast(buf, (int)bytes, &ompi_mpi_byte.dt, root, c->comm, &req, c->m->previous_ibcast_module),
+      req);
 }
 
 static int bs_barrier(void *ctx) {
   bootstrap_ctx_t *c = ctx;
-  return c->comm->c_coll->coll_barrier(c->comm, c->comm->c_coll->coll_barrier_module);
+  if (c->m->previous_ibarrier == NULL)
+    return c->comm->c_coll->coll_barrier(c->comm, c->comm->c_coll->coll_barrier_module);
+  ompi_request_t *req = MPI_REQUEST_NULL;
+  return bs_complete(c->m->previous_ibarrier(c->comm, &req, c->m->previous_ibarrier_module), req);
 }
 
 /* ------------------------------------------------------------------ types and ops */
@@ -164,32 +198,82 @@ static int spans_hosts(struct ompi_communicator_t *comm) {
   return 0;
 }
 
-/* The communicator's agreement, set up on first use (collective: every rank comes here in the same
- * MPI_Allreduce). NULL when it could not be set up, on every rank alike. */
-coll_gpu_agree_t *mca_coll_gpu_agreement(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm) {
-  if (m->agree_state == COLL_GPU_STATE_NONE && spans_hosts(comm)) {
-    /* the agreement is a shared-memory segment of one host */
-    m->agree_state = COLL_GPU_STATE_OFF;
-    COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
-                 "comm %s: its ranks are on several hosts%s, and the per-call path agreement works within a host: "
-                 "collectives on device buffers are staged. coll_gpu_uniform_buffers=1 (every rank passes the "
-                 "same kind of memory) runs them on the GPUs, across the hosts through the network proxy",
-                 comm->c_name, mca_coll_gpu_component.virtual_hosts ? " (virtual hosts)" : "");
-  }
-  if (m->agree_state == COLL_GPU_STATE_NONE) {
-    bootstrap_ctx_t bctx = {comm, m};
-    coll_gpu_bootstrap_t b = {ompi_comm_rank(comm), ompi_comm_size(comm), &bctx, bs_allgather, bs_bcast, bs_barrier};
-    uint8_t id[COLL_GPU_UNIQUE_ID_BYTES];
-    char why[256] = "the unique id broadcast failed";
-    coll_gpu_status_t rc = coll_gpu_unique_id(&b, id);
-    if (rc == COLL_GPU_SUCCESS) rc = coll_gpu_agree_create(&b, id, &m->agree, why, sizeof(why));
-    m->agree_state = rc == COLL_GPU_SUCCESS ? COLL_GPU_STATE_READY : COLL_GPU_STATE_OFF;
-    if (rc != COLL_GPU_SUCCESS)
+int mca_coll_gpu_agreement_key(struct ompi_communicator_t *comm, coll_gpu_agree_key_t *k, uint64_t *instance) {
+  if (OMPI_COMM_IS_INTER(comm) || !mca_coll_gpu_gpupath_possible(comm)) return 0;
+  if (spans_hosts(comm)) {
+    /* the agreement is a table of one host */
+    if (mca_coll_gpu_component.enable)
       COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
-                   "comm %s: no path agreement segment (%s): collectives on device buffers are staged", comm->c_name,
-                   why);
+                   "comm %s: its ranks are on several hosts%s, and the per-call path agreement works within a "
+                   "host: collectives on device buffers are staged. coll_gpu_uniform_buffers=1 (every rank passes "
+                   "the same kind of memory) runs them on the GPUs, across the hosts through the network proxy",
+                   comm->c_name, mca_coll_gpu_component.virtual_hosts ? " (virtual hosts)" : "");
+    return 0;
   }
-  return m->agree;
+  memset(k, 0, sizeof(*k));
+  k->cid = comm->c_contextid;
+  k->size = (uint32_t)ompi_comm_size(comm);
+  for (uint32_t r = 0; r < k->size; ++r) {
+    const ompi_proc_t *p = ompi_group_peer_lookup(comm->c_local_group, (int)r);
+    const opal_process_name_t name = p->super.proc_name;
+    k->members[r] = (uint64_t)name.jobid << 32 | name.vpid;
+  }
+  *instance = coll_gpu_agree_instance(k);
+  return 1;
+}
+
+/* The node's agreement table of this job: a file in Open MPI's job session directory, which the job's
+ * cleanup removes (also when a rank is killed), opened by each process at its first need. */
+static struct {
+  coll_gpu_agree_table_t *table;
+  int state; /* COLL_GPU_STATE_* */
+  int marked;
+} node = {NULL, COLL_GPU_STATE_NONE, 0};
+static pthread_mutex_t node_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static coll_gpu_agree_table_t *node_table(void) {
+  if (OPAL_LIKELY(__atomic_load_n(&node.state, __ATOMIC_ACQUIRE) != COLL_GPU_STATE_NONE)) return node.table;
+  pthread_mutex_lock(&node_lock);
+  if (node.state == COLL_GPU_STATE_NONE) {
+    const char *dir = opal_process_info.job_session_dir;
+    char path[PATH_MAX], why[PATH_MAX + 128] = "Open MPI gave this process no job session directory";
+    if (dir != NULL && snprintf(path, sizeof(path), "%s/%s", dir, COLL_GPU_AGREE_TABLE_NAME) < (int)sizeof(path))
+      coll_gpu_agree_table_open(path, &node.table, why, sizeof(why));
+    if (node.table == NULL) /* at the default verbosity: device buffers will be staged */
+      opal_show_help("help-mpi-coll-gpu.txt", "no agreement table", true, opal_process_info.nodename, why);
+    __atomic_store_n(&node.state, node.table != NULL ? COLL_GPU_STATE_READY : COLL_GPU_STATE_OFF, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&node_lock);
+  return node.table;
+}
+
+void mca_coll_gpu_agreement_fini(void) {
+  coll_gpu_agree_table_close(node.table);
+  node.table = NULL;
+  node.state = COLL_GPU_STATE_NONE;
+  node.marked = 0;
+}
+
+/* The communicator's agreement, made on first use without any communication; NULL when it has none (then
+ * on every rank alike, or a rank that has none never joins and its peers read UNKNOWN). A process that may
+ * pass device memory marks the node's table: every rank of the node takes part from its next call on. */
+coll_gpu_agree_t *mca_coll_gpu_agreement(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm) {
+  if (OPAL_LIKELY(m->agree_state == COLL_GPU_STATE_READY)) {
+    if (OPAL_UNLIKELY(!node.marked) && mca_coll_gpu_staging_possible()) {
+      coll_gpu_agree_table_mark(node.table);
+      node.marked = 1;
+    }
+    return m->agree;
+  }
+  if (m->agree_state == COLL_GPU_STATE_OFF) return NULL;
+  coll_gpu_agree_table_t *t = node_table();
+  if (t == NULL ||
+      coll_gpu_agree_create(t, &m->agree_key, m->agree_instance, ompi_comm_rank(comm), &m->agree) != COLL_GPU_SUCCESS) {
+    m->agree_state = COLL_GPU_STATE_OFF;
+    return NULL;
+  }
+  m->agree_state = COLL_GPU_STATE_READY;
+  return mca_coll_gpu_agreement(m, comm);
 }
 
 /* ------------------------------------------------------------------ waiting */
@@ -217,20 +301,10 @@ void mca_coll_gpu_agree_report(void *ctx, const uint8_t *late) {
                w->comm->c_name, w->call, w->bytes, mca_coll_gpu_component.timeout, ranks);
 }
 
-void mca_coll_gpu_path_host(const char *call, size_t bytes, struct ompi_communicator_t *comm,
-                            mca_coll_gpu_module_t *m) {
+void mca_coll_gpu_path_host(size_t bytes, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m) {
   if (bytes == 0 || mca_coll_gpu_component.uniform_buffers) return;
   coll_gpu_agree_t *a = mca_coll_gpu_agreement(m, comm);
-  if (a == NULL) return;
-  uint64_t n;
-  if (coll_gpu_agree_try_post(a, COLL_GPU_PATH_HOST, 0, &n)) return; /* the window has room: nothing to set up */
-  uint8_t missing[COLL_GPU_MAX_RANKS] = {0};
-  mca_coll_gpu_watch_ctx_t wctx = {comm, call, bytes};
-  const coll_gpu_agree_watch_t watch = {wait_config(), mca_coll_gpu_agree_report, &wctx};
-  /* a rank gone before it read an earlier agreement: this call goes on through the previous module, whose
-   * peers will fail it */
-  if (coll_gpu_agree_post(a, COLL_GPU_PATH_HOST, &watch, missing) != COLL_GPU_SUCCESS)
-    m->agree_state = COLL_GPU_STATE_OFF;
+  if (a != NULL) coll_gpu_agree_post(a, COLL_GPU_PATH_HOST); /* a count, or a few stores: never a wait */
 }
 
 /* ------------------------------------------------------------------ the decision */

@@ -79,6 +79,9 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
 mca_coll_base_module_t *mca_coll_gpu_comm_query(struct ompi_communicator_t *comm, int *priority) {
   /* Every communicator is taken, MPI_COMM_SELF too (coll/self would memcpy device pointers, and
    * MPI_Reduce_local goes through its table), intercommunicators too (coll/inter is not CUDA-aware). */
+  coll_gpu_agree_key_t key;
+  uint64_t instance = 0;
+  const int agreement = mca_coll_gpu_agreement_key(comm, &key, &instance);
   if (!mca_coll_gpu_component.enable) return NULL;
   mca_coll_gpu_module_t *m = OBJ_NEW(mca_coll_gpu_module_t);
   if (m == NULL) return NULL;
@@ -90,6 +93,11 @@ mca_coll_base_module_t *mca_coll_gpu_comm_query(struct ompi_communicator_t *comm
                  "comm %s (cid %d) size %d: no GPU path (it needs an intra-communicator of 2 to %d ranks): "
                  "collectives on device buffers are staged",
                  comm->c_name, comm->c_contextid, ompi_comm_size(comm), COLL_GPU_MAX_RANKS);
+  } else if (!agreement) {
+    m->agree_state = COLL_GPU_STATE_OFF;
+  } else {
+    m->agree_key = key;
+    m->agree_instance = instance;
   }
 #define COLL_GPU_INSTALL(name)                  \
   m->super.coll_##name = mca_coll_gpu_##name;   \

@@ -411,8 +411,7 @@ int mca_coll_gpu_icall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t
     if (!reads) return 0; /* its own bits decide: staged or the previous module's, at once */
     answered = answer_soon(a, n, &all);
   }
-  if (answered && (all != COLL_GPU_PATH_GPU || (m->engine == NULL && !mca_coll_gpu_create_engine(m, comm, &pl->mem))))
-    return 0;
+  if (answered && all != COLL_GPU_PATH_GPU) return 0;
   mca_coll_gpu_call_t *c = call_new(m, comm, pl, saved);
   if (c == NULL) {
     *rc = OMPI_ERR_OUT_OF_RESOURCE;
@@ -425,8 +424,9 @@ int mca_coll_gpu_icall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t
   *request = &c->super;
   *rc = OMPI_SUCCESS;
   lock();
-  if (!answered || m->on_gpu != NULL)
-    enqueue(m, c); /* it starts from progress: once every rank has posted, or the call on the GPUs is done */
+  if (!answered || m->on_gpu != NULL || m->engine == NULL)
+    enqueue(m, c); /* it starts from progress: once every rank has posted, the call on the GPUs is done, or
+                    * (the first) with the engine set up there, never inside the call */
   else
     start_on_gpu(c);
   unlock();

@@ -55,7 +55,7 @@
   int mca_coll_gpu_##name(PARAMS_##name, struct ompi_communicator_t *comm, mca_coll_base_module_t *module) { \
     mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;                                              \
     if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {                                                     \
-      if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(NAME_##name, (host_bytes), comm, m);  \
+      if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host((host_bytes), comm, m);               \
       return m->previous_##name(ARGS_##name(sbuf, rbuf), comm, m->previous_##name##_module);                 \
     }                                                                                                        \
     int rc;                                                                                                  \
@@ -169,20 +169,20 @@ static inline void coll_gpu_hold_nothing(const void *at, int hold) {
  * request, &rc) returns 1 when it started or queued the call (rc), 0 when the call goes on through the
  * previous module. A process without CUDA posts `host_bytes` to the path agreement, as the blocking
  * entry does. */
-#define COLL_GPU_NONBLOCKING_GPU(name, host_bytes, try_igpu)                                                  \
-  COLL_GPU_SAVED(name)                                                                                        \
-  int mca_coll_gpu_i##name(PARAMS_##name, struct ompi_communicator_t *comm, ompi_request_t **request,         \
-                           mca_coll_base_module_t *module) {                                                  \
-    mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;                                               \
-    if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {                                                      \
-      if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host("MPI_I" #name, (host_bytes), comm, m); \
-      return m->previous_i##name(ARGS_##name(sbuf, rbuf), comm, request, m->previous_i##name##_module);       \
-    }                                                                                                         \
-    COLL_GPU_SAVE(name, saved)                                                                                \
-    int rc;                                                                                                   \
-    if (try_igpu(ARGS_##name(sbuf, rbuf), comm, m, &saved, request, &rc)) return rc;                          \
-    if (m->queue != NULL) return mca_coll_gpu_defer(m, comm, NULL, &saved, request);                          \
-    return istaged_##name(ARGS_##name(sbuf, rbuf), comm, request, m);                                         \
+#define COLL_GPU_NONBLOCKING_GPU(name, host_bytes, try_igpu)                                            \
+  COLL_GPU_SAVED(name)                                                                                  \
+  int mca_coll_gpu_i##name(PARAMS_##name, struct ompi_communicator_t *comm, ompi_request_t **request,   \
+                           mca_coll_base_module_t *module) {                                            \
+    mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;                                         \
+    if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {                                                \
+      if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host((host_bytes), comm, m);          \
+      return m->previous_i##name(ARGS_##name(sbuf, rbuf), comm, request, m->previous_i##name##_module); \
+    }                                                                                                   \
+    COLL_GPU_SAVE(name, saved)                                                                          \
+    int rc;                                                                                             \
+    if (try_igpu(ARGS_##name(sbuf, rbuf), comm, m, &saved, request, &rc)) return rc;                    \
+    if (m->queue != NULL) return mca_coll_gpu_defer(m, comm, NULL, &saved, request);                    \
+    return istaged_##name(ARGS_##name(sbuf, rbuf), comm, request, m);                                   \
   }
 
 /* The persistent entry through the previous module, as static pstaged_name(PARAMS_name, comm, info, request,
@@ -215,21 +215,21 @@ static inline void coll_gpu_hold_nothing(const void *at, int hold) {
  * module takes its nonblocking tag at init, on every rank alike), then try_pgpu(ARGS_name(sbuf, rbuf), comm,
  * m, request) posts the call's agreement and makes it ours where the GPUs may run it (coll_gpu_request.c).
  * A process without CUDA posts `host_bytes` at init. */
-#define COLL_GPU_PERSISTENT_GPU(name, host_bytes, try_pgpu)                                                         \
-  COLL_GPU_PSTAGED(name)                                                                                            \
-  int mca_coll_gpu_##name##_init(PARAMS_##name, struct ompi_communicator_t *comm, struct ompi_info_t *info,         \
-                                 ompi_request_t **request, mca_coll_base_module_t *module) {                        \
-    mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;                                                     \
-    if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {                                                            \
-      if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(NAME_##name "_init", (host_bytes), comm, m); \
-      return m->previous_##name##_init(ARGS_##name(sbuf, rbuf), comm, info, request,                                \
-                                       m->previous_##name##_init_module);                                           \
-    }                                                                                                               \
-    int rc = pstaged_##name(ARGS_##name(sbuf, rbuf), comm, info, request, m);                                       \
-    if (rc != OMPI_SUCCESS) return rc;                                                                              \
-    rc = try_pgpu(ARGS_##name(sbuf, rbuf), comm, m, request);                                                       \
-    if (rc != OMPI_SUCCESS) ompi_request_free(request);                                                             \
-    return rc;                                                                                                      \
+#define COLL_GPU_PERSISTENT_GPU(name, host_bytes, try_pgpu)                                                 \
+  COLL_GPU_PSTAGED(name)                                                                                    \
+  int mca_coll_gpu_##name##_init(PARAMS_##name, struct ompi_communicator_t *comm, struct ompi_info_t *info, \
+                                 ompi_request_t **request, mca_coll_base_module_t *module) {                \
+    mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;                                             \
+    if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {                                                    \
+      if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host((host_bytes), comm, m);              \
+      return m->previous_##name##_init(ARGS_##name(sbuf, rbuf), comm, info, request,                        \
+                                       m->previous_##name##_init_module);                                   \
+    }                                                                                                       \
+    int rc = pstaged_##name(ARGS_##name(sbuf, rbuf), comm, info, request, m);                               \
+    if (rc != OMPI_SUCCESS) return rc;                                                                      \
+    rc = try_pgpu(ARGS_##name(sbuf, rbuf), comm, m, request);                                               \
+    if (rc != OMPI_SUCCESS) ompi_request_free(request);                                                     \
+    return rc;                                                                                              \
   }
 
 /* The blocking, nonblocking and persistent entries of a collective with a GPU path, whose call is described

@@ -6,6 +6,8 @@
 #   flag MPIRUN-OPTION     passed to mpirun (e.g. --enable-recovery: a killed rank does not end the job)
 #   status any             mpirun's exit status does not count (a case that kills a rank on purpose)
 #   expect N REGEX         exactly N lines of the output match REGEX (grep -E)
+#   select priority        no coll list: coll/gpu is selected by its priority, as a user gets it
+#   select stock           without coll/gpu (--mca coll ^gpu): the case must pass on stock Open MPI too
 # usage: run_mpi.sh CASE-FILE   (the test harness passes it; builddir is the current directory)
 set -e
 case_file=$1
@@ -21,6 +23,11 @@ mca_flags=""
 set -- $mca
 while [ $# -ge 2 ]; do mca_flags="$mca_flags --mca $1 $2"; shift 2; done
 flags=$(sed -n 's/^flag //p' "$case_file")
+coll="--mca coll gpu,tuned,libnbc,basic,self,inter"
+case $(sed -n 's/^select //p' "$case_file") in
+priority) coll="" ;;
+stock) coll="--mca coll ^gpu" ;;
+esac
 case "$prog" in
 test/gpu/*)
   # GPU cases are skipped (exit 77), never passed, on a machine without a usable GPU
@@ -36,7 +43,7 @@ run() {
   # shellcheck disable=SC2086
   timeout 600 ${MPIRUN:-mpirun} -np "$np" --oversubscribe --bind-to none $flags \
     --mca mca_base_component_path "$PWD/.libs:$sysdir" \
-    --mca coll gpu,tuned,libnbc,basic,self,inter --mca btl self,vader $mca_flags \
+    $coll --mca btl self,vader $mca_flags \
     "./$prog" $args
 }
 if [ "$(sed -n '2,$p' "$case_file" | grep -c .)" = 0 ]; then

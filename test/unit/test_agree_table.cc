@@ -1,0 +1,204 @@
+// The path agreement's table and protocol in one process: ranks simulated by handles of their own, the
+// order of their calls chosen by the test. The file: created mode 0600, never through a symbolic link, no
+// FIFO or file of another size taken. The protocol: a rank that only posts skips agreements until the
+// table is marked; a reader waits a while for ranks that have not joined, then answers UNKNOWN; ranks that
+// joined after an agreement are not waited for; posts overwritten before they were read come back
+// UNKNOWN; a communicator's next instance never reads the last one's slots.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/agree.h"
+
+namespace {
+
+class Table : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/coll_gpu_agree_unit.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/" + COLL_GPU_AGREE_TABLE_NAME;
+  }
+  void TearDown() override {
+    for (auto *a : handles_) coll_gpu_agree_destroy(a);
+    for (auto *t : tables_) coll_gpu_agree_table_close(t);
+    std::string rm = "rm -rf " + dir_;
+    ASSERT_EQ(system(rm.c_str()), 0);
+  }
+  coll_gpu_agree_table_t *open_table(const std::string &path) {
+    coll_gpu_agree_table_t *t = nullptr;
+    char why[512] = "";
+    if (coll_gpu_agree_table_open(path.c_str(), &t, why, sizeof(why)) != COLL_GPU_SUCCESS) {
+      why_ = why;
+      return nullptr;
+    }
+    tables_.push_back(t);
+    return t;
+  }
+  // Rank `rank` of a communicator of `n` ranks (cid 5), instance `instance`.
+  coll_gpu_agree_t *rank_of(coll_gpu_agree_table_t *t, int rank, int n = 2, uint64_t instance = 1) {
+    coll_gpu_agree_key_t key;
+    memset(&key, 0, sizeof(key));
+    key.cid = 5;
+    key.size = (uint32_t)n;
+    for (int r = 0; r < n; ++r) key.members[r] = 77 + (uint64_t)r;
+    coll_gpu_agree_t *a = nullptr;
+    EXPECT_EQ(coll_gpu_agree_create(t, &key, instance, rank, &a), COLL_GPU_SUCCESS);
+    handles_.push_back(a);
+    return a;
+  }
+  std::string dir_, path_, why_;
+  std::vector<coll_gpu_agree_table_t *> tables_;
+  std::vector<coll_gpu_agree_t *> handles_;
+};
+
+// Posts bits to read (retrying while the join wait runs, which lasts COLL_GPU_AGREE_JOIN_WAIT_NS).
+uint64_t post_to_read(coll_gpu_agree_t *a, uint32_t bits, int *tries) {
+  uint64_t n = 0;
+  *tries = 0;
+  while (!coll_gpu_agree_try_post(a, bits, 1, &n)) {
+    ++*tries;
+    usleep(1000);
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_F(Table, AFileOfThisUserMode0600SharedByItsOpeners) {
+  coll_gpu_agree_table_t *t = open_table(path_), *again = open_table(path_);
+  ASSERT_NE(t, nullptr) << why_;
+  ASSERT_NE(again, nullptr) << why_;
+  struct stat st;
+  ASSERT_EQ(stat(path_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_FALSE(coll_gpu_agree_table_marked(again));
+  coll_gpu_agree_table_mark(t);
+  EXPECT_TRUE(coll_gpu_agree_table_marked(again)) << "two mappings of one file";
+}
+
+TEST_F(Table, NeverThroughASymbolicLinkNorAFifoNorAFileOfAnotherSize) {
+  const std::string target = dir_ + "/target", link = dir_ + "/link", fifo = dir_ + "/fifo", odd = dir_ + "/odd";
+  FILE *f = fopen(target.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fputs("precious", f);
+  fclose(f);
+  ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
+  EXPECT_EQ(open_table(link), nullptr);
+  struct stat st;
+  ASSERT_EQ(stat(target.c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 8) << "the link's target is left as it was";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(open_table(fifo), nullptr);  // refused, not waited on
+  EXPECT_NE(why_.find("not a regular file"), std::string::npos) << why_;
+  f = fopen(odd.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fputs("not a table", f);
+  fclose(f);
+  EXPECT_EQ(open_table(odd), nullptr);
+  EXPECT_NE(why_.find("another size"), std::string::npos) << why_;
+}
+
+TEST_F(Table, RanksThatOnlyPostSkipUntilAReaderMarksTheTable) {
+  coll_gpu_agree_table_t *t = open_table(path_);
+  ASSERT_NE(t, nullptr) << why_;
+  coll_gpu_agree_t *r0 = rank_of(t, 0), *r1 = rank_of(t, 1);
+  uint64_t n;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(coll_gpu_agree_try_post(r1, 1, 0, &n));  // agreements 1-3, skipped
+  EXPECT_FALSE(coll_gpu_agree_joined(r1));
+  EXPECT_FALSE(coll_gpu_agree_table_marked(t)) << "nothing was posted";
+  // rank 0 reads agreement 1: it marks the table and joins; rank 1 has not joined: a wait, then UNKNOWN
+  int tries;
+  n = post_to_read(r0, 2, &tries);
+  EXPECT_EQ(n, 1u);
+  EXPECT_TRUE(coll_gpu_agree_table_marked(t) && coll_gpu_agree_joined(r0));
+  EXPECT_GT(tries, 10) << "it waited for the rank to join";
+  uint32_t all = 0;
+  ASSERT_TRUE(coll_gpu_agree_test(r0, 1, &all));
+  EXPECT_EQ(all, 2u | COLL_GPU_AGREE_UNKNOWN);
+  // rank 1's next post joins (the table is marked): agreement 4
+  ASSERT_TRUE(coll_gpu_agree_try_post(r1, 1, 0, &n));
+  EXPECT_EQ(n, 4u);
+  EXPECT_TRUE(coll_gpu_agree_joined(r1));
+  // agreements 2 and 3: rank 1 joined after them and never posts them: UNKNOWN at once, no wait
+  for (uint64_t k = 2; k <= 3; ++k) {
+    n = post_to_read(r0, 2, &tries);
+    EXPECT_EQ(n, k);
+    EXPECT_EQ(tries, 0);
+    ASSERT_TRUE(coll_gpu_agree_test(r0, k, &all));
+    EXPECT_EQ(all, 2u | COLL_GPU_AGREE_UNKNOWN);
+  }
+  // agreement 4: both posted it
+  n = post_to_read(r0, 2, &tries);
+  ASSERT_TRUE(coll_gpu_agree_test(r0, n, &all));
+  EXPECT_EQ(all, 3u) << "the OR, read exactly";
+}
+
+TEST_F(Table, APostOverwrittenBeforeItWasReadComesBackUnknown) {
+  coll_gpu_agree_table_t *t = open_table(path_);
+  ASSERT_NE(t, nullptr) << why_;
+  coll_gpu_agree_table_mark(t);
+  coll_gpu_agree_t *r0 = rank_of(t, 0), *r1 = rank_of(t, 1);
+  uint64_t n;
+  // rank 1 joins and runs COLL_GPU_AGREE_WINDOW + 6 agreements ahead, posting without reading: it never waits
+  for (int i = 0; i < COLL_GPU_AGREE_WINDOW + 6; ++i) ASSERT_TRUE(coll_gpu_agree_try_post(r1, 4, 0, &n));
+  int tries;
+  uint32_t all;
+  // rank 0 joins at 1 (it did not skip: the table was marked): agreements 1-6 of rank 1 are overwritten
+  for (uint64_t k = 1; k <= COLL_GPU_AGREE_WINDOW + 6; ++k) {
+    ASSERT_EQ(post_to_read(r0, 2, &tries), k);
+    ASSERT_TRUE(coll_gpu_agree_test(r0, k, &all));
+    EXPECT_EQ(all, k <= 6 ? 2u | COLL_GPU_AGREE_UNKNOWN : 6u) << "agreement " << k;
+  }
+}
+
+TEST_F(Table, TheNextInstanceNeverReadsTheLastOnesSlots) {
+  coll_gpu_agree_table_t *t = open_table(path_);
+  ASSERT_NE(t, nullptr) << why_;
+  coll_gpu_agree_table_mark(t);  // both take part from their first call
+  coll_gpu_agree_t *a0 = rank_of(t, 0, 2, 1), *a1 = rank_of(t, 1, 2, 1);
+  uint64_t n;
+  int tries;
+  uint32_t all;
+  for (int i = 0; i < 10; ++i) {  // instance 1: both read, in turn
+    ASSERT_TRUE(coll_gpu_agree_try_post(a1, 1, 0, &n));
+    ASSERT_EQ(post_to_read(a0, 2, &tries), n);
+    ASSERT_TRUE(coll_gpu_agree_test(a0, n, &all));
+    EXPECT_EQ(all, 3u);
+  }
+  // instance 2 (the communicator freed and made again): rank 0 first; rank 1's slot still shows
+  // instance 1's agreements 1-10, which must not be taken for instance 2's
+  coll_gpu_agree_t *b0 = rank_of(t, 0, 2, 2), *b1 = rank_of(t, 1, 2, 2);
+  ASSERT_FALSE(coll_gpu_agree_try_post(b0, 2, 1, &n)) << "rank 1 has not joined instance 2: wait";
+  ASSERT_TRUE(coll_gpu_agree_try_post(b1, 4, 0, &n));
+  EXPECT_EQ(n, 1u);
+  ASSERT_EQ(post_to_read(b0, 2, &tries), 1u);
+  ASSERT_TRUE(coll_gpu_agree_test(b0, 1, &all));
+  EXPECT_EQ(all, 6u) << "instance 2's agreement 1, not instance 1's";
+}
+
+TEST(AgreeInstance, CountsCreationsPerKey) {
+  coll_gpu_agree_key_t a, b;
+  memset(&a, 0, sizeof(a));
+  memset(&b, 0, sizeof(b));
+  a.cid = b.cid = 123456;
+  a.size = b.size = 2;
+  a.members[0] = b.members[0] = 1;
+  a.members[1] = 2;
+  b.members[1] = 3;  // another communicator with the same context id
+  const uint64_t a1 = coll_gpu_agree_instance(&a), b1 = coll_gpu_agree_instance(&b);
+  EXPECT_EQ(coll_gpu_agree_instance(&a), a1 + 1);
+  EXPECT_EQ(coll_gpu_agree_instance(&b), b1 + 1);
+  for (int i = 0; i < 1000; ++i) {  // the map grows: every key keeps its count
+    a.cid = 1000 + (uint32_t)i;
+    coll_gpu_agree_instance(&a);
+  }
+  a.cid = 123456;
+  EXPECT_EQ(coll_gpu_agree_instance(&a), a1 + 2);
+}
