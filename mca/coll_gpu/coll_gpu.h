@@ -117,10 +117,12 @@ void mca_coll_gpu_log(int level, int subsys, const char *fmt, ...) __opal_attrib
 /* The engine's logger (a coll_gpu_log_fn): mca_coll_gpu_log where coll_gpu_verbose and
  * coll_gpu_verbose_subsys enable the line. */
 void mca_coll_gpu_engine_log(int level, int subsys, const char *fmt, ...) __opal_attribute_format__(__printf__, 3, 4);
-#define COLL_GPU_LOG(level, subsys, ...)                                                              \
-  do {                                                                                                \
-    if (mca_coll_gpu_component.verbose >= (level) && (mca_coll_gpu_component.subsys_mask & (subsys))) \
-      mca_coll_gpu_log((level), (subsys), __VA_ARGS__);                                               \
+/* The watchdog's lines (COLL_GPU_LVL_WATCHDOG) are printed whatever the verbosity and subsystems. */
+#define COLL_GPU_LOG(level, subsys, ...)                                                       \
+  do {                                                                                         \
+    if (mca_coll_gpu_component.verbose >= (level) &&                                           \
+        ((level) <= COLL_GPU_LVL_WATCHDOG || (mca_coll_gpu_component.subsys_mask & (subsys)))) \
+      mca_coll_gpu_log((level), (subsys), __VA_ARGS__);                                        \
   } while (0)
 
 /* coll_gpu_staging.c: what every collective entry uses */

@@ -132,6 +132,44 @@ static void register_enum(const char *name, const char *description, const mca_b
   mca_base_component_var_register(component(), name, description, MCA_BASE_VAR_TYPE_INT, e, 0, 0, OPAL_INFO_LVL_5,
                                   MCA_BASE_VAR_SCOPE_ALL_EQ, storage);
   if (e != NULL) OBJ_RELEASE(e);
+  /* Open MPI takes an empty value as 0 and a number modulo 2^32 as it is: only a name, or a number that is
+   * one of the values, is one */
+  const char *text = given(full);
+  if (text == NULL) return;
+  char allowed[160] = "";
+  for (int i = 0; values[i].string != NULL; ++i) {
+    if (strcasecmp(text, values[i].string) == 0) return;
+    char num[16];
+    snprintf(num, sizeof(num), "%d", values[i].value);
+    if (strcmp(text, num) == 0) return;
+    const size_t at = strlen(allowed);
+    snprintf(allowed + at, sizeof(allowed) - at, "%s%s", i > 0 ? ", " : "", values[i].string);
+  }
+  const char *fallback = "";
+  for (int i = 0; values[i].string != NULL; ++i)
+    if (values[i].value == def) fallback = values[i].string;
+  bad_value(full, text, allowed, fallback);
+  *storage = def;
+}
+
+/* Registers a boolean parameter. Open MPI reads any number as a boolean (-1 and 1e20 as true) and an empty
+ * value as false: only the usual words and 0 or 1 are taken, anything else is reported and the default
+ * kept. */
+static void register_bool(const char *name, const char *description, bool def, int flags, mca_base_var_info_lvl_t level,
+                          mca_base_var_scope_t scope, bool *storage) {
+  char full[64];
+  snprintf(full, sizeof(full), "coll_gpu_%s", name);
+  *storage = def;
+  mca_base_component_var_register(component(), name, description, MCA_BASE_VAR_TYPE_BOOL, NULL, 0, flags, level, scope,
+                                  storage);
+  const char *text = given(full);
+  if (text == NULL) return;
+  static const char *const words[] = {"0",   "1",       "true",     "false", "yes", "no", "on",
+                                      "off", "enabled", "disabled", "t",     "f",   "y",  "n"};
+  for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); ++i)
+    if (strcasecmp(text, words[i]) == 0) return;
+  bad_value(full, text, "true or false (also 1, 0, yes, no, on, off, enabled, disabled)", def ? "true" : "false");
+  *storage = def;
 }
 
 static void register_topology(mca_coll_gpu_component_t *c) {
@@ -271,27 +309,21 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                "in steps of up to 50 us. Not used (no spinning) where Open MPI yields when idle, as with more "
                "ranks than cores (0-1000000)",
                50, 0, 1000000, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL, &c->spin_us);
-  c->virtual_hosts = false;
-  mca_base_component_var_register(component(), "virtual_hosts",
-                                  "A testing feature, with coll_gpu_virtual_nodes: each virtual node also stands for "
-                                  "a host of its own, as on a cluster. No per-call path agreement spans them (a "
-                                  "communicator across them stages device buffers unless coll_gpu_uniform_buffers "
-                                  "is set), their processes are not checked from the others (a rank that dies is "
-                                  "found by the network proxy), and the proxy watches them through UCX, which then "
-                                  "leaves out its shared-memory transports",
-                                  MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
-                                  &c->virtual_hosts);
-  c->uniform_buffers = false;
-  mca_base_component_var_register(component(), "uniform_buffers",
-                                  "Assert that in every collective call all ranks pass the same kind of memory (all "
-                                  "host, or all device memory of one GPU per rank). Skips the agreement on the "
-                                  "path each call takes (one shared-memory exchange per call), and is what lets a "
-                                  "communicator over several hosts, where no such exchange spans the hosts, run "
-                                  "on the GPUs. If a rank breaks the assertion, the ranks that passed device "
-                                  "memory wait for it on the GPU, with a watchdog line naming it after "
-                                  "coll_gpu_timeout seconds",
-                                  MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
-                                  &c->uniform_buffers);
+  register_bool("virtual_hosts",
+                "A testing feature, with coll_gpu_virtual_nodes: each virtual node also stands for a host of its "
+                "own, as on a cluster. No per-call path agreement spans them (a communicator across them stages "
+                "device buffers unless coll_gpu_uniform_buffers is set), their processes are not checked from the "
+                "others (a rank that dies is found by the network proxy), and the proxy watches them through UCX, "
+                "which then leaves out its shared-memory transports",
+                false, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->virtual_hosts);
+  register_bool("uniform_buffers",
+                "Assert that in every collective call all ranks pass the same kind of memory (all host, or all "
+                "device memory of one GPU per rank). Skips the agreement on the path each call takes (a few "
+                "stores and one cache line read per peer and call), and is what lets a communicator over several "
+                "hosts, where no agreement spans the hosts, run on the GPUs. If a rank breaks the assertion, the "
+                "ranks that passed device memory wait for it on the GPU, with a watchdog line naming it after "
+                "coll_gpu_timeout seconds",
+                false, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->uniform_buffers);
 }
 
 static int get_staged_buffers(const struct mca_base_pvar_t *pvar, void *value, void *obj) {
@@ -315,13 +347,11 @@ static void register_pvars(void) {
 int mca_coll_gpu_register_params(void) {
   mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
 
-  c->enable = true;
-  mca_base_component_var_register(component(), "enable",
-                                  "Enable coll/gpu. When false the component takes no communicator, and "
-                                  "collectives on device buffers reach a coll component that is not CUDA-aware. "
-                                  "Settable through MPI_T: a change applies to communicators created after it",
-                                  MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_2,
-                                  MCA_BASE_VAR_SCOPE_ALL_EQ, &c->enable);
+  register_bool("enable",
+                "Enable coll/gpu. When false the component takes no communicator, and collectives on device "
+                "buffers reach a coll component that is not CUDA-aware. Settable through MPI_T: a change applies "
+                "to communicators created after it",
+                true, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_2, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->enable);
 
   register_int("priority",
                "Priority of coll/gpu (0-100). It must be above the priority of every coll component it should "
@@ -350,16 +380,12 @@ int mca_coll_gpu_register_params(void) {
                 "bounce buffer after its collective; at most 64 GiB)",
                 DEFAULT_CACHE, 0, MAX_CACHE, 1, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL, &c->stage_cache_size);
 
-  c->force_staging = false;
-  mca_base_component_var_register(
-      component(), "force_staging",
-      "Stage host buffers through bounce buffers as if they were device memory: "
-      "tests the staging path on machines without a GPU (slower; debugging only). The application's "
-      "buffers only: not those of collectives that a component below runs inside a "
-      "staged call (coll/inter on an intercommunicator). "
-      "Settable through MPI_T",
-      MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
-      &c->force_staging);
+  register_bool("force_staging",
+                "Stage host buffers through bounce buffers as if they were device memory: tests the staging path "
+                "on machines without a GPU (slower; debugging only). The application's buffers only: not those of "
+                "collectives that a component below runs inside a staged call (coll/inter on an "
+                "intercommunicator). Settable through MPI_T",
+                false, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL, &c->force_staging);
   register_allreduce(c);
   register_topology(c);
   register_pvars();
