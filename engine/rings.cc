@@ -123,10 +123,8 @@ int search(topo_xml_node_t *root, const coll_gpu_peer_t *peers, int nranks, cons
     if (x != nullptr) topo_xml_unset(x, "rank");
   }
   if (rank == 0 && set(cfg->dump_file)) {
-    FILE *f = fopen(cfg->dump_file, "w");
-    int bad = f == nullptr;
-    if (f != nullptr) bad = (topo_xml_write(root, f) != 0) | (fclose(f) != 0);
-    if (bad) warn(cfg, "coll_gpu_topo_dump_file: cannot write %s", cfg->dump_file);
+    char err[512];
+    if (topo_xml_save(root, cfg->dump_file, err, sizeof(err)) != 0) warn(cfg, "coll_gpu_topo_dump_file: %s", err);
   }
   /* the search runs over this communicator's GPUs only */
   for (int g = 0; g < ngpus; ++g)

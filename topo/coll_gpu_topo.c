@@ -62,9 +62,9 @@ int main(int argc, char **argv) {
   while (loaded < nxml && topo_xml_load(xml[loaded], &roots[loaded], err, sizeof(err)) == 0) ++loaded;
   int rc = 0;
   if (dump != NULL && loaded > 0) {
-    FILE *f = strcmp(dump, "-") == 0 ? stdout : fopen(dump, "w");
-    if (f == NULL || topo_xml_write(roots[0], f) != 0 || (f != stdout && fclose(f) != 0)) {
-      fprintf(stderr, "coll_gpu_topo: cannot write %s\n", dump);
+    const int to_stdout = strcmp(dump, "-") == 0;
+    if (to_stdout ? topo_xml_write(roots[0], stdout) != 0 : topo_xml_save(roots[0], dump, err, sizeof(err)) != 0) {
+      fprintf(stderr, "coll_gpu_topo: %s\n", to_stdout ? "cannot write to the standard output" : err);
       rc = 1;
     }
   }

@@ -5,10 +5,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 typedef struct {
   const char *p, *end, *file;
@@ -262,8 +265,17 @@ bad:
 
 int topo_xml_load(const char *path, topo_xml_node_t **root, char *err, size_t errlen) {
   *root = NULL;
-  FILE *f = fopen(path, "rb");
+  /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is then refused as no regular file */
+  const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    snprintf(err, errlen, "%s: %s", path, fd < 0 ? "cannot open it" : "not a regular file");
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  FILE *f = fdopen(fd, "rb");
   if (f == NULL) {
+    close(fd);
     snprintf(err, errlen, "%s: cannot open it", path);
     return -1;
   }
@@ -279,6 +291,32 @@ int topo_xml_load(const char *path, topo_xml_node_t **root, char *err, size_t er
   else
     rc = topo_xml_parse(buf, len, path, root, err, errlen); /* len > max is reported as too large */
   free(buf);
+  return rc;
+}
+
+int topo_xml_save(const topo_xml_node_t *root, const char *path, char *err, size_t errlen) {
+  const size_t len = strlen(path) + 8;
+  char *tmp = malloc(len);
+  if (tmp == NULL) {
+    snprintf(err, errlen, "%s: out of memory", path);
+    return -1;
+  }
+  snprintf(tmp, len, "%s.XXXXXX", path);
+  const int fd = mkstemp(tmp);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  int rc = -1;
+  if (f == NULL) {
+    snprintf(err, errlen, "%s: cannot create a file beside it: %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
+  } else {
+    const int bad = (fchmod(fd, 0644) != 0) | (topo_xml_write(root, f) != 0) | (fclose(f) != 0);
+    if (bad || rename(tmp, path) != 0)
+      snprintf(err, errlen, "%s: cannot write it: %s", path, strerror(errno));
+    else
+      rc = 0;
+  }
+  if (rc != 0 && fd >= 0) unlink(tmp);
+  free(tmp);
   return rc;
 }
 

@@ -39,10 +39,13 @@ typedef struct topo_xml_node {
 /* Parses text (len bytes; `file` names it in errors). Returns 0 and the root element, or -1 with
  * "file:line: what" in err. */
 int topo_xml_parse(const char *text, size_t len, const char *file, topo_xml_node_t **root, char *err, size_t errlen);
-/* Reads and parses a file. */
+/* Reads and parses a file, which must be a regular one (a FIFO or a device is refused, never waited on). */
 int topo_xml_load(const char *path, topo_xml_node_t **root, char *err, size_t errlen);
 /* Writes the tree, two spaces per level, attributes in their order. Returns 0 or -1 (write error). */
 int topo_xml_write(const topo_xml_node_t *root, FILE *f);
+/* Writes the tree to a new file beside path and renames it to path: whatever path was (a symbolic link
+ * too) is replaced, never written through. Returns 0, or -1 with the reason in err. */
+int topo_xml_save(const topo_xml_node_t *root, const char *path, char *err, size_t errlen);
 void topo_xml_free(topo_xml_node_t *root);
 /* Writes "file:line: " and the formatted message into err; returns -1. The errors of topo/ all look so. */
 int topo_verror(char *err, size_t errlen, const char *file, int line, const char *fmt, va_list ap);

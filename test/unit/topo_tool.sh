@@ -1,6 +1,7 @@
 #!/bin/sh
 # coll_gpu_topo on the fixtures: rings printed as "Channel NN/MM : g0 ... gn-1", GPUs named by rank
-# (else index), the dump read back to the same output, and a malformed file refused with its line.
+# (else index), the dump read back to the same output, a malformed file refused with its line, a FIFO
+# refused at once, and a dump over a symbolic link that replaces the link instead of writing through it.
 set -u
 data=${srcdir:-.}/test/data
 tool=./coll_gpu_topo
@@ -39,5 +40,20 @@ else # a machine without GPUs: the probe says so and fails
   [ $status -eq 1 ] && echo "ok: probe without GPUs: status 1" || { echo "FAIL: probe status $status"; fail=1; }
   check "probe without GPUs: says so" "$(cat "$tmp.err")" 'this machine: no GPU'
 fi
-rm -f "$tmp.xml" "$tmp.a" "$tmp.b" "$tmp.bad" "$tmp.probe" "$tmp.err"
+# a FIFO is no topology file: refused at once, never waited on (timeout 10: a wait fails the check)
+mkfifo "$tmp.fifo"
+out=$(timeout 10 $tool --xml "$tmp.fifo" 2>&1)
+status=$?
+check "a FIFO is refused at once" "$status $out" "^1 coll_gpu_topo: $tmp.fifo: not a regular file"
+# a dump over a symbolic link replaces the link, and the file it pointed to keeps its bytes
+echo "precious" >"$tmp.target"
+ln -s "$tmp.target" "$tmp.link"
+$tool --xml "$data/dgx1_v100.xml" --dump "$tmp.link" >/dev/null
+if [ "$(cat "$tmp.target")" = precious ] && [ -f "$tmp.link" ] && [ ! -L "$tmp.link" ] && grep -q '<system' "$tmp.link"; then
+  echo "ok: a dump replaces a symbolic link, never writes through it"
+else
+  echo "FAIL: the dump wrote through the symbolic link"
+  fail=1
+fi
+rm -f "$tmp.xml" "$tmp.a" "$tmp.b" "$tmp.bad" "$tmp.probe" "$tmp.err" "$tmp.fifo" "$tmp.target" "$tmp.link"
 exit $fail
