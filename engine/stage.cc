@@ -3,7 +3,9 @@
  *
  * A staged buffer is copied as the whole byte span its datatype layout covers, holes included: one
  * large copy instead of one per block. A receive buffer whose span has holes is staged INOUT, so the
- * holes go back with the bytes they had.
+ * holes go back with the bytes they had. A sparse layout (a few bytes over a large extent) is staged
+ * through its pieces instead (coll_gpu_stage_pieces): a copy per piece into host memory that holds pages
+ * only where they are.
  */
 #include "engine/stage.h"
 
@@ -11,13 +13,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "kernels/staging.h"
 
 /* ------------------------------------------------------------------ spans */
 
 coll_gpu_span_t coll_gpu_span_of(ptrdiff_t true_lb, ptrdiff_t true_extent, ptrdiff_t extent, size_t count) {
-  coll_gpu_span_t s = {0, 0};
+  coll_gpu_span_t s = {0, 0, nullptr, 0};
   if (count == 0 || true_extent <= 0) return s;
   ptrdiff_t last = true_lb + (ptrdiff_t)(count - 1) * extent;
   ptrdiff_t lo = last < true_lb ? last : true_lb;
@@ -29,6 +32,7 @@ coll_gpu_span_t coll_gpu_span_of(ptrdiff_t true_lb, ptrdiff_t true_extent, ptrdi
 
 coll_gpu_span_t coll_gpu_span_shift(coll_gpu_span_t s, ptrdiff_t shift) {
   if (s.len != 0) s.lo += shift;
+  s.layout = nullptr;
   return s;
 }
 
@@ -37,7 +41,7 @@ coll_gpu_span_t coll_gpu_span_union(coll_gpu_span_t a, coll_gpu_span_t b) {
   if (b.len == 0) return a;
   ptrdiff_t lo = a.lo < b.lo ? a.lo : b.lo;
   ptrdiff_t ahi = a.lo + (ptrdiff_t)a.len, bhi = b.lo + (ptrdiff_t)b.len;
-  coll_gpu_span_t s = {lo, (size_t)((ahi > bhi ? ahi : bhi) - lo)};
+  coll_gpu_span_t s = {lo, (size_t)((ahi > bhi ? ahi : bhi) - lo), nullptr, 0};
   return s;
 }
 
@@ -108,6 +112,7 @@ struct coll_gpu_bounce {
   coll_gpu_bounce_t *next;
   void *ptr;
   size_t bytes;
+  bool sparse;              /* anonymous memory of a sparse layout: unmapped at finish, never cached */
   coll_gpu_meminfo_t owner; /* what it was allocated for: it is released in that context */
   const coll_gpu_copy_engine_t *engine;
 };
@@ -242,22 +247,15 @@ coll_gpu_status_t fail(coll_gpu_stage_t *st, coll_gpu_status_t status, int err, 
 
 }  // namespace
 
-coll_gpu_status_t coll_gpu_stage_buffer(coll_gpu_stage_t *st, void *user, coll_gpu_span_t span, coll_gpu_dir_t dir,
-                                        const coll_gpu_meminfo_t *mem, const coll_gpu_copy_engine_t *engine,
-                                        void **host) {
-  *host = user;
-  if (span.len == 0) return COLL_GPU_SUCCESS;  // nothing is touched: the pointer is passed on, never dereferenced
-  if (st->count == COLL_GPU_STAGE_MAX) return fail(st, COLL_GPU_INTERNAL_ERROR, 0, "track", engine);
-  coll_gpu_staged_t *b = &st->buf[st->count];
-  b->user = user;
-  b->span = span;
-  b->dir = dir;
-  b->mem = *mem;
-  b->engine = engine;
-  const size_t bytes = round_size(span.len);
+namespace {
+
+// A bounce buffer of the span's size for b, from the cache or newly allocated.
+coll_gpu_status_t take_bounce(coll_gpu_stage_t *st, coll_gpu_staged_t *b, const coll_gpu_copy_engine_t *engine,
+                              const coll_gpu_meminfo_t *mem) {
+  const size_t bytes = round_size(b->span.len);
   coll_gpu_bounce_t *c = cache_take(engine, bytes);
   if (c == nullptr) {
-    c = (coll_gpu_bounce_t *)malloc(sizeof(*c));
+    c = (coll_gpu_bounce_t *)calloc(1, sizeof(*c));
     if (c == nullptr) return fail(st, COLL_GPU_SYSTEM_ERROR, kOutOfMemory, "allocate", engine);
     const int rc = engine->alloc(&c->ptr, bytes, mem);
     if (rc != 0) {
@@ -271,10 +269,91 @@ coll_gpu_status_t coll_gpu_stage_buffer(coll_gpu_stage_t *st, void *user, coll_g
     cache.allocs++;
   }
   b->block = c;
-  b->bounce = (char *)c->ptr;
+  return COLL_GPU_SUCCESS;
+}
+
+}  // namespace
+
+namespace {
+
+// Copies a staged buffer's bytes to its bounce buffer (in) or back (out): the span, or each piece.
+int copy_staged(const coll_gpu_staged_t *b, bool in) {
+  const size_t n = b->pieces != nullptr ? b->npieces : 1;
+  for (size_t i = 0; i < n; ++i) {
+    const ptrdiff_t off = b->pieces != nullptr ? b->pieces[i].off : b->span.lo;
+    const size_t len = b->pieces != nullptr ? b->pieces[i].len : b->span.len;
+    char *user = (char *)b->user + off, *bounce = b->bounce + (off - b->span.lo);
+    const int rc = in ? b->engine->copy(bounce, user, len, &b->mem) : b->engine->copy(user, bounce, len, &b->mem);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+// Gives a bounce buffer back: to the cache, or unmapped (a sparse layout's).
+void give_back(coll_gpu_bounce_t *c) {
+  if (!c->sparse) {
+    cache_give(c);
+    return;
+  }
+  munmap(c->ptr, c->bytes);
+  free(c);
+}
+
+}  // namespace
+
+coll_gpu_status_t coll_gpu_stage_buffer(coll_gpu_stage_t *st, void *user, coll_gpu_span_t span, coll_gpu_dir_t dir,
+                                        const coll_gpu_meminfo_t *mem, const coll_gpu_copy_engine_t *engine,
+                                        void **host) {
+  return coll_gpu_stage_pieces(st, user, span, nullptr, 0, dir, mem, engine, host);
+}
+
+coll_gpu_status_t coll_gpu_stage_pieces(coll_gpu_stage_t *st, void *user, coll_gpu_span_t span,
+                                        coll_gpu_piece_t *pieces, size_t npieces, coll_gpu_dir_t dir,
+                                        const coll_gpu_meminfo_t *mem, const coll_gpu_copy_engine_t *engine,
+                                        void **host) {
+  *host = user;
+  if (span.len == 0) {  // nothing is touched: the pointer is passed on, never dereferenced
+    free(pieces);
+    return COLL_GPU_SUCCESS;
+  }
+  if (st->count == COLL_GPU_STAGE_MAX) {
+    free(pieces);
+    return fail(st, COLL_GPU_INTERNAL_ERROR, 0, "track", engine);
+  }
+  coll_gpu_staged_t *b = &st->buf[st->count];
+  b->user = user;
+  b->span = span;
+  b->pieces = pieces;
+  b->npieces = npieces;
+  b->dir = dir;
+  b->mem = *mem;
+  b->engine = engine;
+  if (pieces != nullptr) {
+    // pages only where the pieces are: the rest of the span is address space, never touched
+    coll_gpu_bounce_t *c = (coll_gpu_bounce_t *)calloc(1, sizeof(*c));
+    void *m = c == nullptr
+                  ? MAP_FAILED
+                  : mmap(nullptr, span.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) {
+      free(c);
+      free(pieces);
+      b->pieces = nullptr;
+      return fail(st, COLL_GPU_SYSTEM_ERROR, kOutOfMemory, "allocate", engine);
+    }
+    c->ptr = m;
+    c->bytes = span.len;
+    c->sparse = true;
+    c->owner = *mem;
+    c->engine = engine;
+    b->block = c;
+  } else {
+    const coll_gpu_status_t rc = take_bounce(st, b, engine, mem);
+    if (rc != COLL_GPU_SUCCESS) return rc;
+  }
+  b->bounce = (char *)b->block->ptr;
   st->count++;
   if (dir & COLL_GPU_IN) {
-    const int rc = engine->copy(b->bounce, (char *)user + span.lo, span.len, mem);
+    const int rc = copy_staged(b, true);
     if (rc != 0) return fail(st, engine->status, rc, "copy to host", engine);
   }
   // The collective addresses user + off for off in the span: hand it the base that maps the span onto
@@ -287,7 +366,7 @@ coll_gpu_status_t coll_gpu_stage_copy_in(coll_gpu_stage_t *st) {
   for (int i = 0; i < st->count; ++i) {
     coll_gpu_staged_t *b = &st->buf[i];
     if (!(b->dir & COLL_GPU_IN)) continue;
-    const int rc = b->engine->copy(b->bounce, (char *)b->user + b->span.lo, b->span.len, &b->mem);
+    const int rc = copy_staged(b, true);
     if (rc != 0) return fail(st, b->engine->status, rc, "copy to host", b->engine);
   }
   return COLL_GPU_SUCCESS;
@@ -297,7 +376,7 @@ coll_gpu_status_t coll_gpu_stage_copy_out(coll_gpu_stage_t *st) {
   for (int i = 0; i < st->count; ++i) {  // every buffer is tried: one failed copy loses no other
     coll_gpu_staged_t *b = &st->buf[i];
     if (!(b->dir & COLL_GPU_OUT)) continue;
-    const int rc = b->engine->copy((char *)b->user + b->span.lo, b->bounce, b->span.len, &b->mem);
+    const int rc = copy_staged(b, false);
     if (rc != 0) fail(st, b->engine->status, rc, "copy to device", b->engine);
   }
   return st->status;
@@ -305,7 +384,10 @@ coll_gpu_status_t coll_gpu_stage_copy_out(coll_gpu_stage_t *st) {
 
 coll_gpu_status_t coll_gpu_stage_finish(coll_gpu_stage_t *st, bool copy_back) {
   if (copy_back) coll_gpu_stage_copy_out(st);
-  for (int i = 0; i < st->count; ++i) cache_give(st->buf[i].block);
+  for (int i = 0; i < st->count; ++i) {
+    give_back(st->buf[i].block);
+    free(st->buf[i].pieces);
+  }
   st->count = 0;
   return st->status;
 }

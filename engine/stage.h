@@ -17,16 +17,20 @@
 extern "C" {
 #endif
 
-/* Bytes [lo, lo + len) relative to a buffer's base pointer. len == 0: nothing is touched. */
+/* Bytes [lo, lo + len) relative to a buffer's base pointer. len == 0: nothing is touched. A span made
+ * from `count` elements of one datatype also names it (`layout`, the glue's datatype, opaque here), so
+ * that a sparse one can be staged through its pieces; moved or joined spans name none. */
 typedef struct {
   ptrdiff_t lo;
   size_t len;
+  const void *layout;
+  size_t count;
 } coll_gpu_span_t;
 
 /* The span of `count` elements of a datatype with the given true lower bound, true extent and extent
  * (the extent may be negative or smaller than the true extent). */
 coll_gpu_span_t coll_gpu_span_of(ptrdiff_t true_lb, ptrdiff_t true_extent, ptrdiff_t extent, size_t count);
-/* The span moved by `shift` bytes. */
+/* The span moved by `shift` bytes (no layout). */
 coll_gpu_span_t coll_gpu_span_shift(coll_gpu_span_t s, ptrdiff_t shift);
 /* The smallest span covering both; an empty span is ignored. */
 coll_gpu_span_t coll_gpu_span_union(coll_gpu_span_t a, coll_gpu_span_t b);
@@ -65,12 +69,20 @@ size_t coll_gpu_stage_cache_allocs(void);
 /* A bounce buffer with its cache bookkeeping (stage.cc). */
 typedef struct coll_gpu_bounce coll_gpu_bounce_t;
 
+/* Bytes [off, off + len) of a buffer, relative to its base pointer: one piece of a sparse layout. */
+typedef struct {
+  ptrdiff_t off;
+  size_t len;
+} coll_gpu_piece_t;
+
 /* One staged buffer of a collective call. */
 typedef struct {
   void *user;               /* the user's base pointer */
   coll_gpu_bounce_t *block; /* the bounce buffer it is staged in, back to the cache at finish */
   char *bounce;             /* block's host memory, holding span.len bytes */
   coll_gpu_span_t span;
+  coll_gpu_piece_t *pieces; /* a sparse layout's pieces, the only bytes copied (owned); NULL: the span */
+  size_t npieces;
   coll_gpu_dir_t dir;
   coll_gpu_meminfo_t mem;
   const coll_gpu_copy_engine_t *engine;
@@ -93,6 +105,14 @@ void coll_gpu_stage_init(coll_gpu_stage_t *st);
  * place (it addresses the same span inside bounce memory). A failure is also recorded in st (the
  * first of the call: status, error, failed, failed_engine), and returned. */
 coll_gpu_status_t coll_gpu_stage_buffer(coll_gpu_stage_t *st, void *user, coll_gpu_span_t span, coll_gpu_dir_t dir,
+                                        const coll_gpu_meminfo_t *mem, const coll_gpu_copy_engine_t *engine,
+                                        void **host);
+/* The same for a sparse layout: only pieces[0..npieces) (inside span, not overlapping) are copied, in and
+ * out, and the bounce buffer is host memory of the span's size that holds pages only where the pieces
+ * are (never pinned, never cached). What lies between the pieces is never copied back, so an OUT buffer
+ * needs no copy in. The pieces array is taken over (freed at finish, or here on a failure). */
+coll_gpu_status_t coll_gpu_stage_pieces(coll_gpu_stage_t *st, void *user, coll_gpu_span_t span,
+                                        coll_gpu_piece_t *pieces, size_t npieces, coll_gpu_dir_t dir,
                                         const coll_gpu_meminfo_t *mem, const coll_gpu_copy_engine_t *engine,
                                         void **host);
 /* Copies IN and INOUT buffers to their bounce buffers again (a persistent collective's next start).

@@ -10,6 +10,7 @@
 
 #include "coll_gpu.h"
 #include "ompi/datatype/ompi_datatype.h"
+#include "opal/datatype/opal_convertor.h"
 #include "opal/util/show_help.h"
 
 coll_gpu_span_t mca_coll_gpu_span(struct ompi_datatype_t *dt, size_t count, size_t *bytes) {
@@ -19,7 +20,10 @@ coll_gpu_span_t mca_coll_gpu_span(struct ompi_datatype_t *dt, size_t count, size
   ompi_datatype_get_true_extent(dt, &true_lb, &true_extent);
   ompi_datatype_type_size(dt, &size);
   *bytes = size * count;
-  return coll_gpu_span_of(true_lb, true_extent, extent, size == 0 ? 0 : count);
+  coll_gpu_span_t s = coll_gpu_span_of(true_lb, true_extent, extent, size == 0 ? 0 : count);
+  s.layout = dt;
+  s.count = count;
+  return s;
 }
 
 coll_gpu_span_t mca_coll_gpu_span_v(struct ompi_datatype_t *dt, int n, const int *counts, const int *displs,
@@ -66,6 +70,51 @@ static const char *kind_name(coll_gpu_memkind_t kind) {
   return kind == COLL_GPU_MEM_DEVICE ? "device" : kind == COLL_GPU_MEM_MANAGED ? "managed" : "host";
 }
 
+/* A span this much larger than its data (from 1 MiB on) is sparse: staged through its pieces. */
+#define SPARSE_RATIO 4
+#define SPARSE_MIN_SPAN ((size_t)1 << 20)
+/* A piece must spare this many bytes of the span on average: a copy per piece costs a few microseconds
+ * on a GPU (a CUDA copy call), in which the copy engine moves about as much. */
+#define SPARSE_BYTES_PER_PIECE ((size_t)64 << 10)
+
+/* The pieces of a sparse span's layout, adjacent ones merged; NULL when it has too many for staging them
+ * one by one to pay (or no memory): then the whole span is staged. */
+static coll_gpu_piece_t *sparse_pieces(coll_gpu_span_t span, size_t *n) {
+  const size_t most = span.len / SPARSE_BYTES_PER_PIECE;
+  opal_convertor_t *conv = opal_convertor_create(opal_local_arch, 0);
+  coll_gpu_piece_t *pieces = malloc(sizeof(coll_gpu_piece_t) * (most + 1));
+  if (conv == NULL || pieces == NULL ||
+      opal_convertor_prepare_for_send(conv, &((struct ompi_datatype_t *)span.layout)->super, span.count, NULL) !=
+          OPAL_SUCCESS) {
+    if (conv != NULL) OBJ_RELEASE(conv);
+    free(pieces);
+    return NULL;
+  }
+  *n = 0;
+  int done = 0;
+  while (!done) {
+    struct iovec iov[64];
+    uint32_t count = 64;
+    size_t length = 0;
+    done = opal_convertor_raw(conv, iov, &count, &length) != 0;
+    for (uint32_t i = 0; i < count && pieces != NULL; ++i) {
+      const ptrdiff_t off = (ptrdiff_t)(uintptr_t)iov[i].iov_base; /* from a NULL base: the offset */
+      if (iov[i].iov_len == 0) continue;
+      if (*n > 0 && pieces[*n - 1].off + (ptrdiff_t)pieces[*n - 1].len == off) {
+        pieces[*n - 1].len += iov[i].iov_len;
+      } else if (*n == most) {
+        free(pieces); /* too many: the whole span goes in one copy */
+        pieces = NULL;
+      } else {
+        pieces[(*n)++] = (coll_gpu_piece_t){off, iov[i].iov_len};
+      }
+    }
+    if (pieces == NULL) break;
+  }
+  OBJ_RELEASE(conv);
+  return pieces;
+}
+
 int mca_coll_gpu_stage(coll_gpu_stage_t *st, const void *buf, coll_gpu_span_t span, size_t bytes, coll_gpu_dir_t dir,
                        void **host) {
   *host = (void *)buf;
@@ -77,13 +126,18 @@ int mca_coll_gpu_stage(coll_gpu_stage_t *st, const void *buf, coll_gpu_span_t sp
     if (!mca_coll_gpu_component.force_staging || mca_coll_gpu_nesting > 0) return OMPI_SUCCESS;
     engine = &coll_gpu_host_engine;
   }
-  if (dir == COLL_GPU_OUT && bytes < span.len) dir = COLL_GPU_INOUT;
-  COLL_GPU_LOG(COLL_GPU_LVL_TRACE, COLL_GPU_LOG_STAGE, "%s buffer %p (device %d): %zu bytes at offset %td, %s",
-               kind_name(mem.kind), buf, mem.device, span.len, span.lo,
+  size_t npieces = 0;
+  coll_gpu_piece_t *pieces = span.layout != NULL && span.len >= SPARSE_MIN_SPAN && bytes * SPARSE_RATIO <= span.len
+                                 ? sparse_pieces(span, &npieces)
+                                 : NULL;
+  if (dir == COLL_GPU_OUT && bytes < span.len && pieces == NULL) dir = COLL_GPU_INOUT;
+  COLL_GPU_LOG(COLL_GPU_LVL_TRACE, COLL_GPU_LOG_STAGE, "%s buffer %p (device %d): %zu bytes at offset %td%s, %s",
+               kind_name(mem.kind), buf, mem.device, span.len, span.lo, pieces != NULL ? " (its pieces only)" : "",
                dir == COLL_GPU_IN    ? "in"
                : dir == COLL_GPU_OUT ? "out"
                                      : "in and out");
-  if (coll_gpu_stage_buffer(st, (void *)buf, span, dir, &mem, engine, host) != COLL_GPU_SUCCESS) return OMPI_ERROR;
+  if (coll_gpu_stage_pieces(st, (void *)buf, span, pieces, npieces, dir, &mem, engine, host) != COLL_GPU_SUCCESS)
+    return OMPI_ERROR;
   __atomic_fetch_add(&staged_buffers, 1, __ATOMIC_RELAXED);
   return OMPI_SUCCESS;
 }

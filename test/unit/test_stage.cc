@@ -70,7 +70,7 @@ TEST(Span, ShiftAndUnion) {
   coll_gpu_span_t u = coll_gpu_span_union(a, b);
   EXPECT_EQ(u.lo, 0);
   EXPECT_EQ(u.len, 108u);
-  coll_gpu_span_t empty = {0, 0};
+  coll_gpu_span_t empty = {0, 0, nullptr, 0};
   EXPECT_EQ(coll_gpu_span_union(empty, a).lo, 100);
   EXPECT_EQ(coll_gpu_span_union(a, empty).len, 8u);
   EXPECT_EQ(coll_gpu_span_shift(empty, 50).lo, 0);  // an empty span stays empty at 0
@@ -81,7 +81,7 @@ struct Staged {
   std::vector<unsigned char> user;
   coll_gpu_span_t span;
   char *base;
-  Staged(ptrdiff_t lo, size_t bytes) : user(random_bytes(bytes + 64)), span{lo, bytes} {
+  Staged(ptrdiff_t lo, size_t bytes) : user(random_bytes(bytes + 64)), span{lo, bytes, nullptr, 0} {
     base = reinterpret_cast<char *>(user.data()) + 32 - lo;  // base + lo is 32 bytes into user
   }
 };
@@ -144,7 +144,7 @@ TEST(Stage, EmptySpanPassesThePointerUnchanged) {
   coll_gpu_stage_init(&st);
   char x;
   void *host = nullptr;
-  coll_gpu_span_t empty = {0, 0};
+  coll_gpu_span_t empty = {0, 0, nullptr, 0};
   ASSERT_EQ(coll_gpu_stage_buffer(&st, &x, empty, COLL_GPU_INOUT, &kHost, &coll_gpu_host_engine, &host),
             COLL_GPU_SUCCESS);
   EXPECT_EQ(host, &x);
@@ -159,7 +159,7 @@ TEST(Stage, AboveTwoGigabytes) {
   coll_gpu_stage_t st;
   coll_gpu_stage_init(&st);
   void *host = nullptr;
-  coll_gpu_span_t span = {0, n};
+  coll_gpu_span_t span = {0, n, nullptr, 0};
   ASSERT_EQ(coll_gpu_stage_buffer(&st, user.data(), span, COLL_GPU_INOUT, &kHost, &coll_gpu_host_engine, &host),
             COLL_GPU_SUCCESS);
   auto *h = static_cast<unsigned char *>(host);
@@ -172,11 +172,46 @@ TEST(Stage, AboveTwoGigabytes) {
   coll_gpu_stage_cache_flush();
 }
 
+TEST(Stage, SparseLayoutMovesItsPiecesOnly) {
+  // three pieces over 1 MiB: in, the pieces reach the bounce buffer; out, only the pieces come back, and
+  // the bytes between them keep theirs although the collective wrote there
+  const size_t n = size_t{1} << 20;
+  std::vector<unsigned char> user = random_bytes(n);
+  const std::vector<unsigned char> before = user;
+  auto *pieces = static_cast<coll_gpu_piece_t *>(malloc(3 * sizeof(coll_gpu_piece_t)));
+  pieces[0] = {16, 8};
+  pieces[1] = {4096 * 10 + 3, 100};
+  pieces[2] = {static_cast<ptrdiff_t>(n) - 16, 16};
+  coll_gpu_stage_t st;
+  coll_gpu_stage_init(&st);
+  void *host = nullptr;
+  coll_gpu_span_t span = {16, n - 16, nullptr, 0};
+  ASSERT_EQ(
+      coll_gpu_stage_pieces(&st, user.data(), span, pieces, 3, COLL_GPU_INOUT, &kHost, &coll_gpu_host_engine, &host),
+      COLL_GPU_SUCCESS);
+  auto *h = static_cast<unsigned char *>(host);
+  EXPECT_EQ(memcmp(h + 16, &user[16], 8), 0);
+  EXPECT_EQ(memcmp(h + 40963, &user[40963], 100), 0);
+  EXPECT_EQ(memcmp(h + n - 16, &user[n - 16], 16), 0);
+  EXPECT_EQ(h[4096 * 100], 0) << "between the pieces: untouched memory, never copied";
+  for (size_t i = 16; i < n; ++i) h[i] = static_cast<unsigned char>(~h[i]);  // the collective writes all over
+  ASSERT_EQ(coll_gpu_stage_finish(&st, true), COLL_GPU_SUCCESS);
+  size_t changed = 0, wrong = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const bool in_piece = (i >= 16 && i < 24) || (i >= 40963 && i < 40963 + 100) || i >= n - 16;
+    if (user[i] != before[i]) ++changed;
+    if (in_piece ? user[i] != static_cast<unsigned char>(~before[i]) : user[i] != before[i]) ++wrong;
+  }
+  EXPECT_EQ(changed, 124u);
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(coll_gpu_stage_cache_bytes(), 0u) << "a sparse bounce buffer is never cached";
+}
+
 TEST(Cache, ReusesBounceBuffersWithinTheLimit) {
   coll_gpu_stage_cache_flush();
   coll_gpu_stage_cache_limit(size_t{64} << 20);
   std::vector<unsigned char> user = random_bytes(10000);
-  coll_gpu_span_t span = {0, user.size()};
+  coll_gpu_span_t span = {0, user.size(), nullptr, 0};
   size_t allocs0 = coll_gpu_stage_cache_allocs();
   for (int i = 0; i < 5; ++i) {
     coll_gpu_stage_t st;
@@ -198,7 +233,7 @@ TEST(Cache, EverySizeReusesItsBuffer) {
     coll_gpu_stage_cache_flush();
     coll_gpu_stage_cache_limit(size_t{256} << 20);
     std::vector<unsigned char> user = random_bytes(n);
-    coll_gpu_span_t span = {0, n};
+    coll_gpu_span_t span = {0, n, nullptr, 0};
     size_t allocs0 = coll_gpu_stage_cache_allocs();
     for (int i = 0; i < 3; ++i) {
       coll_gpu_stage_t st;
@@ -217,7 +252,7 @@ TEST(Cache, LimitZeroKeepsNothing) {
   coll_gpu_stage_cache_flush();
   coll_gpu_stage_cache_limit(0);
   std::vector<unsigned char> user = random_bytes(5000);
-  coll_gpu_span_t span = {0, user.size()};
+  coll_gpu_span_t span = {0, user.size(), nullptr, 0};
   coll_gpu_stage_t st;
   coll_gpu_stage_init(&st);
   void *host = nullptr;
@@ -252,7 +287,7 @@ TEST(Errors, FailedAllocationIsReported) {
   fail_alloc_after = 0;
   fail_copy_after = 1000;
   std::vector<unsigned char> user = random_bytes(100);
-  coll_gpu_span_t span = {0, user.size()};
+  coll_gpu_span_t span = {0, user.size(), nullptr, 0};
   coll_gpu_stage_t st;
   coll_gpu_stage_init(&st);
   void *host = nullptr;
@@ -266,7 +301,7 @@ TEST(Errors, FailedAllocationIsReported) {
 
 TEST(Errors, AThirdBufferIsAnInternalError) {
   std::vector<unsigned char> a = random_bytes(64), b = random_bytes(64), c = random_bytes(64);
-  coll_gpu_span_t span = {0, 64};
+  coll_gpu_span_t span = {0, 64, nullptr, 0};
   coll_gpu_stage_t st;
   coll_gpu_stage_init(&st);
   void *ha = nullptr, *hb = nullptr, *hc = nullptr;
@@ -289,7 +324,7 @@ TEST(Errors, FailedCopyBackIsReportedAndEveryBufferReturned) {
   fail_alloc_after = 1000;
   fail_copy_after = 1;  // the copy in works, the copy back fails
   std::vector<unsigned char> a = random_bytes(100), b = random_bytes(100);
-  coll_gpu_span_t span = {0, 100};
+  coll_gpu_span_t span = {0, 100, nullptr, 0};
   coll_gpu_stage_t st;
   coll_gpu_stage_init(&st);
   void *ha = nullptr, *hb = nullptr;
