@@ -386,6 +386,7 @@ int coll_gpu_agree_try_post(coll_gpu_agree_t *a, uint32_t bits, int read, uint64
   if (read) {
     readable = every_joined_by(a, n);
     if (!readable && wait_for_joins(a, n)) return 0;
+    if (!readable) readable = every_joined_by(a, n);  // a rank may have joined since the first look
   }
   if (read && !readable) bits |= COLL_GPU_AGREE_UNKNOWN;  // what every reader of it then sees
   if (a->kept[n % kWindow] && n > a->room && !look_for_room(a, n)) return 0;

@@ -87,6 +87,7 @@ typedef struct mca_coll_gpu_module_t {
   int engine_state;
   coll_gpu_agree_t *agree; /* the path agreement, made on the first call that has one (no communication) */
   int agree_state;
+  int agree_none;                 /* no agreement can span its ranks (several hosts): OFF at the first use */
   coll_gpu_agree_key_t agree_key; /* the communicator in the node's agreement table, and its instance */
   uint64_t agree_instance;
   /* nonblocking calls that complete later (coll_gpu_request.c) */

@@ -51,11 +51,11 @@ typedef struct {
 /* The engine's set-up runs where a call starts, which may be inside Open MPI's progress (a queued
  * nonblocking call): its exchanges are the previous module's nonblocking collectives, completed by driving
  * progress here, never a blocking wait (which, nested in progress, would wait on itself with threads). */
-static int bs_complete(int rc, ompi_request_t *req) {
+static int bs_complete(int rc, ompi_request_t **req) {
   if (rc != OMPI_SUCCESS) return rc;
-  while (!REQUEST_COMPLETE(req)) opal_progress();
-  rc = req->req_status.MPI_ERROR;
-  ompi_request_free(&req);
+  while (!REQUEST_COMPLETE(*req)) opal_progress();
+  rc = (*req)->req_status.MPI_ERROR;
+  ompi_request_free(req);
   return rc;
 }
 
@@ -65,9 +65,9 @@ static int bs_allgather(void *ctx, const void *send, void *recv, size_t bytes) {
     return c->m->previous_allgather((void *)send, (int)bytes, &ompi_mpi_byte.dt, recv, (int)bytes, &ompi_mpi_byte.dt,
                                     c->comm, c->m->previous_allgather_module);
   ompi_request_t *req = MPI_REQUEST_NULL;
-  return bs_complete(c->m->previous_iallgather(send, (int)bytes, &ompi_mpi_byte.dt, recv, (int)bytes, &ompi_mpi_byte.dt,
-                                               c->comm, &req, c->m->previous_iallgather_module),
-                     req);
+  const int rc = c->m->previous_iallgather(send, (int)bytes, &ompi_mpi_byte.dt, recv, (int)bytes, &ompi_mpi_byte.dt,
+                                           c->comm, &req, c->m->previous_iallgather_module);
+  return bs_complete(rc, &req);
 }
 
 static int bs_bcast(void *ctx, void *buf, size_t bytes, int root) {
@@ -75,9 +75,9 @@ static int bs_bcast(void *ctx, void *buf, size_t bytes, int root) {
   if (c->m->previous_ibcast == NULL)
     return c->m->previous_bcast(buf, (int)bytes, &ompi_mpi_byte.dt, root, c->comm, c->m->previous_bcast_module);
   ompi_request_t *req = MPI_REQUEST_NULL;
-  return bs_complete(
-      c->m->previous_ibcast(buf, (int)bytes, &ompi_mpi_byte.dt, root, c->comm, &req, c->m->previous_ibcast_module),
-      req);
+  const int rc =
+      c->m->previous_ibcast(buf, (int)bytes, &ompi_mpi_byte.dt, root, c->comm, &req, c->m->previous_ibcast_module);
+  return bs_complete(rc, &req);
 }
 
 static int bs_barrier(void *ctx) {
@@ -85,7 +85,8 @@ static int bs_barrier(void *ctx) {
   if (c->m->previous_ibarrier == NULL)
     return c->comm->c_coll->coll_barrier(c->comm, c->comm->c_coll->coll_barrier_module);
   ompi_request_t *req = MPI_REQUEST_NULL;
-  return bs_complete(c->m->previous_ibarrier(c->comm, &req, c->m->previous_ibarrier_module), req);
+  const int rc = c->m->previous_ibarrier(c->comm, &req, c->m->previous_ibarrier_module);
+  return bs_complete(rc, &req);
 }
 
 /* ------------------------------------------------------------------ types and ops */
@@ -266,7 +267,7 @@ coll_gpu_agree_t *mca_coll_gpu_agreement(mca_coll_gpu_module_t *m, struct ompi_c
     return m->agree;
   }
   if (m->agree_state == COLL_GPU_STATE_OFF) return NULL;
-  coll_gpu_agree_table_t *t = node_table();
+  coll_gpu_agree_table_t *t = m->agree_none ? NULL : node_table();
   if (t == NULL ||
       coll_gpu_agree_create(t, &m->agree_key, m->agree_instance, ompi_comm_rank(comm), &m->agree) != COLL_GPU_SUCCESS) {
     m->agree_state = COLL_GPU_STATE_OFF;

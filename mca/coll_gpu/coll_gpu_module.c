@@ -21,6 +21,7 @@ static void module_construct(mca_coll_gpu_module_t *m) {
   m->engine_state = COLL_GPU_STATE_NONE;
   m->agree = NULL;
   m->agree_state = COLL_GPU_STATE_NONE;
+  m->agree_none = 0;
   m->queue = m->queue_tail = m->on_gpu = m->running = m->answers = NULL;
   m->busy = 0;
   m->next_busy = NULL;
@@ -94,7 +95,7 @@ mca_coll_base_module_t *mca_coll_gpu_comm_query(struct ompi_communicator_t *comm
                  "collectives on device buffers are staged",
                  comm->c_name, comm->c_contextid, ompi_comm_size(comm), COLL_GPU_MAX_RANKS);
   } else if (!agreement) {
-    m->agree_state = COLL_GPU_STATE_OFF;
+    m->agree_none = 1; /* across hosts: only uniform buffers take the GPU path (coll_gpu_gpupath.c) */
   } else {
     m->agree_key = key;
     m->agree_instance = instance;
