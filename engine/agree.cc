@@ -210,6 +210,7 @@ uint64_t coll_gpu_agree_instance(const coll_gpu_agree_key_t *key) {
 
 struct coll_gpu_agree {
   coll_gpu_agree_table_t *t;
+  const std::atomic<uint64_t> *mark;  // the table's mark, read in every call of a rank that has not joined
   coll_gpu_agree_key_t key;
   uint64_t instance;
   int rank, size;
@@ -235,6 +236,7 @@ coll_gpu_status_t coll_gpu_agree_create(coll_gpu_agree_table_t *t, const coll_gp
   auto *a = (coll_gpu_agree_t *)calloc(1, sizeof(coll_gpu_agree_t));
   if (a == nullptr) return COLL_GPU_SYSTEM_ERROR;
   a->t = t;
+  a->mark = &t->file->header.marked;
   a->key = *key;
   a->instance = instance;
   a->rank = rank;
@@ -372,7 +374,7 @@ int coll_gpu_agree_try_post(coll_gpu_agree_t *a, uint32_t bits, int read, uint64
   const uint64_t n = a->n + 1;
   bits &= kBitsMask;
   if (!a->joined) {
-    if (!a->broken && (read || coll_gpu_agree_table_marked(a->t))) {
+    if (!a->broken && (read || a->mark->load(std::memory_order_acquire) != 0)) {
       if (read) coll_gpu_agree_table_mark(a->t);
       a->broken = !join(a, n);
     }
