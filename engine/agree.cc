@@ -346,6 +346,13 @@ void mark_read(coll_gpu_agree_t *a, uint64_t n) {
   a->slots[a->rank].read.store(a->read, std::memory_order_release);
 }
 
+// The last agreement a joined rank is done with: read, or before it joined (it never reads those).
+uint64_t done_through(const Slot *s) {
+  const uint64_t read = s->read.load(std::memory_order_acquire);
+  const uint64_t before = s->joined.load(std::memory_order_relaxed) - 1;
+  return before > read ? before : read;
+}
+
 // Whether the window has room for agreement n, beyond the room seen last: every joined rank has read
 // n - kWindow or joined after it.
 bool look_for_room(coll_gpu_agree_t *a, uint64_t n) {
@@ -353,9 +360,7 @@ bool look_for_room(coll_gpu_agree_t *a, uint64_t n) {
   for (int r = 0; r < a->size; ++r) {
     const Slot *s = &a->slots[r];
     if (r == a->rank || s->gen.load(std::memory_order_acquire) != a->instance) continue;
-    uint64_t read = s->read.load(std::memory_order_acquire);
-    const uint64_t before = s->joined.load(std::memory_order_relaxed) - 1;
-    if (before > read) read = before;
+    const uint64_t read = done_through(s);
     if (read < least) least = read;
   }
   a->room = least + kWindow;
@@ -446,10 +451,7 @@ bool find_late(coll_gpu_agree_t *a, uint64_t n, bool check, uint8_t *late, uint8
       continue;  // no process to look at yet
     }
     if (posting) {
-      uint64_t read = s->read.load(std::memory_order_acquire);
-      const uint64_t before = s->joined.load(std::memory_order_relaxed) - 1;
-      if (before > read) read = before;
-      late[r] = a->kept[n % kWindow] && read + kWindow < n;
+      late[r] = a->kept[n % kWindow] && done_through(s) + kWindow < n;
     } else {
       late[r] = st == 0 && s->last.load(std::memory_order_acquire) >> kBitsShift < n;
     }

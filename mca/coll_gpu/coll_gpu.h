@@ -118,12 +118,15 @@ void mca_coll_gpu_log(int level, int subsys, const char *fmt, ...) __opal_attrib
 /* The engine's logger (a coll_gpu_log_fn): mca_coll_gpu_log where coll_gpu_verbose and
  * coll_gpu_verbose_subsys enable the line. */
 void mca_coll_gpu_engine_log(int level, int subsys, const char *fmt, ...) __opal_attribute_format__(__printf__, 3, 4);
-/* The watchdog's lines (COLL_GPU_LVL_WATCHDOG) are printed whatever the verbosity and subsystems. */
-#define COLL_GPU_LOG(level, subsys, ...)                                                       \
-  do {                                                                                         \
-    if (mca_coll_gpu_component.verbose >= (level) &&                                           \
-        ((level) <= COLL_GPU_LVL_WATCHDOG || (mca_coll_gpu_component.subsys_mask & (subsys)))) \
-      mca_coll_gpu_log((level), (subsys), __VA_ARGS__);                                        \
+/* Whether a line of this level and subsystem is printed: coll_gpu_verbose and coll_gpu_verbose_subsys
+ * decide, but the watchdog's lines (COLL_GPU_LVL_WATCHDOG) are printed whatever they say. */
+static inline bool mca_coll_gpu_log_on(int level, int subsys) {
+  return mca_coll_gpu_component.verbose >= level &&
+         (level <= COLL_GPU_LVL_WATCHDOG || (mca_coll_gpu_component.subsys_mask & subsys));
+}
+#define COLL_GPU_LOG(level, subsys, ...)                                                          \
+  do {                                                                                            \
+    if (mca_coll_gpu_log_on((level), (subsys))) mca_coll_gpu_log((level), (subsys), __VA_ARGS__); \
   } while (0)
 
 /* coll_gpu_staging.c: what every collective entry uses */
@@ -275,9 +278,9 @@ void mca_coll_gpu_calls_fini(void);
 
 /* coll_gpu_gpupath.c, for the nonblocking forms */
 coll_gpu_agree_t *mca_coll_gpu_agreement(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm);
-/* A new communicator's agreement key and instance (comm_query, also where the component is disabled, so
- * that the count stays the same on every member): 1 for a communicator that can have an agreement (2 to
- * COLL_GPU_MAX_RANKS ranks of one host), 0 for the others. */
+/* A new intra-communicator's agreement key and instance, for one of 2 to COLL_GPU_MAX_RANKS ranks (comm_query,
+ * also where the component is disabled, so that the count stays the same on every member): 1 where its ranks
+ * are on one host, 0 (no agreement) where they span hosts. */
 int mca_coll_gpu_agreement_key(struct ompi_communicator_t *comm, coll_gpu_agree_key_t *key, uint64_t *instance);
 /* Component close: the node's agreement table is unmapped. */
 void mca_coll_gpu_agreement_fini(void);

@@ -200,7 +200,6 @@ static int spans_hosts(struct ompi_communicator_t *comm) {
 }
 
 int mca_coll_gpu_agreement_key(struct ompi_communicator_t *comm, coll_gpu_agree_key_t *k, uint64_t *instance) {
-  if (OMPI_COMM_IS_INTER(comm) || !mca_coll_gpu_gpupath_possible(comm)) return 0;
   if (spans_hosts(comm)) {
     /* the agreement is a table of one host */
     if (mca_coll_gpu_component.enable)

@@ -34,9 +34,7 @@ const char *mca_coll_gpu_subsys_name(int subsys) {
 }
 
 void mca_coll_gpu_engine_log(int level, int subsys, const char *fmt, ...) {
-  if (mca_coll_gpu_component.verbose < level ||
-      (level > COLL_GPU_LVL_WATCHDOG && !(mca_coll_gpu_component.subsys_mask & subsys)))
-    return; /* the watchdog's lines are printed whatever the verbosity and subsystems */
+  if (!mca_coll_gpu_log_on(level, subsys)) return;
   char msg[512];
   va_list ap;
   va_start(ap, fmt);

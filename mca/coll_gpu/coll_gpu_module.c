@@ -82,13 +82,14 @@ mca_coll_base_module_t *mca_coll_gpu_comm_query(struct ompi_communicator_t *comm
    * MPI_Reduce_local goes through its table), intercommunicators too (coll/inter is not CUDA-aware). */
   coll_gpu_agree_key_t key;
   uint64_t instance = 0;
-  const int agreement = mca_coll_gpu_agreement_key(comm, &key, &instance);
+  const int gpu_path = !OMPI_COMM_IS_INTER(comm) && mca_coll_gpu_gpupath_possible(comm);
+  const int agreement = gpu_path && mca_coll_gpu_agreement_key(comm, &key, &instance);
   if (!mca_coll_gpu_component.enable) return NULL;
   mca_coll_gpu_module_t *m = OBJ_NEW(mca_coll_gpu_module_t);
   if (m == NULL) return NULL;
   *priority = mca_coll_gpu_component.priority;
   m->super.coll_module_enable = module_enable;
-  if (OMPI_COMM_IS_INTER(comm) || !mca_coll_gpu_gpupath_possible(comm)) {
+  if (!gpu_path) {
     m->engine_state = m->agree_state = COLL_GPU_STATE_OFF;
     COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
                  "comm %s (cid %d) size %d: no GPU path (it needs an intra-communicator of 2 to %d ranks): "

@@ -48,6 +48,17 @@ static inline tbuf_kind_t tbuf_rank_kind(tbuf_kind_t k, int rank) {
   return k == TBUF_MIXED ? cycle[rank % 5] : k;
 }
 
+/* Each rank on a GPU of its own, round robin over the GPUs present (nothing without CUDA). */
+static inline void tbuf_select_device(int rank) {
+#ifdef TEST_WITH_CUDA
+  int ndev = 0;
+  TBUF_CHECK(cudaGetDeviceCount(&ndev));
+  TBUF_CHECK(cudaSetDevice(rank % ndev));
+#else
+  (void)rank;
+#endif
+}
+
 static inline void *tbuf_alloc(tbuf_kind_t k, size_t bytes) {
   void *p = NULL;
   if (bytes == 0) bytes = 1;

@@ -113,11 +113,7 @@ int main(int argc, char **argv) {
   }
   /* a collective before CUDA is loaded: coll/gpu must notice libcuda arriving after it started */
   MPI_Bcast(&s, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
-#ifdef TEST_WITH_CUDA
-  int ndev = 0;
-  TBUF_CHECK(cudaGetDeviceCount(&ndev));
-  TBUF_CHECK(cudaSetDevice(rank % ndev));
-#endif
+  tbuf_select_device(rank);
   /* -F: odd ranks behave as processes that loaded CUDA (they classify and stage every buffer), even
    * ranks as processes that did not: every collective must still match up */
   if (split_staging && rank % 2 == 1 && set_force_staging(1) != 0) {

@@ -541,11 +541,7 @@ int main(int argc, char **argv) {
   }
   MPI_Bcast(&s, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
   seed = s;
-#ifdef TEST_WITH_CUDA
-  int ndev = 0;
-  TBUF_CHECK(cudaGetDeviceCount(&ndev));
-  TBUF_CHECK(cudaSetDevice(rank % ndev));
-#endif
+  tbuf_select_device(rank);
   if (count_staging) {
     staged_count_open();
     counting = true;

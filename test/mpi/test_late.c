@@ -36,11 +36,7 @@ int main(int argc, char **argv) {
     if (opt == 'c') count = atoi(optarg);
     if (opt == 'n') nonblocking = 1;
   }
-#ifdef TEST_WITH_CUDA
-  int ndev = 0;
-  TBUF_CHECK(cudaGetDeviceCount(&ndev));
-  TBUF_CHECK(cudaSetDevice(rank % ndev));
-#endif
+  tbuf_select_device(rank);
   alarm(120); /* a hang becomes a failure */
   const size_t bytes = (size_t)count * sizeof(int);
   int *img = malloc(bytes), *want = malloc(bytes);

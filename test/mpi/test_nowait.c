@@ -327,11 +327,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "test_nowait: unknown or unbuilt memory kind %s\n", kind_name);
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
-#ifdef TEST_WITH_CUDA
-  int ndev = 0;
-  TBUF_CHECK(cudaGetDeviceCount(&ndev));
-  TBUF_CHECK(cudaSetDevice(world_rank % ndev));
-#endif
+  tbuf_select_device(world_rank);
   alarm(240); /* a hang becomes a failure */
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);

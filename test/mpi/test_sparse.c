@@ -30,18 +30,6 @@ static void expect(int ok, const char *what) {
   }
 }
 
-/* MPI_SUM over the sparse type (Open MPI takes no predefined op on a derived datatype): each element is
- * 4 ints at the type's offsets. */
-static void sparse_sum(void *in, void *inout, int *len, MPI_Datatype *dt) {
-  (void)dt;
-  for (int e = 0; e < *len; ++e)
-    for (int i = 0; i < 4; ++i) {
-      const size_t off =
-          (size_t)e * extent + (i < 2 ? (size_t)i * sizeof(int) : extent - (size_t)(4 - i) * sizeof(int));
-      *(int *)((char *)inout + off) += *(const int *)((const char *)in + off);
-    }
-}
-
 /* Resident memory of this process, from /proc (kB). */
 static long resident_kb(void) {
   FILE *f = fopen("/proc/self/statm", "r");
@@ -57,6 +45,17 @@ static long resident_kb(void) {
 static size_t at(int i) { return i < 2 ? (size_t)i * sizeof(int) : extent - (size_t)(4 - i) * sizeof(int); }
 /* The guard words just outside each block, which no call may touch. */
 static size_t guard(int i) { return i == 0 ? 2 * sizeof(int) : extent - 3 * sizeof(int); }
+
+/* MPI_SUM over the sparse type (Open MPI takes no predefined op on a derived datatype): each element is
+ * 4 ints at the type's offsets. */
+static void sparse_sum(void *in, void *inout, int *len, MPI_Datatype *dt) {
+  (void)dt;
+  for (int e = 0; e < *len; ++e)
+    for (int i = 0; i < 4; ++i) {
+      const size_t off = (size_t)e * extent + at(i);
+      *(int *)((char *)inout + off) += *(const int *)((const char *)in + off);
+    }
+}
 
 static char *reserve(void) {
   if (kind != TBUF_HOST) return tbuf_alloc(kind, extent);
@@ -89,11 +88,7 @@ int main(int argc, char **argv) {
     if (opt == 'e') mib = (size_t)atol(optarg);
     if (opt == 'm' && tbuf_parse_kind(optarg, &kind) != 0) MPI_Abort(MPI_COMM_WORLD, 2);
   }
-#ifdef TEST_WITH_CUDA
-  int ndev = 0;
-  TBUF_CHECK(cudaGetDeviceCount(&ndev));
-  TBUF_CHECK(cudaSetDevice(rank % ndev));
-#endif
+  tbuf_select_device(rank);
   alarm(120);
   extent = mib << 20;
   const int blocklens[2] = {2, 2};
