@@ -176,12 +176,14 @@ static void register_topology(mca_coll_gpu_component_t *c) {
   register_string("topo_file",
                   "Topology of this node in NCCL's XML format (<system version=\"1\"> with <cpu>, <pci>, <gpu>, "
                   "<nvlink>, <nic>): used instead of probing with hwloc; GPUs the file gives without <gpu> get their "
-                  "NVLinks from NVML. Empty: probe. A file that cannot be opened or read is reported (with the line "
-                  "at fault) when a communicator first takes the GPU path, and the probe is used",
+                  "NVLinks from NVML. Empty: probe. It must be a regular file (a FIFO or device is refused, never "
+                  "waited on). A file that cannot be opened or read is reported (with the line at fault) when a "
+                  "communicator first takes the GPU path, and the probe is used",
                   "", &c->topo_file);
   register_string("topo_dump_file",
                   "File that rank 0 of each communicator taking the GPU path writes the topology to, as every "
-                  "rank merged it (NCCL's XML format, GPUs carrying their rank): read it back with coll_gpu_topo "
+                  "rank merged it (NCCL's XML format, GPUs carrying their rank), as a new file renamed over the name "
+                  "(a symbolic link there is replaced, never written through): read it back with coll_gpu_topo "
                   "--xml or coll_gpu_topo_file. Empty: none",
                   "", &c->topo_dump_file);
 }
