@@ -598,7 +598,7 @@ coll_gpu_status_t coll_gpu_engine::wait_flight(char *why, size_t why_len) {
 void coll_gpu_engine::trace(const coll_gpu_work_t &p, size_t part, size_t bytes,
                             const coll_gpu_choice_t &choice) const {
   if (cfg.log != nullptr)
-    cfg.log(COLL_GPU_LVL_TRACE, COLL_GPU_LOG_COLL, "comm %s: %s seq %llu, %zu of %zu bytes: %s/%s, %d channels",
+    cfg.log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "comm %s: %s seq %llu, %zu of %zu bytes: %s/%s, %d channels",
             cfg.name, coll_gpu_coll_name(p.coll), (unsigned long long)p.seq, part, bytes,
             coll_gpu_algo_name(choice.algo), coll_gpu_proto_name(choice.proto), choice.nchannels);
 }

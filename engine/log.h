@@ -13,14 +13,15 @@ enum {
   COLL_GPU_LOG_PROXY = 16,
   COLL_GPU_LOG_ALL = 31
 };
-/* Verbosity thresholds of coll_gpu_verbose. The watchdog's line about a long wait is printed at every
- * verbosity (0), as a warning. */
+/* Verbosity thresholds of coll_gpu_verbose, Open MPI's (MCA_BASE_VERBOSE_*): warn 20, info 40 (once per
+ * communicator), trace 60 (once per call), debug 80 (per buffer, per peer). The watchdog's line about a
+ * long wait is printed at every verbosity (0), as a warning. */
 enum {
   COLL_GPU_LVL_WATCHDOG = 0,
-  COLL_GPU_LVL_WARN = 1,
-  COLL_GPU_LVL_INFO = 10,
-  COLL_GPU_LVL_DEBUG = 50,
-  COLL_GPU_LVL_TRACE = 100
+  COLL_GPU_LVL_WARN = 20,
+  COLL_GPU_LVL_INFO = 40,
+  COLL_GPU_LVL_TRACE = 60,
+  COLL_GPU_LVL_DEBUG = 80
 };
 
 /* A logger: prints when level and subsystem are enabled. */

@@ -153,7 +153,7 @@ int search(topo_xml_node_t *root, const coll_gpu_peer_t *peers, int nranks, cons
       for (int j = 0; j < nranks; ++j) {
         if (i == j) continue;
         const topo_path_t p = topo_path(s, i, j);
-        cfg->log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_TOPO, "comm %s: rank %d -> rank %d: %s, %.1f GB/s", cfg->name,
+        cfg->log(COLL_GPU_LVL_TRACE, COLL_GPU_LOG_TOPO, "comm %s: rank %d -> rank %d: %s, %.1f GB/s", cfg->name,
                  topo_gpu_label(s, i), topo_gpu_label(s, j), topo_path_name(p.type), p.bw);
       }
   topo_system_free(s);

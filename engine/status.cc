@@ -42,6 +42,6 @@ void coll_gpu_status_set_log(coll_gpu_log_fn log) { breadcrumb_log = log; }
 namespace coll_gpu {
 void breadcrumb(const char *file, int line, coll_gpu_status_t s) {
   if (breadcrumb_log != nullptr)
-    breadcrumb_log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_INIT, "%s:%d -> %s", file, line, coll_gpu_status_string(s));
+    breadcrumb_log(COLL_GPU_LVL_TRACE, COLL_GPU_LOG_INIT, "%s:%d -> %s", file, line, coll_gpu_status_string(s));
 }
 }  // namespace coll_gpu

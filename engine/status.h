@@ -2,7 +2,7 @@
  * The engine's one status type, returned by every engine function that can fail, with the reason in words
  * beside it (a `why` buffer the glue prints). In the engine's C++, COLL_GPU_CHECK(call) returns a failed
  * status to the caller and leaves a breadcrumb on the way up, as NCCL's NCCLCHECK does: at
- * coll_gpu_verbose >= 50 (DEBUG) each function it passes through logs `engine/engine.cc:123 -> CUDA error`.
+ * coll_gpu_verbose >= 60 (trace) each function it passes through logs `engine/engine.cc:123 -> CUDA error`.
  */
 #ifndef COLL_GPU_STATUS_H
 #define COLL_GPU_STATUS_H
@@ -29,7 +29,7 @@ typedef enum {
 const char *coll_gpu_status_string(coll_gpu_status_t s);
 /* Writes a reason into why (the engine's messages for the glue). */
 void coll_gpu_say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Where breadcrumbs go (level COLL_GPU_LVL_DEBUG, subsystem COLL_GPU_LOG_INIT); NULL: nowhere. The glue
+/* Where breadcrumbs go (level COLL_GPU_LVL_TRACE, subsystem COLL_GPU_LOG_INIT); NULL: nowhere. The glue
  * sets it once, when the component opens. */
 void coll_gpu_status_set_log(coll_gpu_log_fn log);
 

@@ -320,7 +320,7 @@ coll_gpu_status_t Worker::add(const coll_gpu_proxy_fifo_t *f, char *why, size_t 
   if (send) net.recv(credit_tag(f->peer, f->id), &q->credit_word, sizeof(q->credit_word), nullptr, &q->credit_op);
   q->memh = net.map(f->buff, (size_t)f->depth * f->slot_bytes);
   if (q->memh == nullptr)
-    proxy->log(COLL_GPU_LVL_DEBUG, "proxy of rank %d, thread %d: connection %d %s rank %d not registered with UCX",
+    proxy->log(COLL_GPU_LVL_TRACE, "proxy of rank %d, thread %d: connection %d %s rank %d not registered with UCX",
                proxy->cfg.rank, index, f->id, send ? "to" : "from", f->peer);
   return COLL_GPU_SUCCESS;
 }
@@ -469,7 +469,7 @@ void Worker::run_command() {
   if (cmd == kConnect) {
     cmd_status = net.connect(cmd_peer, cmd_addr, cmd_same_host, cmd_why, cmd_len);
     if (cmd_status == COLL_GPU_SUCCESS)
-      proxy->log(COLL_GPU_LVL_DEBUG, "proxy of rank %d, thread %d: connected to rank %d%s", proxy->cfg.rank, index,
+      proxy->log(COLL_GPU_LVL_TRACE, "proxy of rank %d, thread %d: connected to rank %d%s", proxy->cfg.rank, index,
                  cmd_peer, cmd_same_host ? " (same host)" : "");
   } else if (cmd == kAdd) {
     cmd_status = add(cmd_fifo, cmd_why, cmd_len);

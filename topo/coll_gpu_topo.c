@@ -2,7 +2,7 @@
  * coll_gpu_topo: the GPU path matrix and the rings the search chooses, for this machine (probed with
  * hwloc and NVML) or for nodes described in NCCL's topology XML format.
  *
- * usage: coll_gpu_topo [--xml FILE [--xml FILE ...]] [--dump OUT]
+ * usage: coll_gpu_topo [--xml FILE [--xml FILE ...]] [--dump OUT] | --help | --version
  *   --xml FILE  the topology of a node, once per node; without it, this machine is probed
  *   --dump OUT  write the probed topology, or the (first) file in normalized layout, to OUT ("-":
  *               standard output, before the report)
@@ -19,14 +19,20 @@
 
 #define MAX_FILES 8
 
-static int usage(void) {
-  fprintf(stderr,
+/* The usage text: on standard output for --help (exit 0), on standard error for bad usage (exit 2). */
+static int usage(FILE *to, int status) {
+  fprintf(to,
           "usage: coll_gpu_topo [--xml FILE [--xml FILE ...]] [--dump OUT]\n"
+          "Prints the NIC port of each GPU, the path type and bandwidth between every pair of GPUs, and the\n"
+          "rings and trees coll/gpu's search picks, for this machine or the nodes given.\n"
           "  --xml FILE  a node's topology in NCCL's XML format, once per node (at most %d);\n"
           "              without --xml, this machine is probed (hwloc and NVML)\n"
-          "  --dump OUT  write the topology used (\"-\": standard output)\n",
+          "  --dump OUT  write the topology used (\"-\": standard output)\n"
+          "  --help      this text\n"
+          "  --version   the version of coll/gpu this tool belongs to\n"
+          "See coll_gpu_topo(1).\n",
           MAX_FILES);
-  return 2;
+  return status;
 }
 
 int main(int argc, char **argv) {
@@ -37,8 +43,13 @@ int main(int argc, char **argv) {
       xml[nxml++] = argv[++i];
     else if (strcmp(argv[i], "--dump") == 0 && i + 1 < argc)
       dump = argv[++i];
-    else
-      return usage();
+    else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+      return usage(stdout, 0);
+    else if (strcmp(argv[i], "--version") == 0) {
+      printf("coll_gpu_topo (coll/gpu) %s\n", COLL_GPU_VERSION);
+      return 0;
+    } else
+      return usage(stderr, 2);
   }
   char err[512];
   topo_xml_node_t *roots[MAX_FILES];

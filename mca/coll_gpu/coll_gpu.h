@@ -294,8 +294,8 @@ void mca_coll_gpu_agree_report(void *ctx, const uint8_t *late);
 int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm,
                                const coll_gpu_meminfo_t *mem);
 /* A failure on the GPU path: reported, the communicator stages from now on; returns the MPI error. */
-int mca_coll_gpu_failed(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, size_t bytes, const char *where,
-                        const char *why);
+int mca_coll_gpu_failed(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, const char *call, size_t bytes,
+                        const char *where, const char *why);
 
 /* The entry points (coll_gpu_colls_*.c), installed through COLL_GPU_FOREACH. */
 #define COLL_GPU_DECLARE_ENTRIES(name)                                           \

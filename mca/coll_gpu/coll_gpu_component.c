@@ -23,7 +23,8 @@ mca_coll_gpu_component_t mca_coll_gpu_component = {
                 {
                     MCA_COLL_BASE_VERSION_2_0_0,
                     .mca_component_name = "gpu",
-                    MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+                    MCA_BASE_MAKE_VERSION(component, COLL_GPU_VERSION_MAJOR, COLL_GPU_VERSION_MINOR,
+                                          COLL_GPU_VERSION_RELEASE),
                     .mca_open_component = gpu_open,
                     .mca_close_component = gpu_close,
                     .mca_register_component_params = gpu_register,
@@ -35,10 +36,23 @@ mca_coll_gpu_component_t mca_coll_gpu_component = {
     .output = -1,
 };
 
-/* Help texts: where make install puts them, and beside the sources for runs from a build tree. */
+/* The directory this component was loaded from, into path (with a trailing slash); 0 when unknown. */
+static int component_dir(char *path, size_t len) {
+  Dl_info info;
+  if (dladdr((void *)&mca_coll_gpu_component, &info) == 0 || info.dli_fname == NULL) return 0;
+  snprintf(path, len, "%s", info.dli_fname);
+  char *slash = strrchr(path, '/');
+  if (slash == NULL) return 0;
+  slash[1] = '\0';
+  return 1;
+}
+
+/* Help texts: beside the component when they are there (one copied elsewhere with its help file, or the
+ * build tree's, where make leaves a copy beside the built component), else where they were installed. */
 static void add_help_dirs(void) {
+  char dir[PATH_MAX];
+  if (component_dir(dir, sizeof(dir))) opal_show_help_add_dir(dir);
   opal_show_help_add_dir(COLL_GPU_HELPDIR);
-  opal_show_help_add_dir(COLL_GPU_SRC_HELPDIR);
 }
 
 static int gpu_register(void) {
@@ -62,13 +76,10 @@ static int check_ompi_version(void) {
 
 /* The loader sentinel (kernels/sentinel.c) is installed beside this component. */
 static void name_sentinel(void) {
-  Dl_info info;
   char path[PATH_MAX];
-  if (dladdr((void *)&mca_coll_gpu_component, &info) == 0 || info.dli_fname == NULL) return;
-  snprintf(path, sizeof(path), "%s", info.dli_fname);
-  char *slash = strrchr(path, '/');
-  if (slash == NULL) return;
-  snprintf(slash + 1, sizeof(path) - (size_t)(slash + 1 - path), "coll_gpu_sentinel.so");
+  if (!component_dir(path, sizeof(path))) return;
+  const size_t at = strlen(path);
+  snprintf(path + at, sizeof(path) - at, "coll_gpu_sentinel.so");
   coll_gpu_mem_init(path);
 }
 

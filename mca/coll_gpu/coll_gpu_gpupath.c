@@ -374,11 +374,11 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
 /* A failure of the GPU path's call: reported, and the communicator stages from now on. The message is
  * written by this process itself (not sent to mpirun as a help message), so that it is seen even when the
  * error handler aborts the job right after. */
-int mca_coll_gpu_failed(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, size_t bytes, const char *where,
-                        const char *why) {
+int mca_coll_gpu_failed(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, const char *call, size_t bytes,
+                        const char *where, const char *why) {
   m->engine_state = m->agree_state = COLL_GPU_STATE_OFF;
-  char *msg = opal_show_help_string("help-mpi-coll-gpu.txt", "call failed", true, comm->c_name, ompi_comm_rank(comm),
-                                    bytes, where, why);
+  char *msg = opal_show_help_string("help-mpi-coll-gpu.txt", "call failed", true, call, comm->c_name,
+                                    ompi_comm_rank(comm), bytes, where, why);
   if (msg != NULL) {
     fprintf(stderr, "%s", msg);
     fflush(stderr);
@@ -407,7 +407,7 @@ static int agree_path(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm
   coll_gpu_append_ranks(why, sizeof(why), missing, ompi_comm_size(comm));
   const size_t at = strlen(why);
   snprintf(why + at, sizeof(why) - at, " ended before it reached the call");
-  *rc = mca_coll_gpu_failed(m, comm, bytes, "while the ranks agreed on its path", why);
+  *rc = mca_coll_gpu_failed(m, comm, call, bytes, "while the ranks agreed on its path", why);
   return 1;
 }
 
@@ -468,7 +468,7 @@ static int run_blocking(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *com
     *rc = OMPI_SUCCESS;
     return 1;
   }
-  *rc = mca_coll_gpu_failed(m, comm, pl->bytes, "on the GPU", why);
+  *rc = mca_coll_gpu_failed(m, comm, pl->name, pl->bytes, "on the GPU", why);
   return 1;
 }
 

@@ -12,8 +12,8 @@
 static const char *level_name(int level) {
   if (level <= COLL_GPU_LVL_WARN) return "WARN";
   if (level <= COLL_GPU_LVL_INFO) return "INFO";
-  if (level <= COLL_GPU_LVL_DEBUG) return "DEBUG";
-  return "TRACE";
+  if (level <= COLL_GPU_LVL_TRACE) return "TRACE";
+  return "DEBUG";
 }
 
 const char *mca_coll_gpu_subsys_name(int subsys) {

@@ -69,11 +69,15 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
     opal_show_help("help-mpi-coll-gpu.txt", "no previous function", true, "allreduce or bcast", comm->c_name);
     return OMPI_ERROR;
   }
+  char path[96] = "";
+  if (m->engine_state == COLL_GPU_STATE_OFF)
+    snprintf(path, sizeof(path), "; no GPU path (it needs an intra-communicator of 2 to %d ranks)", COLL_GPU_MAX_RANKS);
   COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
-               "comm %s (cid %d) size %d%s: enabled over allreduce of %s, iallreduce of %s", comm->c_name,
+               "comm %s (cid %d) size %d%s: enabled over allreduce of %s, iallreduce of %s%s", comm->c_name,
                comm->c_contextid, ompi_comm_size(comm), OMPI_COMM_IS_INTER(comm) ? " (intercommunicator)" : "",
                m->previous_allreduce_module->super.obj_class->cls_name,
-               m->previous_iallreduce != NULL ? m->previous_iallreduce_module->super.obj_class->cls_name : "none");
+               m->previous_iallreduce != NULL ? m->previous_iallreduce_module->super.obj_class->cls_name : "none",
+               path);
   return OMPI_SUCCESS;
 }
 
@@ -90,11 +94,7 @@ mca_coll_base_module_t *mca_coll_gpu_comm_query(struct ompi_communicator_t *comm
   *priority = mca_coll_gpu_component.priority;
   m->super.coll_module_enable = module_enable;
   if (!gpu_path) {
-    m->engine_state = m->agree_state = COLL_GPU_STATE_OFF;
-    COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
-                 "comm %s (cid %d) size %d: no GPU path (it needs an intra-communicator of 2 to %d ranks): "
-                 "collectives on device buffers are staged",
-                 comm->c_name, comm->c_contextid, ompi_comm_size(comm), COLL_GPU_MAX_RANKS);
+    m->engine_state = m->agree_state = COLL_GPU_STATE_OFF; /* said in module_enable's line */
   } else if (!agreement) {
     m->agree_none = 1; /* across hosts: only uniform buffers take the GPU path (coll_gpu_gpupath.c) */
   } else {

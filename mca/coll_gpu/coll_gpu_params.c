@@ -4,6 +4,8 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -11,6 +13,7 @@
 #include "coll_gpu.h"
 #include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/base/mca_base_var.h"
+#include "opal/mca/base/mca_base_vari.h" /* a parameter file's value as read */
 #include "opal/util/show_help.h"
 
 #define DEFAULT_PRIORITY 80 /* above tuned (30), sync (50) and self (75): this module wraps them */
@@ -42,24 +45,52 @@ static int parse_subsys(const char *s) {
   return invert ? (COLL_GPU_LOG_ALL & ~mask) : mask;
 }
 
-static void bad_value(const char *name, const char *value, const char *allowed, const char *used) {
-  opal_show_help("help-mpi-coll-gpu.txt", "bad parameter", true, name, value, allowed, used);
+/* The variable coll_gpu_<name> (full), or NULL before it is registered. */
+static const mca_base_var_t *variable(const char *full) {
+  int index = -1;
+  const mca_base_var_t *var = NULL;
+  if (mca_base_var_find_by_name(full, &index) != OPAL_SUCCESS || mca_base_var_get(index, &var) != OPAL_SUCCESS)
+    return NULL;
+  return var;
 }
 
-/* Registers a string parameter (level 5, this process's own value). The variable system owns the
- * string: storage may hold NULL for an empty value, and must never be pointed elsewhere. */
-static void register_string(const char *name, const char *description, const char *def, char **storage) {
-  *storage = (char *)def;
-  mca_base_component_var_register(component(), name, description, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5,
-                                  MCA_BASE_VAR_SCOPE_LOCAL, storage);
-}
-
-/* The value of coll_gpu_<name> as the user wrote it, where it is still text: mpirun's --mca and the
- * environment both reach the process as OMPI_MCA_coll_gpu_<name>. NULL when it came from elsewhere. */
+/* The value of a variable as the user wrote it, where it is still text: mpirun's --mca and the environment
+ * both reach the process as OMPI_MCA_<full>, and a parameter file's line is kept as read. NULL when it came
+ * from elsewhere (the default, MPI_T). Open MPI has converted the value by now: "abc" to 0. */
 static const char *given(const char *full) {
+  const mca_base_var_t *var = variable(full);
+  if (var == NULL) return NULL;
+  if ((var->mbv_source == MCA_BASE_VAR_SOURCE_FILE || var->mbv_source == MCA_BASE_VAR_SOURCE_OVERRIDE) &&
+      var->mbv_file_value != NULL)
+    return ((const mca_base_var_file_value_t *)var->mbv_file_value)->mbvfv_value;
   char env[96];
   snprintf(env, sizeof(env), "OMPI_MCA_%s", full);
   return getenv(env);
+}
+
+/* Reports a value that is not valid, quoted as given, with where it was set. */
+static void bad_value(const char *name, const char *value, const char *allowed, const char *used) {
+  const mca_base_var_t *var = variable(name);
+  char origin[PATH_MAX + 64] = "as set";
+  if (var != NULL && var->mbv_file_value != NULL &&
+      (var->mbv_source == MCA_BASE_VAR_SOURCE_FILE || var->mbv_source == MCA_BASE_VAR_SOURCE_OVERRIDE)) {
+    const mca_base_var_file_value_t *fv = (const mca_base_var_file_value_t *)var->mbv_file_value;
+    snprintf(origin, sizeof(origin), "in %s, line %d", fv->mbvfv_file != NULL ? fv->mbvfv_file : "a parameter file",
+             fv->mbvfv_lineno);
+  } else if (var != NULL &&
+             (var->mbv_source == MCA_BASE_VAR_SOURCE_ENV || var->mbv_source == MCA_BASE_VAR_SOURCE_COMMAND_LINE)) {
+    snprintf(origin, sizeof(origin), "by mpirun --mca or the environment (OMPI_MCA_%s)", name);
+  }
+  opal_show_help("help-mpi-coll-gpu.txt", "bad parameter", true, name, value, origin, allowed, used);
+}
+
+/* Registers a string parameter (this process's own value). The variable system owns the string: storage may
+ * hold NULL for an empty value, and must never be pointed elsewhere. */
+static void register_string(const char *name, const char *description, const char *def, mca_base_var_info_lvl_t level,
+                            char **storage) {
+  *storage = (char *)def;
+  mca_base_component_var_register(component(), name, description, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, level,
+                                  MCA_BASE_VAR_SCOPE_LOCAL, storage);
 }
 
 /* Whether text is an integer as Open MPI reads one (decimal, 0x hex or 0 octal, then k, m or g for
@@ -152,9 +183,9 @@ static void register_enum(const char *name, const char *description, const mca_b
   *storage = def;
 }
 
-/* Registers a boolean parameter. Open MPI reads any number as a boolean (-1 and 1e20 as true) and an empty
- * value as false: only the usual words and 0 or 1 are taken, anything else is reported and the default
- * kept. */
+/* Registers a boolean parameter. Open MPI reports a value that is neither an integer nor one of its words (true,
+ * false, yes, no, enabled, disabled, t, f, y, n) itself, but reads any integer as a boolean (-1 as true) and an
+ * empty value as false: of those only 0 and 1 are taken, the others are reported and the default kept. */
 static void register_bool(const char *name, const char *description, bool def, int flags, mca_base_var_info_lvl_t level,
                           mca_base_var_scope_t scope, bool *storage) {
   char full[64];
@@ -163,13 +194,24 @@ static void register_bool(const char *name, const char *description, bool def, i
   mca_base_component_var_register(component(), name, description, MCA_BASE_VAR_TYPE_BOOL, NULL, 0, flags, level, scope,
                                   storage);
   const char *text = given(full);
-  if (text == NULL) return;
-  static const char *const words[] = {"0",   "1",       "true",     "false", "yes", "no", "on",
-                                      "off", "enabled", "disabled", "t",     "f",   "y",  "n"};
-  for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); ++i)
-    if (strcasecmp(text, words[i]) == 0) return;
-  bad_value(full, text, "true or false (also 1, 0, yes, no, on, off, enabled, disabled)", def ? "true" : "false");
+  if (text == NULL || strcmp(text, "0") == 0 || strcmp(text, "1") == 0) return;
+  if (*text != '\0' && !well_formed(text, true)) return; /* not an integer: Open MPI took it, or reported it */
+  bad_value(full, text, "true or false (also 1, 0, yes, no, enabled, disabled)", def ? "true" : "false");
   *storage = def;
+}
+
+/* Registers coll_gpu_verbose as Open MPI's verbosity variables are: a number from 0 to 100 or one of the names
+ * of its levels (Open MPI's enumerator checks the value), at ompi_info level 9. */
+static void register_verbose(mca_coll_gpu_component_t *c) {
+  c->verbose = 0;
+  mca_base_component_var_register(
+      component(), "verbose",
+      "Verbosity of coll/gpu, 0-100 or a name as Open MPI's verbosity variables take them: error (0: only "
+      "errors and the watchdog's line), warn (20: warnings), info (40: one line per communicator, its GPU set-up "
+      "and channels), trace (60: each staged collective, the engine's file:line breadcrumbs when a GPU call "
+      "fails), debug (80: each staged buffer, each GPU call's algorithm, the path between every pair of ranks), "
+      "max (100)",
+      MCA_BASE_VAR_TYPE_INT, &mca_base_var_enum_verbose, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL, &c->verbose);
 }
 
 static void register_topology(mca_coll_gpu_component_t *c) {
@@ -179,13 +221,13 @@ static void register_topology(mca_coll_gpu_component_t *c) {
                   "NVLinks from NVML. Empty: probe. It must be a regular file (a FIFO or device is refused, never "
                   "waited on). A file that cannot be opened or read is reported (with the line at fault) when a "
                   "communicator first takes the GPU path, and the probe is used",
-                  "", &c->topo_file);
+                  "", OPAL_INFO_LVL_5, &c->topo_file);
   register_string("topo_dump_file",
                   "File that rank 0 of each communicator taking the GPU path writes the topology to, as every "
                   "rank merged it (NCCL's XML format, GPUs carrying their rank), as a new file renamed over the name "
                   "(a symbolic link there is replaced, never written through): read it back with coll_gpu_topo "
                   "--xml or coll_gpu_topo_file. Empty: none",
-                  "", &c->topo_dump_file);
+                  "", OPAL_INFO_LVL_5, &c->topo_dump_file);
 }
 
 static void register_allreduce(mca_coll_gpu_component_t *c) {
@@ -349,6 +391,13 @@ static void register_pvars(void) {
 int mca_coll_gpu_register_params(void) {
   mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
 
+  static char *version = COLL_GPU_VERSION " (built against Open MPI " COLL_GPU_OMPI_VERSION ")";
+  mca_base_component_var_register(component(), "version",
+                                  "Version of coll/gpu, and the Open MPI release it was built "
+                                  "against (the only one it runs in)",
+                                  MCA_BASE_VAR_TYPE_STRING, NULL, 0, MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_3,
+                                  MCA_BASE_VAR_SCOPE_CONSTANT, &version);
+
   register_bool("enable",
                 "Enable coll/gpu. When false the component takes no communicator, and collectives on device "
                 "buffers reach a coll component that is not CUDA-aware. Settable through MPI_T: a change applies "
@@ -359,17 +408,12 @@ int mca_coll_gpu_register_params(void) {
                "Priority of coll/gpu (0-100). It must be above the priority of every coll component it should "
                "wrap (tuned 30, sync 50, self 75)",
                DEFAULT_PRIORITY, 0, 100, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, &c->priority);
-  register_int("verbose",
-               "Verbosity of coll/gpu (0-100): 0 silent, 1 warnings, 10 info (one line per communicator, the GPU "
-               "set-up and its channels), 50 debug (each staged collective, the engine's file:line breadcrumbs "
-               "when a GPU call fails), 100 trace (each staged buffer, each GPU call's algorithm)",
-               0, 0, 100, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &c->verbose);
-
+  register_verbose(c);
   register_string("verbose_subsys",
                   "Subsystems that coll_gpu_verbose reports, comma-separated: INIT (component and communicator "
                   "set-up), COLL (collective calls), STAGE (staging through host memory), TOPO (topology and "
                   "rings), PROXY (the network proxy), or all; a leading ^ reports all but the ones listed",
-                  "all", &c->verbose_subsys);
+                  "all", OPAL_INFO_LVL_9, &c->verbose_subsys);
   c->subsys_mask = parse_subsys(c->verbose_subsys);
   if (c->subsys_mask < 0) {
     bad_value("coll_gpu_verbose_subsys", c->verbose_subsys,

@@ -183,11 +183,11 @@ static void start_on_gpu(mca_coll_gpu_call_t *c) {
   if (coll_gpu_engine_start(c->m->engine, &c->plan.args, why, sizeof(why)) == COLL_GPU_SUCCESS) {
     c->m->on_gpu = c;
     busy(c->m);
-    COLL_GPU_LOG(COLL_GPU_LVL_TRACE, COLL_GPU_LOG_COLL, "comm %s: %s (%zu bytes) started on the GPUs", c->comm->c_name,
+    COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "comm %s: %s (%zu bytes) started on the GPUs", c->comm->c_name,
                  c->saved.name, c->plan.bytes);
     return;
   }
-  finish(c, mca_coll_gpu_failed(c->m, c->comm, c->plan.bytes, "on the GPU", why));
+  finish(c, mca_coll_gpu_failed(c->m, c->comm, c->saved.name, c->plan.bytes, "on the GPU", why));
 }
 
 /* Starts call c through the previous module (staged where its buffers need it). */
@@ -225,7 +225,8 @@ static int watch_agreement(mca_coll_gpu_call_t *c, coll_gpu_agree_t *a) {
     snprintf(why + at, sizeof(why) - at, " ended before it reached the call");
     c->m->queue = c->next; /* it leaves the queue (it is the first) */
     c->queued = 0;
-    finish(c, mca_coll_gpu_failed(c->m, c->comm, c->plan.bytes, "while the ranks agreed on its path", why));
+    finish(c,
+           mca_coll_gpu_failed(c->m, c->comm, c->saved.name, c->plan.bytes, "while the ranks agreed on its path", why));
     return 1;
   }
   if (report) {
@@ -314,8 +315,9 @@ static int progress_module(mca_coll_gpu_module_t *m) {
     if (done) {
       mca_coll_gpu_call_t *c = m->on_gpu;
       m->on_gpu = NULL;
-      finish(c,
-             st == COLL_GPU_SUCCESS ? OMPI_SUCCESS : mca_coll_gpu_failed(m, c->comm, c->plan.bytes, "on the GPU", why));
+      finish(c, st == COLL_GPU_SUCCESS
+                    ? OMPI_SUCCESS
+                    : mca_coll_gpu_failed(m, c->comm, c->saved.name, c->plan.bytes, "on the GPU", why));
       ++events;
     }
   }
@@ -377,7 +379,7 @@ int mca_coll_gpu_defer(mca_coll_gpu_module_t *m, struct ompi_communicator_t *com
   enqueue(m, c);
   unlock();
   *request = &c->super;
-  COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "comm %s: %s queued, to start from progress", comm->c_name,
+  COLL_GPU_LOG(COLL_GPU_LVL_TRACE, COLL_GPU_LOG_COLL, "comm %s: %s queued, to start from progress", comm->c_name,
                saved->name);
   return OMPI_SUCCESS;
 }
@@ -496,7 +498,7 @@ int mca_coll_gpu_pcall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t
   }
   unlock();
   *request = &c->super;
-  COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "comm %s: %s_init on the GPU path, its agreement %s",
+  COLL_GPU_LOG(COLL_GPU_LVL_TRACE, COLL_GPU_LOG_COLL, "comm %s: %s_init on the GPU path, its agreement %s",
                comm->c_name, pl->name, posted ? "posted" : "queued");
   return OMPI_SUCCESS;
 }

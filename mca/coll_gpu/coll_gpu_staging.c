@@ -131,7 +131,7 @@ int mca_coll_gpu_stage(coll_gpu_stage_t *st, const void *buf, coll_gpu_span_t sp
                                  ? sparse_pieces(span, &npieces)
                                  : NULL;
   if (dir == COLL_GPU_OUT && bytes < span.len && pieces == NULL) dir = COLL_GPU_INOUT;
-  COLL_GPU_LOG(COLL_GPU_LVL_TRACE, COLL_GPU_LOG_STAGE, "%s buffer %p (device %d): %zu bytes at offset %td%s, %s",
+  COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_STAGE, "%s buffer %p (device %d): %zu bytes at offset %td%s, %s",
                kind_name(mem.kind), buf, mem.device, span.len, span.lo, pieces != NULL ? " (its pieces only)" : "",
                dir == COLL_GPU_IN    ? "in"
                : dir == COLL_GPU_OUT ? "out"
@@ -156,7 +156,7 @@ static void report(const coll_gpu_stage_t *st, struct ompi_communicator_t *comm,
 
 int mca_coll_gpu_unstage(coll_gpu_stage_t *st, int rc, struct ompi_communicator_t *comm, const char *op) {
   if (st->count > 0)
-    COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "%s on comm %s: %d buffer(s) staged through host memory", op,
+    COLL_GPU_LOG(COLL_GPU_LVL_TRACE, COLL_GPU_LOG_COLL, "%s on comm %s: %d buffer(s) staged through host memory", op,
                  comm->c_name, st->count);
   if (coll_gpu_stage_finish(st, rc == OMPI_SUCCESS) != COLL_GPU_SUCCESS) {
     report(st, comm, op);
@@ -217,7 +217,7 @@ int mca_coll_gpu_iend(coll_gpu_stage_t *st, int rc, void *pending, struct ompi_c
     free(pending);
     return mca_coll_gpu_unstage(st, rc, comm, op);
   }
-  COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL,
+  COLL_GPU_LOG(COLL_GPU_LVL_TRACE, COLL_GPU_LOG_COLL,
                "%s on comm %s: %d buffer(s) staged through host memory, copied back at completion", op, comm->c_name,
                st->count);
   pending_t *p = (pending_t *)pending;
@@ -286,7 +286,7 @@ static int persistent_start(size_t count, ompi_request_t **requests) {
     }
     int rc = p->start(1, &requests[i]);
     if (rc != OMPI_SUCCESS) return rc;
-    COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "%s on comm %s: started, %d buffer(s) staged", p->op,
+    COLL_GPU_LOG(COLL_GPU_LVL_TRACE, COLL_GPU_LOG_COLL, "%s on comm %s: started, %d buffer(s) staged", p->op,
                  p->comm->c_name, p->st.count);
     ompi_request_set_callback(requests[i], persistent_complete, p); /* at once if it completed already */
   }
@@ -321,7 +321,7 @@ int mca_coll_gpu_pend(coll_gpu_stage_t *st, int rc, void *persistent, struct omp
     free(persistent);
     return mca_coll_gpu_unstage(st, rc, comm, op);
   }
-  COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL,
+  COLL_GPU_LOG(COLL_GPU_LVL_TRACE, COLL_GPU_LOG_COLL,
                "%s on comm %s: %d buffer(s) staged through host memory at each start", op, comm->c_name, st->count);
   persistent_t *p = persistent;
   p->request = *request;

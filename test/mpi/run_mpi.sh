@@ -8,6 +8,8 @@
 #   expect N REGEX         exactly N lines of the output match REGEX (grep -E)
 #   select priority        no coll list: coll/gpu is selected by its priority, as a user gets it
 #   select stock           without coll/gpu (--mca coll ^gpu): the case must pass on stock Open MPI too
+#   param NAME = VALUE     a line of the MCA parameter file the run reads (instead of the user's and the
+#                          system's: mca_base_param_files)
 # usage: run_mpi.sh CASE-FILE   (the test harness passes it; builddir is the current directory)
 set -e
 case_file=$1
@@ -37,13 +39,20 @@ test/gpu/*)
   fi
   ;;
 esac
+params=""
+if grep -q '^param ' "$case_file"; then
+  pfile=$(mktemp)
+  trap 'rm -f "$pfile"' EXIT
+  sed -n 's/^param //p' "$case_file" >"$pfile"
+  params="--mca mca_base_param_files $pfile"
+fi
 sysdir=$(${OMPI_INFO:-ompi_info} --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 run() {
   # shellcheck disable=SC2086
   timeout 600 ${MPIRUN:-mpirun} -np "$np" --oversubscribe --bind-to none $flags \
     --mca mca_base_component_path "$PWD/.libs:$sysdir" \
-    $coll --mca btl self,vader $mca_flags \
+    $coll --mca btl self,vader $params $mca_flags \
     "./$prog" $args
 }
 if [ "$(sed -n '2,$p' "$case_file" | grep -c .)" = 0 ]; then

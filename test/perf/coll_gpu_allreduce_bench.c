@@ -4,6 +4,7 @@
  *
  * usage: coll_gpu_allreduce_bench [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter] [-d host|cuda]
  *                                 [-m MIN] [-M MAX] [-i ITERS] [-c] [-N] [-I | -P] [-O ROUNDS]
+ *        coll_gpu_allreduce_bench --help | --version   (without MPI)
  *   -C  the collective (default allreduce; the reductions take MPI_FLOAT MPI_SUM, the moves MPI_BYTE).
  *       Sizes are per rank for allgather, alltoall and reduce_scatter (each rank's block), the whole
  *       buffer otherwise
@@ -327,7 +328,27 @@ static int overhead(void *s, void *r, size_t bytes, int rounds, int iters, int r
   return 0;
 }
 
+static void usage(FILE *to, const char *argv0) {
+  fprintf(to,
+          "usage: %s [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter] [-d host|cuda] [-m MIN] "
+          "[-M MAX] [-i ITERS] [-c] [-N] [-I | -P] [-O ROUNDS]\n",
+          argv0);
+}
+
 int main(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i) { /* answered without MPI */
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(stdout, argv[0]);
+      printf(
+          "Times MPI collectives OSU style (with NCCL's beside them when built with NCCL, on CUDA buffers);\n"
+          "run it under mpirun. See coll_gpu_allreduce_bench(1).\n");
+      return 0;
+    }
+    if (strcmp(argv[i], "--version") == 0) {
+      printf("%s (coll/gpu) %s\n", argv[0], COLL_GPU_VERSION);
+      return 0;
+    }
+  }
   MPI_Init(&argc, &argv);
   int rank, n;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -385,11 +406,7 @@ int main(int argc, char **argv) {
         rounds = atoi(optarg);
         break;
       default:
-        if (rank == 0)
-          fprintf(stderr,
-                  "usage: %s [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter] [-d host|cuda] [-m MIN] "
-                  "[-M MAX] [-i ITERS] [-c] [-N] [-I | -P] [-O ROUNDS]\n",
-                  argv[0]);
+        if (rank == 0) usage(stderr, argv[0]);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
   }

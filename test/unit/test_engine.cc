@@ -62,7 +62,7 @@ TEST(Status, CheckReturnsTheFailureWithABreadcrumbPerFunction) {
   const std::string here = "test_engine.cc:";
   EXPECT_NE(lines[0].find(here + std::to_string(inner_line) + " -> peer process gone"), std::string::npos) << lines[0];
   EXPECT_NE(lines[1].find(here + std::to_string(outer_line) + " -> peer process gone"), std::string::npos) << lines[1];
-  for (const std::string &l : lines) EXPECT_EQ(l.rfind(std::to_string(COLL_GPU_LVL_DEBUG) + " ", 0), 0u) << l;
+  for (const std::string &l : lines) EXPECT_EQ(l.rfind(std::to_string(COLL_GPU_LVL_TRACE) + " ", 0), 0u) << l;
 
   lines.clear();
   EXPECT_EQ(outer(COLL_GPU_SUCCESS, &reached), COLL_GPU_SUCCESS);

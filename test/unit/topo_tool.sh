@@ -1,7 +1,8 @@
 #!/bin/sh
 # coll_gpu_topo on the fixtures: rings printed as "Channel NN/MM : g0 ... gn-1", GPUs named by rank
 # (else index), the dump read back to the same output, a malformed file refused with its line, a FIFO
-# refused at once, and a dump over a symbolic link that replaces the link instead of writing through it.
+# refused at once, and a dump over a symbolic link that replaces the link instead of writing through it;
+# --help and --version of the installed tools (status 0, without MPI).
 set -u
 data=${srcdir:-.}/test/data
 tool=./coll_gpu_topo
@@ -27,6 +28,16 @@ status=$?
 check "malformed file: status 1 and its line" "$status $out" "^1 coll_gpu_topo: $tmp.bad:4: </cpu> closes <pci> of line 3"
 $tool --bogus >/dev/null 2>&1
 [ $? -eq 2 ] && echo "ok: an unknown option is a usage error" || { echo "FAIL: unknown option"; fail=1; }
+out=$($tool --help 2>/dev/null)
+check "--help: usage on standard output, status 0" "$? $out" '^0 usage: coll_gpu_topo '
+out=$($tool --version)
+check "--version: status 0" "$? $out" "^0 coll_gpu_topo \(coll/gpu\) [0-9]+\.[0-9]+\.[0-9]+$"
+for bench in test/perf/coll_gpu_allreduce_bench_host test/perf/coll_gpu_allreduce_bench; do
+  out=$(./$bench --help 2>/dev/null)
+  check "$bench --help, without MPI: status 0" "$? $out" "^0 usage: "
+  out=$(./$bench --version 2>/dev/null)
+  check "$bench --version, without MPI: status 0" "$? $out" " \(coll/gpu\) [0-9]+\.[0-9]+\.[0-9]+$"
+done
 # without --xml: this machine, probed; its dump is NCCL-format XML that reads back to the same report
 $tool --dump "$tmp.probe" >"$tmp.a" 2>"$tmp.err"
 status=$?
