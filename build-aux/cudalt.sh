@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 the coll/gpu authors
 # Compiles one CUDA source with nvcc into a libtool object, so that .cu files link into libtool libraries,
 # and writes OUTPUT.d beside it: make's rules for the headers the source read.
 # usage: cudalt.sh OUTPUT.lo NVCC [nvcc arguments...] -c SOURCE.cu

@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 the coll/gpu authors
 # Before/after on a GPU machine: one benchmark binary through two builds of the component, in ABBA order
 # (round 1 runs the baseline first, round 2 this build first, and so on), so that drift and going first
 # hit both alike. Each run is `mpirun -np NP` of THIS_TREE's coll_gpu_allreduce_bench with BENCH_ARGS,

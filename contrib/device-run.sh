@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 the coll/gpu authors
 # On a GPU machine: build coll/gpu from the `make dist` tarball against the Open MPI installed there,
 # run the whole test suite (the GPU cases run there), the benchmark of each collective on device buffers
 # through the component beside NCCL, and the allreduce benchmark without it (stock Open MPI). Logs go to $OUT

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 the coll/gpu authors
 # Host-buffer overhead of coll/gpu: 8-byte MPI_Allreduce on host buffers, 2 ranks, in a process that
 # never loads CUDA. One run times two communicators in alternation, one created with coll/gpu and one
 # without it (coll_gpu_enable switched off through MPI_T in between), so that drift and core placement

@@ -1,12 +1,15 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 the coll/gpu authors
 # The main job, after installation: MPI_Allreduce on CUDA device buffers through coll/gpu, one rank
-# per GPU, validated. Without a GPU it says so and runs the host-side checks: the component is
-# listed by ompi_info, and an allreduce on host buffers (through coll/gpu's staging path and
-# straight) is validated.
+# per GPU, validated, beside NCCL where it is installed. Without a GPU it says so and runs the host-side
+# checks: the component is listed by ompi_info, and an allreduce on host buffers (through coll/gpu's
+# staging path and straight) is validated. BINDIR: where the benchmarks are (default /usr/bin).
 set -e
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-bindir=${BINDIR:-/usr/local/bin}
+bindir=${BINDIR:-/usr/bin}
 ompi_info | grep "MCA coll: gpu" || { echo "coll/gpu is not installed where Open MPI looks"; exit 1; }
+ompi_info --param coll gpu --level 3 | grep coll_gpu_version
 ngpu=0
 if command -v nvidia-smi >/dev/null 2>&1; then ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true); fi
 stack="--mca coll gpu,tuned,libnbc,basic,self,inter"

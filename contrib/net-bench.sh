@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 the coll/gpu authors
 # Across nodes on one GPU machine. First the network proxy alone (test/perf/coll_gpu_proxy_bench, no GPU:
 # what it moves each way over tcp and over UCX's choice, with a thread per channel). Then each rank its own
 # virtual node (coll_gpu_virtual_nodes 1), so that every ring hop goes through the network proxy, with NCCL

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * What the NVLink between GPU 0 and GPU 1 carries when multiprocessors copy over it, by thread blocks,
  * the ceiling the ring kernels work against. Three copies of 256 MiB, each block a contiguous part of it

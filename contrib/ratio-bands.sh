@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 the coll/gpu authors
 # Summarizes benchmark output (coll_gpu_allreduce_bench runs, each after a "== COLL ..." line, as
 # contrib/device-run.sh writes them) into the ratio ours/NCCL per collective and size band: 8 B - 64 KiB,
 # 256 KiB - 16 MiB, 64 MiB and above; each band's lowest and highest ratio, and the size of the highest.

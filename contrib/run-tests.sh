@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 the coll/gpu authors
 # Runs every test (unit tests, MPI tests under mpirun, GPU tests where a GPU is) from a fresh build
 # in build/, and ends with one line: N passed, N failed, N skipped.
 # Run from the repository root after the dependencies are installed (contrib/install-deps.sh).

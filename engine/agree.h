@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Agreement on the path of one collective among the ranks of one node: each rank posts what it can do
  * (bits), and a rank that needs the answer reads the OR of all posts. Costs one cache line written per

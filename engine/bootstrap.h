@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The engine's view of MPI: a small bootstrap interface (allgather, broadcast, barrier) and what the
  * engine learns through it at creation: every rank's peer info.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The communicator engine: what one communicator needs to run its collectives on its GPUs. Created lazily
  * and collectively (through the bootstrap interface) on the first collective that every rank passes device

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The engine's NET connections (C++ only): the network proxy of one engine and the host FIFOs it moves,
  * as the kernels see them. A ring hop or point-to-point pair between ranks of different nodes gets one:

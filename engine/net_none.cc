@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The engine's NET connections in a build without UCX (engine/net.h): no network proxy, so a communicator
  * that spans nodes gets no GPU path, and every other call has nothing to do.

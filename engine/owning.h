@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Owning types for the engine's GPU resources (C++ only): each frees what it holds when it goes, moves and
  * never copies, so that no failure path of the engine leaks a device allocation, a mapping or a stream.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Staging of device buffers through host memory: byte spans of datatype layouts, a cache of bounce
  * buffers, and the copy engines. A C API without Open MPI headers (stage.cc is the engine's C++): the

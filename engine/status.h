@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The engine's one status type, returned by every engine function that can fail, with the reason in words
  * beside it (a `why` buffer the glue prints). In the engine's C++, COLL_GPU_CHECK(call) returns a failed

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Algorithm choice for the GPU allreduce: a latency + bandwidth model per algorithm, by message size and
  * rank count, with the overrides of the MCA parameters. Pure arithmetic: the same inputs give the same

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Waiting for peers: late is not dead, and waiting burns no core an oversubscribed rank needs.
  *

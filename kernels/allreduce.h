@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The GPU collective kernels: a plain C launch interface (no MPI, no CUDA types) over the algorithms in
  * kernels/ (allreduce_*, move.cu, reduce.cuh). Every function returns 0 or a cudaError_t value.

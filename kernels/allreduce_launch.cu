@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The plain launch interface of the allreduce kernels (kernels/allreduce.h) and the CUDA resources the
  * engine needs: device scratch, IPC handles, a stream, host-mapped status words.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The lingering one-shot kernel (kernels/allreduce.h, coll_gpu_ar_status_t): it serves the call it was
  * launched with, then block 0 polls host memory for the next and hands each call it takes (or the order

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * One-shot allreduce and reduce, LL protocol: for small messages, one kernel, one NVLink trip.
  *

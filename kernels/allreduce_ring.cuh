@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Ring allreduce, Simple protocol: for large messages, bandwidth-optimal (every rank sends and receives
  * 2 (n - 1) / n of the buffer), over several channels, one block each, to fill NVLink.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Two-shot allreduce, Simple protocol: for medium messages, a reduce-scatter and an all-gather, each one
  * NVLink trip straight to the rank that needs the data (every pair of GPUs is connected).

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Memory classification through the CUDA driver, looked up with dlsym from the libcuda that the
  * application loaded. See gpu_mem.h.

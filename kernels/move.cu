@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The moves: MPI_Bcast, MPI_Allgather and MPI_Alltoall on the GPUs, as bytes (no type, no op), so one
  * kernel per protocol and alignment serves every datatype.

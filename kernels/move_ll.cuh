@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The direct moves (MPI_Bcast, MPI_Allgather and MPI_Alltoall as bytes), LL, for small messages at any rank
  * count: the body of kernels/move.cu's kernel of one call and of the lingering kernel

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * How the allreduce algorithms cut a buffer: parts in whole 16-byte packs, so that every part of an
  * aligned buffer starts aligned. Host and device share this arithmetic (and the unit tests check it).

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Device-side building blocks shared by the allreduce algorithms: the scratch layout, system-scope
  * flags, waits the host can abort, 16-byte packs (vector loads when aligned, byte loads when not) and LL lines.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The ring primitives, Simple protocol: one block per channel moves a buffer's parts through its ring's
  * connections, one FIFO slot per step. Every ring collective is a list of steps over them (NCCL's

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * MPI_Reduce and MPI_Reduce_scatter(_block) on the GPUs: per type and op, behind typed launchers that the
  * files kernels/generate.sh writes instantiate a few at a time.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Host side of the reduction functors: which (type, op) pairs the kernels implement, element sizes, and
  * the same reductions on host memory (the tests' way to check the functors and their dispatch).

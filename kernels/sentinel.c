@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * coll_gpu_sentinel.so: an object with no code that gpu_mem.c loads (never to be unloaded) as the
  * last object of the process. The loader appends every object loaded later after it, so while its

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Host staging copies for device buffers: pinned bounce memory and synchronous copies in the
  * current context. No MPI here; the caller makes the owning context current (gpu_mem.h).

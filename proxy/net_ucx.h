@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The proxy's network: a UCX context and a single-threaded worker, an endpoint per peer, and tagged sends
  * and receives of host memory (C++ only; every call on the proxy's thread). What the proxy moves is

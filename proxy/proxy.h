@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The network proxy (NCCL's proxy thread and NET transport): one progress thread per engine that owns a
  * UCX worker and moves the steps of NET connections between host FIFOs and the network. No MPI and no

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * coll_gpu_topo: the GPU path matrix and the rings the search chooses, for this machine (probed with
  * hwloc and NVML) or for nodes described in NCCL's topology XML format.

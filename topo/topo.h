@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The system graph of one or more nodes, built from NCCL-format topology XML (topo_xml.h), one file per
  * node: CPU (NUMA node), PCI switch, GPU, NIC port and NVSwitch nodes, and the network between nodes,

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Probing this node (topo_probe.h): hwloc walks the PCI tree, NVML tells each GPU's NVLinks.
  */

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Probing this node into NCCL-format topology XML (topo_xml.h): hwloc for the CPUs (NUMA nodes), the
  * PCI tree, NVIDIA GPUs and NICs; NVML, opened with dlopen, for each GPU's compute capability and

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Trees from the rings (topo.h): a chain per node, a double binary tree between nodes.
  */

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Topology XML in NCCL's format (<system version="1">, <cpu>, <pci>, <gpu>, <nvlink>, <nic>, <net>):
  * a small, bounded reader into an element tree, and a writer. No MPI, no CUDA.

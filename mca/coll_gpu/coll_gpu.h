@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * coll/gpu: the Open MPI coll component for collectives on CUDA device buffers.
  *

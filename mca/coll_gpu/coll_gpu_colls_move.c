@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Data movement: bcast, gather(v), scatter(v), allgather(v), alltoall(v,w), blocking, nonblocking and
  * persistent (coll_gpu_wrap.h), on intra- and intercommunicators. Send blocks go in, receive blocks come

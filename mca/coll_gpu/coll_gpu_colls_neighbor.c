@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Neighborhood collectives on Cartesian, graph and distributed-graph communicators, blocking,
  * nonblocking and persistent (coll_gpu_wrap.h): a block to each of the outdegree neighbors goes in, a

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Reductions: allreduce, reduce, scan, exscan, reduce_scatter(_block), blocking, nonblocking and
  * persistent (coll_gpu_wrap.h), on intra- and intercommunicators, and MPI_Reduce_local. The send buffer

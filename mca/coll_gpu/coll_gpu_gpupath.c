@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The GPU path of MPI_Allreduce, MPI_Reduce, MPI_Reduce_scatter(_block), MPI_Bcast, MPI_Allgather and
  * MPI_Alltoall: which path a call takes, the same on every rank, and the engine's bootstrap over the

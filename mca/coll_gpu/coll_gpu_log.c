@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The logger: one line per message. Open MPI's output stream puts [host:pid] first; then the component,
  * the world rank in NCCL's manner, the level and the subsystem:

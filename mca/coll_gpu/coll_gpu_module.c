@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * coll/gpu module: one per intra-communicator, on top of the module that had each collective before.
  *

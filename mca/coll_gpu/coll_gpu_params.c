@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The one parameter registry: every coll_gpu_* MCA variable is registered and checked here.
  * A value out of range is reported with the allowed range and replaced by the default.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The entry points, generated per signature: what differs between two collectives is their parameter
  * list and which of their buffers go in or out, so each collective file defines, for each collective

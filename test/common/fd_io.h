@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Whole reads and writes on a file descriptor (a socketpair between a test's forked processes), and
  * the acquire/release loads and stores of the FIFO counters a host thread shares with the network proxy.

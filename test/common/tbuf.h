@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Test buffers of a chosen memory kind. Built without TEST_WITH_CUDA only host memory exists; with it,
  * device, managed, pinned and per-rank mixed kinds too.

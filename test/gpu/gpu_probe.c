@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /* Exits 0 when a CUDA device is usable here, 1 otherwise (the GPU test cases skip then). */
 #include <cuda_runtime.h>
 #include <stdio.h>

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * MPI_Allreduce on device buffers through coll/gpu: every predefined type and op the GPU path takes,
  * counts from 1 to 2^20 + 5 (2^28 with -L), in place and not, buffers offset by 0 to 15 bytes, checked

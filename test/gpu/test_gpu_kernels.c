@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The collective kernels without MPI: 2 to 8 ranks simulated in one process, each with its own scratch,
  * status words and stream, spread round-robin over the GPUs present (peer access between them). Every

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Shared by the parts of the collective test: the run's state, the random inputs, byte comparison
  * and test buffers of the chosen memory kind with their host images.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Data movement: bcast, gather(v), scatter(v), allgather(v), alltoall(v,w), blocking and nonblocking,
  * in place and not, every root, over contiguous and derived datatypes (holes, negative lower bound).

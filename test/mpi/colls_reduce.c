@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Reductions: allreduce, reduce, scan, exscan, reduce_scatter(_block), blocking and nonblocking, in
  * place and not, for every predefined type and op pair MPI allows, against a reference computed here

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 the coll/gpu authors
 # Nothing outlives a job: runs of a dup/allreduce/free loop in which the last rank kills itself (SIGKILL)
 # at a random point, with mpirun alive, with and without coll_gpu_force_staging (processes that post to
 # the path agreement, and processes that skip it); then no coll/gpu file may be left in /dev/shm, nor in

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * For the MPI tests of the engine's pieces: the bootstrap interface (engine/bootstrap.h) over an MPI
  * communicator (ctx points to it), and EXPECT, which counts a failure in the test's `failures` and

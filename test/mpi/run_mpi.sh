@@ -1,8 +1,10 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 the coll/gpu authors
 # Runs one MPI test case under mpirun with the component from this build tree. Cases of programs
 # under test/gpu/ need a CUDA device and report SKIP without one.
 # A case file holds one line: NP PROGRAM [ARGS...] [-- MCA-NAME VALUE ...]
-# and then, optionally, lines that change how the run is judged:
+# and then, optionally, lines that change how the run is judged (lines starting with # are comments):
 #   flag MPIRUN-OPTION     passed to mpirun (e.g. --enable-recovery: a killed rank does not end the job)
 #   status any             mpirun's exit status does not count (a case that kills a rank on purpose)
 #   expect N REGEX         exactly N lines of the output match REGEX (grep -E)
@@ -13,7 +15,10 @@
 # usage: run_mpi.sh CASE-FILE   (the test harness passes it; builddir is the current directory)
 set -e
 case_file=$1
-read -r np prog rest <"$case_file"
+body=$(grep -v '^#' "$case_file")
+read -r np prog rest <<EOF
+$(printf '%s\n' "$body" | head -n 1)
+EOF
 args=""
 mca=""
 seen_sep=0
@@ -55,7 +60,7 @@ run() {
     $coll --mca btl self,vader $params $mca_flags \
     "./$prog" $args
 }
-if [ "$(sed -n '2,$p' "$case_file" | grep -c .)" = 0 ]; then
+if [ "$(printf '%s\n' "$body" | sed -n '2,$p' | grep -c .)" = 0 ]; then
   run
   exit $?
 fi

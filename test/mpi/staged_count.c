@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * coll/gpu's MPI_T performance variable coll_gpu_staged_buffers, for the tests that check which
  * buffers a call staged (colls.h).

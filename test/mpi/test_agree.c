@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The engine's bootstrap and path agreement over a real MPI job, without a GPU: the peer exchange, and the agreement
  * table (one file per job and node): every answer without COLL_GPU_AGREE_UNKNOWN is the OR of that agreement's bits

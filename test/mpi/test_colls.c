@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Every collective that coll/gpu wraps, blocking and nonblocking, against a reference computed here:
  * reductions for every predefined type and op pair MPI allows, data movement with contiguous and

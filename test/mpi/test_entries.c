@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The entry points beyond the intra-communicator collectives, against references computed here on
  * poisoned outputs, with fresh random contents for every call:

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Late is not dead. Three MPI_Allreduce calls on a dup of MPI_COMM_WORLD with MPI_ERRORS_RETURN:
  *   -l SECONDS  rank 1 reaches the second call that many seconds late; every call must succeed with the

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 // The engine's NET set-up across virtual nodes under mpirun, without GPUs (engine/net.h, Net::setup): each
 // rank's proxy starts, the addresses travel through the MPI bootstrap, and every rank connects to the ranks
 // of the other nodes and to no other. Steps then move around the ring over those connections, several per

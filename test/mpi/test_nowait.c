@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Never in the way: legal programs that finish on stock Open MPI finish with coll/gpu loaded, with
  * threads and nonblocking calls, and no call waits for a peer that the program does not wait for.

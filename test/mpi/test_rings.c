@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The rings of the GPU path over a real MPI job, without a GPU: each rank is given a GPU bus id of
  * a topology fixture (test/data), the ranks' views are merged, and the rings must be the same on every

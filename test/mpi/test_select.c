@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Which coll component runs MPI_Allreduce and MPI_Ibcast on each kind of communicator: the shared
  * object that holds the installed function tells. With coll/gpu active, every communicator (world,

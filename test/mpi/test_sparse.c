@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * A sparse datatype: 16 bytes of ints over an extent of -e MiB (default 1024): two blocks of two ints, at
  * the start and at the end of the extent. MPI_Allreduce, MPI_Iallreduce and MPI_Bcast on it must give the

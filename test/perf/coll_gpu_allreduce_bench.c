@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Collective latency and bandwidth, OSU style, on host or CUDA device buffers: MPI_Allreduce, and with -C
  * MPI_Bcast (root 0), MPI_Allgather, MPI_Alltoall, MPI_Reduce (root 0) or MPI_Reduce_scatter_block.
@@ -33,7 +35,8 @@
  * 1 for bcast and reduce). When built with NCCL and run on CUDA buffers, each size also runs NCCL's
  * counterpart on the same buffers (ncclAllReduce, ncclBroadcast, ncclAllGather, grouped ncclSend/ncclRecv
  * for alltoall, ncclReduce, ncclReduceScatter; each call followed by a stream synchronize, as OSU's NCCL
- * benchmarks do) and prints NCCL's latency, busbw and the ratio ours/NCCL.
+ * benchmarks do) and prints NCCL's latency, busbw and the ratio ours/NCCL. NCCL is loaded at run time
+ * (libnccl.so.2); where it is not found, coll/gpu is timed alone.
  */
 #include "config.h"
 
@@ -49,45 +52,92 @@
 #include "test/common/tbuf.h"
 
 #if defined(TEST_WITH_CUDA) && defined(COLL_GPU_HAVE_NCCL)
+#include <dlfcn.h>
 #include <nccl.h>
 #define WITH_NCCL 1
+
+/* NCCL, loaded at run time (libnccl.so.2), so that the benchmark runs where NCCL is not installed. */
+static struct {
+  ncclResult_t (*GetUniqueId)(ncclUniqueId *);
+  ncclResult_t (*CommInitRank)(ncclComm_t *, int, ncclUniqueId, int);
+  ncclResult_t (*CommDestroy)(ncclComm_t);
+  ncclResult_t (*AllReduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+  ncclResult_t (*Broadcast)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+  ncclResult_t (*AllGather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
+  ncclResult_t (*Reduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t, cudaStream_t);
+  ncclResult_t (*ReduceScatter)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+  ncclResult_t (*Send)(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+  ncclResult_t (*Recv)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+  ncclResult_t (*GroupStart)(void);
+  ncclResult_t (*GroupEnd)(void);
+} nccl_fn;
+
+/* Whether libnccl.so.2 and every function above were found. */
+static int nccl_load(void) {
+  void *lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+  if (lib == NULL) return 0;
+#define NCCL_LOAD(name) \
+  if ((*(void **)&nccl_fn.name = dlsym(lib, "nccl" #name)) == NULL) return 0;
+  NCCL_LOAD(GetUniqueId)
+  NCCL_LOAD(CommInitRank)
+  NCCL_LOAD(CommDestroy)
+  NCCL_LOAD(AllReduce)
+  NCCL_LOAD(Broadcast)
+  NCCL_LOAD(AllGather)
+  NCCL_LOAD(Reduce)
+  NCCL_LOAD(ReduceScatter)
+  NCCL_LOAD(Send)
+  NCCL_LOAD(Recv)
+  NCCL_LOAD(GroupStart)
+  NCCL_LOAD(GroupEnd)
+#undef NCCL_LOAD
+  return 1;
+}
 
 static ncclComm_t nccl_comm;
 static cudaStream_t nccl_stream;
 
-static void nccl_init(int rank, int n) {
+/* Loads NCCL on every rank and creates its communicator; 0 (said once) when some rank has no NCCL. */
+static int nccl_init(int rank, int n) {
+  int loaded = nccl_load(), all = 0;
+  MPI_Allreduce(&loaded, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all) {
+    if (rank == 0) printf("# NCCL (libnccl.so.2) was not found on every rank: coll/gpu is timed alone\n");
+    return 0;
+  }
   ncclUniqueId id;
-  if (rank == 0 && ncclGetUniqueId(&id) != ncclSuccess) MPI_Abort(MPI_COMM_WORLD, 3);
+  if (rank == 0 && nccl_fn.GetUniqueId(&id) != ncclSuccess) MPI_Abort(MPI_COMM_WORLD, 3);
   MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
   TBUF_CHECK(cudaStreamCreate(&nccl_stream));
-  if (ncclCommInitRank(&nccl_comm, n, id, rank) != ncclSuccess) MPI_Abort(MPI_COMM_WORLD, 3);
+  if (nccl_fn.CommInitRank(&nccl_comm, n, id, rank) != ncclSuccess) MPI_Abort(MPI_COMM_WORLD, 3);
+  return 1;
 }
 
 /* One NCCL call of collective `coll` (as in main) moving `bytes` (per block). */
 static void nccl_call(int coll, void *s, void *r, size_t bytes, int n) {
   switch (coll) {
     case 0:
-      ncclAllReduce(s, r, bytes / sizeof(float), ncclFloat, ncclSum, nccl_comm, nccl_stream);
+      nccl_fn.AllReduce(s, r, bytes / sizeof(float), ncclFloat, ncclSum, nccl_comm, nccl_stream);
       break;
     case 1:
-      ncclBroadcast(s, s, bytes, ncclChar, 0, nccl_comm, nccl_stream);
+      nccl_fn.Broadcast(s, s, bytes, ncclChar, 0, nccl_comm, nccl_stream);
       break;
     case 2:
-      ncclAllGather(s, r, bytes, ncclChar, nccl_comm, nccl_stream);
+      nccl_fn.AllGather(s, r, bytes, ncclChar, nccl_comm, nccl_stream);
       break;
     case 4:
-      ncclReduce(s, r, bytes / sizeof(float), ncclFloat, ncclSum, 0, nccl_comm, nccl_stream);
+      nccl_fn.Reduce(s, r, bytes / sizeof(float), ncclFloat, ncclSum, 0, nccl_comm, nccl_stream);
       break;
     case 5:
-      ncclReduceScatter(s, r, bytes / sizeof(float), ncclFloat, ncclSum, nccl_comm, nccl_stream);
+      nccl_fn.ReduceScatter(s, r, bytes / sizeof(float), ncclFloat, ncclSum, nccl_comm, nccl_stream);
       break;
     default:
-      ncclGroupStart();
+      nccl_fn.GroupStart();
       for (int q = 0; q < n; ++q) {
-        ncclSend((char *)s + (size_t)q * bytes, bytes, ncclChar, q, nccl_comm, nccl_stream);
-        ncclRecv((char *)r + (size_t)q * bytes, bytes, ncclChar, q, nccl_comm, nccl_stream);
+        nccl_fn.Send((char *)s + (size_t)q * bytes, bytes, ncclChar, q, nccl_comm, nccl_stream);
+        nccl_fn.Recv((char *)r + (size_t)q * bytes, bytes, ncclChar, q, nccl_comm, nccl_stream);
       }
-      ncclGroupEnd();
+      nccl_fn.GroupEnd();
   }
 }
 
@@ -431,8 +481,7 @@ int main(int argc, char **argv) {
   }
   int nccl = 0;
 #if WITH_NCCL
-  nccl = kind == TBUF_DEVICE && with_nccl && mode == BLOCKING;
-  if (nccl) nccl_init(rank, n);
+  nccl = kind == TBUF_DEVICE && with_nccl && mode == BLOCKING && nccl_init(rank, n);
 #else
   (void)with_nccl;
 #endif
@@ -513,7 +562,7 @@ int main(int argc, char **argv) {
     }
   }
 #if WITH_NCCL
-  if (nccl) ncclCommDestroy(nccl_comm);
+  if (nccl) nccl_fn.CommDestroy(nccl_comm);
 #endif
   tbuf_free(kind, s);
   tbuf_free(kind, r);

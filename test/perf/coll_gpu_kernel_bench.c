@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Time per call of the collective kernels alone, with N ranks simulated in one process on the GPUs present
  * (round-robin, peer access between them): no MPI, no host work per call. Each rank's calls are

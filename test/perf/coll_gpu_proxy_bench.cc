@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 // The network proxy alone (proxy/proxy.h): what it can move between two processes of this machine over UCX,
 // without GPUs, and how long one small step takes. A host thread plays the kernel on each side; both ranks
 // stream steps to each other on every connection at once, as the two ranks of a ring do, so the rate each

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 the coll/gpu authors
 # contrib/ab-bench.sh with a stand-in benchmark under mpirun (one rank): it prints latencies that depend on
 # which build's component folder mpirun was given (the baseline's is a folder of libraries, this build's a
 # tree with .libs), so the summary's medians and ratios are known; the runs must come in ABBA order.

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 the coll/gpu authors
 # contrib/ratio-bands.sh on a made-up benchmark output: each collective's lowest and highest ratio per
 # size band, the size of the highest, sizes between bands (128 KiB, 32 MiB) and lines without NCCL left out.
 set -u

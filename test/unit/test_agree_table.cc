@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 // The path agreement's table and protocol in one process: ranks simulated by handles of their own, the
 // order of their calls chosen by the test. The file: created mode 0600, never through a symbolic link, no
 // FIFO or file of another size taken. The protocol: a rank that only posts skips agreements until the

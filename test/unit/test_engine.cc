@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 // The engine's status type and COLL_GPU_CHECK's breadcrumbs, and the engine's set-up through the bootstrap
 // interface where no GPU path can be had (one rank; a bootstrap that fails): the answer, the reason, the
 // collective calls made, nothing handed out.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 // The reduction functors, compiled for the host, against a reference written here for every type and op
 // MPI allows; the partition arithmetic the kernels cut buffers with; and the communicator's device view
 // (its ring channels' connections) as coll_gpu_dev_comm_setup builds it.

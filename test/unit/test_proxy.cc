@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 // The network proxy alone (proxy/proxy.h) between two processes over UCX, a host thread playing the
 // kernel on both sides: steps arrive in order, whole and unchanged, on many connections at once; a slow
 // receiver holds the sender back through the FIFO (back-pressure) and the proxy never frees a slot early;

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 // Unit tests of the MPI-free staging core: spans of datatype layouts, staging through the host copy
 // engine (what runs for device buffers, with memcpy in place of CUDA copies), the bounce buffer cache,
 // error paths through a failing engine, and memory classification in a process without CUDA.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 // Topology: NCCL-format XML fixtures (test/data) read into the system graph; GPU path types; the rings
 // the search picks, checked against what a topology expert would defend; the write -> read round trip;
 // and errors that name the line of a malformed file.
@@ -196,7 +198,7 @@ TEST(Topo, TwoNodesCrossTwiceThroughTheNearestNIC) {
 
 TEST(Topo, SeveralNodesNeedNICs) {
   Topo t("twonode_a.xml", "pcie4_nvbridge.xml");
-  EXPECT_EQ(0u, t.err.find("pcie4_nvbridge.xml:3: no NIC (<nic><net>) in this node")) << t.err;
+  EXPECT_EQ(0u, t.err.find("pcie4_nvbridge.xml:5: no NIC (<nic><net>) in this node")) << t.err;
 }
 
 // write -> read gives the same text, paths and rings (for every fixture)

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 // Topology probing and merging: hwloc's view of a replayed 2-socket node (test/data/hwloc_2socket.xml)
 // with a fake NVML, written as NCCL-format XML and checked against the tree written out by hand; a
 // vendor placement-only file completed with NVML's links; and the merge of partial per-rank views.

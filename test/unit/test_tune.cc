@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
 // The allreduce tuning model: the choices it makes by size, what the parameters force, what the scratch
 // sizes allow, and the scratch layout it implies.
 #include <gtest/gtest.h>

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 the coll/gpu authors
 # coll_gpu_topo on the fixtures: rings printed as "Channel NN/MM : g0 ... gn-1", GPUs named by rank
 # (else index), the dump read back to the same output, a malformed file refused with its line, a FIFO
 # refused at once, and a dump over a symbolic link that replaces the link instead of writing through it;
