@@ -11,6 +11,7 @@ top=$PWD
 out=${1:-$top/build/deb}
 rm -rf "$out"
 mkdir -p "$out/src"
+out=$(cd "$out" && pwd)
 if [ "$(git rev-parse --show-toplevel 2>/dev/null)" = "$top" ]; then
   # a checkout: its files and the new ones not ignored, as they are in the working tree
   git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$out/src"
