@@ -89,7 +89,7 @@ done
 [ "${TESTS_SET:-all}" = none ] && exit 0
 echo "== tests (${TESTS_SET:-all})"
 if [ "${TESTS_SET:-all}" = gpu ]; then
-  make -j1 check TESTS="test/unit/unit_tests test/unit/topo_tool.sh $(ls test/mpi/rings_*.mpi test/gpu/*.gpu | tr '\n' ' ')" \
+  make -j1 check TESTS="test/unit/unit_tests test/unit/topo_tool.sh test/cluster/minicluster_gpu.sh $(ls test/mpi/rings_*.mpi test/gpu/*.gpu | tr '\n' ' ')" \
     >"$out/check.log" 2>&1
 else
   make -j1 check >"$out/check.log" 2>&1

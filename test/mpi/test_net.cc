@@ -6,7 +6,9 @@
 // neighbour so that both proxy threads work, a host thread playing the kernel on each rank (host FIFOs of
 // random-sized steps, checked byte by byte and poisoned once consumed), over UCX's choice and over tcp. A
 // neighbour of the same node has no connection: a FIFO to it is refused. A rank whose proxy cannot start
-// makes every rank fail alike, naming it.
+// makes every rank fail alike, naming it. With -H (on real hosts, as in the mini-cluster of
+// contrib/minicluster.sh) the steps also go around a ring whose nodes are the hosts: only the hops between
+// hosts have connections.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,9 +148,17 @@ int main(int argc, char **argv) {
   std::vector<coll_gpu_peer_t> peers(size);
   EXPECT(coll_gpu_peers_exchange(&b, &me, peers.data()) == COLL_GPU_SUCCESS, "peer exchange");
 
+  const bool hosts = argc > 1 && strcmp(argv[1], "-H") == 0;
   ring_over_net(&b, peers.data(), 1, nullptr, seed);
   ring_over_net(&b, peers.data(), 1, "tcp", seed + 1);
   if (size >= 4) ring_over_net(&b, peers.data(), 2, nullptr, seed + 2);
+  if (hosts) {
+    uint8_t node[COLL_GPU_MAX_RANKS];
+    const int nodes = coll_gpu_nodes_assign(peers.data(), size, 0, node);
+    EXPECT(nodes > 1, "-H: the ranks are on %d host(s)", nodes);
+    ring_over_net(&b, peers.data(), 0, nullptr, seed + 3);
+    ring_over_net(&b, peers.data(), 0, "tcp", seed + 4);
+  }
 
   // the last rank's proxy cannot start (no such transport): everyone fails, the others naming it
   if (rank == size - 1) setenv("COLL_GPU_UCX_TLS", "no-such-transport", 1);

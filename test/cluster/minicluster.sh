@@ -1,0 +1,68 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 the coll/gpu authors
+# coll/gpu on separate hosts: the mini-cluster of contrib/minicluster.sh (each host its own namespaces,
+# host name, address and /dev/shm), as root, without GPUs:
+#  - 2 hosts x 2 ranks: every collective on host buffers, straight and with odd ranks staging (-F), right;
+#    every rank names the communicator's hosts as several, from its own host;
+#  - the engine's network set-up between the hosts (test_net -H): proxies connect over the cluster's
+#    addresses, UCX's choice and tcp, and only the hops between hosts get connections;
+#  - 4 hosts of 1, 2, 3 and 1 ranks: the collectives staged (coll_gpu_force_staging) right;
+#  - a host killed mid-call (SIGKILL to all its processes): mpirun ends within 60 s and names it;
+#  - teardown: no namespace, link, mount, process or state left, and nothing new in this machine's /dev/shm.
+# Skipped where namespaces cannot be made (not root, or a container that forbids them).
+set -u
+name=mcx
+. "${srcdir:-.}/test/cluster/common.sh"
+shm_before=$(ls /dev/shm | sort)
+start_cluster 2
+
+out=$(run 2 4 --mca coll_gpu_verbose info --mca coll_gpu_verbose_subsys INIT ./test/mpi/test_colls)
+check "2 hosts x 2: the collectives on host buffers" "$out" 1 '^test_colls: 4 ranks, host memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
+check "2 hosts x 2: host ${name}0 sees MPI_COMM_WORLD over several hosts" "$out" 2 \
+  "^\\[${name}0:[0-9]+\\] coll:gpu \\[[0-3]\\] INFO INIT comm MPI_COMM_WORLD: its ranks are on several hosts, and"
+check "2 hosts x 2: host ${name}1 too" "$out" 2 \
+  "^\\[${name}1:[0-9]+\\] coll:gpu \\[[0-3]\\] INFO INIT comm MPI_COMM_WORLD: its ranks are on several hosts, and"
+out=$(run 2 4 ./test/mpi/test_colls -F)
+check "2 hosts x 2: odd ranks staging, even ranks not" "$out" 1 '^test_colls: 4 ranks, host memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
+if [ -x ./test/mpi/test_net ]; then
+  out=$(run 2 4 ./test/mpi/test_net -H)
+  check "2 hosts x 2: the network proxies connect between the hosts" "$out" 1 '^test_net: 4 ranks, seed [0-9]+: passed \(0 failures\)$'
+fi
+
+mc stop $name >/dev/null
+mc start $name 4 >/dev/null
+out=$(run 1,2,3,1 7 --mca coll_gpu_force_staging 1 ./test/mpi/test_colls)
+check "4 hosts of 1, 2, 3 and 1 ranks: the collectives staged" "$out" 1 '^test_colls: 7 ranks, host memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
+
+# a host dies mid-call: every process of host 1 is killed while the ranks run allreduces
+start=$(date +%s)
+run 1,2,3,1 7 ./test/perf/coll_gpu_allreduce_bench_host -m 1048576 -M 1048576 -i 1000000 >"$build/minicluster-kill.log" &
+job=$!
+sleep 5
+mc kill $name ${name}1
+wait $job
+status=$?
+took=$(($(date +%s) - start))
+out=$(cat "$build/minicluster-kill.log")
+[ "$status" != 0 ] && [ "$status" != 124 ] && [ "$took" -lt 65 ] && ok "a killed host ends the job in ${took} s (status $status)" ||
+  bad "a killed host: status $status after $took s"
+if printf '%s\n' "$out" | grep -q "${name}1"; then ok "a killed host is named"; else bad "a killed host is not named"; echo "$out" | tail -n 20; fi
+
+# teardown
+ids=""
+for h in ${name}0 ${name}1 ${name}2 ${name}3; do
+  ids="$ids net:[$(stat -L -c %i "/run/coll-gpu-minicluster/$name/$h.net")]"
+done
+mc stop $name
+trap - EXIT
+if mc check $name; then ok "nothing of the cluster is left"; else bad "the cluster left something"; fi
+left=""
+for p in /proc/[0-9]*; do
+  id=$(readlink "$p/ns/net" 2>/dev/null) || continue
+  case "$ids " in *" $id "*) left="$left ${p#/proc/}" ;; esac
+done
+[ -z "$left" ] && ok "no process of the hosts is left" || bad "processes of the hosts left:$left"
+shm_after=$(ls /dev/shm | sort)
+[ "$shm_before" = "$shm_after" ] && ok "nothing new in /dev/shm" || bad "/dev/shm changed: $(echo "$shm_after" | tr '\n' ' ')"
+exit $fail

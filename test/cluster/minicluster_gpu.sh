@@ -1,0 +1,31 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 the coll/gpu authors
+# coll/gpu on separate hosts with GPUs: the mini-cluster of contrib/minicluster.sh, 2 hosts of 1 rank, each
+# host its own GPU (CUDA_VISIBLE_DEVICES; on a machine of one GPU both share it):
+#  - device buffers with coll_gpu_uniform_buffers: on the GPUs, every ring hop between the hosts over NET
+#    (the verbose line says so), no buffer staged (-G), every result right;
+#  - device buffers at the defaults: staged across the hosts, right; memory kinds mixed across hosts, right;
+#  - a rank killed inside the GPU path: the survivor gets an error, found by the network proxy.
+# Skipped without a GPU, and where namespaces cannot be made.
+set -u
+name=mcg
+. "${srcdir:-.}/test/cluster/common.sh"
+if ! ./test/gpu/gpu_probe >/dev/null 2>&1; then
+  echo "SKIP: no CUDA device here"
+  exit 77
+fi
+start_cluster 2 1
+
+out=$(run 1 2 --mca coll_gpu_uniform_buffers 1 --mca coll_gpu_verbose info --mca coll_gpu_verbose_subsys INIT \
+  ./test/gpu/test_gpu_colls -m device -G)
+check "uniform buffers: on the GPUs, across the hosts over NET" "$out" 2 "comm MPI_COMM_WORLD: 2 nodes[^;]*; 2 of each ring's 2 hops over NET"
+check "uniform buffers: every result right, nothing staged" "$out" 1 '^test_colls: 2 ranks, device memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
+out=$(run 1 2 ./test/gpu/test_gpu_colls -m device)
+check "defaults: device buffers staged across the hosts, right" "$out" 1 '^test_colls: 2 ranks, device memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
+out=$(run 1 2 ./test/gpu/test_gpu_colls -m mixed)
+check "defaults: memory kinds mixed across the hosts, right" "$out" 1 '^test_colls: 2 ranks, mixed memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
+out=$(run 1 2 --enable-recovery --mca coll_gpu_timeout 2 --mca coll_gpu_uniform_buffers 1 \
+  ./test/gpu/test_gpu_late -m device -k -c 1000000)
+check "a rank killed on the GPU path: the survivor's error" "$out" 1 '^survivor rank 0: error after [0-9.]+ s$'
+exit $fail
