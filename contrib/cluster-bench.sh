@@ -1,0 +1,32 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026 the coll/gpu authors
+# coll/gpu across the hosts of a mini-cluster (contrib/minicluster.sh) on one GPU machine, beside NCCL on
+# the same GPUs in the same run: HOSTS hosts of GPUS-PER-HOST GPUs, a rank per GPU, UCX and NCCL over tcp
+# on the cluster's bridge, nothing bound (--bind-to none). For each collective three runs:
+#   net:       coll_gpu_uniform_buffers=1 (the GPU path, NET hops between hosts) beside NCCL at its defaults;
+#   net-nccl4: the same beside NCCL with NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4;
+#   defaults:  coll/gpu at its defaults (today: staged across hosts), without NCCL.
+# usage: bash contrib/cluster-bench.sh BUILT-TREE [HOSTS [GPUS-PER-HOST [COLLS [MAX_BYTES]]]]
+#   (default 2 hosts of 1 GPU, "allreduce allgather", 64 MiB)
+set -u
+tree=$(cd "$1" && pwd) hosts=${2:-2} gpus=${3:-1} colls=${4:-allreduce allgather} max=${5:-67108864}
+top=$(cd "$(dirname "$0")/.." && pwd)
+name=mcb
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+sysdir=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
+sh "$top/contrib/minicluster.sh" start $name "$hosts" "$gpus" || exit 1
+trap 'sh "$top/contrib/minicluster.sh" stop $name' EXIT
+np=$((hosts * gpus))
+run() { # label coll bench-option mpirun-args...
+  echo "== $2, $hosts hosts x $gpus GPU(s), $1"
+  timeout 300 sh "$top/contrib/minicluster.sh" mpirun $name "$gpus" -np "$np" --bind-to none \
+    --mca mca_base_component_path "$tree/.libs:$sysdir" --mca coll gpu,tuned,libnbc,basic,self,inter \
+    --mca btl self,vader,tcp -x NCCL_NVLS_ENABLE -x NCCL_SOCKET_IFNAME=eth0 "${@:4}" \
+    "$tree/test/perf/coll_gpu_allreduce_bench" -C "$2" -d cuda -c -M "$max" $3 2>&1
+}
+for coll in $colls; do
+  run net "$coll" "" --mca coll_gpu_uniform_buffers 1
+  run net-nccl4 "$coll" "" --mca coll_gpu_uniform_buffers 1 -x NCCL_SOCKET_NTHREADS=4 -x NCCL_NSOCKS_PERTHREAD=4
+  run defaults "$coll" -N
+done
