@@ -8,7 +8,7 @@
  *   1. local set-up on the buffer's device: scratch, status words, streams, the scratch's IPC handle;
  *   2. allgather of peer info: at most COLL_GPU_MAX_RANKS ranks, equal parameters, every rank set up;
  *      otherwise every rank reaches the same "unavailable". The ranks' nodes: their hosts, or with virtual
- *      nodes blocks of consecutive ranks of a host (with virtual hosts each such block a host of its own);
+ *      nodes blocks of consecutive ranks of a host;
  *   3. the rings: every rank's view of the node, merged, and the ring search (engine/rings.h); with
  *      several nodes each ring visits them one after another, and only ring algorithms run;
  *   3b. with several nodes: the network proxies start, their addresses are allgathered, each connects to
@@ -69,8 +69,7 @@ uint64_t config_hash(const coll_gpu_engine_config_t &c) {
                         (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_ALLTOALL],
                         (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_REDUCE],
                         (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_REDUCE_SCATTER],
-                        (uint64_t)c.virtual_nodes,
-                        (uint64_t)c.virtual_hosts};
+                        (uint64_t)c.virtual_nodes};
   return coll_gpu_hash(v, sizeof(v), 0);
 }
 
@@ -422,10 +421,8 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   }
 
   e->multinode = coll_gpu_nodes_assign(peers.get(), b->size, cfg->virtual_nodes, e->node) > 1;
-  int here = 0;  // ranks on this machine (virtual hosts or not): they share its CPUs
+  int here = 0;  // ranks on this host: they share its CPUs
   for (int r = 0; r < b->size; ++r) here += peers[r].host == peers[b->rank].host;
-  if (cfg->virtual_hosts && cfg->virtual_nodes > 0)  // each virtual node a host of its own, from here on
-    for (int r = 0; r < b->size; ++r) peers[r].host = coll_gpu_hash(&e->node[r], sizeof(e->node[r]), peers[r].host);
   if (e->multinode) {
     // ring algorithms only (the direct ones write into every peer's scratch), on a few channels
     e->cfg.tune.algorithm = COLL_GPU_ALGO_RING;

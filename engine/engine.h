@@ -45,7 +45,6 @@ typedef struct {
   int virtual_nodes;           /* > 0: a host's ranks form nodes of this many consecutive ranks, reached through
                                   NET connections (the network proxy) as if on other hosts; 0: nodes are hosts */
   int proxy_threads;           /* the network proxy's threads; 0: the rank's share of the CPUs near its GPU */
-  int virtual_hosts;           /* with virtual_nodes: each virtual node stands for a host of its own */
 } coll_gpu_engine_config_t;
 
 typedef struct coll_gpu_engine coll_gpu_engine_t;

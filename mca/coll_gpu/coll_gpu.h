@@ -59,11 +59,10 @@ typedef struct {
   size_t ring_slot_bytes;
   size_t ring_chunk_bytes; /* 0 auto */
   int oneshot_linger_us;
-  int virtual_nodes;  /* > 0: ranks per virtual node (a testing feature: NET connections on one host) */
-  int proxy_threads;  /* network proxy threads per rank; 0: the rank's share of the CPUs near its GPU */
-  bool virtual_hosts; /* with virtual_nodes: each virtual node stands for a host of its own (testing) */
-  int timeout;        /* seconds: the watchdog reports a wait this long */
-  int spin_us;        /* a wait spins this long before it yields */
+  int virtual_nodes; /* > 0: ranks per virtual node (a testing feature: NET connections on one host) */
+  int proxy_threads; /* network proxy threads per rank; 0: the rank's share of the CPUs near its GPU */
+  int timeout;       /* seconds: the watchdog reports a wait this long */
+  int spin_us;       /* a wait spins this long before it yields */
   bool uniform_buffers;
   char *topo_file;      /* NCCL-format topology of the node instead of the probe; NULL or "" for none */
   char *topo_dump_file; /* where rank 0 of each GPU communicator writes the topology it used; NULL or "" */

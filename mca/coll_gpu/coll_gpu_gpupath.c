@@ -188,12 +188,9 @@ bool mca_coll_gpu_gpupath_possible(struct ompi_communicator_t *comm) {
   return size >= 2 && size <= COLL_GPU_MAX_RANKS;
 }
 
-/* Whether the communicator's ranks are on several hosts (or virtual hosts: coll_gpu_virtual_hosts, blocks of
- * coll_gpu_virtual_nodes consecutive ranks). The same answer on every rank. */
+/* Whether the communicator's ranks are on several hosts. The same answer on every rank. */
 static int spans_hosts(struct ompi_communicator_t *comm) {
-  const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
   const int n = ompi_comm_size(comm);
-  if (c->virtual_hosts && c->virtual_nodes > 0 && n > c->virtual_nodes) return 1;
   for (int r = 0; r < n; ++r) {
     const ompi_proc_t *p = ompi_group_peer_lookup(comm->c_local_group, r);
     if (p == NULL || !OPAL_PROC_ON_LOCAL_NODE(p->super.proc_flags)) return 1;
@@ -206,10 +203,10 @@ int mca_coll_gpu_agreement_key(struct ompi_communicator_t *comm, coll_gpu_agree_
     /* the agreement is a table of one host */
     if (mca_coll_gpu_component.enable)
       COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
-                   "comm %s: its ranks are on several hosts%s, and the per-call path agreement works within a "
+                   "comm %s: its ranks are on several hosts, and the per-call path agreement works within a "
                    "host: collectives on device buffers are staged. coll_gpu_uniform_buffers=1 (every rank passes "
                    "the same kind of memory) runs them on the GPUs, across the hosts through the network proxy",
-                   comm->c_name, mca_coll_gpu_component.virtual_hosts ? " (virtual hosts)" : "");
+                   comm->c_name);
     return 0;
   }
   memset(k, 0, sizeof(*k));
@@ -354,7 +351,6 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
   cfg.slot_bytes = c->ring_slot_bytes;
   cfg.virtual_nodes = c->virtual_nodes;
   cfg.proxy_threads = c->proxy_threads;
-  cfg.virtual_hosts = c->virtual_hosts;
   cfg.log = mca_coll_gpu_engine_log;
   cfg.name = comm->c_name;
   cfg.topo.file = c->topo_file;

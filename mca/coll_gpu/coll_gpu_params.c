@@ -355,13 +355,6 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                "in steps of up to 50 us. Not used (no spinning) where Open MPI yields when idle, as with more "
                "ranks than cores (0-1000000)",
                50, 0, 1000000, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL, &c->spin_us);
-  register_bool("virtual_hosts",
-                "A testing feature, with coll_gpu_virtual_nodes: each virtual node also stands for a host of its "
-                "own, as on a cluster. No per-call path agreement spans them (a communicator across them stages "
-                "device buffers unless coll_gpu_uniform_buffers is set), their processes are not checked from the "
-                "others (a rank that dies is found by the network proxy), and the proxy watches them through UCX, "
-                "which then leaves out its shared-memory transports",
-                false, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->virtual_hosts);
   register_bool("uniform_buffers",
                 "Assert that in every collective call all ranks pass the same kind of memory (all host, or all "
                 "device memory of one GPU per rank). Skips the agreement on the path each call takes (a few "

@@ -1,12 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # Copyright (c) 2026 the coll/gpu authors
-# coll/gpu on separate hosts with GPUs: the mini-cluster of contrib/minicluster.sh, 2 hosts of 1 rank, each
-# host its own GPU (CUDA_VISIBLE_DEVICES; on a machine of one GPU both share it):
+# coll/gpu on separate hosts with GPUs: the mini-cluster of contrib/minicluster.sh, 2 hosts of 1 rank (2 and
+# 1 at the end), each host its own GPU (CUDA_VISIBLE_DEVICES; on a machine of one GPU both share it):
 #  - device buffers with coll_gpu_uniform_buffers: on the GPUs, every ring hop between the hosts over NET
 #    (the verbose line says so), no buffer staged (-G), every result right;
 #  - device buffers at the defaults: staged across the hosts, right; memory kinds mixed across hosts, right;
-#  - a rank killed inside the GPU path: the survivor gets an error, found by the network proxy.
+#  - a rank killed inside the GPU path: the survivor gets an error, found by the network proxy;
+#  - 2 + 1 ranks with uniform buffers: nonblocking and persistent calls on the GPUs across the hosts.
 # Skipped without a GPU, and where namespaces cannot be made.
 set -u
 name=mcg
@@ -28,4 +29,7 @@ check "defaults: memory kinds mixed across the hosts, right" "$out" 1 '^test_col
 out=$(run 1 2 --enable-recovery --mca coll_gpu_timeout 2 --mca coll_gpu_uniform_buffers 1 \
   ./test/gpu/test_gpu_late -m device -k -c 1000000)
 check "a rank killed on the GPU path: the survivor's error" "$out" 1 '^survivor rank 0: error after [0-9.]+ s$'
+out=$(run 2,1 3 --mca coll_gpu_uniform_buffers 1 ./test/gpu/test_gpu_nonblocking -m device -G -i 10 -p 20)
+check "2 + 1 ranks, uniform buffers: nonblocking and persistent calls across the hosts" "$out" 1 \
+  '^test_nonblocking: 3 ranks, device memory, 10 rounds, [0-9]+ checks: 0 failed$'
 exit $fail
