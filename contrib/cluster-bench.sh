@@ -17,6 +17,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABL
 sysdir=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
 sh "$top/contrib/minicluster.sh" start $name "$hosts" "$gpus" || exit 1
 trap 'sh "$top/contrib/minicluster.sh" stop $name' EXIT
+trap 'exit 1' INT TERM HUP
 np=$((hosts * gpus))
 run() { # label coll bench-option mpirun-args...
   echo "== $2, $hosts hosts x $gpus GPU(s), $1"

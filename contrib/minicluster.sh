@@ -91,6 +91,7 @@ start() {
   [ -d "$dir" ] && { echo "minicluster: $name exists ($dir): stop it first" >&2; exit 1; }
   mkdir -p "$dir"
   trap 'stop' EXIT
+  trap 'exit 1' INT TERM HUP
   mount --bind "$dir" "$dir"
   mount --make-private "$dir"
   ${CC:-cc} -O2 -Wall -o "$dir/minicluster-net" "$top/contrib/minicluster-net.c"
@@ -120,7 +121,7 @@ start() {
     fi
     i=$((i + 1))
   done
-  trap - EXIT
+  trap - EXIT INT TERM HUP
   echo "minicluster $name: $(hosts | tr '\n' ' ')on $subnet.0/24 (bridge ${name}br)"
 }
 

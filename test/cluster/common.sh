@@ -28,6 +28,7 @@ start_cluster() { # HOSTS [GPUS-PER-HOST]
     exit 1
   fi
   trap 'mc stop $name' EXIT
+  trap 'exit 1' INT TERM HUP # the EXIT trap then tears the cluster down too
   echo "$out"
 }
 sysdir=$(${OMPI_INFO:-ompi_info} --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
