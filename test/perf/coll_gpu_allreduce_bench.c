@@ -6,6 +6,7 @@
  *
  * usage: coll_gpu_allreduce_bench [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter] [-d host|cuda]
  *                                 [-m MIN] [-M MAX] [-i ITERS] [-c] [-N] [-I | -P] [-O ROUNDS]
+ *                                 [-D COMMS]
  *        coll_gpu_allreduce_bench --help | --version   (without MPI)
  *   -C  the collective (default allreduce; the reductions take MPI_FLOAT MPI_SUM, the moves MPI_BYTE).
  *       Sizes are per rank for allgather, alltoall and reduce_scatter (each rank's block), the whole
@@ -29,6 +30,10 @@
  *       one created without it (coll_gpu_enable set false through MPI_T in between), timed in
  *       alternation for ROUNDS rounds of ITERS calls in this one process, so that drift and
  *       placement hit both alike; prints both medians and their ratio
+ *   -D  device memory per communicator instead (CUDA builds): duplicates MPI_COMM_WORLD COMMS times, runs one
+ *       validated MIN-byte MPI_Allreduce on device buffers on each, and prints the device memory in use on
+ *       each rank's GPU (cudaMemGetInfo) before, after the first communicator and after the last, the most
+ *       over the ranks; then frees them and prints it again
  * Prints per size the average latency (the slowest rank's mean), algbw and busbw as nccl-tests defines
  * them (algbw = total bytes / time, the total being n blocks for allgather, alltoall and reduce_scatter;
  * busbw = algbw times 2 (n - 1) / n for allreduce, (n - 1) / n for allgather, alltoall and reduce_scatter,
@@ -378,10 +383,66 @@ static int overhead(void *s, void *r, size_t bytes, int rounds, int iters, int r
   return 0;
 }
 
+#ifdef TEST_WITH_CUDA
+/* Device memory in use on this rank's GPU, the most over the ranks, in MiB. */
+static double used_mib(void) {
+  size_t free_b = 0, total = 0;
+  TBUF_CHECK(cudaDeviceSynchronize());
+  MPI_Barrier(MPI_COMM_WORLD); /* a peer's mapping of this rank's memory holds it until the peer lets go */
+  TBUF_CHECK(cudaMemGetInfo(&free_b, &total));
+  double mine = (double)(total - free_b) / (1 << 20), most;
+  MPI_Allreduce(&mine, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return most;
+}
+
+/* -D: what each communicator that ran a GPU collective costs in device memory. */
+static int comm_memory(void *s, void *r, size_t bytes, int ncomms, int rank, int n) {
+  const int count = (int)(bytes / sizeof(float));
+  float *h = malloc(bytes), *want = malloc(bytes);
+  MPI_Comm *comms = calloc((size_t)ncomms, sizeof(MPI_Comm));
+  for (int i = 0; i < count; ++i) h[i] = (float)(rank + i % 7), want[i] = 0;
+  for (int q = 0; q < n; ++q)
+    for (int i = 0; i < count; ++i) want[i] += (float)(q + i % 7);
+  TBUF_CHECK(cudaMemcpy(s, h, bytes, cudaMemcpyHostToDevice));
+  int bad = 0;
+  const double before = used_mib();
+  double first = before;
+  for (int c = 0; c < ncomms; ++c) {
+    MPI_Comm_dup(MPI_COMM_WORLD, &comms[c]);
+    TBUF_CHECK(cudaMemset(r, 0xff, bytes));
+    MPI_Allreduce(s, r, count, MPI_FLOAT, MPI_SUM, comms[c]);
+    TBUF_CHECK(cudaMemcpy(h, r, bytes, cudaMemcpyDeviceToHost));
+    bad += memcmp(h, want, bytes) != 0;
+    if (c == 0) first = used_mib();
+  }
+  const double last = used_mib();
+  for (int c = 0; c < ncomms; ++c) MPI_Comm_free(&comms[c]);
+  const double freed = used_mib();
+  int bad_all = 0;
+  MPI_Allreduce(&bad, &bad_all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) {
+    printf(
+        "# device memory in use (MiB, the most over %d ranks), %d communicators duplicated from MPI_COMM_WORLD, "
+        "each after a %zu-byte MPI_Allreduce on device buffers\n",
+        n, ncomms, bytes);
+    printf(
+        "before %.0f, after the first %.0f (+%.0f), after the last %.0f (+%.0f, %.0f per communicator), "
+        "after freeing them %.0f; %s\n",
+        before, first, first - before, last, last - before, (last - before) / ncomms, freed,
+        bad_all == 0 ? "every result right" : "WRONG RESULTS");
+    printf("all %d against one: %.2fx\n", ncomms, first > before ? (last - before) / (first - before) : 0.0);
+  }
+  free(comms);
+  free(h);
+  free(want);
+  return bad_all == 0 ? 0 : 1;
+}
+#endif
+
 static void usage(FILE *to, const char *argv0) {
   fprintf(to,
           "usage: %s [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter] [-d host|cuda] [-m MIN] "
-          "[-M MAX] [-i ITERS] [-c] [-N] [-I | -P] [-O ROUNDS]\n",
+          "[-M MAX] [-i ITERS] [-c] [-N] [-I | -P] [-O ROUNDS] [-D COMMS]\n",
           argv0);
 }
 
@@ -411,11 +472,11 @@ int main(int argc, char **argv) {
   size_t min = 8, max = (size_t)64 << 20;
   int iters_arg = 0;
   bool check = false;
-  int rounds = 0;
+  int rounds = 0, ncomms = 0;
   int coll = 0;
   bool with_nccl = true;
   int mode = BLOCKING, opt;
-  while ((opt = getopt(argc, argv, "C:d:m:M:i:cNIPO:")) != -1) {
+  while ((opt = getopt(argc, argv, "C:d:m:M:i:cNIPO:D:")) != -1) {
     switch (opt) {
       case 'C':
         for (coll = 0; coll < NCOLLS && strcmp(optarg, coll_names[coll]) != 0; ++coll) continue;
@@ -455,6 +516,9 @@ int main(int argc, char **argv) {
       case 'O':
         rounds = atoi(optarg);
         break;
+      case 'D':
+        ncomms = atoi(optarg);
+        break;
       default:
         if (rank == 0) usage(stderr, argv[0]);
         MPI_Abort(MPI_COMM_WORLD, 2);
@@ -470,6 +534,24 @@ int main(int argc, char **argv) {
   const size_t room = blocked(coll) ? max * (size_t)n : max;
   float *hs = malloc(room), *hr = malloc(room);
   void *s = tbuf_alloc(kind, room), *r = tbuf_alloc(kind, room);
+  if (ncomms > 0) {
+#ifdef TEST_WITH_CUDA
+    int rc = 2;
+    if (kind == TBUF_DEVICE)
+      rc = comm_memory(s, r, min, ncomms, rank, n);
+    else if (rank == 0)
+      printf("-D measures device memory: it takes device buffers (-d cuda)\n");
+#else
+    if (rank == 0) printf("-D needs the CUDA build (coll_gpu_allreduce_bench)\n");
+    int rc = 2;
+#endif
+    tbuf_free(kind, s);
+    tbuf_free(kind, r);
+    free(hs);
+    free(hr);
+    MPI_Finalize();
+    return rc;
+  }
   if (rounds > 0) {
     int rc = overhead(s, r, min, rounds, iters_arg > 0 ? iters_arg : 100000, rank);
     tbuf_free(kind, s);
