@@ -56,34 +56,45 @@ static const mca_base_var_t *variable(const char *full) {
   return var;
 }
 
+/* The parameter file's line that set the variable, or NULL when it was set otherwise. */
+static const mca_base_var_file_value_t *file_line(const mca_base_var_t *var) {
+  if (var == NULL || (var->mbv_source != MCA_BASE_VAR_SOURCE_FILE && var->mbv_source != MCA_BASE_VAR_SOURCE_OVERRIDE))
+    return NULL;
+  return (const mca_base_var_file_value_t *)var->mbv_file_value;
+}
+
 /* The value of a variable as the user wrote it, where it is still text: mpirun's --mca and the environment
  * both reach the process as OMPI_MCA_<full>, and a parameter file's line is kept as read. NULL when it came
  * from elsewhere (the default, MPI_T). Open MPI has converted the value by now: "abc" to 0. */
 static const char *given(const char *full) {
   const mca_base_var_t *var = variable(full);
   if (var == NULL) return NULL;
-  if ((var->mbv_source == MCA_BASE_VAR_SOURCE_FILE || var->mbv_source == MCA_BASE_VAR_SOURCE_OVERRIDE) &&
-      var->mbv_file_value != NULL)
-    return ((const mca_base_var_file_value_t *)var->mbv_file_value)->mbvfv_value;
+  const mca_base_var_file_value_t *line = file_line(var);
+  if (line != NULL) return line->mbvfv_value;
   char env[96];
   snprintf(env, sizeof(env), "OMPI_MCA_%s", full);
   return getenv(env);
 }
 
-/* Reports a value that is not valid, quoted as given, with where it was set. */
+/* The values found not valid while the parameters register, reported together in one help message at the
+ * end (Open MPI 4.1 loses some of several help messages a process sends at once). */
+static char bad_values[4096];
+
+/* Notes a value that is not valid, quoted as given, with where it was set and what is used instead. */
 static void bad_value(const char *name, const char *value, const char *allowed, const char *used) {
   const mca_base_var_t *var = variable(name);
+  const mca_base_var_file_value_t *line = file_line(var);
   char origin[PATH_MAX + 64] = "as set";
-  if (var != NULL && var->mbv_file_value != NULL &&
-      (var->mbv_source == MCA_BASE_VAR_SOURCE_FILE || var->mbv_source == MCA_BASE_VAR_SOURCE_OVERRIDE)) {
-    const mca_base_var_file_value_t *fv = (const mca_base_var_file_value_t *)var->mbv_file_value;
-    snprintf(origin, sizeof(origin), "in %s, line %d", fv->mbvfv_file != NULL ? fv->mbvfv_file : "a parameter file",
-             fv->mbvfv_lineno);
-  } else if (var != NULL &&
-             (var->mbv_source == MCA_BASE_VAR_SOURCE_ENV || var->mbv_source == MCA_BASE_VAR_SOURCE_COMMAND_LINE)) {
+  if (line != NULL)
+    snprintf(origin, sizeof(origin), "in %s, line %d", line->mbvfv_file != NULL ? line->mbvfv_file : "a parameter file",
+             line->mbvfv_lineno);
+  else if (var != NULL &&
+           (var->mbv_source == MCA_BASE_VAR_SOURCE_ENV || var->mbv_source == MCA_BASE_VAR_SOURCE_COMMAND_LINE))
     snprintf(origin, sizeof(origin), "by mpirun --mca or the environment (OMPI_MCA_%s)", name);
-  }
-  opal_show_help("help-mpi-coll-gpu.txt", "bad parameter", true, name, value, origin, allowed, used);
+  const size_t at = strlen(bad_values);
+  snprintf(bad_values + at, sizeof(bad_values) - at,
+           "%s  Parameter: %s\n  Value:     \"%s\"\n  Set:       %s\n  Allowed:   %s\n  Used:      %s (the default)\n",
+           at > 0 ? "\n" : "", name, value, origin, allowed, used);
 }
 
 /* Registers a string parameter (this process's own value). The variable system owns the string: storage may
@@ -385,6 +396,7 @@ static void register_pvars(void) {
 
 int mca_coll_gpu_register_params(void) {
   mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
+  bad_values[0] = '\0';
 
   static char *version = COLL_GPU_VERSION " (built against Open MPI " COLL_GPU_OMPI_VERSION ")";
   mca_base_component_var_register(component(), "version",
@@ -430,5 +442,6 @@ int mca_coll_gpu_register_params(void) {
   register_allreduce(c);
   register_topology(c);
   register_pvars();
+  if (bad_values[0] != '\0') opal_show_help("help-mpi-coll-gpu.txt", "bad parameters", true, bad_values);
   return OMPI_SUCCESS;
 }

@@ -65,17 +65,31 @@ if [ "$(printf '%s\n' "$body" | sed -n '2,$p' | grep -c .)" = 0 ]; then
   exit $?
 fi
 log=$(mktemp)
+# Runs the case and judges its output: 0 when it passed.
+judge() {
+  rc=0
+  run >"$log" 2>&1 || rc=$?
+  cat "$log"
+  if grep -q '^status any$' "$case_file" && [ "$rc" != 124 ]; then rc=0; fi
+  while read -r word n regex; do
+    [ "$word" = expect ] || continue
+    got=$(grep -Ec "$regex" "$log" || true)
+    if [ "$got" != "$n" ]; then
+      echo "FAIL: $got line(s) match '$regex', expected $n"
+      rc=1
+    fi
+  done <"$case_file"
+  return $rc
+}
 rc=0
-run >"$log" 2>&1 || rc=$?
-cat "$log"
-if grep -q '^status any$' "$case_file" && [ "$rc" != 124 ]; then rc=0; fi
-while read -r word n regex; do
-  [ "$word" = expect ] || continue
-  got=$(grep -Ec "$regex" "$log" || true)
-  if [ "$got" != "$n" ]; then
-    echo "FAIL: $got line(s) match '$regex', expected $n"
-    rc=1
-  fi
-done <"$case_file"
+judge || rc=$?
+# Open MPI 4.1 sometimes loses a help message on its way to mpirun (its own error, open-mpi/ompi#8356:
+# "ORTE_ERROR_LOG: Data unpack would read past end of buffer" or "Out of resource" "in file
+# .../orte/util/show_help.c"): one more run then
+if [ $rc != 0 ] && grep -q 'ORTE_ERROR_LOG: .* in file .*show_help\.c' "$log"; then
+  echo "== Open MPI lost a help message on its way to mpirun (not coll/gpu's doing): once more"
+  rc=0
+  judge || rc=$?
+fi
 rm -f "$log"
 exit $rc
