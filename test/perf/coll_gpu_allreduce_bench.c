@@ -439,6 +439,16 @@ static int comm_memory(void *s, void *r, size_t bytes, int ncomms, int rank, int
 }
 #endif
 
+/* Frees the buffers, finalizes MPI and returns rc: the end of every mode. */
+static int finish(tbuf_kind_t kind, void *s, void *r, float *hs, float *hr, int rc) {
+  tbuf_free(kind, s);
+  tbuf_free(kind, r);
+  free(hs);
+  free(hr);
+  MPI_Finalize();
+  return rc;
+}
+
 static void usage(FILE *to, const char *argv0) {
   fprintf(to,
           "usage: %s [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter] [-d host|cuda] [-m MIN] "
@@ -545,22 +555,10 @@ int main(int argc, char **argv) {
     if (rank == 0) printf("-D needs the CUDA build (coll_gpu_allreduce_bench)\n");
     int rc = 2;
 #endif
-    tbuf_free(kind, s);
-    tbuf_free(kind, r);
-    free(hs);
-    free(hr);
-    MPI_Finalize();
-    return rc;
+    return finish(kind, s, r, hs, hr, rc);
   }
-  if (rounds > 0) {
-    int rc = overhead(s, r, min, rounds, iters_arg > 0 ? iters_arg : 100000, rank);
-    tbuf_free(kind, s);
-    tbuf_free(kind, r);
-    free(hs);
-    free(hr);
-    MPI_Finalize();
-    return rc;
-  }
+  if (rounds > 0)
+    return finish(kind, s, r, hs, hr, overhead(s, r, min, rounds, iters_arg > 0 ? iters_arg : 100000, rank));
   int nccl = 0;
 #if WITH_NCCL
   nccl = kind == TBUF_DEVICE && with_nccl && mode == BLOCKING && nccl_init(rank, n);
@@ -646,10 +644,5 @@ int main(int argc, char **argv) {
 #if WITH_NCCL
   if (nccl) nccl_fn.CommDestroy(nccl_comm);
 #endif
-  tbuf_free(kind, s);
-  tbuf_free(kind, r);
-  free(hs);
-  free(hr);
-  MPI_Finalize();
-  return bad_total == 0 ? 0 : 1;
+  return finish(kind, s, r, hs, hr, bad_total == 0 ? 0 : 1);
 }
