@@ -18,6 +18,8 @@
 #          own), the agent, and Open MPI's tcp confined to the bridge
 #        sh contrib/minicluster.sh exec NAME HOST COMMAND...    a command inside a host
 #        sh contrib/minicluster.sh kill NAME HOST               SIGKILL every process of a host
+#        sh contrib/minicluster.sh ids NAME                     each host's network namespace, as
+#                                                               /proc/PID/ns/net reads it ("net:[INODE]")
 #        sh contrib/minicluster.sh stop NAME                    tear it all down (processes, links,
 #                                                               namespaces, the state directory)
 #        sh contrib/minicluster.sh check NAME                   exit 0 when nothing of NAME is left
@@ -29,7 +31,7 @@ cmd=${1:-}
 name=${2:-}
 case "$name" in
 "" | *[!a-z0-9]* | ?????????*)
-  echo "usage: minicluster.sh start|mpirun|exec|kill|stop|check NAME ... (NAME: 1-8 lowercase letters or digits)" >&2
+  echo "usage: minicluster.sh start|mpirun|exec|kill|ids|stop|check NAME ... (NAME: 1-8 lowercase letters or digits)" >&2
   exit 2
   ;;
 esac
@@ -47,6 +49,11 @@ host_pids() {
     [ "$(readlink "$p/ns/net" 2>/dev/null)" = "$id" ] && echo "${p#/proc/}"
   done
   return 0
+}
+
+# SIGKILL to every process of host $1.
+kill_host() {
+  for p in $(host_pids "$1"); do kill -9 "$p" 2>/dev/null || true; done
 }
 
 # A free /24 of 10.254.0.0/16: no route of this machine but a default one may overlap it.
@@ -70,9 +77,7 @@ free_subnet() {
 stop() {
   [ -d "$dir" ] || return 0
   for h in $(hosts 2>/dev/null); do
-    if [ -e "$dir/$h.net" ]; then
-      for p in $(host_pids "$h"); do kill -9 "$p" 2>/dev/null || true; done
-    fi
+    if [ -e "$dir/$h.net" ]; then kill_host "$h"; fi
   done
   i=0
   for h in $(hosts 2>/dev/null); do
@@ -148,9 +153,8 @@ exec)
   shift 3
   COLL_GPU_MINICLUSTER=$dir exec sh "$top/contrib/minicluster-agent.sh" "$h" "$@"
   ;;
-kill)
-  for p in $(host_pids "${3:?HOST}"); do kill -9 "$p" 2>/dev/null || true; done
-  ;;
+kill) kill_host "${3:?HOST}" ;;
+ids) for h in $(hosts); do ns_id "$h"; done ;;
 check)
   left=""
   [ -e "$dir" ] && left="$left $dir"
@@ -159,7 +163,7 @@ check)
   [ -z "$left" ] || { echo "minicluster $name left:$left" >&2; exit 1; }
   ;;
 *)
-  echo "usage: minicluster.sh start|mpirun|exec|kill|stop|check NAME ..." >&2
+  echo "usage: minicluster.sh start|mpirun|exec|kill|ids|stop|check NAME ..." >&2
   exit 2
   ;;
 esac

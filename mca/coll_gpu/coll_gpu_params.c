@@ -77,7 +77,8 @@ static const char *given(const char *full) {
 }
 
 /* The values found not valid while the parameters register, reported together in one help message at the
- * end (Open MPI 4.1 loses some of several help messages a process sends at once). */
+ * end: one box to read, and one message less likely lost than several (Open MPI 4.1 drops a help message on
+ * its way to mpirun now and then, open-mpi/ompi#8356). */
 static char bad_values[4096];
 
 /* Notes a value that is not valid, quoted as given, with where it was set and what is used instead. */

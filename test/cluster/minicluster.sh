@@ -50,10 +50,7 @@ out=$(cat "$build/minicluster-kill.log")
 if printf '%s\n' "$out" | grep -q "${name}1"; then ok "a killed host is named"; else bad "a killed host is not named"; echo "$out" | tail -n 20; fi
 
 # teardown
-ids=""
-for h in ${name}0 ${name}1 ${name}2 ${name}3; do
-  ids="$ids net:[$(stat -L -c %i "/run/coll-gpu-minicluster/$name/$h.net")]"
-done
+ids=" $(mc ids $name | tr '\n' ' ')"
 mc stop $name
 trap - EXIT
 if mc check $name; then ok "nothing of the cluster is left"; else bad "the cluster left something"; fi
