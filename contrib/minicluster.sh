@@ -88,6 +88,7 @@ stop() {
   [ -e "/sys/class/net/${name}br" ] && net del "${name}br" || true
   umount "$dir" 2>/dev/null || true
   rm -rf "$dir"
+  rmdir "$base" 2>/dev/null || true # the last cluster gone
 }
 
 start() {
