@@ -5,6 +5,8 @@
  *
  * Creation, on every rank, in the same order (every bootstrap call is made even after a local failure,
  * so the collective calls always match):
+ *   0. allgather of the offers: an engine of this process the communicator could share (engine.h), or
+ *      none; when every rank offers the same one, the communicator takes it and creation ends here;
  *   1. local set-up on the buffer's device: scratch, status words, streams, the scratch's IPC handle;
  *   2. allgather of peer info: at most COLL_GPU_MAX_RANKS ranks, equal parameters, every rank set up;
  *      otherwise every rank reaches the same "unavailable". The ranks' nodes: their hosts, or with virtual
@@ -20,9 +22,12 @@
  */
 #include "engine/engine.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <atomic>
 
 #include "engine/net.h"
 #include "engine/owning.h"
@@ -75,6 +80,24 @@ uint64_t config_hash(const coll_gpu_engine_config_t &c) {
 
 uint32_t next_ticket(uint32_t t) { return t + 1 == 0 ? 1 : t + 1; }
 
+// An engine's name among every process's engines: its rank 0's host and process, and the number of the
+// creation there. The same on every rank of the engine.
+struct EngineId {
+  uint64_t host;
+  uint32_t pid, serial;
+  bool operator==(const EngineId &o) const { return host == o.host && pid == o.pid && serial == o.serial; }
+  bool none() const { return pid == 0; }
+};
+
+// What each rank says at step 0: the engine it offers (none: all zero), and who it is, for the name of a
+// new one.
+struct Offer {
+  EngineId offer;
+  EngineId self;
+};
+
+std::atomic<uint32_t> creations{0};  // this process's engine creations, for their names
+
 }  // namespace
 
 struct coll_gpu_engine {
@@ -102,9 +125,23 @@ struct coll_gpu_engine {
   uint8_t node[COLL_GPU_MAX_RANKS] = {};     // every rank's node: the lowest rank on it
   bool multinode = false;                    // the ranks span nodes: NET connections between them
   coll_gpu::Net net;
+  // sharing (engine.h), under registry_lock: the communicators that hold it, and the one whose calls count
+  // on it now with how many
+  EngineId id = {};
+  uint64_t members = 0;  // 0: never offered
+  uint64_t config = 0;   // config_hash of the parameters it was made with
+  int refs = 1;
+  const void *owner = nullptr;
+  uint64_t claims = 0;
+  std::atomic<bool> failed{false};
+  coll_gpu_engine *next_shared = nullptr;  // in the registry
+  char name[64] = "";                      // the communicator that made it, for messages (cfg.name points here)
 
   coll_gpu_engine(const coll_gpu_engine_config_t &c, int r, int n, const coll_gpu_meminfo_t &m)
-      : cfg(c), rank(r), nranks(n), mem(m) {}
+      : cfg(c), rank(r), nranks(n), mem(m) {
+    snprintf(name, sizeof(name), "%s", c.name != nullptr ? c.name : "");
+    cfg.name = name;
+  }
   coll_gpu_engine(const coll_gpu_engine &) = delete;
   coll_gpu_engine &operator=(const coll_gpu_engine &) = delete;
   // The resources go in the device's context, in this order (the owning types would free them after
@@ -148,6 +185,63 @@ struct coll_gpu_engine {
 };
 
 namespace {
+
+// The engines this process may share (members != 0), and every engine's sharing fields.
+pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+coll_gpu_engine *registry = nullptr;
+
+bool id_before(const EngineId &a, const EngineId &b) {
+  if (a.host != b.host) return a.host < b.host;
+  return a.pid != b.pid ? a.pid < b.pid : a.serial < b.serial;
+}
+
+// Step 0: the engine this rank offers (the first by name, so that ranks holding the same ones offer the same),
+// claimed for the offer (share.claims + 1) so that no other communicator takes it meanwhile; nullptr: none.
+coll_gpu_engine *registry_offer(const coll_gpu_engine_share_t &share, const coll_gpu_bootstrap_t *b, uint64_t config,
+                                const coll_gpu_meminfo_t &mem) {
+  pthread_mutex_lock(&registry_lock);
+  coll_gpu_engine *best = nullptr;
+  for (coll_gpu_engine *e = registry; e != nullptr; e = e->next_shared)
+    if (e->members == share.members && e->rank == b->rank && e->nranks == b->size && e->config == config &&
+        coll_gpu_engine_owns(e, &mem) && e->claims == 0 && !e->failed.load() &&
+        (best == nullptr || id_before(e->id, best->id)))
+      best = e;
+  if (best != nullptr) {
+    best->owner = share.owner;
+    best->claims = share.claims + 1;
+  }
+  pthread_mutex_unlock(&registry_lock);
+  return best;
+}
+
+// The offer ends: taken (the communicator holds a reference and its claims) or not (claims as before: none).
+void registry_settle(coll_gpu_engine *e, const coll_gpu_engine_share_t *share, bool taken) {
+  if (e == nullptr) return;
+  pthread_mutex_lock(&registry_lock);
+  if (taken) {
+    ++e->refs;
+    e->claims = share->claims;
+  } else {
+    e->claims = 0;
+  }
+  if (e->claims == 0) e->owner = nullptr;
+  pthread_mutex_unlock(&registry_lock);
+}
+
+// A new engine: claimed as share says, and offered from now on when it has members.
+void registry_add(coll_gpu_engine *e, const coll_gpu_engine_share_t *share) {
+  pthread_mutex_lock(&registry_lock);
+  if (share != nullptr) {
+    e->owner = share->claims > 0 ? share->owner : nullptr;
+    e->claims = share->claims;
+    e->members = share->members;
+  }
+  if (e->members != 0) {
+    e->next_shared = registry;
+    registry = e;
+  }
+  pthread_mutex_unlock(&registry_lock);
+}
 
 // What a call is, for messages only (never on a call's way). call: NULL for the lingering kernel's exit.
 void describe(const coll_gpu_work_t *call, coll_gpu_proto_t proto, char *what, size_t len) {
@@ -364,9 +458,35 @@ void coll_gpu_engine::log_channels(const coll_gpu_peer_t &me) const {
 }
 
 coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const coll_gpu_engine_config_t *cfg,
-                                         const coll_gpu_meminfo_t *mem, coll_gpu_engine_t **out, char *why,
-                                         size_t why_len) {
+                                         const coll_gpu_meminfo_t *mem, const coll_gpu_engine_share_t *share,
+                                         coll_gpu_engine_t **out, char *why, size_t why_len) {
   *out = nullptr;
+  // 0. offers
+  const bool may_share = share != nullptr && share->members != 0 && b->size >= 2 && b->size <= COLL_GPU_MAX_RANKS;
+  coll_gpu_engine *offered = may_share ? registry_offer(*share, b, config_hash(*cfg), *mem) : nullptr;
+  Offer mine = {};
+  if (offered != nullptr) mine.offer = offered->id;
+  mine.self = {coll_gpu_host_id(), (uint32_t)getpid(), creations.fetch_add(1) + 1};
+  coll_gpu::HostPtr<Offer[]> offers = coll_gpu::make_host_array<Offer>(b->size);
+  if (offers == nullptr || b->allgather(b->ctx, &mine, offers.get(), sizeof(Offer)) != 0) {
+    registry_settle(offered, share, false);
+    snprintf(why, why_len, "the offer allgather failed");
+    return COLL_GPU_UNAVAILABLE;
+  }
+  bool same = !offers[0].offer.none();
+  for (int r = 1; r < b->size && same; ++r) same = offers[r].offer == offers[0].offer;
+  registry_settle(offered, share, same);
+  if (same) {
+    if (cfg->log != nullptr)
+      cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
+               "comm %s: shares the GPU resources of comm %s (scratch, streams, network proxy): %d communicators",
+               cfg->name, offered->name, coll_gpu_engine_refs(offered));
+    *out = offered;
+    return COLL_GPU_SUCCESS;
+  }
+  const EngineId id = offers[0].self;
+  offers.reset();
+
   coll_gpu::HostPtr<coll_gpu_engine> e = coll_gpu::make_host<coll_gpu_engine>(*cfg, b->rank, b->size, *mem);
   coll_gpu::HostPtr<coll_gpu_peer_t[]> peers = coll_gpu::make_host_array<coll_gpu_peer_t>(b->size);
   const int hsize = coll_gpu_ipc_handle_size();
@@ -469,11 +589,50 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     return COLL_GPU_UNAVAILABLE;
   }
   e->log_channels(me);
+  e->id = id;
+  e->config = me.config_hash;
+  registry_add(e.get(), may_share ? share : nullptr);
   *out = e.release();
   return COLL_GPU_SUCCESS;
 }
 
-void coll_gpu_engine_destroy(coll_gpu_engine_t *e) { coll_gpu::HostDelete<coll_gpu_engine>()(e); }
+void coll_gpu_engine_release(coll_gpu_engine_t *e) {
+  if (e == nullptr) return;
+  pthread_mutex_lock(&registry_lock);
+  const bool last = --e->refs == 0;
+  if (last && e->members != 0)
+    for (coll_gpu_engine **at = &registry; *at != nullptr; at = &(*at)->next_shared)
+      if (*at == e) {
+        *at = e->next_shared;
+        break;
+      }
+  pthread_mutex_unlock(&registry_lock);
+  if (last) coll_gpu::HostDelete<coll_gpu_engine>()(e);
+}
+
+int coll_gpu_engine_claim(coll_gpu_engine_t *e, const void *owner) {
+  pthread_mutex_lock(&registry_lock);
+  const bool ok = !e->failed.load() && (e->claims == 0 || e->owner == owner);
+  if (ok) {
+    e->owner = owner;
+    ++e->claims;
+  }
+  pthread_mutex_unlock(&registry_lock);
+  return ok;
+}
+
+void coll_gpu_engine_unclaim(coll_gpu_engine_t *e, const void *owner) {
+  pthread_mutex_lock(&registry_lock);
+  if (e->owner == owner && e->claims > 0 && --e->claims == 0) e->owner = nullptr;
+  pthread_mutex_unlock(&registry_lock);
+}
+
+int coll_gpu_engine_refs(const coll_gpu_engine_t *e) {
+  pthread_mutex_lock(&registry_lock);
+  const int refs = e->refs;
+  pthread_mutex_unlock(&registry_lock);
+  return refs;
+}
 
 int coll_gpu_engine_owns(const coll_gpu_engine_t *e, const coll_gpu_meminfo_t *mem) {
   return mem->kind == COLL_GPU_MEM_DEVICE && mem->device == e->mem.device && mem->ctx == e->mem.ctx;
@@ -678,7 +837,15 @@ class Parts {
 
 }  // namespace
 
-coll_gpu_status_t coll_gpu_engine_run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
+namespace {
+
+// A call's status; a failure leaves the engine refusing every claim.
+coll_gpu_status_t ended(coll_gpu_engine_t *e, coll_gpu_status_t st) {
+  if (st != COLL_GPU_SUCCESS) e->failed.store(true);
+  return st;
+}
+
+coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
   Parts parts(*e, *args);
   coll_gpu_work_t p;
   while (parts.next(*e, &p)) {
@@ -690,12 +857,22 @@ coll_gpu_status_t coll_gpu_engine_run(coll_gpu_engine_t *e, const coll_gpu_args_
 
 // A call of one part may go to the lingering kernel; one of several parts queues them all on the stream at
 // once, kernels of their own that run one after another: the host need not come back between parts.
-coll_gpu_status_t coll_gpu_engine_start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
+coll_gpu_status_t start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
   Parts parts(*e, *args);
   const bool linger = parts.linger() && parts.single();
   coll_gpu_work_t p;
   while (parts.next(*e, &p)) COLL_GPU_CHECK(e->launch(p, parts.choice().proto, linger, why, why_len));
   return COLL_GPU_SUCCESS;
+}
+
+}  // namespace
+
+coll_gpu_status_t coll_gpu_engine_run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
+  return ended(e, run(e, args, why, why_len));
+}
+
+coll_gpu_status_t coll_gpu_engine_start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
+  return ended(e, start(e, args, why, why_len));
 }
 
 int coll_gpu_engine_idle(const coll_gpu_engine_t *e) { return e->flight.blocks == 0; }
@@ -722,7 +899,7 @@ coll_gpu_status_t coll_gpu_engine_test(coll_gpu_engine_t *e, int *done, char *wh
     for (int r = 0; r < e->nranks; ++r) any = any || (e->visible[r] && coll_gpu_pid_gone(e->pid[r]));
     if (any) {
       *done = 1;
-      return e->wait_flight(why, why_len);  // finds it again, aborts the kernels and says why
+      return ended(e, e->wait_flight(why, why_len));  // finds it again, aborts the kernels and says why
     }
   }
   if (!e->flight.reported && t - e->flight.since >= e->cfg.wait.timeout_ns + kReportGraceNs) {

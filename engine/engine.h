@@ -10,6 +10,15 @@
  * Per rank it holds one scratch allocation on the buffers' GPU, exchanged with every peer as a CUDA IPC
  * handle (kernels/allreduce.h gives its layout), two streams (one for lingering one-shot kernels) and
  * host-mapped status words. Only the handles of this exchange are ever opened.
+ *
+ * Communicators over the same processes in the same rank order (MPI_Comm_dup, and splits that keep every
+ * rank in its place) share one engine, as NCCL's communicators split with shared resources do: its
+ * scratch, streams, sequence numbers and network proxy. A communicator's calls run on it only under a claim
+ * (coll_gpu_engine_claim), which one communicator holds at a time: while one has calls posted for the GPUs
+ * and not completed, another's calls are refused (the glue then stages them, on every rank alike through the
+ * path agreement). So the engine runs one communicator's calls at a time, in the same order on every rank:
+ * a call is on the GPUs only where every rank held the claim for it. The last communicator to release the
+ * engine frees it.
  */
 #ifndef COLL_GPU_ENGINE_H
 #define COLL_GPU_ENGINE_H
@@ -49,12 +58,31 @@ typedef struct {
 
 typedef struct coll_gpu_engine coll_gpu_engine_t;
 
+/* What a communicator brings to an engine it may share. */
+typedef struct {
+  uint64_t members;  /* its processes in rank order, hashed; 0: it shares no engine (one of its own, never offered) */
+  const void *owner; /* the communicator: the claims below are its */
+  uint64_t claims;   /* its calls that count on the engine from the start (the creating call among them) */
+} coll_gpu_engine_share_t;
+
 /* Collective over b. On COLL_GPU_UNAVAILABLE (its only failure) every rank got the same answer; why holds
- * the reason. `mem` is the classification of the first buffer: the engine lives on its device. */
+ * the reason. `mem` is the classification of the first buffer: the engine lives on its device. First every
+ * rank offers an engine of this process that serves the same members in the same place, on the same device
+ * with the same parameters, and that no communicator has claimed: when every rank offers the same one, the
+ * communicator takes a reference to it (claimed share->claims times for share->owner) instead of a new one.
+ * Otherwise a new engine is made, claimed the same way. */
 coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const coll_gpu_engine_config_t *cfg,
-                                         const coll_gpu_meminfo_t *mem, coll_gpu_engine_t **out, char *why,
-                                         size_t why_len);
-void coll_gpu_engine_destroy(coll_gpu_engine_t *e);
+                                         const coll_gpu_meminfo_t *mem, const coll_gpu_engine_share_t *share,
+                                         coll_gpu_engine_t **out, char *why, size_t why_len);
+/* A communicator's reference goes; the last one frees the engine. */
+void coll_gpu_engine_release(coll_gpu_engine_t *e);
+/* One more call of `owner` that counts on the engine: 1 when no other communicator holds a claim on it and it
+ * has not failed; 0 otherwise (nothing claimed). Thread-safe, as is unclaim. */
+int coll_gpu_engine_claim(coll_gpu_engine_t *e, const void *owner);
+/* One of owner's claims ends (its call completed, or will not run on the GPUs). */
+void coll_gpu_engine_unclaim(coll_gpu_engine_t *e, const void *owner);
+/* The communicators that hold a reference to the engine. */
+int coll_gpu_engine_refs(const coll_gpu_engine_t *e);
 /* Whether buffer memory `mem` can go through this engine (its device and context). */
 int coll_gpu_engine_owns(const coll_gpu_engine_t *e, const coll_gpu_meminfo_t *mem);
 /* One collective's arguments:
@@ -84,7 +112,7 @@ typedef struct {
 /* One collective on the GPUs; returns when recvbuf holds the result. Late peers are waited for as long
  * as their processes exist (a watchdog line through cfg->log after cfg->wait.timeout_ns names them); when
  * one is gone, the kernels are aborted and the call fails naming it (COLL_GPU_PEER_GONE); a CUDA failure
- * is COLL_GPU_CUDA_ERROR. After a failure the engine must not be used again. */
+ * is COLL_GPU_CUDA_ERROR. After a failure the engine must not be used again: it refuses every claim. */
 coll_gpu_status_t coll_gpu_engine_run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len);
 
 /* The same in steps, for calls that complete later (nonblocking and persistent collectives). One call is on

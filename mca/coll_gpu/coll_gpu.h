@@ -84,8 +84,10 @@ typedef struct mca_coll_gpu_module_t {
 #undef COLL_GPU_DECLARE_PREVIOUS
   COLL_GPU_PREVIOUS(reduce_local)
   COLL_GPU_PREVIOUS(ibarrier)
-  coll_gpu_engine_t *engine; /* created on the first allreduce every rank passes device buffers to */
+  coll_gpu_engine_t *engine; /* made, or shared with a communicator over the same ranks, on the first call every
+                                rank passes device buffers to */
   int engine_state;
+  uint64_t claims; /* before the engine: calls that posted the GPU path, not ended (mca_coll_gpu_claim); atomic */
   coll_gpu_agree_t *agree; /* the path agreement, made on the first call that has one (no communication) */
   int agree_state;
   int agree_none;                 /* no agreement can span its ranks (several hosts): OFF at the first use */
@@ -294,6 +296,12 @@ typedef struct {
 void mca_coll_gpu_agree_report(void *ctx, const uint8_t *late);
 int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm,
                                const coll_gpu_meminfo_t *mem);
+/* Before a call of m posts the GPU path: its claim on m's engine (engine/engine.h), or, before m has one,
+ * counted for the engine m makes or shares. 0: another communicator's calls hold the shared engine, and this
+ * call must post STAGE (with uniform buffers, which skip the agreement, engines are never shared: always 1
+ * there). Each 1 is ended by one mca_coll_gpu_unclaim, when the call completes or will not run on the GPUs. */
+int mca_coll_gpu_claim(mca_coll_gpu_module_t *m);
+void mca_coll_gpu_unclaim(mca_coll_gpu_module_t *m);
 /* A failure on the GPU path: reported, the communicator stages from now on; returns the MPI error. */
 int mca_coll_gpu_failed(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, const char *call, size_t bytes,
                         const char *where, const char *why);

@@ -23,6 +23,10 @@
  * UNKNOWN and stages, and so does every other reader of that call. coll_gpu_uniform_buffers=1 lets the
  * user assert that all ranks pass the same kind of memory, and skips the agreement.
  *
+ * A rank posts GPU only under a claim on the communicator's engine (mca_coll_gpu_claim), which may be shared
+ * with other communicators over the same ranks (engine/engine.h): while another communicator's calls hold
+ * it, the rank posts STAGE, and the call stages everywhere.
+ *
  * The engine's set-up (the first call on the GPUs) exchanges through the previous module's nonblocking
  * collectives, completed by driving progress: it may run inside progress (a queued nonblocking call), and
  * a nested blocking wait would wait on itself with threads.
@@ -331,6 +335,15 @@ static void topo_warn(const char *what) {
   opal_show_help("help-mpi-coll-gpu.txt", "topology", true, opal_process_info.nodename, what);
 }
 
+/* The communicator's processes in rank order, hashed, for an engine it may share (engine/engine.h); 0 where
+ * it shares none. Engines are shared only where every call's path is agreed on: a claim refused on one rank
+ * then stages the call on every rank. */
+static uint64_t share_members(const mca_coll_gpu_module_t *m) {
+  if (mca_coll_gpu_component.uniform_buffers || m->agree_state == COLL_GPU_STATE_OFF || m->agree_none) return 0;
+  const uint64_t h = coll_gpu_hash(m->agree_key.members, m->agree_key.size * sizeof(uint64_t), m->agree_key.size);
+  return h != 0 ? h : 1;
+}
+
 int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm,
                                const coll_gpu_meminfo_t *mem) {
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
@@ -358,8 +371,10 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
   cfg.topo.log = mca_coll_gpu_engine_log;
   cfg.topo.warn = topo_warn;
   cfg.topo.name = comm->c_name;
+  const coll_gpu_engine_share_t share = {share_members(m), m, __atomic_load_n(&m->claims, __ATOMIC_ACQUIRE)};
   char why[256];
-  if (coll_gpu_engine_create(&b, &cfg, mem, &m->engine, why, sizeof(why)) == COLL_GPU_SUCCESS) {
+  if (coll_gpu_engine_create(&b, &cfg, mem, &share, &m->engine, why, sizeof(why)) == COLL_GPU_SUCCESS) {
+    __atomic_store_n(&m->claims, 0, __ATOMIC_RELEASE); /* the engine counts them now */
     m->engine_state = COLL_GPU_STATE_READY;
     return 1;
   }
@@ -367,6 +382,19 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
   COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
                "comm %s: no GPU path (%s); collectives on device buffers are staged", comm->c_name, why);
   return 0;
+}
+
+int mca_coll_gpu_claim(mca_coll_gpu_module_t *m) {
+  if (m->engine != NULL) return coll_gpu_engine_claim(m->engine, m);
+  __atomic_add_fetch(&m->claims, 1, __ATOMIC_ACQ_REL);
+  return 1;
+}
+
+void mca_coll_gpu_unclaim(mca_coll_gpu_module_t *m) {
+  if (m->engine != NULL)
+    coll_gpu_engine_unclaim(m->engine, m);
+  else
+    __atomic_sub_fetch(&m->claims, 1, __ATOMIC_ACQ_REL);
 }
 
 /* A failure of the GPU path's call: reported, and the communicator stages from now on. The message is
@@ -450,9 +478,8 @@ static int plan_reduction(const mca_coll_gpu_reduction_t *rd, struct ompi_commun
   return 1;
 }
 
-/* A blocking call with a plan: in order after the calls still queued, its agreement, then the GPUs. */
-static int run_blocking(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
-  if (m->queue != NULL) mca_coll_gpu_drain(m, 0);
+/* run_blocking's agreement and run, the claim taken. */
+static int run_claimed(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
   uint32_t all;
   const int agreed = agree_path(m, comm, pl->mine, pl->name, pl->bytes, &all, rc);
   if (agreed != 0) return agreed > 0;
@@ -468,6 +495,17 @@ static int run_blocking(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *com
   }
   *rc = mca_coll_gpu_failed(m, comm, pl->name, pl->bytes, "on the GPU", why);
   return 1;
+}
+
+/* A blocking call with a plan: in order after the calls still queued, its agreement, then the GPUs; it
+ * posts the GPU path only under a claim on the engine. */
+static int run_blocking(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
+  if (m->queue != NULL) mca_coll_gpu_drain(m, 0);
+  const int claimed = pl->mine == COLL_GPU_PATH_GPU && mca_coll_gpu_claim(m);
+  if (pl->mine == COLL_GPU_PATH_GPU && !claimed) pl->mine = COLL_GPU_PATH_STAGE; /* another communicator's turn */
+  const int handled = run_claimed(pl, comm, m, rc);
+  if (claimed) mca_coll_gpu_unclaim(m);
+  return handled;
 }
 
 int mca_coll_gpu_reduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,

@@ -21,6 +21,7 @@ static void module_construct(mca_coll_gpu_module_t *m) {
   COLL_GPU_CLEAR(ibarrier)
   m->engine = NULL;
   m->engine_state = COLL_GPU_STATE_NONE;
+  m->claims = 0;
   m->agree = NULL;
   m->agree_state = COLL_GPU_STATE_NONE;
   m->agree_none = 0;
@@ -35,7 +36,7 @@ static void module_construct(mca_coll_gpu_module_t *m) {
 
 static void module_destruct(mca_coll_gpu_module_t *m) {
   mca_coll_gpu_calls_module_gone(m);
-  coll_gpu_engine_destroy(m->engine);
+  coll_gpu_engine_release(m->engine); /* freed with the last communicator that shares it */
   coll_gpu_agree_destroy(m->agree);
   COLL_GPU_FOREACH(COLL_GPU_RELEASE_ALL)
   COLL_GPU_RELEASE(reduce_local)

@@ -40,6 +40,7 @@ struct mca_coll_gpu_call_s {
   mca_coll_gpu_call_t *next; /* in its module's queue or running list */
   int planned;               /* it has a GPU path: plan holds it, and it takes part in the agreement */
   mca_coll_gpu_plan_t plan;
+  int claimed;          /* it posted the GPU path under a claim on the engine (mca_coll_gpu_claim), not ended yet */
   int posted, answered; /* its agreement: posted as number n; the answer `all` read */
   uint64_t n;
   uint32_t all;
@@ -88,8 +89,25 @@ static void busy(mca_coll_gpu_module_t *m) {
   if (!calls.registered && opal_progress_register(progress_calls) == OPAL_SUCCESS) calls.registered = 1;
 }
 
+/* The call's claim on the engine ends (its run completed, or it will not run on the GPUs). */
+static void unclaim(mca_coll_gpu_call_t *c) {
+  if (!c->claimed) return;
+  c->claimed = 0;
+  mca_coll_gpu_unclaim(c->m);
+}
+
+/* Before call c posts its path: the GPU path only under a claim; refused, it posts STAGE. */
+static void claim(mca_coll_gpu_call_t *c) {
+  if (!c->planned || c->plan.mine != COLL_GPU_PATH_GPU || c->claimed) return;
+  if (mca_coll_gpu_claim(c->m))
+    c->claimed = 1;
+  else
+    c->plan.mine = COLL_GPU_PATH_STAGE; /* another communicator's calls hold the engine */
+}
+
 static void release(mca_coll_gpu_call_t *c) {
   struct ompi_communicator_t *comm = c->comm;
+  unclaim(c); /* a persistent call on the GPUs claims from its init to its free */
   if (c->persistent && c->inner != NULL) ompi_request_free(&c->inner); /* the staged request and its buffers */
   OMPI_REQUEST_FINI(&c->super);
   OBJ_RELEASE(c);
@@ -137,7 +155,7 @@ static mca_coll_gpu_call_t *call_new(mca_coll_gpu_module_t *m, struct ompi_commu
     c->plan = *pl;
     c->plan.args.counts = c->plan.counts;
   }
-  c->posted = c->answered = 0;
+  c->posted = c->answered = c->claimed = 0;
   c->since = c->next_check = 0;
   c->reported = 0;
   c->inner = NULL;
@@ -157,7 +175,10 @@ static mca_coll_gpu_call_t *call_new(mca_coll_gpu_module_t *m, struct ompi_commu
 
 /* The call's end: its status, and the request completes (MPI_Wait returns). */
 static void finish(mca_coll_gpu_call_t *c, int rc) {
-  if (!c->persistent) c->saved.hold(c->args.bytes, 0);
+  if (!c->persistent) {
+    c->saved.hold(c->args.bytes, 0);
+    unclaim(c);
+  }
   c->super.req_status.MPI_ERROR = rc == OMPI_SUCCESS ? MPI_SUCCESS : MPI_ERR_OTHER;
   c->super.req_status._ucount = 0;
   if (c->freed) {
@@ -256,6 +277,7 @@ static void read_answers(mca_coll_gpu_module_t *m) {
       continue;
     }
     c->answered = 1;
+    if (c->all != COLL_GPU_PATH_GPU) unclaim(c); /* staged at every start */
     *at = c->next_answer;
     c->next_answer = NULL;
     c->in_answers = 0;
@@ -271,6 +293,7 @@ static int start_first(mca_coll_gpu_module_t *m) {
   mca_coll_gpu_call_t *c = m->queue;
   const int uniform = mca_coll_gpu_component.uniform_buffers;
   coll_gpu_agree_t *a = c->planned && !uniform ? mca_coll_gpu_agreement(m, c->comm) : NULL;
+  if (!c->posted) claim(c);
   const int reads = c->planned && c->plan.mine == COLL_GPU_PATH_GPU;
   if (a != NULL && !c->posted) {
     if (!coll_gpu_agree_try_post(a, c->plan.mine, reads, &c->n)) return watch_agreement(c, a);
@@ -280,6 +303,7 @@ static int start_first(mca_coll_gpu_module_t *m) {
   if (c->persistent && !c->start_pending) { /* its init's post, now made: the answer is read in progress */
     m->queue = c->next;
     c->queued = 0;
+    if (c->answered && c->all != COLL_GPU_PATH_GPU) unclaim(c);
     if (reads && !c->answered) {
       want_answer(m, c);
     } else if (c->freed) {
@@ -304,6 +328,7 @@ static int start_first(mca_coll_gpu_module_t *m) {
   }
   m->queue = c->next;
   c->queued = c->start_pending = 0;
+  if (!c->persistent || (c->answered && c->all != COLL_GPU_PATH_GPU)) unclaim(c);
   start_previous(c);
   return 1;
 }
@@ -401,26 +426,36 @@ int mca_coll_gpu_icall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t
     *rc = mca_coll_gpu_defer(m, comm, pl, saved, request);
     return 1;
   }
-  const int reads = pl->mine == COLL_GPU_PATH_GPU;
-  uint32_t all = pl->mine; /* as the user asserted, with uniform buffers */
+  coll_gpu_agree_t *a = NULL;
+  if (!mca_coll_gpu_component.uniform_buffers && (a = mca_coll_gpu_agreement(m, comm)) == NULL)
+    return 0; /* no agreement: staged, as blocking calls are */
+  mca_coll_gpu_plan_t p = *pl;
+  const int claimed = p.mine == COLL_GPU_PATH_GPU && mca_coll_gpu_claim(m);
+  if (p.mine == COLL_GPU_PATH_GPU && !claimed) p.mine = COLL_GPU_PATH_STAGE; /* another communicator's turn */
+  const int reads = p.mine == COLL_GPU_PATH_GPU;
+  uint32_t all = p.mine; /* as the user asserted, with uniform buffers */
   uint64_t n = 0;
   int answered = 1;
-  if (!mca_coll_gpu_component.uniform_buffers) {
-    coll_gpu_agree_t *a = mca_coll_gpu_agreement(m, comm);
-    if (a == NULL) return 0; /* no agreement: staged, as blocking calls are */
-    if (!coll_gpu_agree_try_post(a, pl->mine, reads, &n)) {
+  if (a != NULL) {
+    if (!coll_gpu_agree_try_post(a, p.mine, reads, &n)) {
+      if (claimed) mca_coll_gpu_unclaim(m);                  /* claimed again when it posts */
       *rc = mca_coll_gpu_defer(m, comm, pl, saved, request); /* 64 calls ahead of a rank: it posts later */
       return 1;
     }
     if (!reads) return 0; /* its own bits decide: staged or the previous module's, at once */
     answered = answer_soon(a, n, &all);
   }
-  if (answered && all != COLL_GPU_PATH_GPU) return 0;
-  mca_coll_gpu_call_t *c = call_new(m, comm, pl, saved);
+  if (answered && all != COLL_GPU_PATH_GPU) {
+    if (claimed) mca_coll_gpu_unclaim(m);
+    return 0;
+  }
+  mca_coll_gpu_call_t *c = call_new(m, comm, &p, saved);
   if (c == NULL) {
+    if (claimed) mca_coll_gpu_unclaim(m);
     *rc = OMPI_ERR_OUT_OF_RESOURCE;
     return 1;
   }
+  c->claimed = claimed;
   c->posted = 1;
   c->n = n;
   c->answered = answered;
@@ -450,8 +485,9 @@ static int call_start(size_t count, ompi_request_t **requests) {
     c->super.req_complete = REQUEST_PENDING;
     c->super.req_status.MPI_ERROR = MPI_SUCCESS;
     lock();
-    if (!c->queued && m->queue == NULL && reads && !c->answered && c->posted)
-      c->answered = answer_soon(m->agree, c->n, &c->all);
+    if (!c->queued && m->queue == NULL && reads && !c->answered && c->posted &&
+        (c->answered = answer_soon(m->agree, c->n, &c->all)) && c->all != COLL_GPU_PATH_GPU)
+      unclaim(c); /* staged at every start */
     const int gpu = reads && c->answered && c->all == COLL_GPU_PATH_GPU && m->engine_state != COLL_GPU_STATE_OFF;
     if (c->queued || m->queue != NULL || (reads && !c->answered) || (gpu && (m->engine == NULL || m->on_gpu != NULL))) {
       c->start_pending = 1; /* from progress, in order (which creates the engine, collectively) */
@@ -471,15 +507,23 @@ int mca_coll_gpu_pcall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t
   const int uniform = mca_coll_gpu_component.uniform_buffers;
   coll_gpu_agree_t *a = uniform ? NULL : mca_coll_gpu_agreement(m, comm);
   if (!uniform && a == NULL) return OMPI_SUCCESS; /* no agreement: staged at every start, as today */
-  const int reads = pl->mine == COLL_GPU_PATH_GPU;
-  if (uniform && !reads) return OMPI_SUCCESS;
+  if (uniform && pl->mine != COLL_GPU_PATH_GPU) return OMPI_SUCCESS;
+  mca_coll_gpu_plan_t p = *pl;
   uint64_t n = 0;
   lock();
-  const int posted = a != NULL && m->queue == NULL && coll_gpu_agree_try_post(a, pl->mine, reads, &n);
+  /* posted now, a call on the GPUs claims the engine from its init to its free: its starts need no post */
+  const int claimed = m->queue == NULL && p.mine == COLL_GPU_PATH_GPU && mca_coll_gpu_claim(m);
+  if (m->queue == NULL && p.mine == COLL_GPU_PATH_GPU && !claimed) p.mine = COLL_GPU_PATH_STAGE;
+  const int reads = p.mine == COLL_GPU_PATH_GPU;
+  const int posted = a != NULL && m->queue == NULL && coll_gpu_agree_try_post(a, p.mine, reads, &n);
   unlock();
   if (posted && !reads) return OMPI_SUCCESS; /* its own bits decide: the staged request serves every start */
-  mca_coll_gpu_call_t *c = call_new(m, comm, pl, NULL);
-  if (c == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
+  mca_coll_gpu_call_t *c = call_new(m, comm, &p, NULL);
+  if (c == NULL) {
+    if (claimed) mca_coll_gpu_unclaim(m);
+    return OMPI_ERR_OUT_OF_RESOURCE;
+  }
+  c->claimed = claimed;
   c->persistent = 1;
   c->saved.name = pl->name; /* for messages */
   c->inner = *request;

@@ -11,7 +11,15 @@
  * MPI_Testsome in whatever order calls finish. Every output is poisoned before the call, inputs are fresh
  * random integers, and every result is compared with the sums computed here.
  *
- * usage: test_nonblocking [-m KIND] [-i ROUNDS] [-s SEED] [-b CALLS] [-p STARTS] [-G] [-f]
+ * With -c COMMS the calls go on COMMS duplicates of MPI_COMM_WORLD instead (drawn per call, the same on every
+ * rank), and each rank posts a round's calls in an order of its own that keeps each communicator's order: the
+ * communicators' calls interleave differently on every rank, as MPI allows for nonblocking calls (the
+ * blocking MPI_Allreduce calls stay on MPI_COMM_WORLD). Before the rounds each duplicate runs a blocking
+ * MPI_Allreduce in turn, and at the end they are freed in a drawn order, with a blocking MPI_Allreduce on each
+ * one left after every free. On device memory they share one engine of the GPU path (engine/engine.h): what
+ * one communicator's calls hold, another's must not take.
+ *
+ * usage: test_nonblocking [-m KIND] [-i ROUNDS] [-s SEED] [-b CALLS] [-p STARTS] [-c COMMS] [-G] [-f]
  *   -m  memory kind of the buffers (host; device, managed, pinned, mixed with CUDA)
  *   -G  the GPU path's nonblocking calls must stage nothing (coll_gpu_staged_buffers stays put): with -m
  *       device (persistent requests are left out: they bind staged buffers at init, for a fallback)
@@ -19,6 +27,8 @@
  *   -p  then persistent requests of six collectives with a GPU path, each started STARTS times with new
  *       contents (MPI_Startall, or MPI_Start one by one in a drawn order; MPI_Waitall), and freed
  *   -f  last, a communicator freed with calls outstanding on it (our requests hold it until they complete)
+ *   -c  the calls on COMMS duplicates, as above (not with -G: a call whose communicator finds the engine held
+ *       by another's is staged)
  * Prints "test_nonblocking: N ranks, KIND memory, R rounds, C checks: F failed".
  */
 #include <mpi.h>
@@ -46,6 +56,10 @@ static const char *names[] = {
     "MPI_Ireduce_scatter", "MPI_Ialltoall", "MPI_Igather",    "MPI_Ibarrier"};
 
 #define MAXCALLS 12
+#define MAXCOMMS 16
+
+static MPI_Comm comms[MAXCOMMS]; /* where the nonblocking calls go: MPI_COMM_WORLD, or -c's duplicates */
+static int ncomms = 1;
 
 typedef struct {
   int what, root;
@@ -54,6 +68,7 @@ typedef struct {
   buf_t s, r;    /* send and receive buffers of the rank's kind (GATHER: host) */
   int32_t *want; /* the expected receive buffer, NULL where none is defined */
   size_t want_n; /* its elements */
+  MPI_Comm comm;
   MPI_Request req;
   char name[96];
 } call_t;
@@ -85,9 +100,13 @@ static size_t draw_count(uint64_t id) {
   return sizes[rnd(id, 0xc0, 0) % (small_counts ? 4 : sizeof(sizes) / sizeof(sizes[0]))];
 }
 
+/* The communicator of call `id`. */
+static int comm_of(uint64_t id) { return (int)(rnd(id, 0xc7, 0) % (uint64_t)ncomms); }
+
 /* Posts call `id` (the same draw on every rank). */
 static void post(call_t *c, uint64_t id) {
   const int n = nranks;
+  const MPI_Comm comm = c->comm = comms[comm_of(id)];
   c->what = (int)(rnd(id, 0xa1, 0) % NCALLS);
   c->root = (int)(rnd(id, 0x2f, 0) % (uint64_t)n);
   c->count = draw_count(id);
@@ -110,8 +129,8 @@ static void post(call_t *c, uint64_t id) {
           for (size_t i = 0; i < k; ++i) w[i] = (int32_t)((uint32_t)w[i] + (uint32_t)in(id, q, i));
       }
       err = c->what == ALLREDUCE
-                ? MPI_Iallreduce(c->s.dev, c->r.dev, (int)k, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD, &c->req)
-                : MPI_Ireduce(c->s.dev, c->r.dev, (int)k, MPI_INT32_T, MPI_SUM, c->root, MPI_COMM_WORLD, &c->req);
+                ? MPI_Iallreduce(c->s.dev, c->r.dev, (int)k, MPI_INT32_T, MPI_SUM, comm, &c->req)
+                : MPI_Ireduce(c->s.dev, c->r.dev, (int)k, MPI_INT32_T, MPI_SUM, c->root, comm, &c->req);
       break;
     case BCAST:
       c->s = buf_of(0, 0);
@@ -123,7 +142,7 @@ static void post(call_t *c, uint64_t id) {
       c->want = w = malloc(k * 4);
       c->want_n = k;
       for (size_t i = 0; i < k; ++i) w[i] = in(id, c->root, i);
-      err = MPI_Ibcast(c->r.dev, (int)k, MPI_INT32_T, c->root, MPI_COMM_WORLD, &c->req);
+      err = MPI_Ibcast(c->r.dev, (int)k, MPI_INT32_T, c->root, comm, &c->req);
       break;
     case ALLGATHER:
     case GATHER:
@@ -138,9 +157,8 @@ static void post(call_t *c, uint64_t id) {
           for (size_t i = 0; i < k; ++i) w[q * k + i] = in(id, q, i);
       }
       err = c->what == ALLGATHER
-                ? MPI_Iallgather(c->s.dev, (int)k, MPI_INT32_T, c->r.dev, (int)k, MPI_INT32_T, MPI_COMM_WORLD, &c->req)
-                : MPI_Igather(c->s.dev, (int)k, MPI_INT32_T, c->r.dev, (int)k, MPI_INT32_T, c->root, MPI_COMM_WORLD,
-                              &c->req);
+                ? MPI_Iallgather(c->s.dev, (int)k, MPI_INT32_T, c->r.dev, (int)k, MPI_INT32_T, comm, &c->req)
+                : MPI_Igather(c->s.dev, (int)k, MPI_INT32_T, c->r.dev, (int)k, MPI_INT32_T, c->root, comm, &c->req);
       break;
     case RSB:
     case RS: {
@@ -159,9 +177,8 @@ static void post(call_t *c, uint64_t id) {
       c->want_n = mine;
       for (int q = 0; q < n; ++q)
         for (size_t i = 0; i < mine; ++i) w[i] = (int32_t)((uint32_t)w[i] + (uint32_t)in(id, q, begin + i));
-      err = c->what == RSB
-                ? MPI_Ireduce_scatter_block(c->s.dev, c->r.dev, (int)k, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD, &c->req)
-                : MPI_Ireduce_scatter(c->s.dev, c->r.dev, c->rcounts, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD, &c->req);
+      err = c->what == RSB ? MPI_Ireduce_scatter_block(c->s.dev, c->r.dev, (int)k, MPI_INT32_T, MPI_SUM, comm, &c->req)
+                           : MPI_Ireduce_scatter(c->s.dev, c->r.dev, c->rcounts, MPI_INT32_T, MPI_SUM, comm, &c->req);
       break;
     }
     case ALLTOALL:
@@ -173,15 +190,15 @@ static void post(call_t *c, uint64_t id) {
       c->want_n = k * n;
       for (int q = 0; q < n; ++q) /* block q: rank q's block `rank` */
         for (size_t i = 0; i < k; ++i) w[q * k + i] = in(id, q, (size_t)rank * k + i);
-      err = MPI_Ialltoall(c->s.dev, (int)k, MPI_INT32_T, c->r.dev, (int)k, MPI_INT32_T, MPI_COMM_WORLD, &c->req);
+      err = MPI_Ialltoall(c->s.dev, (int)k, MPI_INT32_T, c->r.dev, (int)k, MPI_INT32_T, comm, &c->req);
       break;
     default:
       c->s = buf_of(0, 1);
       c->r = buf_of(0, 1);
-      err = MPI_Ibarrier(MPI_COMM_WORLD, &c->req);
+      err = MPI_Ibarrier(comm, &c->req);
   }
-  snprintf(c->name, sizeof(c->name), "call %llu: %s of %zu ints, root %d", (unsigned long long)id, names[c->what], k,
-           c->root);
+  snprintf(c->name, sizeof(c->name), "call %llu: %s of %zu ints, root %d, communicator %d", (unsigned long long)id,
+           names[c->what], k, c->root, comm_of(id));
   checks++;
   if (err != MPI_SUCCESS) fail(c->name, "the call returned an error");
 }
@@ -198,8 +215,8 @@ static void check(call_t *c) {
   free(c->want);
 }
 
-/* A blocking allreduce between the nonblocking calls, checked at once. */
-static void blocking(uint64_t id) {
+/* A blocking allreduce on comm, checked at once. */
+static void blocking_on(MPI_Comm comm, uint64_t id) {
   const size_t k = draw_count(id);
   buf_t s = buf_of(k * 4, 0), r = buf_of(k * 4, 0);
   fill(&s, id, rank, k);
@@ -207,7 +224,7 @@ static void blocking(uint64_t id) {
   char name[64];
   snprintf(name, sizeof(name), "blocking MPI_Allreduce %llu of %zu ints", (unsigned long long)id, k);
   checks++;
-  if (MPI_Allreduce(s.dev, r.dev, (int)k, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
+  if (MPI_Allreduce(s.dev, r.dev, (int)k, MPI_INT32_T, MPI_SUM, comm) != MPI_SUCCESS)
     fail(name, "the call returned an error");
   int32_t *w = calloc(k, 4);
   for (int q = 0; q < nranks; ++q)
@@ -220,6 +237,9 @@ static void blocking(uint64_t id) {
   free(s.img);
   free(r.img);
 }
+
+/* A blocking allreduce between the nonblocking calls. */
+static void blocking(uint64_t id) { blocking_on(MPI_COMM_WORLD, id); }
 
 static void spin_us(long us) {
   struct timespec t0, t;
@@ -235,9 +255,17 @@ static void round_of(int round, int ncalls, long late_us) {
   const uint64_t base = (uint64_t)round * 1000;
   if (ncalls == 0) ncalls = 1 + (int)(rnd(base, 0x77, 0) % MAXCALLS);
   if (late_us == 0) late_us = (long)(rnd(base, 0x99, 0) % 5000);
-  if (rank == round % nranks) spin_us(late_us); /* this rank computes: late */
+  if (rank == round % nranks) spin_us(late_us);      /* this rank computes: late */
+  int next[MAXCOMMS] = {0}, left_in[MAXCOMMS] = {0}; /* per communicator: its next call, and how many are left */
+  for (int i = 0; i < ncalls; ++i) ++left_in[comm_of(base + (uint64_t)i + 1)];
   for (int i = 0; i < ncalls; ++i) {
-    post(&calls[i], base + (uint64_t)i + 1);
+    /* this rank's own pick of the communicator whose next call it posts (its order kept) */
+    int j = (int)(rnd(base ^ 0x0dd5, (uint64_t)rank, (uint64_t)i) % (uint64_t)ncomms);
+    while (left_in[j] == 0) j = (j + 1) % ncomms;
+    while (comm_of(base + (uint64_t)next[j] + 1) != j) ++next[j];
+    const int at = next[j]++;
+    --left_in[j];
+    post(&calls[at], base + (uint64_t)at + 1);
     if (!small_counts && rnd(base, 0xb1, (uint64_t)i) % 4 == 0) blocking(base + 500 + (uint64_t)i);
   }
   for (int i = 0; i < ncalls; ++i) reqs[i] = calls[i].req;
@@ -410,13 +438,28 @@ static void freed_comm(void) {
   free(r.img);
 }
 
+/* -c's duplicates, freed in a drawn order; after each free, a blocking call on each one left. */
+static void free_comms(void) {
+  int order[MAXCOMMS];
+  for (int j = 0; j < ncomms; ++j) order[j] = j;
+  for (int j = ncomms - 1; j > 0; --j) {
+    const int o = (int)(rnd(0xf7ee, 0, (uint64_t)j) % (uint64_t)(j + 1)), x = order[j];
+    order[j] = order[o];
+    order[o] = x;
+  }
+  for (int j = 0; j < ncomms; ++j) {
+    MPI_Comm_free(&comms[order[j]]);
+    for (int k = j + 1; k < ncomms; ++k) blocking_on(comms[order[k]], 0xf7ee00 + (uint64_t)(j * MAXCOMMS + k));
+  }
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   int rounds = 20, opt, freeing = 0, burst = 0, starts = 0;
   seed = (uint64_t)time(NULL);
-  while ((opt = getopt(argc, argv, "m:i:s:b:p:Gf")) != -1) {
+  while ((opt = getopt(argc, argv, "m:i:s:b:p:c:Gf")) != -1) {
     if (opt == 'm' && tbuf_parse_kind(optarg, &kind) != 0) {
       fprintf(stderr, "test_nonblocking: unknown or unbuilt memory kind %s\n", optarg);
       MPI_Abort(MPI_COMM_WORLD, 2);
@@ -427,7 +470,15 @@ int main(int argc, char **argv) {
     if (opt == 'f') freeing = 1;
     if (opt == 'b') burst = atoi(optarg);
     if (opt == 'p') starts = atoi(optarg);
+    if (opt == 'c') ncomms = atoi(optarg);
   }
+  if (ncomms < 1 || ncomms > MAXCOMMS || (ncomms > 1 && gpu_path)) {
+    fprintf(stderr, "test_nonblocking: -c takes 1 to %d communicators, and not with -G\n", MAXCOMMS);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  comms[0] = MPI_COMM_WORLD;
+  for (int j = 0; ncomms > 1 && j < ncomms; ++j) MPI_Comm_dup(MPI_COMM_WORLD, &comms[j]);
+  for (int j = 0; ncomms > 1 && j < ncomms; ++j) blocking_on(comms[j], 0xd0b00 + (uint64_t)j);
   MPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD); /* one draw for all */
   if (gpu_path) staged_count_open();
   const unsigned long long staged0 = gpu_path ? staged_count() : 0;
@@ -436,6 +487,7 @@ int main(int argc, char **argv) {
    * past the window and start them from progress, in order */
   small_counts = 1;
   if (burst > 0) round_of(rounds, burst, 300000);
+  if (ncomms > 1) free_comms();
   if (freeing) freed_comm();
   if (gpu_path && staged_count() != staged0) {
     char d[96];

@@ -105,7 +105,8 @@ coll_gpu_status_t create(Fake *f, coll_gpu_engine_t **e, char *why, size_t len) 
   mem.kind = COLL_GPU_MEM_HOST;
   mem.device = -1;
   *e = (coll_gpu_engine_t *)&cfg;  // poisoned: must come back NULL
-  return coll_gpu_engine_create(&b, &cfg, &mem, e, why, len);
+  const coll_gpu_engine_share_t share = {0x5eed, f, 1};
+  return coll_gpu_engine_create(&b, &cfg, &mem, &share, e, why, len);
 }
 
 TEST(Engine, OneRankGetsNoGpuPathAndSaysWhy) {
@@ -115,7 +116,7 @@ TEST(Engine, OneRankGetsNoGpuPathAndSaysWhy) {
   EXPECT_EQ(create(&f, &e, why, sizeof(why)), COLL_GPU_UNAVAILABLE);
   EXPECT_EQ(e, nullptr);
   EXPECT_STREQ(why, "a single rank needs no GPU path");
-  EXPECT_EQ(f.calls, 1) << "the peer exchange is made even by a rank that cannot qualify";
+  EXPECT_EQ(f.calls, 2) << "the offers and the peer exchange are made even by a rank that cannot qualify";
 }
 
 TEST(Engine, FailedBootstrapGetsNoGpuPathAndSaysWhy) {
@@ -125,8 +126,8 @@ TEST(Engine, FailedBootstrapGetsNoGpuPathAndSaysWhy) {
   char why[256] = "";
   EXPECT_EQ(create(&f, &e, why, sizeof(why)), COLL_GPU_UNAVAILABLE);
   EXPECT_EQ(e, nullptr);
-  EXPECT_STREQ(why, "the peer info allgather failed");
-  coll_gpu_engine_destroy(nullptr);  // nothing to destroy: a no-op
+  EXPECT_STREQ(why, "the offer allgather failed");
+  coll_gpu_engine_release(nullptr);  // nothing to release: a no-op
 }
 
 // Nodes: hosts, or virtual nodes of consecutive ranks of a host (coll_gpu_virtual_nodes).
