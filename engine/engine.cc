@@ -125,14 +125,13 @@ struct coll_gpu_engine {
   uint8_t node[COLL_GPU_MAX_RANKS] = {};     // every rank's node: the lowest rank on it
   bool multinode = false;                    // the ranks span nodes: NET connections between them
   coll_gpu::Net net;
-  // sharing (engine.h), under registry_lock: the communicators that hold it, and the one whose calls count
-  // on it now with how many
+  // sharing (engine.h): under registry_lock, the communicators that hold it; in one word, the one whose calls
+  // count on it now and how many (owner << 32 | count; a count of 0: free, whatever owner says)
   EngineId id = {};
   uint64_t members = 0;  // 0: never offered
   uint64_t config = 0;   // config_hash of the parameters it was made with
   int refs = 1;
-  const void *owner = nullptr;
-  uint64_t claims = 0;
+  std::atomic<uint64_t> claim{0};
   std::atomic<bool> failed{false};
   coll_gpu_engine *next_shared = nullptr;  // in the registry
   char name[64] = "";                      // the communicator that made it, for messages (cfg.name points here)
@@ -195,21 +194,23 @@ bool id_before(const EngineId &a, const EngineId &b) {
   return a.pid != b.pid ? a.pid < b.pid : a.serial < b.serial;
 }
 
+uint64_t claim_word(uint32_t owner, uint64_t count) { return count == 0 ? 0 : (uint64_t)owner << 32 | count; }
+
 // Step 0: the engine this rank offers (the first by name, so that ranks holding the same ones offer the same),
-// claimed for the offer (share.claims + 1) so that no other communicator takes it meanwhile; nullptr: none.
+// claimed for the offer (once) so that no other communicator takes it meanwhile; nullptr: none.
 coll_gpu_engine *registry_offer(const coll_gpu_engine_share_t &share, const coll_gpu_bootstrap_t *b, uint64_t config,
                                 const coll_gpu_meminfo_t &mem) {
   pthread_mutex_lock(&registry_lock);
   coll_gpu_engine *best = nullptr;
   for (coll_gpu_engine *e = registry; e != nullptr; e = e->next_shared)
     if (e->members == share.members && e->rank == b->rank && e->nranks == b->size && e->config == config &&
-        coll_gpu_engine_owns(e, &mem) && e->claims == 0 && !e->failed.load() &&
+        coll_gpu_engine_owns(e, &mem) && (uint32_t)e->claim.load() == 0 && !e->failed.load() &&
         (best == nullptr || id_before(e->id, best->id)))
       best = e;
-  if (best != nullptr) {
-    best->owner = share.owner;
-    best->claims = share.claims + 1;
-  }
+  uint64_t free_word = best != nullptr ? best->claim.load() : 0;
+  if (best != nullptr &&
+      ((uint32_t)free_word != 0 || !best->claim.compare_exchange_strong(free_word, claim_word(share.owner, 1))))
+    best = nullptr;  // a claim came first
   pthread_mutex_unlock(&registry_lock);
   return best;
 }
@@ -218,13 +219,8 @@ coll_gpu_engine *registry_offer(const coll_gpu_engine_share_t &share, const coll
 void registry_settle(coll_gpu_engine *e, const coll_gpu_engine_share_t *share, bool taken) {
   if (e == nullptr) return;
   pthread_mutex_lock(&registry_lock);
-  if (taken) {
-    ++e->refs;
-    e->claims = share->claims;
-  } else {
-    e->claims = 0;
-  }
-  if (e->claims == 0) e->owner = nullptr;
+  if (taken) ++e->refs;
+  e->claim.store(taken ? claim_word(share->owner, share->claims) : 0);  // only the offer's claim was on it
   pthread_mutex_unlock(&registry_lock);
 }
 
@@ -232,8 +228,7 @@ void registry_settle(coll_gpu_engine *e, const coll_gpu_engine_share_t *share, b
 void registry_add(coll_gpu_engine *e, const coll_gpu_engine_share_t *share) {
   pthread_mutex_lock(&registry_lock);
   if (share != nullptr) {
-    e->owner = share->claims > 0 ? share->owner : nullptr;
-    e->claims = share->claims;
+    e->claim.store(claim_word(share->owner, share->claims));
     e->members = share->members;
   }
   if (e->members != 0) {
@@ -610,21 +605,23 @@ void coll_gpu_engine_release(coll_gpu_engine_t *e) {
   if (last) coll_gpu::HostDelete<coll_gpu_engine>()(e);
 }
 
-int coll_gpu_engine_claim(coll_gpu_engine_t *e, const void *owner) {
-  pthread_mutex_lock(&registry_lock);
-  const bool ok = !e->failed.load() && (e->claims == 0 || e->owner == owner);
-  if (ok) {
-    e->owner = owner;
-    ++e->claims;
-  }
-  pthread_mutex_unlock(&registry_lock);
-  return ok;
+// One compare-and-swap each, no lock: every call takes and ends a claim.
+int coll_gpu_engine_claim(coll_gpu_engine_t *e, uint32_t owner) {
+  if (e->failed.load(std::memory_order_relaxed)) return 0;
+  uint64_t w = e->claim.load(std::memory_order_acquire);
+  do {
+    if ((uint32_t)w != 0 && w >> 32 != owner) return 0;
+  } while (!e->claim.compare_exchange_weak(w, claim_word(owner, (uint32_t)w + 1), std::memory_order_acq_rel,
+                                           std::memory_order_acquire));
+  return 1;
 }
 
-void coll_gpu_engine_unclaim(coll_gpu_engine_t *e, const void *owner) {
-  pthread_mutex_lock(&registry_lock);
-  if (e->owner == owner && e->claims > 0 && --e->claims == 0) e->owner = nullptr;
-  pthread_mutex_unlock(&registry_lock);
+void coll_gpu_engine_unclaim(coll_gpu_engine_t *e, uint32_t owner) {
+  uint64_t w = e->claim.load(std::memory_order_acquire);
+  do {
+    if ((uint32_t)w == 0 || w >> 32 != owner) return;
+  } while (!e->claim.compare_exchange_weak(w, claim_word(owner, (uint32_t)w - 1), std::memory_order_acq_rel,
+                                           std::memory_order_acquire));
 }
 
 int coll_gpu_engine_refs(const coll_gpu_engine_t *e) {

@@ -60,9 +60,9 @@ typedef struct coll_gpu_engine coll_gpu_engine_t;
 
 /* What a communicator brings to an engine it may share. */
 typedef struct {
-  uint64_t members;  /* its processes in rank order, hashed; 0: it shares no engine (one of its own, never offered) */
-  const void *owner; /* the communicator: the claims below are its */
-  uint64_t claims;   /* its calls that count on the engine from the start (the creating call among them) */
+  uint64_t members; /* its processes in rank order, hashed; 0: it shares no engine (one of its own, never offered) */
+  uint32_t owner;   /* the communicator, by a number of its own in this process (not 0): the claims below are its */
+  uint64_t claims;  /* its calls that count on the engine from the start (the creating call among them) */
 } coll_gpu_engine_share_t;
 
 /* Collective over b. On COLL_GPU_UNAVAILABLE (its only failure) every rank got the same answer; why holds
@@ -78,9 +78,9 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
 void coll_gpu_engine_release(coll_gpu_engine_t *e);
 /* One more call of `owner` that counts on the engine: 1 when no other communicator holds a claim on it and it
  * has not failed; 0 otherwise (nothing claimed). Thread-safe, as is unclaim. */
-int coll_gpu_engine_claim(coll_gpu_engine_t *e, const void *owner);
+int coll_gpu_engine_claim(coll_gpu_engine_t *e, uint32_t owner);
 /* One of owner's claims ends (its call completed, or will not run on the GPUs). */
-void coll_gpu_engine_unclaim(coll_gpu_engine_t *e, const void *owner);
+void coll_gpu_engine_unclaim(coll_gpu_engine_t *e, uint32_t owner);
 /* The communicators that hold a reference to the engine. */
 int coll_gpu_engine_refs(const coll_gpu_engine_t *e);
 /* Whether buffer memory `mem` can go through this engine (its device and context). */

@@ -87,7 +87,8 @@ typedef struct mca_coll_gpu_module_t {
   coll_gpu_engine_t *engine; /* made, or shared with a communicator over the same ranks, on the first call every
                                 rank passes device buffers to */
   int engine_state;
-  uint64_t claims; /* before the engine: calls that posted the GPU path, not ended (mca_coll_gpu_claim); atomic */
+  uint64_t claims;    /* before the engine: calls that posted the GPU path, not ended (mca_coll_gpu_claim); atomic */
+  uint32_t claim_tag; /* names the communicator in its engine's claims: its own number in this process */
   coll_gpu_agree_t *agree; /* the path agreement, made on the first call that has one (no communication) */
   int agree_state;
   int agree_none;                 /* no agreement can span its ranks (several hosts): OFF at the first use */

@@ -371,7 +371,7 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
   cfg.topo.log = mca_coll_gpu_engine_log;
   cfg.topo.warn = topo_warn;
   cfg.topo.name = comm->c_name;
-  const coll_gpu_engine_share_t share = {share_members(m), m, __atomic_load_n(&m->claims, __ATOMIC_ACQUIRE)};
+  const coll_gpu_engine_share_t share = {share_members(m), m->claim_tag, __atomic_load_n(&m->claims, __ATOMIC_ACQUIRE)};
   char why[256];
   if (coll_gpu_engine_create(&b, &cfg, mem, &share, &m->engine, why, sizeof(why)) == COLL_GPU_SUCCESS) {
     __atomic_store_n(&m->claims, 0, __ATOMIC_RELEASE); /* the engine counts them now */
@@ -385,14 +385,14 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
 }
 
 int mca_coll_gpu_claim(mca_coll_gpu_module_t *m) {
-  if (m->engine != NULL) return coll_gpu_engine_claim(m->engine, m);
+  if (m->engine != NULL) return coll_gpu_engine_claim(m->engine, m->claim_tag);
   __atomic_add_fetch(&m->claims, 1, __ATOMIC_ACQ_REL);
   return 1;
 }
 
 void mca_coll_gpu_unclaim(mca_coll_gpu_module_t *m) {
   if (m->engine != NULL)
-    coll_gpu_engine_unclaim(m->engine, m);
+    coll_gpu_engine_unclaim(m->engine, m->claim_tag);
   else
     __atomic_sub_fetch(&m->claims, 1, __ATOMIC_ACQ_REL);
 }

@@ -22,6 +22,9 @@ static void module_construct(mca_coll_gpu_module_t *m) {
   m->engine = NULL;
   m->engine_state = COLL_GPU_STATE_NONE;
   m->claims = 0;
+  static uint32_t tags; /* 0 is no communicator's */
+  do m->claim_tag = __atomic_add_fetch(&tags, 1, __ATOMIC_RELAXED);
+  while (m->claim_tag == 0);
   m->agree = NULL;
   m->agree_state = COLL_GPU_STATE_NONE;
   m->agree_none = 0;

@@ -105,7 +105,7 @@ coll_gpu_status_t create(Fake *f, coll_gpu_engine_t **e, char *why, size_t len) 
   mem.kind = COLL_GPU_MEM_HOST;
   mem.device = -1;
   *e = (coll_gpu_engine_t *)&cfg;  // poisoned: must come back NULL
-  const coll_gpu_engine_share_t share = {0x5eed, f, 1};
+  const coll_gpu_engine_share_t share = {0x5eed, 1, 1};
   return coll_gpu_engine_create(&b, &cfg, &mem, &share, e, why, len);
 }
 
