@@ -3,10 +3,15 @@
 # Copyright (c) 2026 the coll/gpu authors
 # coll/gpu across the hosts of a mini-cluster (contrib/minicluster.sh) on one GPU machine, beside NCCL on
 # the same GPUs in the same run: HOSTS hosts of GPUS-PER-HOST GPUs, a rank per GPU, UCX and NCCL over tcp
-# on the cluster's bridge, nothing bound (--bind-to none). For each collective three runs:
-#   net:       coll_gpu_uniform_buffers=1 (the GPU path, NET hops between hosts) beside NCCL at its defaults;
-#   net-nccl4: the same beside NCCL with NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4;
-#   defaults:  coll/gpu at its defaults (today: staged across hosts), without NCCL.
+# on the cluster's bridge, nothing bound (--bind-to none). For each collective five runs:
+#   defaults:       coll/gpu at its defaults (the path agreed between the hosts: the GPU path, NET hops between
+#                   hosts) beside NCCL at its defaults;
+#   defaults-nccl4: the same beside NCCL with NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4;
+#   gpu:            coll_gpu_net_min_bytes=0 (the GPU path at every size, the agreement with it), without NCCL;
+#   uniform:        the same with coll_gpu_uniform_buffers=1 (no agreement), without NCCL: against gpu, the
+#                   agreement's cost;
+#   staged:         coll_gpu_force_staging=1 (every buffer through host memory), without NCCL.
+# (The defaults stage below coll_gpu_net_min_bytes.) RUNS picks some of them (default: all five).
 # usage: bash contrib/cluster-bench.sh BUILT-TREE [HOSTS [GPUS-PER-HOST [COLLS [MAX_BYTES]]]]
 #   (default 2 hosts of 1 GPU, "allreduce allgather", 64 MiB)
 set -u
@@ -27,7 +32,13 @@ run() { # label coll bench-option mpirun-args...
     "$tree/test/perf/coll_gpu_allreduce_bench" -C "$2" -d cuda -c -M "$max" $3 2>&1
 }
 for coll in $colls; do
-  run net "$coll" "" --mca coll_gpu_uniform_buffers 1
-  run net-nccl4 "$coll" "" --mca coll_gpu_uniform_buffers 1 -x NCCL_SOCKET_NTHREADS=4 -x NCCL_NSOCKS_PERTHREAD=4
-  run defaults "$coll" -N
+  for what in ${RUNS:-defaults defaults-nccl4 gpu uniform staged}; do
+    case $what in
+      defaults) run defaults "$coll" "" ;;
+      defaults-nccl4) run defaults-nccl4 "$coll" "" -x NCCL_SOCKET_NTHREADS=4 -x NCCL_NSOCKS_PERTHREAD=4 ;;
+      gpu) run gpu "$coll" -N --mca coll_gpu_net_min_bytes 0 ;;
+      uniform) run uniform "$coll" -N --mca coll_gpu_net_min_bytes 0 --mca coll_gpu_uniform_buffers 1 ;;
+      staged) run staged "$coll" -N --mca coll_gpu_force_staging 1 ;;
+    esac
+  done
 done

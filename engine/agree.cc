@@ -38,6 +38,7 @@
 #include <atomic>
 
 #include "engine/bootstrap.h"
+#include "engine/owning.h"
 
 namespace {
 
@@ -46,6 +47,8 @@ constexpr int kBitsShift = COLL_GPU_AGREE_BITS;
 constexpr uint64_t kBitsMask = (1u << kBitsShift) - 1;
 constexpr int kEntries = COLL_GPU_AGREE_ENTRIES;
 constexpr int kMaxRanks = COLL_GPU_MAX_RANKS;
+// In a message's instance: the rank joins at the agreement the word names, whose post follows.
+constexpr uint64_t kJoinFlag = 1ull << 63;
 
 struct Slot {
   std::atomic<uint64_t> gen;     // the instance this rank has joined; 0: none yet
@@ -210,6 +213,21 @@ uint64_t coll_gpu_agree_instance(const coll_gpu_agree_key_t *key) {
 
 // ------------------------------------------------------------------ one communicator's handle
 
+namespace {
+
+// What this rank knows of a rank on another node: the posts that came from it (coll_gpu_agree_deliver).
+// Those of agreements after this rank's `read` are kept until it has read them, however far ahead the
+// sender is: its kept posts must be read exactly, and no room check of the sender sees this rank's reads.
+struct Remote {
+  uint64_t gen = 0;     // the instance of the posts that came; 0: none yet (it has not joined, as far as is known)
+  uint64_t joined = 0;  // the number of its first post
+  uint64_t last = 0;    // its last post, n << kBitsShift | bits
+  uint64_t *words = nullptr;  // posts of agreements after this rank's read, at n & (cap - 1) (0: none there)
+  size_t cap = 0;
+};
+
+}  // namespace
+
 struct coll_gpu_agree {
   coll_gpu_agree_table_t *t;
   const std::atomic<uint64_t> *mark;  // the table's mark, read in every call of a rank that has not joined
@@ -230,6 +248,11 @@ struct coll_gpu_agree {
   uint8_t given_up[kMaxRanks];  // ranks whose join a reader waited for in vain: not waited for again
   uint8_t visible[kMaxRanks];   // 1: that rank's process can be checked from here (one PID namespace); 2: not known yet
   uint8_t late[kMaxRanks];      // a wait's scratch
+  // ranks on other nodes (coll_gpu_agree_set_net): their posts come as messages
+  coll_gpu_agree_net_t net;
+  bool remote[kMaxRanks];
+  Remote *from;  // per rank, for those on other nodes; nullptr: every rank is on this node
+  uint64_t polls;
 };
 
 coll_gpu_status_t coll_gpu_agree_create(coll_gpu_agree_table_t *t, const coll_gpu_agree_key_t *key, uint64_t instance,
@@ -302,6 +325,10 @@ bool join(coll_gpu_agree_t *a, uint64_t first) {
 // Where rank r stands towards agreement n: it will post it (0), it joined after it (1: it never will), or
 // it has not joined (2).
 int standing(const coll_gpu_agree_t *a, int r, uint64_t n) {
+  if (a->remote[r]) {
+    const Remote &x = a->from[r];
+    return x.gen != a->instance ? 2 : x.joined <= n ? 0 : 1;
+  }
   const Slot *s = &a->slots[r];
   if (s->gen.load(std::memory_order_acquire) != a->instance) return 2;
   return s->joined.load(std::memory_order_relaxed) <= n ? 0 : 1;
@@ -361,7 +388,8 @@ bool look_for_room(coll_gpu_agree_t *a, uint64_t n) {
   uint64_t least = a->read;
   for (int r = 0; r < a->size; ++r) {
     const Slot *s = &a->slots[r];
-    if (r == a->rank || s->gen.load(std::memory_order_acquire) != a->instance) continue;
+    // a rank on another node reads messages, which nothing overwrites
+    if (r == a->rank || a->remote[r] || s->gen.load(std::memory_order_acquire) != a->instance) continue;
     const uint64_t read = done_through(s);
     if (read < least) least = read;
   }
@@ -369,10 +397,41 @@ bool look_for_room(coll_gpu_agree_t *a, uint64_t n) {
   return n <= a->room;
 }
 
-// Counts agreement n, which this rank neither posts nor reads (it has not joined).
+// Hands the posts that came from other nodes to coll_gpu_agree_deliver.
+void poll(coll_gpu_agree_t *a) {
+  if (a->from != nullptr) a->net.poll(a->net.ctx, a);
+}
+
+// Counts agreement n, which this rank neither posts nor reads (it has not joined). Posts from other nodes
+// are taken in now and then, so that they do not pile up for a rank that never joins.
 void count_only(coll_gpu_agree_t *a, uint64_t n, uint32_t bits, bool read) {
   a->n = a->read = n;
   if (read) a->local[n % kWindow] = n << kBitsShift | bits | COLL_GPU_AGREE_UNKNOWN;
+  if (a->from != nullptr && ++a->polls % kWindow == 0) poll(a);
+}
+
+// Agreement n's post, or (join) that this rank takes part from n on, to the ranks on other nodes.
+void send(coll_gpu_agree_t *a, uint64_t word, bool join = false) {
+  for (int r = 0; a->from != nullptr && r < a->size; ++r)
+    if (a->remote[r]) a->net.send(a->net.ctx, r, a->instance | (join ? kJoinFlag : 0), word);
+}
+
+// Rank r's post of agreement n: its bits, UNKNOWN where it cannot be read (overwritten); 0 when it has not
+// come yet (the caller checked that r posts n).
+uint64_t post_of(const coll_gpu_agree_t *a, int r, uint64_t n) {
+  if (a->remote[r]) {
+    const Remote &x = a->from[r];
+    if (x.last >> kBitsShift < n) return 0;
+    if (x.last >> kBitsShift == n) return (x.last & kBitsMask) | 1ull << 63;
+    const uint64_t word = x.cap == 0 ? 0 : x.words[n & (x.cap - 1)];
+    return (word >> kBitsShift == n ? word & kBitsMask : COLL_GPU_AGREE_UNKNOWN) | 1ull << 63;
+  }
+  const Slot *s = &a->slots[r];
+  const uint64_t last = s->last.load(std::memory_order_acquire);
+  if (last >> kBitsShift < n) return 0;
+  if (last >> kBitsShift == n) return (last & kBitsMask) | 1ull << 63;
+  const uint64_t word = s->bits[n % kWindow].load(std::memory_order_acquire);
+  return (word >> kBitsShift == n ? word & kBitsMask : COLL_GPU_AGREE_UNKNOWN) | 1ull << 63;
 }
 
 }  // namespace
@@ -384,6 +443,7 @@ int coll_gpu_agree_try_post(coll_gpu_agree_t *a, uint32_t bits, int read, uint64
     if (!a->broken && (read || a->mark->load(std::memory_order_acquire) != 0)) {
       if (read) coll_gpu_agree_table_mark(a->t);
       a->broken = !join(a, n);
+      if (a->joined) send(a, n << kBitsShift, true);  // before any wait: readers elsewhere wait for it
     }
     if (!a->joined) {
       count_only(a, n, bits, read);
@@ -393,6 +453,7 @@ int coll_gpu_agree_try_post(coll_gpu_agree_t *a, uint32_t bits, int read, uint64
   }
   bool readable = false;
   if (read) {
+    poll(a);  // the joins of ranks on other nodes come with their posts
     readable = every_joined_by(a, n);
     if (!readable && wait_for_joins(a, n)) return 0;
     if (!readable) readable = every_joined_by(a, n);  // a rank may have joined since the first look
@@ -403,6 +464,8 @@ int coll_gpu_agree_try_post(coll_gpu_agree_t *a, uint32_t bits, int read, uint64
   const uint64_t word = n << kBitsShift | bits;
   mine->bits[n % kWindow].store(word, std::memory_order_release);
   mine->last.store(word, std::memory_order_release);
+  send(a, word);
+  if (!read && a->from != nullptr && ++a->polls % kWindow == 0) poll(a);  // a rank that only posts, now and then
   a->n = n;
   a->kept[n % kWindow] = readable;
   if (!readable) {
@@ -419,17 +482,12 @@ int coll_gpu_agree_test(coll_gpu_agree_t *a, uint64_t n, uint32_t *all) {
     *all = (uint32_t)(local & kBitsMask);
     return 1;
   }
+  poll(a);
   uint32_t acc = 0;
   for (int r = 0; r < a->size; ++r) {
-    const Slot *s = &a->slots[r];
-    const uint64_t last = s->last.load(std::memory_order_acquire);
-    if (last >> kBitsShift < n) return 0;
-    if (last >> kBitsShift == n) {
-      acc |= (uint32_t)(last & kBitsMask);
-    } else {
-      const uint64_t word = s->bits[n % kWindow].load(std::memory_order_acquire);
-      acc |= word >> kBitsShift == n ? (uint32_t)(word & kBitsMask) : COLL_GPU_AGREE_UNKNOWN;
-    }
+    const uint64_t post = post_of(a, r, n);
+    if (post == 0) return 0;
+    acc |= (uint32_t)(post & kBitsMask);
   }
   *all = acc;
   mark_read(a, n);
@@ -452,10 +510,13 @@ bool find_late(coll_gpu_agree_t *a, uint64_t n, bool check, uint8_t *late, uint8
       late[r] = posting && !a->given_up[r];
       continue;  // no process to look at yet
     }
-    if (posting) {
+    if (posting && a->remote[r]) {  // the window holds this rank's own unread posts: whose post they wait for
+      const uint64_t oldest = a->read + 1;
+      late[r] = a->kept[n % kWindow] && oldest <= a->n && standing(a, r, oldest) == 0 && post_of(a, r, oldest) == 0;
+    } else if (posting) {
       late[r] = a->kept[n % kWindow] && done_through(s) + kWindow < n;
     } else {
-      late[r] = st == 0 && s->last.load(std::memory_order_acquire) >> kBitsShift < n;
+      late[r] = st == 0 && post_of(a, r, n) == 0;
     }
     if (!late[r] || !check) continue;
     if (a->visible[r] == 2) {  // a process of this namespace (it may be gone already: then it is found so)
@@ -513,4 +574,51 @@ coll_gpu_status_t coll_gpu_agree(coll_gpu_agree_t *a, uint32_t bits, const coll_
   return COLL_GPU_SUCCESS;
 }
 
-void coll_gpu_agree_destroy(coll_gpu_agree_t *a) { free(a); }
+void coll_gpu_agree_destroy(coll_gpu_agree_t *a) {
+  if (a == nullptr) return;
+  for (int r = 0; a->from != nullptr && r < a->size; ++r) free(a->from[r].words);
+  free(a->from);
+  free(a);
+}
+
+coll_gpu_status_t coll_gpu_agree_set_net(coll_gpu_agree_t *a, const uint8_t *remote, const coll_gpu_agree_net_t *net) {
+  bool any = false;
+  for (int r = 0; r < a->size; ++r) any = any || (r != a->rank && remote[r]);
+  if (!any) return COLL_GPU_SUCCESS;
+  a->from = (Remote *)calloc((size_t)a->size, sizeof(Remote));
+  if (a->from == nullptr) return COLL_GPU_SYSTEM_ERROR;
+  for (int r = 0; r < a->size; ++r) {
+    a->remote[r] = r != a->rank && remote[r];
+    a->visible[r] = a->remote[r] ? 0 : a->visible[r];  // its pid means nothing here
+  }
+  a->net = *net;
+  return COLL_GPU_SUCCESS;
+}
+
+void coll_gpu_agree_deliver(coll_gpu_agree_t *a, int from, uint64_t instance, uint64_t word) {
+  const bool join = (instance & kJoinFlag) != 0;
+  instance &= ~kJoinFlag;
+  if (a->from == nullptr || from < 0 || from >= a->size || !a->remote[from] || instance != a->instance) return;
+  Remote &x = a->from[from];
+  const uint64_t n = word >> kBitsShift;
+  if (x.gen != instance) {  // it takes part from this agreement on
+    x.gen = instance;
+    x.joined = n;
+  }
+  if (join) return;
+  x.last = word;
+  if (n <= a->read) return;                 // this rank is past it: never read
+  if (x.cap == 0 || n - a->read > x.cap) {  // room for every agreement from read + 1 to n
+    size_t cap = x.cap == 0 ? kWindow : x.cap;
+    while (n - a->read > cap) cap *= 2;
+    auto *words = (uint64_t *)calloc(cap, sizeof(uint64_t));
+    if (words == nullptr) return;  // lost: read as UNKNOWN
+    for (size_t i = 0; i < x.cap; ++i)
+      if (x.words[i] != 0 && x.words[i] >> kBitsShift > a->read)
+        words[(x.words[i] >> kBitsShift) & (cap - 1)] = x.words[i];
+    free(x.words);
+    x.words = words;
+    x.cap = cap;
+  }
+  x.words[n & (x.cap - 1)] = word;
+}

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
- * Agreement on the path of one collective among the ranks of one node: each rank posts what it can do
- * (bits), and a rank that needs the answer reads the OR of all posts. Costs one cache line written per
- * rank and one read per peer, instead of an MPI allreduce. A wait lasts while the ranks it waits for exist
+ * Agreement on the path of one collective among the ranks of a communicator: each rank posts what it can do
+ * (bits), and a rank that needs the answer reads the OR of all posts. On one node it costs one cache line
+ * written per rank and one read per peer, instead of an MPI allreduce; across nodes, a message per post to
+ * each rank of the other nodes (below). A wait lasts while the ranks it waits for exist
  * (engine/wait.h).
  *
  * Nothing here needs the other ranks to be set up: the agreements of every communicator of a job on a
@@ -26,6 +27,15 @@
  * finds one overwritten takes COLL_GPU_AGREE_UNKNOWN. Only a post that must be read exactly (a reader's
  * own bits, posted where every rank joined: "kept") holds its place until every rank has read it, so a
  * rank that only posts never waits.
+ *
+ * Across nodes (coll_gpu_agree_set_net), each rank's posts also travel as messages to the ranks of the other
+ * nodes, through an interface the glue implements over the communicator's point-to-point layer, after a
+ * message that says from which agreement on the rank takes part (sent when it joins, before it waits for
+ * anything). A rank on another node has joined once that message has come. The same rules then hold:
+ * a reader waits for the posts of the ranks that joined, up to COLL_GPU_AGREE_JOIN_WAIT_NS for one not
+ * known to have joined, and reads UNKNOWN where one has not. Posts from another node are kept until this
+ * rank has read past them (nothing overwrites them), and a rank that never joins takes them in now and then
+ * so that they do not pile up.
  */
 #ifndef COLL_GPU_AGREE_H
 #define COLL_GPU_AGREE_H
@@ -94,6 +104,22 @@ typedef struct {
   void (*report)(void *ctx, const uint8_t *late);
   void *ctx;
 } coll_gpu_agree_watch_t;
+
+/* Ranks on other nodes: the glue's messages. Neither function waits. */
+typedef struct {
+  void *ctx;
+  /* sends this rank's post `word` (n << COLL_GPU_AGREE_BITS | bits) of `instance` to rank `to`; the top bit
+   * of `instance` set: the rank joins at n (no bits) */
+  void (*send)(void *ctx, int to, uint64_t instance, uint64_t word);
+  /* hands each post that has come to coll_gpu_agree_deliver(a, ...) */
+  void (*poll)(void *ctx, coll_gpu_agree_t *a);
+} coll_gpu_agree_net_t;
+
+/* Before the handle's first use: the ranks with remote[r] = 1 are on other nodes, reached through net
+ * (copied). Nothing changes where none is. */
+coll_gpu_status_t coll_gpu_agree_set_net(coll_gpu_agree_t *a, const uint8_t *remote, const coll_gpu_agree_net_t *net);
+/* A post of rank `from` that came (net->poll's callback); posts of another instance are dropped. */
+void coll_gpu_agree_deliver(coll_gpu_agree_t *a, int from, uint64_t instance, uint64_t word);
 
 /* Posts `bits` as the next agreement and returns in *all the OR over every rank (with
  * COLL_GPU_AGREE_UNKNOWN where some rank's post cannot be read). Waits for room in the window and for

@@ -64,6 +64,7 @@ typedef struct {
   int timeout;       /* seconds: the watchdog reports a wait this long */
   int spin_us;       /* a wait spins this long before it yields */
   bool uniform_buffers;
+  size_t net_min_bytes; /* across hosts, calls below this stage without an agreement */
   char *topo_file;      /* NCCL-format topology of the node instead of the probe; NULL or "" for none */
   char *topo_dump_file; /* where rank 0 of each GPU communicator writes the topology it used; NULL or "" */
   int output;           /* opal_output stream */
@@ -91,9 +92,10 @@ typedef struct mca_coll_gpu_module_t {
   uint32_t claim_tag; /* names the communicator in its engine's claims: its own number in this process */
   coll_gpu_agree_t *agree; /* the path agreement, made on the first call that has one (no communication) */
   int agree_state;
-  int agree_none;                 /* no agreement can span its ranks (several hosts): OFF at the first use */
   coll_gpu_agree_key_t agree_key; /* the communicator in the node's agreement table, and its instance */
   uint64_t agree_instance;
+  struct mca_coll_gpu_agree_net_s *agree_net; /* its messages to and from other hosts (coll_gpu_agree_net.c) */
+  int hosts; /* 0: not known yet; 1: its ranks on one host; 2: on several (mca_coll_gpu_spans_hosts) */
   /* nonblocking calls that complete later (coll_gpu_request.c) */
   mca_coll_gpu_call_t *queue, *queue_tail; /* not started yet, in call order */
   mca_coll_gpu_call_t *on_gpu;             /* started on the engine, not completed */
@@ -283,9 +285,18 @@ void mca_coll_gpu_calls_fini(void);
 /* coll_gpu_gpupath.c, for the nonblocking forms */
 coll_gpu_agree_t *mca_coll_gpu_agreement(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm);
 /* A new intra-communicator's agreement key and instance, for one of 2 to COLL_GPU_MAX_RANKS ranks (comm_query,
- * also where the component is disabled, so that the count stays the same on every member): 1 where its ranks
- * are on one host, 0 (no agreement) where they span hosts. */
-int mca_coll_gpu_agreement_key(struct ompi_communicator_t *comm, coll_gpu_agree_key_t *key, uint64_t *instance);
+ * also where the component is disabled, so that the count stays the same on every member). */
+void mca_coll_gpu_agreement_key(struct ompi_communicator_t *comm, coll_gpu_agree_key_t *key, uint64_t *instance);
+/* coll_gpu_agree_net.c: the agreement's messages to the communicator's ranks on other hosts, set up on
+ * m->agree where it has any (0: it could not be). Freed with the module. */
+typedef struct mca_coll_gpu_agree_net_s mca_coll_gpu_agree_net_t;
+int mca_coll_gpu_agree_net(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm);
+/* Which of the communicator's ranks are on other hosts than this one, by host name (remote[r] = 1), and whether
+ * any is: the same answer on every rank. */
+int mca_coll_gpu_remote_ranks(struct ompi_communicator_t *comm, uint8_t *remote);
+/* Whether the communicator's ranks are on several hosts (looked up once). */
+int mca_coll_gpu_spans_hosts(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm);
+void mca_coll_gpu_agree_net_free(mca_coll_gpu_module_t *m);
 /* Component close: the node's agreement table is unmapped. */
 void mca_coll_gpu_agreement_fini(void);
 typedef struct {

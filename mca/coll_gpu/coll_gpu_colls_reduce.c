@@ -29,7 +29,7 @@ static int stage_allreduce(coll_gpu_stage_t *st, struct ompi_communicator_t *com
 
 #define GPU_allreduce \
   { COLL_GPU_COLL_ALLREDUCE, NAME_allreduce, sbuf, rbuf, count, NULL, dtype, op, 0 }
-COLL_GPU_REDUCTION_ENTRIES(allreduce, (size_t)count)
+COLL_GPU_REDUCTION_ENTRIES(allreduce, coll_gpu_bytes(dtype, count))
 
 /* ------------------------------------------------------------------ MPI_Reduce: the result at the root */
 
@@ -54,7 +54,7 @@ static int stage_reduce(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, 
 }
 #define GPU_reduce \
   { COLL_GPU_COLL_REDUCE, NAME_reduce, sbuf, rbuf, count, NULL, dtype, op, root }
-COLL_GPU_REDUCTION_ENTRIES(reduce, (size_t)count)
+COLL_GPU_REDUCTION_ENTRIES(reduce, coll_gpu_bytes(dtype, count))
 
 /* ------------------------------------------------------------------ MPI_Scan, MPI_Exscan (intra only) */
 
@@ -115,7 +115,7 @@ static int stage_reduce_scatter(coll_gpu_stage_t *st, struct ompi_communicator_t
 }
 #define GPU_reduce_scatter \
   { COLL_GPU_COLL_REDUCE_SCATTER, NAME_reduce_scatter, sbuf, rbuf, 0, rcounts, dtype, op, 0 }
-COLL_GPU_REDUCTION_ENTRIES(reduce_scatter, scattered_total(comm, rcounts))
+COLL_GPU_REDUCTION_ENTRIES(reduce_scatter, scattered_total(comm, rcounts) * coll_gpu_bytes(dtype, 1))
 
 #define PARAMS_reduce_scatter_block \
   const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype, struct ompi_op_t *op
@@ -127,7 +127,7 @@ static int stage_reduce_scatter_block(coll_gpu_stage_t *st, struct ompi_communic
 }
 #define GPU_reduce_scatter_block \
   { COLL_GPU_COLL_REDUCE_SCATTER, NAME_reduce_scatter_block, sbuf, rbuf, rcount, NULL, dtype, op, 0 }
-COLL_GPU_REDUCTION_ENTRIES(reduce_scatter_block, (size_t)rcount)
+COLL_GPU_REDUCTION_ENTRIES(reduce_scatter_block, coll_gpu_bytes(dtype, rcount) * (size_t)ompi_comm_size(comm))
 
 /* ------------------------------------------------------------------ MPI_Reduce_local */
 

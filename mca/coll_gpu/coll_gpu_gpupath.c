@@ -13,8 +13,9 @@
  *
  * The OR goes through the node's agreement table (engine/agree.h): a file in Open MPI's job session
  * directory that each process maps at its first need, with an entry per communicator found by its context
- * id and members, on communicators that can take the GPU path at all (2 to 8 ranks) and are on one host
- * (across hosts there is no agreement: only uniform buffers take the GPU path). Nothing about it needs
+ * id and members, on communicators that can take the GPU path at all (2 to 8 ranks); the ranks of other
+ * hosts' posts come as messages (coll_gpu_agree_net.c). Across hosts, calls below coll_gpu_net_min_bytes
+ * stage without an agreement, on every rank alike. Nothing about it needs
  * the other ranks: no collective, no wait inside a nonblocking call, progress or communicator
  * construction. A process that never loaded CUDA only counts its calls while no process of the node may
  * pass device memory (the table's mark), and posts "host" after (mca_coll_gpu_path_host: a few stores,
@@ -192,27 +193,7 @@ bool mca_coll_gpu_gpupath_possible(struct ompi_communicator_t *comm) {
   return size >= 2 && size <= COLL_GPU_MAX_RANKS;
 }
 
-/* Whether the communicator's ranks are on several hosts. The same answer on every rank. */
-static int spans_hosts(struct ompi_communicator_t *comm) {
-  const int n = ompi_comm_size(comm);
-  for (int r = 0; r < n; ++r) {
-    const ompi_proc_t *p = ompi_group_peer_lookup(comm->c_local_group, r);
-    if (p == NULL || !OPAL_PROC_ON_LOCAL_NODE(p->super.proc_flags)) return 1;
-  }
-  return 0;
-}
-
-int mca_coll_gpu_agreement_key(struct ompi_communicator_t *comm, coll_gpu_agree_key_t *k, uint64_t *instance) {
-  if (spans_hosts(comm)) {
-    /* the agreement is a table of one host */
-    if (mca_coll_gpu_component.enable)
-      COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
-                   "comm %s: its ranks are on several hosts, and the per-call path agreement works within a "
-                   "host: collectives on device buffers are staged. coll_gpu_uniform_buffers=1 (every rank passes "
-                   "the same kind of memory) runs them on the GPUs, across the hosts through the network proxy",
-                   comm->c_name);
-    return 0;
-  }
+void mca_coll_gpu_agreement_key(struct ompi_communicator_t *comm, coll_gpu_agree_key_t *k, uint64_t *instance) {
   memset(k, 0, sizeof(*k));
   k->cid = comm->c_contextid;
   k->size = (uint32_t)ompi_comm_size(comm);
@@ -222,7 +203,6 @@ int mca_coll_gpu_agreement_key(struct ompi_communicator_t *comm, coll_gpu_agree_
     k->members[r] = (uint64_t)name.jobid << 32 | name.vpid;
   }
   *instance = coll_gpu_agree_instance(k);
-  return 1;
 }
 
 /* The node's agreement table of this job: a file in Open MPI's job session directory, which the job's
@@ -269,9 +249,12 @@ coll_gpu_agree_t *mca_coll_gpu_agreement(mca_coll_gpu_module_t *m, struct ompi_c
     return m->agree;
   }
   if (m->agree_state == COLL_GPU_STATE_OFF) return NULL;
-  coll_gpu_agree_table_t *t = m->agree_none ? NULL : node_table();
+  coll_gpu_agree_table_t *t = node_table();
   if (t == NULL ||
-      coll_gpu_agree_create(t, &m->agree_key, m->agree_instance, ompi_comm_rank(comm), &m->agree) != COLL_GPU_SUCCESS) {
+      coll_gpu_agree_create(t, &m->agree_key, m->agree_instance, ompi_comm_rank(comm), &m->agree) != COLL_GPU_SUCCESS ||
+      !mca_coll_gpu_agree_net(m, comm)) {
+    coll_gpu_agree_destroy(m->agree); /* a rank without one never joins: its peers read UNKNOWN */
+    m->agree = NULL;
     m->agree_state = COLL_GPU_STATE_OFF;
     return NULL;
   }
@@ -304,8 +287,14 @@ void mca_coll_gpu_agree_report(void *ctx, const uint8_t *late) {
                w->comm->c_name, w->call, w->bytes, mca_coll_gpu_component.timeout, ranks);
 }
 
+/* Whether a call of `bytes` stages at once, on every rank alike: across hosts, below coll_gpu_net_min_bytes. */
+static int staged_across_hosts(size_t bytes, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m) {
+  return bytes < mca_coll_gpu_component.net_min_bytes && mca_coll_gpu_spans_hosts(m, comm);
+}
+
 void mca_coll_gpu_path_host(size_t bytes, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m) {
-  if (bytes == 0 || mca_coll_gpu_component.uniform_buffers) return;
+  /* the calls the others make no agreement for: nothing to post, and nothing to count */
+  if (bytes == 0 || mca_coll_gpu_component.uniform_buffers || staged_across_hosts(bytes, comm, m)) return;
   coll_gpu_agree_t *a = mca_coll_gpu_agreement(m, comm);
   if (a != NULL) coll_gpu_agree_post(a, COLL_GPU_PATH_HOST); /* a count, or a few stores: never a wait */
 }
@@ -339,7 +328,7 @@ static void topo_warn(const char *what) {
  * it shares none. Engines are shared only where every call's path is agreed on: a claim refused on one rank
  * then stages the call on every rank. */
 static uint64_t share_members(const mca_coll_gpu_module_t *m) {
-  if (mca_coll_gpu_component.uniform_buffers || m->agree_state == COLL_GPU_STATE_OFF || m->agree_none) return 0;
+  if (mca_coll_gpu_component.uniform_buffers || m->agree_state == COLL_GPU_STATE_OFF) return 0;
   const uint64_t h = coll_gpu_hash(m->agree_key.members, m->agree_key.size * sizeof(uint64_t), m->agree_key.size);
   return h != 0 ? h : 1;
 }
@@ -438,7 +427,7 @@ static int agree_path(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm
 }
 
 /* The plan of a reduction; 0 when the call takes no part in the agreement (no GPU path on this
- * communicator, or nothing to reduce: the same on every rank). */
+ * communicator, nothing to reduce, or across hosts too few bytes: the same on every rank). */
 static int plan_reduction(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
                           mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
@@ -455,6 +444,9 @@ static int plan_reduction(const mca_coll_gpu_reduction_t *rd, struct ompi_commun
     }
   }
   if (total == 0) return 0;
+  size_t dsize = 0;
+  ompi_datatype_type_size(rd->dtype, &dsize);
+  if (staged_across_hosts(total * dsize, comm, m)) return 0;
   const int leaf = rd->coll == COLL_GPU_COLL_REDUCE && me != rd->root; /* only its send buffer counts */
   coll_gpu_dtype_t type = COLL_GPU_NTYPES;
   coll_gpu_redop_t redop = COLL_GPU_NOPS;
@@ -467,8 +459,6 @@ static int plan_reduction(const mca_coll_gpu_reduction_t *rd, struct ompi_commun
   /* in place, a rank's result would overwrite input a later block of another length still reads */
   if (pl->mine == COLL_GPU_PATH_GPU && rd->coll == COLL_GPU_COLL_REDUCE_SCATTER && rd->sbuf == MPI_IN_PLACE && !equal)
     pl->mine = COLL_GPU_PATH_STAGE;
-  size_t dsize = 0;
-  ompi_datatype_type_size(rd->dtype, &dsize);
   pl->bytes = total * dsize;
   pl->name = rd->name;
   const coll_gpu_args_t args = {
@@ -550,7 +540,7 @@ static int plan_move(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *
   size_t rsize = 0;
   ompi_datatype_type_size(mv->rdtype, &rsize);
   const size_t bytes = (size_t)mv->rcount * rsize; /* per block: the same on every rank */
-  if (m->agree_state == COLL_GPU_STATE_OFF || bytes == 0) return 0;
+  if (m->agree_state == COLL_GPU_STATE_OFF || bytes == 0 || staged_across_hosts(bytes, comm, m)) return 0;
   const size_t blocks = mv->coll == COLL_GPU_COLL_BCAST ? 1 : (size_t)n;
   coll_gpu_meminfo_t smem;
   const char *src = NULL;

@@ -27,7 +27,8 @@ static void module_construct(mca_coll_gpu_module_t *m) {
   while (m->claim_tag == 0);
   m->agree = NULL;
   m->agree_state = COLL_GPU_STATE_NONE;
-  m->agree_none = 0;
+  m->agree_net = NULL;
+  m->hosts = 0;
   m->queue = m->queue_tail = m->on_gpu = m->running = m->answers = NULL;
   m->busy = 0;
   m->next_busy = NULL;
@@ -41,6 +42,7 @@ static void module_destruct(mca_coll_gpu_module_t *m) {
   mca_coll_gpu_calls_module_gone(m);
   coll_gpu_engine_release(m->engine); /* freed with the last communicator that shares it */
   coll_gpu_agree_destroy(m->agree);
+  mca_coll_gpu_agree_net_free(m);
   COLL_GPU_FOREACH(COLL_GPU_RELEASE_ALL)
   COLL_GPU_RELEASE(reduce_local)
   COLL_GPU_RELEASE(ibarrier)
@@ -93,7 +95,7 @@ mca_coll_base_module_t *mca_coll_gpu_comm_query(struct ompi_communicator_t *comm
   coll_gpu_agree_key_t key;
   uint64_t instance = 0;
   const int gpu_path = !OMPI_COMM_IS_INTER(comm) && mca_coll_gpu_gpupath_possible(comm);
-  const int agreement = gpu_path && mca_coll_gpu_agreement_key(comm, &key, &instance);
+  if (gpu_path) mca_coll_gpu_agreement_key(comm, &key, &instance);
   if (!mca_coll_gpu_component.enable) return NULL;
   mca_coll_gpu_module_t *m = OBJ_NEW(mca_coll_gpu_module_t);
   if (m == NULL) return NULL;
@@ -101,8 +103,6 @@ mca_coll_base_module_t *mca_coll_gpu_comm_query(struct ompi_communicator_t *comm
   m->super.coll_module_enable = module_enable;
   if (!gpu_path) {
     m->engine_state = m->agree_state = COLL_GPU_STATE_OFF; /* said in module_enable's line */
-  } else if (!agreement) {
-    m->agree_none = 1; /* across hosts: only uniform buffers take the GPU path (coll_gpu_gpupath.c) */
   } else {
     m->agree_key = key;
     m->agree_instance = instance;

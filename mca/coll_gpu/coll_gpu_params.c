@@ -370,11 +370,20 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
   register_bool("uniform_buffers",
                 "Assert that in every collective call all ranks pass the same kind of memory (all host, or all "
                 "device memory of one GPU per rank). Skips the agreement on the path each call takes (a few "
-                "stores and one cache line read per peer and call), and is what lets a communicator over several "
-                "hosts, where no agreement spans the hosts, run on the GPUs. If a rank breaks the assertion, the "
-                "ranks that passed device memory wait for it on the GPU, with a watchdog line naming it after "
-                "coll_gpu_timeout seconds",
+                "stores and one cache line read per peer and call; across hosts a 16-byte message to each rank of "
+                "the other hosts). If a rank breaks the assertion, the ranks that passed device memory wait for it "
+                "on the GPU, with a watchdog line naming it after coll_gpu_timeout seconds",
                 false, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->uniform_buffers);
+  /* 2 hosts x 2 H100 of the mini-cluster, tcp between them (docs/benchmarks.md): allreduce on the GPU path
+   * without the agreement 64-80 us up to 64 KiB against 39-102 us staged, as fast at 8 KiB (70.7 against
+   * 70.4), faster from 16 KiB (73 against 78 us), 9-15x faster from 16 MiB; 2 hosts x 1 H100: staged faster
+   * up to 32 KiB (21-50 us against 38-57). The agreement adds a message's latency to the GPU path. */
+  register_size("net_min_bytes",
+                "Across hosts, collectives on device buffers of fewer bytes than this (the message; a block per "
+                "rank for MPI_Allgather and MPI_Alltoall) go through Open MPI's own collective over host memory "
+                "(staged), without the path agreement, which is faster there than the GPU path over the network "
+                "proxy; 0: every call takes the GPU path where it can",
+                32 << 10, 0, (size_t)1 << 40, 1, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->net_min_bytes);
 }
 
 static int get_staged_buffers(const struct mca_base_pvar_t *pvar, void *value, void *obj) {

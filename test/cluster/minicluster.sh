@@ -4,7 +4,8 @@
 # coll/gpu on separate hosts: the mini-cluster of contrib/minicluster.sh (each host its own namespaces,
 # host name, address and /dev/shm), as root, without GPUs:
 #  - 2 hosts x 2 ranks: every collective on host buffers, straight and with odd ranks staging (-F), right;
-#    every rank names the communicator's hosts as several, from its own host;
+#    every rank counts the communicator's ranks on other hosts, from its own host; the path agreement between
+#    the hosts (test_agree -N 2: each host's posts reach the other's ranks as messages);
 #  - the engine's network set-up between the hosts (test_net -H): proxies connect over the cluster's
 #    addresses, UCX's choice and tcp, and only the hops between hosts get connections;
 #  - 4 hosts of 1, 2, 3 and 1 ranks: the collectives staged (coll_gpu_force_staging) right;
@@ -19,12 +20,14 @@ start_cluster 2
 
 out=$(run 2 4 --mca coll_gpu_verbose info --mca coll_gpu_verbose_subsys INIT ./test/mpi/test_colls)
 check "2 hosts x 2: the collectives on host buffers" "$out" 1 '^test_colls: 4 ranks, host memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
-check "2 hosts x 2: host ${name}0 sees MPI_COMM_WORLD over several hosts" "$out" 2 \
-  "^\\[${name}0:[0-9]+\\] coll:gpu \\[[0-3]\\] INFO INIT comm MPI_COMM_WORLD: its ranks are on several hosts, and"
+check "2 hosts x 2: host ${name}0 sees 2 of MPI_COMM_WORLD's ranks on other hosts" "$out" 2 \
+  "^\\[${name}0:[0-9]+\\] coll:gpu \\[[0-3]\\] INFO INIT comm MPI_COMM_WORLD: 2 of its 4 ranks on other hosts: the path"
 check "2 hosts x 2: host ${name}1 too" "$out" 2 \
-  "^\\[${name}1:[0-9]+\\] coll:gpu \\[[0-3]\\] INFO INIT comm MPI_COMM_WORLD: its ranks are on several hosts, and"
+  "^\\[${name}1:[0-9]+\\] coll:gpu \\[[0-3]\\] INFO INIT comm MPI_COMM_WORLD: 2 of its 4 ranks on other hosts: the path"
 out=$(run 2 4 ./test/mpi/test_colls -F)
 check "2 hosts x 2: odd ranks staging, even ranks not" "$out" 1 '^test_colls: 4 ranks, host memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
+out=$(run 2 4 ./test/mpi/test_agree -N 2)
+check "2 hosts x 2: the path agreement between the hosts" "$out" 1 '^test_agree: 4 ranks, 0 failed$'
 if [ -x ./test/mpi/test_net ]; then
   out=$(run 2 4 ./test/mpi/test_net -H)
   check "2 hosts x 2: the network proxies connect between the hosts" "$out" 1 '^test_net: 4 ranks, seed [0-9]+: passed \(0 failures\)$'

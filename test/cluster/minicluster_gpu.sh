@@ -3,11 +3,14 @@
 # Copyright (c) 2026 the coll/gpu authors
 # coll/gpu on separate hosts with GPUs: the mini-cluster of contrib/minicluster.sh, 2 hosts of 1 rank (2 and
 # 1 at the end), each host its own GPU (CUDA_VISIBLE_DEVICES; on a machine of one GPU both share it):
-#  - device buffers with coll_gpu_uniform_buffers: on the GPUs, every ring hop between the hosts over NET
-#    (the verbose line says so), no buffer staged (-G), every result right;
-#  - device buffers at the defaults: staged across the hosts, right; memory kinds mixed across hosts, right;
+#  - device buffers at the defaults (the path agreed between the hosts) and with coll_gpu_uniform_buffers: on
+#    the GPUs, every ring hop between the hosts over NET (the verbose line says so), no buffer staged (-G, with
+#    coll_gpu_net_min_bytes 0: small calls would stage), every result right; memory kinds mixed across hosts
+#    (small calls staged, as at the defaults), right;
 #  - a rank killed inside the GPU path: the survivor gets an error, found by the network proxy;
-#  - 2 + 1 ranks with uniform buffers: nonblocking and persistent calls on the GPUs across the hosts.
+#  - 2 + 1 ranks at the defaults: nonblocking and persistent calls on the GPUs across the hosts;
+#  - with 4 GPUs, 2 hosts of 2 and 4 hosts of 1 at the defaults: every collective on the GPUs, right, and
+#    memory kinds mixed across the hosts.
 # Skipped without a GPU, and where namespaces cannot be made.
 set -u
 name=mcg
@@ -18,18 +21,33 @@ if ! ./test/gpu/gpu_probe >/dev/null 2>&1; then
 fi
 start_cluster 2 1
 
-out=$(run 1 2 --mca coll_gpu_uniform_buffers 1 --mca coll_gpu_verbose info --mca coll_gpu_verbose_subsys INIT \
-  ./test/gpu/test_gpu_colls -m device -G)
+out=$(run 1 2 --mca coll_gpu_uniform_buffers 1 --mca coll_gpu_net_min_bytes 0 --mca coll_gpu_verbose info \
+  --mca coll_gpu_verbose_subsys INIT ./test/gpu/test_gpu_colls -m device -G)
 check "uniform buffers: on the GPUs, across the hosts over NET" "$out" 2 "comm MPI_COMM_WORLD: 2 nodes[^;]*; 2 of each ring's 2 hops over NET"
 check "uniform buffers: every result right, nothing staged" "$out" 1 '^test_colls: 2 ranks, device memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
-out=$(run 1 2 ./test/gpu/test_gpu_colls -m device)
-check "defaults: device buffers staged across the hosts, right" "$out" 1 '^test_colls: 2 ranks, device memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
+out=$(run 1 2 --mca coll_gpu_net_min_bytes 0 --mca coll_gpu_verbose info --mca coll_gpu_verbose_subsys INIT \
+  ./test/gpu/test_gpu_colls -m device -G)
+check "defaults: on the GPUs, across the hosts over NET" "$out" 2 "comm MPI_COMM_WORLD: 2 nodes[^;]*; 2 of each ring's 2 hops over NET"
+check "defaults: every result right, nothing staged" "$out" 1 '^test_colls: 2 ranks, device memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
 out=$(run 1 2 ./test/gpu/test_gpu_colls -m mixed)
 check "defaults: memory kinds mixed across the hosts, right" "$out" 1 '^test_colls: 2 ranks, mixed memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
 out=$(run 1 2 --enable-recovery --mca coll_gpu_timeout 2 --mca coll_gpu_uniform_buffers 1 \
   ./test/gpu/test_gpu_late -m device -k -c 1000000)
 check "a rank killed on the GPU path: the survivor's error" "$out" 1 '^survivor rank 0: error after [0-9.]+ s$'
-out=$(run 2,1 3 --mca coll_gpu_uniform_buffers 1 ./test/gpu/test_gpu_nonblocking -m device -G -i 10 -p 20)
-check "2 + 1 ranks, uniform buffers: nonblocking and persistent calls across the hosts" "$out" 1 \
+out=$(run 2,1 3 --mca coll_gpu_net_min_bytes 0 ./test/gpu/test_gpu_nonblocking -m device -G -i 10 -p 20)
+check "2 + 1 ranks, defaults: nonblocking and persistent calls across the hosts" "$out" 1 \
   '^test_nonblocking: 3 ranks, device memory, 10 rounds, [0-9]+ checks: 0 failed$'
+if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 4 ]; then
+  for shape in "2 2 2,2" "4 1 1,1,1,1"; do
+    set -- $shape
+    mc stop $name >/dev/null
+    mc start $name "$1" "$2" >/dev/null
+    out=$(run "$3" 4 --mca coll_gpu_net_min_bytes 0 --mca coll_gpu_verbose info --mca coll_gpu_verbose_subsys INIT \
+      ./test/gpu/test_gpu_colls -m device -G)
+    check "$1 hosts x $2, defaults: on the GPUs, across the hosts over NET" "$out" 4 "comm MPI_COMM_WORLD: $1 nodes[^;]*; $1 of each ring's 4 hops over NET"
+    check "$1 hosts x $2, defaults: every result right, nothing staged" "$out" 1 '^test_colls: 4 ranks, device memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
+    out=$(run "$3" 4 ./test/gpu/test_gpu_colls -m mixed)
+    check "$1 hosts x $2, defaults: memory kinds mixed across the hosts, right" "$out" 1 '^test_colls: 4 ranks, mixed memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
+  done
+fi
 exit $fail

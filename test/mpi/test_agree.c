@@ -8,6 +8,12 @@
  * marks the table, then join; a rank posting to read without waiting gets exactly COLL_GPU_AGREE_WINDOW agreements
  * ahead of a sleeping one, while a rank that only posts never waits; a second instance of a communicator's key starts
  * clean; a late rank is waited for, reported once after the timeout, with the caller's progress hook run meanwhile.
+ *
+ * usage: test_agree [-N K]
+ * -N K: nodes of K consecutive ranks (on one host, or on the hosts of the mini-cluster), each with tables of its
+ *       own; the posts of the other nodes' ranks travel as MPI messages (MPI_Isend, its buffer kept until it
+ *       completes, and MPI_Improbe with MPI_Mrecv, on a communicator per handle), as the component sends them
+ *       over Open MPI's point-to-point layer.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +30,58 @@
 #include "test/mpi/mpi_bootstrap.h"
 
 static int rank, nranks, failures;
+static int node_size; /* -N: ranks per node; 0: one node */
+
+/* The messages of one handle to and from the ranks of other nodes. */
+typedef struct {
+  MPI_Comm comm;
+} wire_t;
+enum { kWireTag = 77 };
+
+/* Sends in flight, each with its buffer; reaped at the next send. */
+typedef struct sent_s {
+  struct sent_s *next;
+  uint64_t msg[2];
+  MPI_Request req;
+} sent_t;
+static sent_t *in_flight;
+
+static void wire_send(void *ctx, int to, uint64_t instance, uint64_t word) {
+  for (sent_t **at = &in_flight; *at != NULL;) {
+    int done = 0;
+    MPI_Test(&(*at)->req, &done, MPI_STATUS_IGNORE);
+    if (!done) {
+      at = &(*at)->next;
+      continue;
+    }
+    sent_t *s = *at;
+    *at = s->next;
+    free(s);
+  }
+  sent_t *s = malloc(sizeof(*s));
+  s->msg[0] = instance;
+  s->msg[1] = word;
+  EXPECT(MPI_Isend(s->msg, 2, MPI_UINT64_T, to, kWireTag, ((wire_t *)ctx)->comm, &s->req) == MPI_SUCCESS,
+         "a post sent");
+  s->next = in_flight;
+  in_flight = s;
+}
+
+static void wire_poll(void *ctx, coll_gpu_agree_t *a) {
+  for (;;) {
+    int found = 0;
+    MPI_Message m;
+    MPI_Status st;
+    MPI_Improbe(MPI_ANY_SOURCE, kWireTag, ((wire_t *)ctx)->comm, &found, &m, &st);
+    if (!found) return;
+    uint64_t msg[2];
+    MPI_Mrecv(msg, 2, MPI_UINT64_T, &m, MPI_STATUS_IGNORE);
+    coll_gpu_agree_deliver(a, st.MPI_SOURCE, msg[0], msg[1]);
+  }
+}
+
+static wire_t wires[8];
+static int nwires;
 
 /* The watchdog's report: how often, and whether it named rank 1 alone. */
 static int reports, named_rank1;
@@ -46,6 +104,14 @@ static coll_gpu_agree_t *handle(coll_gpu_agree_table_t *t, uint32_t cid, uint64_
   for (int r = 0; r < nranks; ++r) key.members[r] = 1000 + (uint64_t)r;
   coll_gpu_agree_t *a = NULL;
   EXPECT(coll_gpu_agree_create(t, &key, instance, rank, &a) == COLL_GPU_SUCCESS, "a handle");
+  if (node_size > 0 && a != NULL && nwires < 8) {
+    uint8_t remote[COLL_GPU_MAX_RANKS];
+    for (int r = 0; r < nranks; ++r) remote[r] = r / node_size != rank / node_size;
+    wire_t *w = &wires[nwires++];
+    MPI_Comm_dup(MPI_COMM_WORLD, &w->comm);
+    const coll_gpu_agree_net_t net = {w, wire_send, wire_poll};
+    EXPECT(coll_gpu_agree_set_net(a, remote, &net) == COLL_GPU_SUCCESS, "the handle's messages");
+  }
   return a;
 }
 
@@ -139,8 +205,10 @@ static void window_phase(coll_gpu_agree_t *a, MPI_Comm comm, const coll_gpu_agre
     /* it reads nothing: its posts are never kept, and it never waits, even 3 windows ahead of rank 1 */
     const double t0 = MPI_Wtime();
     for (int i = 0; i < K; ++i) coll_gpu_agree_post(a, bits[i]);
-    EXPECT(coll_gpu_agree_last(a) == first + K - 1 && MPI_Wtime() - t0 < 0.2,
-           "a rank that only posts ran %d agreements ahead at once", K);
+    const double took = MPI_Wtime() - t0;
+    EXPECT(coll_gpu_agree_last(a) == first + K - 1 && took < 0.2,
+           "a rank that only posts ran %d agreements ahead at once (it posted %llu of them in %.3f s)", K,
+           (unsigned long long)(coll_gpu_agree_last(a) - first + 1), took);
   } else {
     if (rank == 1) usleep(300000);
     for (int i = 0; i < K; ++i) {
@@ -192,6 +260,9 @@ static void join_phase(coll_gpu_agree_table_t *t, const coll_gpu_agree_watch_t *
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
+  for (int opt; (opt = getopt(argc, argv, "N:")) != -1;)
+    if (opt == 'N') node_size = atoi(optarg);
+
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   MPI_Comm_rank(comm, &rank);
@@ -207,14 +278,18 @@ int main(int argc, char **argv) {
     MPI_Bcast(&pid, 1, MPI_INT, r, comm);
     EXPECT(pid == peers[r].pid && peers[r].device == r, "peer %d's info", r);
   }
-  for (int r = 0; r < nranks; ++r) EXPECT(peers[r].host == me.host, "rank %d on another host", r);
+  for (int r = 0; r < nranks; ++r)  // with nodes, those of other nodes may be on other hosts
+    EXPECT(peers[r].host == me.host || (node_size > 0 && r / node_size != rank / node_size), "rank %d on another host",
+           r);
 
   /* the tables: files in a directory of rank 0's, opened by every rank without any exchange but its name */
   char dir[64] = "/tmp/coll_gpu_test_agree.XXXXXX", path[128], path2[128];
   if (rank == 0 && mkdtemp(dir) == NULL) MPI_Abort(MPI_COMM_WORLD, 2);
   MPI_Bcast(dir, sizeof(dir), MPI_CHAR, 0, comm);
-  snprintf(path, sizeof(path), "%s/%s", dir, COLL_GPU_AGREE_TABLE_NAME);
-  snprintf(path2, sizeof(path2), "%s/second", dir);
+  if (mkdir(dir, 0700) != 0 && errno != EEXIST) MPI_Abort(MPI_COMM_WORLD, 2); /* on another host's /tmp */
+  const int node = node_size > 0 ? rank / node_size : 0;
+  snprintf(path, sizeof(path), "%s/%s.%d", dir, COLL_GPU_AGREE_TABLE_NAME, node);
+  snprintf(path2, sizeof(path2), "%s/second.%d", dir, node);
   coll_gpu_agree_table_t *t = NULL, *t2 = NULL;
   char why[256] = "";
   EXPECT(coll_gpu_agree_table_open(path, &t, why, sizeof(why)) == COLL_GPU_SUCCESS, "open: %s", why);
@@ -286,11 +361,19 @@ int main(int argc, char **argv) {
   coll_gpu_agree_table_close(t);
   coll_gpu_agree_table_close(t2);
   MPI_Barrier(comm);
-  if (rank == 0) {
+  if (node_size == 0 ? rank == 0 : rank % node_size == 0) { /* each node's first rank: its tables */
     unlink(path);
     unlink(path2);
-    rmdir(dir);
   }
+  MPI_Barrier(comm);
+  rmdir(dir); /* the last one to look finds it empty; the others find it gone or not empty */
+  while (in_flight != NULL) {
+    sent_t *s = in_flight;
+    in_flight = s->next;
+    MPI_Wait(&s->req, MPI_STATUS_IGNORE);
+    free(s);
+  }
+  for (int i = 0; i < nwires; ++i) MPI_Comm_free(&wires[i].comm);
 
   int all_failures = 0;
   MPI_Reduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, 0, comm);

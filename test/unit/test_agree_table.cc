@@ -5,7 +5,9 @@
 // FIFO or file of another size taken. The protocol: a rank that only posts skips agreements until the
 // table is marked; a reader waits a while for ranks that have not joined, then answers UNKNOWN; ranks that
 // joined after an agreement are not waited for; posts overwritten before they were read come back
-// UNKNOWN; a communicator's next instance never reads the last one's slots.
+// UNKNOWN; a communicator's next instance never reads the last one's slots. Across nodes, over a simulated
+// wire: posts read exactly, kept however far ahead their sender runs, other instances' dropped, a rank of an
+// unmarked node waited for once.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +185,135 @@ TEST_F(Table, TheNextInstanceNeverReadsTheLastOnesSlots) {
   ASSERT_EQ(post_to_read(b0, 2, &tries), 1u);
   ASSERT_TRUE(coll_gpu_agree_test(b0, 1, &all));
   EXPECT_EQ(all, 6u) << "instance 2's agreement 1, not instance 1's";
+}
+
+namespace {
+
+// Nodes, each with its own table, and the messages between their ranks' handles: what the glue does over
+// the communicator's point-to-point layer, delivered when a handle polls (in order per sender, as MPI).
+struct Wire {
+  struct Msg {
+    int from;
+    uint64_t instance, word;
+  };
+  std::vector<Msg> queue[8];     // to each rank
+  coll_gpu_agree_t *at[8] = {};  // each rank's handle
+  int sent = 0;
+};
+struct End {
+  Wire *wire;
+  int rank;
+};
+
+void wire_send(void *ctx, int to, uint64_t instance, uint64_t word) {
+  End *e = (End *)ctx;
+  e->wire->queue[to].push_back({e->rank, instance, word});
+  ++e->wire->sent;
+}
+void wire_poll(void *ctx, coll_gpu_agree_t *a) {
+  End *e = (End *)ctx;
+  std::vector<Wire::Msg> q;
+  q.swap(e->wire->queue[e->rank]);
+  for (const auto &m : q) coll_gpu_agree_deliver(a, m.from, m.instance, m.word);
+}
+
+}  // namespace
+
+// Two nodes of one rank each: posts travel as messages. A reader reads every rank's post exactly; a rank
+// that only posts still sends, and never waits.
+TEST_F(Table, AcrossNodesPostsTravelAsMessages) {
+  coll_gpu_agree_table_t *t0 = open_table(path_), *t1 = open_table(dir_ + "/other");
+  ASSERT_TRUE(t0 != nullptr && t1 != nullptr) << why_;
+  coll_gpu_agree_table_mark(t0);
+  coll_gpu_agree_table_mark(t1);
+  Wire w;
+  End e0 = {&w, 0}, e1 = {&w, 1};
+  coll_gpu_agree_t *a0 = rank_of(t0, 0), *a1 = rank_of(t1, 1);
+  const uint8_t remote0[2] = {0, 1}, remote1[2] = {1, 0};
+  const coll_gpu_agree_net_t n0 = {&e0, wire_send, wire_poll}, n1 = {&e1, wire_send, wire_poll};
+  ASSERT_EQ(coll_gpu_agree_set_net(a0, remote0, &n0), COLL_GPU_SUCCESS);
+  ASSERT_EQ(coll_gpu_agree_set_net(a1, remote1, &n1), COLL_GPU_SUCCESS);
+  uint64_t n, m;
+  uint32_t all = 0;
+  for (uint64_t k = 1; k <= 3 * COLL_GPU_AGREE_WINDOW; ++k) {
+    const uint32_t bits0 = k % 3 == 0 ? 1 : 2, bits1 = k % 5 == 0 ? 4 : 2;  // host, GPU or stage
+    if (k == 1) {  // rank 0 joins and says so, but waits for rank 1 to join: rank 1's join comes with its post
+      EXPECT_FALSE(coll_gpu_agree_try_post(a0, bits0, 1, &n));
+      ASSERT_TRUE(coll_gpu_agree_try_post(a1, bits1, 1, &m)) << "rank 0's join has come";
+    }
+    ASSERT_TRUE(coll_gpu_agree_try_post(a0, bits0, 1, &n));
+    EXPECT_EQ(n, k);
+    if (k > 1) {
+      EXPECT_FALSE(coll_gpu_agree_test(a0, k, &all)) << "rank 1's post has not come";
+      ASSERT_TRUE(coll_gpu_agree_try_post(a1, bits1, 1, &m));
+    }
+    ASSERT_TRUE(coll_gpu_agree_test(a1, k, &all));
+    EXPECT_EQ(all, bits0 | bits1) << "agreement " << k;
+    ASSERT_TRUE(coll_gpu_agree_test(a0, k, &all));
+    EXPECT_EQ(all, bits0 | bits1) << "agreement " << k;
+  }
+  EXPECT_EQ(w.sent, 6 * COLL_GPU_AGREE_WINDOW + 2) << "one message per post, and one per join";
+}
+
+// A rank of another node that runs far ahead: its posts are kept until this rank reads them, and a post of
+// another instance of the communicator is dropped.
+TEST_F(Table, AcrossNodesPostsWaitForTheirReaderHoweverFarAheadTheSenderIs) {
+  coll_gpu_agree_table_t *t0 = open_table(path_), *t1 = open_table(dir_ + "/other");
+  ASSERT_TRUE(t0 != nullptr && t1 != nullptr) << why_;
+  coll_gpu_agree_table_mark(t0);
+  coll_gpu_agree_table_mark(t1);
+  Wire w;
+  End e0 = {&w, 0}, e1 = {&w, 1};
+  coll_gpu_agree_t *a0 = rank_of(t0, 0), *a1 = rank_of(t1, 1);
+  const uint8_t remote0[2] = {0, 1}, remote1[2] = {1, 0};
+  const coll_gpu_agree_net_t n0 = {&e0, wire_send, wire_poll}, n1 = {&e1, wire_send, wire_poll};
+  ASSERT_EQ(coll_gpu_agree_set_net(a0, remote0, &n0), COLL_GPU_SUCCESS);
+  ASSERT_EQ(coll_gpu_agree_set_net(a1, remote1, &n1), COLL_GPU_SUCCESS);
+  w.queue[0].push_back({1, 2, 1ull << 16 | 4});  // instance 2's agreement 1: not this one's
+  const int ahead = 5 * COLL_GPU_AGREE_WINDOW;
+  uint64_t n;
+  for (int i = 0; i < ahead; ++i) ASSERT_TRUE(coll_gpu_agree_try_post(a1, i % 2 ? 2 : 1, 0, &n));
+  uint32_t all;
+  int tries;
+  for (uint64_t k = 1; k <= (uint64_t)ahead; ++k) {
+    ASSERT_EQ(post_to_read(a0, 2, &tries), k);
+    EXPECT_EQ(tries, 0) << "rank 1 joined at 1: no wait";
+    ASSERT_TRUE(coll_gpu_agree_test(a0, k, &all));
+    EXPECT_EQ(all, k % 2 ? 3u : 2u) << "agreement " << k;
+  }
+}
+
+// A rank of another node whose node never marks its table never joins: a reader waits for it once, then
+// reads UNKNOWN; once its posts come, it is read exactly from its first one on.
+TEST_F(Table, AcrossNodesARankThatNeverJoinedIsWaitedForOnceThenReadUnknown) {
+  coll_gpu_agree_table_t *t0 = open_table(path_), *t1 = open_table(dir_ + "/other");
+  ASSERT_TRUE(t0 != nullptr && t1 != nullptr) << why_;
+  Wire w;
+  End e0 = {&w, 0}, e1 = {&w, 1};
+  coll_gpu_agree_t *a0 = rank_of(t0, 0), *a1 = rank_of(t1, 1);
+  const uint8_t remote0[2] = {0, 1}, remote1[2] = {1, 0};
+  const coll_gpu_agree_net_t n0 = {&e0, wire_send, wire_poll}, n1 = {&e1, wire_send, wire_poll};
+  ASSERT_EQ(coll_gpu_agree_set_net(a0, remote0, &n0), COLL_GPU_SUCCESS);
+  ASSERT_EQ(coll_gpu_agree_set_net(a1, remote1, &n1), COLL_GPU_SUCCESS);
+  uint64_t n;
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(coll_gpu_agree_try_post(a1, 1, 0, &n));  // not marked: counted only
+  EXPECT_EQ(w.sent, 0) << "a rank that has not joined sends nothing";
+  int tries;
+  uint32_t all;
+  ASSERT_EQ(post_to_read(a0, 2, &tries), 1u);
+  EXPECT_GT(tries, 10) << "it waited for rank 1 to join";
+  ASSERT_TRUE(coll_gpu_agree_test(a0, 1, &all));
+  EXPECT_EQ(all, 2u | COLL_GPU_AGREE_UNKNOWN);
+  ASSERT_EQ(post_to_read(a0, 2, &tries), 2u);
+  EXPECT_EQ(tries, 0) << "waited for once";
+  ASSERT_TRUE(coll_gpu_agree_test(a0, 2, &all));
+  EXPECT_EQ(all, 2u | COLL_GPU_AGREE_UNKNOWN);
+  coll_gpu_agree_table_mark(t1);  // a process of rank 1's node may pass device memory: it joins at 3
+  ASSERT_TRUE(coll_gpu_agree_try_post(a1, 2, 0, &n));
+  EXPECT_EQ(n, 3u);
+  ASSERT_EQ(post_to_read(a0, 2, &tries), 3u);
+  ASSERT_TRUE(coll_gpu_agree_test(a0, 3, &all));
+  EXPECT_EQ(all, 2u) << "read exactly from its join on";
 }
 
 TEST(AgreeInstance, CountsCreationsPerKey) {
