@@ -38,7 +38,6 @@
 #include <atomic>
 
 #include "engine/bootstrap.h"
-#include "engine/owning.h"
 
 namespace {
 
@@ -612,7 +611,7 @@ void coll_gpu_agree_deliver(coll_gpu_agree_t *a, int from, uint64_t instance, ui
     size_t cap = x.cap == 0 ? kWindow : x.cap;
     while (n - a->read > cap) cap *= 2;
     auto *words = (uint64_t *)calloc(cap, sizeof(uint64_t));
-    if (words == nullptr) return;  // lost: read as UNKNOWN
+    if (words == nullptr) return;  // out of memory: read as UNKNOWN, where a reader elsewhere may read it exactly
     for (size_t i = 0; i < x.cap; ++i)
       if (x.words[i] != 0 && x.words[i] >> kBitsShift > a->read)
         words[(x.words[i] >> kBitsShift) & (cap - 1)] = x.words[i];

@@ -21,6 +21,35 @@
 
 namespace {
 
+// Nodes, each with its own table, and the messages between their ranks' handles: what the glue does over
+// the communicator's point-to-point layer, delivered when a handle polls (in order per sender, as MPI).
+struct Wire;
+struct End {
+  Wire *wire;
+  int rank;
+};
+struct Wire {
+  struct Msg {
+    int from;
+    uint64_t instance, word;
+  };
+  std::vector<Msg> queue[8];  // to each rank
+  End ends[8];
+  int sent = 0;
+};
+
+void wire_send(void *ctx, int to, uint64_t instance, uint64_t word) {
+  End *e = (End *)ctx;
+  e->wire->queue[to].push_back({e->rank, instance, word});
+  ++e->wire->sent;
+}
+void wire_poll(void *ctx, coll_gpu_agree_t *a) {
+  End *e = (End *)ctx;
+  std::vector<Wire::Msg> q;
+  q.swap(e->wire->queue[e->rank]);
+  for (const auto &m : q) coll_gpu_agree_deliver(a, m.from, m.instance, m.word);
+}
+
 class Table : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -56,6 +85,25 @@ class Table : public ::testing::Test {
     EXPECT_EQ(coll_gpu_agree_create(t, &key, instance, rank, &a), COLL_GPU_SUCCESS);
     handles_.push_back(a);
     return a;
+  }
+  // Ranks 0 and 1 of a communicator on two nodes, each with a table of its own (both marked when `marked`;
+  // the second node's in *t1), their posts over w.
+  bool two_nodes(Wire *w, bool marked, coll_gpu_agree_t **a0, coll_gpu_agree_t **a1, coll_gpu_agree_table_t **t1) {
+    coll_gpu_agree_table_t *t0 = open_table(path_);
+    *t1 = open_table(dir_ + "/other");
+    if (t0 == nullptr || *t1 == nullptr) return false;
+    if (marked) {
+      coll_gpu_agree_table_mark(t0);
+      coll_gpu_agree_table_mark(*t1);
+    }
+    *a0 = rank_of(t0, 0);
+    *a1 = rank_of(*t1, 1);
+    w->ends[0] = {w, 0};
+    w->ends[1] = {w, 1};
+    const uint8_t remote0[2] = {0, 1}, remote1[2] = {1, 0};
+    const coll_gpu_agree_net_t n0 = {&w->ends[0], wire_send, wire_poll}, n1 = {&w->ends[1], wire_send, wire_poll};
+    return coll_gpu_agree_set_net(*a0, remote0, &n0) == COLL_GPU_SUCCESS &&
+           coll_gpu_agree_set_net(*a1, remote1, &n1) == COLL_GPU_SUCCESS;
   }
   std::string dir_, path_, why_;
   std::vector<coll_gpu_agree_table_t *> tables_;
@@ -187,52 +235,13 @@ TEST_F(Table, TheNextInstanceNeverReadsTheLastOnesSlots) {
   EXPECT_EQ(all, 6u) << "instance 2's agreement 1, not instance 1's";
 }
 
-namespace {
-
-// Nodes, each with its own table, and the messages between their ranks' handles: what the glue does over
-// the communicator's point-to-point layer, delivered when a handle polls (in order per sender, as MPI).
-struct Wire {
-  struct Msg {
-    int from;
-    uint64_t instance, word;
-  };
-  std::vector<Msg> queue[8];     // to each rank
-  coll_gpu_agree_t *at[8] = {};  // each rank's handle
-  int sent = 0;
-};
-struct End {
-  Wire *wire;
-  int rank;
-};
-
-void wire_send(void *ctx, int to, uint64_t instance, uint64_t word) {
-  End *e = (End *)ctx;
-  e->wire->queue[to].push_back({e->rank, instance, word});
-  ++e->wire->sent;
-}
-void wire_poll(void *ctx, coll_gpu_agree_t *a) {
-  End *e = (End *)ctx;
-  std::vector<Wire::Msg> q;
-  q.swap(e->wire->queue[e->rank]);
-  for (const auto &m : q) coll_gpu_agree_deliver(a, m.from, m.instance, m.word);
-}
-
-}  // namespace
-
 // Two nodes of one rank each: posts travel as messages. A reader reads every rank's post exactly; a rank
 // that only posts still sends, and never waits.
 TEST_F(Table, AcrossNodesPostsTravelAsMessages) {
-  coll_gpu_agree_table_t *t0 = open_table(path_), *t1 = open_table(dir_ + "/other");
-  ASSERT_TRUE(t0 != nullptr && t1 != nullptr) << why_;
-  coll_gpu_agree_table_mark(t0);
-  coll_gpu_agree_table_mark(t1);
   Wire w;
-  End e0 = {&w, 0}, e1 = {&w, 1};
-  coll_gpu_agree_t *a0 = rank_of(t0, 0), *a1 = rank_of(t1, 1);
-  const uint8_t remote0[2] = {0, 1}, remote1[2] = {1, 0};
-  const coll_gpu_agree_net_t n0 = {&e0, wire_send, wire_poll}, n1 = {&e1, wire_send, wire_poll};
-  ASSERT_EQ(coll_gpu_agree_set_net(a0, remote0, &n0), COLL_GPU_SUCCESS);
-  ASSERT_EQ(coll_gpu_agree_set_net(a1, remote1, &n1), COLL_GPU_SUCCESS);
+  coll_gpu_agree_t *a0, *a1;
+  coll_gpu_agree_table_t *t1;
+  ASSERT_TRUE(two_nodes(&w, true, &a0, &a1, &t1)) << why_;
   uint64_t n, m;
   uint32_t all = 0;
   for (uint64_t k = 1; k <= 3 * COLL_GPU_AGREE_WINDOW; ++k) {
@@ -258,17 +267,10 @@ TEST_F(Table, AcrossNodesPostsTravelAsMessages) {
 // A rank of another node that runs far ahead: its posts are kept until this rank reads them, and a post of
 // another instance of the communicator is dropped.
 TEST_F(Table, AcrossNodesPostsWaitForTheirReaderHoweverFarAheadTheSenderIs) {
-  coll_gpu_agree_table_t *t0 = open_table(path_), *t1 = open_table(dir_ + "/other");
-  ASSERT_TRUE(t0 != nullptr && t1 != nullptr) << why_;
-  coll_gpu_agree_table_mark(t0);
-  coll_gpu_agree_table_mark(t1);
   Wire w;
-  End e0 = {&w, 0}, e1 = {&w, 1};
-  coll_gpu_agree_t *a0 = rank_of(t0, 0), *a1 = rank_of(t1, 1);
-  const uint8_t remote0[2] = {0, 1}, remote1[2] = {1, 0};
-  const coll_gpu_agree_net_t n0 = {&e0, wire_send, wire_poll}, n1 = {&e1, wire_send, wire_poll};
-  ASSERT_EQ(coll_gpu_agree_set_net(a0, remote0, &n0), COLL_GPU_SUCCESS);
-  ASSERT_EQ(coll_gpu_agree_set_net(a1, remote1, &n1), COLL_GPU_SUCCESS);
+  coll_gpu_agree_t *a0, *a1;
+  coll_gpu_agree_table_t *t1;
+  ASSERT_TRUE(two_nodes(&w, true, &a0, &a1, &t1)) << why_;
   w.queue[0].push_back({1, 2, 1ull << 16 | 4});  // instance 2's agreement 1: not this one's
   const int ahead = 5 * COLL_GPU_AGREE_WINDOW;
   uint64_t n;
@@ -286,15 +288,10 @@ TEST_F(Table, AcrossNodesPostsWaitForTheirReaderHoweverFarAheadTheSenderIs) {
 // A rank of another node whose node never marks its table never joins: a reader waits for it once, then
 // reads UNKNOWN; once its posts come, it is read exactly from its first one on.
 TEST_F(Table, AcrossNodesARankThatNeverJoinedIsWaitedForOnceThenReadUnknown) {
-  coll_gpu_agree_table_t *t0 = open_table(path_), *t1 = open_table(dir_ + "/other");
-  ASSERT_TRUE(t0 != nullptr && t1 != nullptr) << why_;
   Wire w;
-  End e0 = {&w, 0}, e1 = {&w, 1};
-  coll_gpu_agree_t *a0 = rank_of(t0, 0), *a1 = rank_of(t1, 1);
-  const uint8_t remote0[2] = {0, 1}, remote1[2] = {1, 0};
-  const coll_gpu_agree_net_t n0 = {&e0, wire_send, wire_poll}, n1 = {&e1, wire_send, wire_poll};
-  ASSERT_EQ(coll_gpu_agree_set_net(a0, remote0, &n0), COLL_GPU_SUCCESS);
-  ASSERT_EQ(coll_gpu_agree_set_net(a1, remote1, &n1), COLL_GPU_SUCCESS);
+  coll_gpu_agree_t *a0, *a1;
+  coll_gpu_agree_table_t *t1;
+  ASSERT_TRUE(two_nodes(&w, false, &a0, &a1, &t1)) << why_;
   uint64_t n;
   for (int i = 0; i < 2; ++i) ASSERT_TRUE(coll_gpu_agree_try_post(a1, 1, 0, &n));  // not marked: counted only
   EXPECT_EQ(w.sent, 0) << "a rank that has not joined sends nothing";
