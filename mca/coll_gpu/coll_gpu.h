@@ -12,6 +12,8 @@
 
 #include "ompi_config.h"
 
+#include <pthread.h>
+
 #include "engine/agree.h"
 #include "engine/engine.h"
 #include "engine/log.h"
@@ -95,6 +97,7 @@ typedef struct mca_coll_gpu_module_t {
   coll_gpu_agree_key_t agree_key; /* the communicator in the node's agreement table, and its instance */
   uint64_t agree_instance;
   struct mca_coll_gpu_agree_net_s *agree_net; /* its messages to and from other hosts (coll_gpu_agree_net.c) */
+  pthread_mutex_t agree_mutex;                /* the agreement is one thread's at a time (mca_coll_gpu_agree_lock) */
   int hosts; /* 0: not known yet; 1: its ranks on one host; 2: on several (mca_coll_gpu_spans_hosts) */
   /* nonblocking calls that complete later (coll_gpu_request.c) */
   mca_coll_gpu_call_t *queue, *queue_tail; /* not started yet, in call order */
@@ -297,6 +300,12 @@ int mca_coll_gpu_remote_ranks(struct ompi_communicator_t *comm, uint8_t *remote)
 /* Whether the communicator's ranks are on several hosts (looked up once). */
 int mca_coll_gpu_spans_hosts(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm);
 void mca_coll_gpu_agree_net_free(mca_coll_gpu_module_t *m);
+/* The agreement handle's state is one thread's at a time. With threads, a call's own thread takes it
+ * (recursively: progress inside the call's wait reads other agreements of the communicator, as without
+ * threads), progress elsewhere only tries, and leaves the communicator for later when it is taken. */
+void mca_coll_gpu_agree_lock(mca_coll_gpu_module_t *m);
+int mca_coll_gpu_agree_trylock(mca_coll_gpu_module_t *m);
+void mca_coll_gpu_agree_unlock(mca_coll_gpu_module_t *m);
 /* Component close: the node's agreement table is unmapped. */
 void mca_coll_gpu_agreement_fini(void);
 typedef struct {

@@ -296,7 +296,22 @@ void mca_coll_gpu_path_host(size_t bytes, struct ompi_communicator_t *comm, mca_
   /* the calls the others make no agreement for: nothing to post, and nothing to count */
   if (bytes == 0 || mca_coll_gpu_component.uniform_buffers || staged_across_hosts(bytes, comm, m)) return;
   coll_gpu_agree_t *a = mca_coll_gpu_agreement(m, comm);
-  if (a != NULL) coll_gpu_agree_post(a, COLL_GPU_PATH_HOST); /* a count, or a few stores: never a wait */
+  if (a == NULL) return;
+  mca_coll_gpu_agree_lock(m);
+  coll_gpu_agree_post(a, COLL_GPU_PATH_HOST); /* a count, or a few stores: never a wait */
+  mca_coll_gpu_agree_unlock(m);
+}
+
+void mca_coll_gpu_agree_lock(mca_coll_gpu_module_t *m) {
+  if (opal_using_threads()) pthread_mutex_lock(&m->agree_mutex);
+}
+
+int mca_coll_gpu_agree_trylock(mca_coll_gpu_module_t *m) {
+  return !opal_using_threads() || pthread_mutex_trylock(&m->agree_mutex) == 0;
+}
+
+void mca_coll_gpu_agree_unlock(mca_coll_gpu_module_t *m) {
+  if (opal_using_threads()) pthread_mutex_unlock(&m->agree_mutex);
 }
 
 /* ------------------------------------------------------------------ the decision */
@@ -416,7 +431,10 @@ static int agree_path(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm
   uint8_t missing[COLL_GPU_MAX_RANKS] = {0};
   mca_coll_gpu_watch_ctx_t wctx = {comm, call, bytes};
   const coll_gpu_agree_watch_t watch = {wait_config(), mca_coll_gpu_agree_report, &wctx};
-  if (coll_gpu_agree(a, mine, &watch, all, missing) == COLL_GPU_SUCCESS) return 0;
+  mca_coll_gpu_agree_lock(m);
+  const coll_gpu_status_t st = coll_gpu_agree(a, mine, &watch, all, missing);
+  mca_coll_gpu_agree_unlock(m);
+  if (st == COLL_GPU_SUCCESS) return 0;
   char why[256];
   snprintf(why, sizeof(why), "the process of rank(s)");
   coll_gpu_append_ranks(why, sizeof(why), missing, ompi_comm_size(comm));

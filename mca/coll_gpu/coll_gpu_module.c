@@ -28,6 +28,11 @@ static void module_construct(mca_coll_gpu_module_t *m) {
   m->agree = NULL;
   m->agree_state = COLL_GPU_STATE_NONE;
   m->agree_net = NULL;
+  pthread_mutexattr_t attr;
+  pthread_mutexattr_init(&attr);
+  pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&m->agree_mutex, &attr);
+  pthread_mutexattr_destroy(&attr);
   m->hosts = 0;
   m->queue = m->queue_tail = m->on_gpu = m->running = m->answers = NULL;
   m->busy = 0;
@@ -43,6 +48,7 @@ static void module_destruct(mca_coll_gpu_module_t *m) {
   coll_gpu_engine_release(m->engine); /* freed with the last communicator that shares it */
   coll_gpu_agree_destroy(m->agree);
   mca_coll_gpu_agree_net_free(m);
+  pthread_mutex_destroy(&m->agree_mutex);
   COLL_GPU_FOREACH(COLL_GPU_RELEASE_ALL)
   COLL_GPU_RELEASE(reduce_local)
   COLL_GPU_RELEASE(ibarrier)

@@ -363,8 +363,12 @@ static int progress_module(mca_coll_gpu_module_t *m) {
     finish(c, rc);
     ++events;
   }
-  if (m->answers != NULL) read_answers(m);
-  while (m->queue != NULL && start_first(m)) ++events;
+  /* the agreement: left for later while a call's thread has it */
+  if ((m->answers != NULL || m->queue != NULL) && mca_coll_gpu_agree_trylock(m)) {
+    if (m->answers != NULL) read_answers(m);
+    while (m->queue != NULL && start_first(m)) ++events;
+    mca_coll_gpu_agree_unlock(m);
+  }
   return events;
 }
 
@@ -437,13 +441,16 @@ int mca_coll_gpu_icall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t
   uint64_t n = 0;
   int answered = 1;
   if (a != NULL) {
-    if (!coll_gpu_agree_try_post(a, p.mine, reads, &n)) {
+    mca_coll_gpu_agree_lock(m);
+    const int posted = coll_gpu_agree_try_post(a, p.mine, reads, &n);
+    if (posted && reads) answered = answer_soon(a, n, &all);
+    mca_coll_gpu_agree_unlock(m);
+    if (!posted) {
       if (claimed) mca_coll_gpu_unclaim(m);                  /* claimed again when it posts */
       *rc = mca_coll_gpu_defer(m, comm, pl, saved, request); /* 64 calls ahead of a rank: it posts later */
       return 1;
     }
     if (!reads) return 0; /* its own bits decide: staged or the previous module's, at once */
-    answered = answer_soon(a, n, &all);
   }
   if (answered && all != COLL_GPU_PATH_GPU) {
     if (claimed) mca_coll_gpu_unclaim(m);
@@ -485,9 +492,12 @@ static int call_start(size_t count, ompi_request_t **requests) {
     c->super.req_complete = REQUEST_PENDING;
     c->super.req_status.MPI_ERROR = MPI_SUCCESS;
     lock();
-    if (!c->queued && m->queue == NULL && reads && !c->answered && c->posted &&
-        (c->answered = answer_soon(m->agree, c->n, &c->all)) && c->all != COLL_GPU_PATH_GPU)
-      unclaim(c); /* staged at every start */
+    if (!c->queued && m->queue == NULL && reads && !c->answered && c->posted) {
+      mca_coll_gpu_agree_lock(m);
+      c->answered = answer_soon(m->agree, c->n, &c->all);
+      mca_coll_gpu_agree_unlock(m);
+      if (c->answered && c->all != COLL_GPU_PATH_GPU) unclaim(c); /* staged at every start */
+    }
     const int gpu = reads && c->answered && c->all == COLL_GPU_PATH_GPU && m->engine_state != COLL_GPU_STATE_OFF;
     if (c->queued || m->queue != NULL || (reads && !c->answered) || (gpu && (m->engine == NULL || m->on_gpu != NULL))) {
       c->start_pending = 1; /* from progress, in order (which creates the engine, collectively) */
@@ -515,7 +525,9 @@ int mca_coll_gpu_pcall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t
   const int claimed = m->queue == NULL && p.mine == COLL_GPU_PATH_GPU && mca_coll_gpu_claim(m);
   if (m->queue == NULL && p.mine == COLL_GPU_PATH_GPU && !claimed) p.mine = COLL_GPU_PATH_STAGE;
   const int reads = p.mine == COLL_GPU_PATH_GPU;
+  mca_coll_gpu_agree_lock(m);
   const int posted = a != NULL && m->queue == NULL && coll_gpu_agree_try_post(a, p.mine, reads, &n);
+  mca_coll_gpu_agree_unlock(m);
   unlock();
   if (posted && !reads) return OMPI_SUCCESS; /* its own bits decide: the staged request serves every start */
   mca_coll_gpu_call_t *c = call_new(m, comm, &p, NULL);
