@@ -20,6 +20,7 @@
 #        sh contrib/minicluster.sh kill NAME HOST               SIGKILL every process of a host
 #        sh contrib/minicluster.sh ids NAME                     each host's network namespace, as
 #                                                               /proc/PID/ns/net reads it ("net:[INODE]")
+#        sh contrib/minicluster.sh addr NAME HOST               the host's address on the bridge
 #        sh contrib/minicluster.sh stop NAME                    tear it all down (processes, links,
 #                                                               namespaces, the state directory)
 #        sh contrib/minicluster.sh check NAME                   exit 0 when nothing of NAME is left
@@ -31,7 +32,7 @@ cmd=${1:-}
 name=${2:-}
 case "$name" in
 "" | *[!a-z0-9]* | ?????????*)
-  echo "usage: minicluster.sh start|mpirun|exec|kill|ids|stop|check NAME ... (NAME: 1-8 lowercase letters or digits)" >&2
+  echo "usage: minicluster.sh start|mpirun|exec|kill|ids|addr|stop|check NAME ... (NAME: 1-8 lowercase letters or digits)" >&2
   exit 2
   ;;
 esac
@@ -156,6 +157,11 @@ exec)
   ;;
 kill) kill_host "${3:?HOST}" ;;
 ids) for h in $(hosts); do ns_id "$h"; done ;;
+addr)
+  i=${3#"$name"}
+  grep -qx "$name$i" "$dir/hosts" || { echo "minicluster $name: no host ${3:-}" >&2; exit 2; }
+  echo "$(cat "$dir/subnet").$((10 + i))"
+  ;;
 check)
   left=""
   [ -e "$dir" ] && left="$left $dir"
