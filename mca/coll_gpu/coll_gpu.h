@@ -294,10 +294,8 @@ void mca_coll_gpu_agreement_key(struct ompi_communicator_t *comm, coll_gpu_agree
  * m->agree where it has any (0: it could not be). Freed with the module. */
 typedef struct mca_coll_gpu_agree_net_s mca_coll_gpu_agree_net_t;
 int mca_coll_gpu_agree_net(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm);
-/* Which of the communicator's ranks are on other hosts than this one, by host name (remote[r] = 1), and whether
- * any is: the same answer on every rank. */
-int mca_coll_gpu_remote_ranks(struct ompi_communicator_t *comm, uint8_t *remote);
-/* Whether the communicator's ranks are on several hosts (looked up once). */
+/* Whether the communicator's ranks are on several hosts, by host name (looked up once): the same answer on
+ * every rank. */
 int mca_coll_gpu_spans_hosts(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm);
 void mca_coll_gpu_agree_net_free(mca_coll_gpu_module_t *m);
 /* The agreement handle's state is one thread's at a time. With threads, a call's own thread takes it

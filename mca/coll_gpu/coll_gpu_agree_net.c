@@ -95,35 +95,35 @@ static void net_poll(void *ctx, coll_gpu_agree_t *a) {
   reap_all(net);
 }
 
-/* A rank's host by its name, as the node's agreement table and the engine tell hosts apart (Open MPI's
- * locality flags called a rank of the other host local on Ubuntu 24.04's Open MPI 4.1.6). */
-int mca_coll_gpu_remote_ranks(struct ompi_communicator_t *comm, uint8_t *remote) {
+/* Which of the communicator's ranks are on other hosts than this one (remote[r] = 1), and how many: by host
+ * name, as the node's agreement table and the engine tell hosts apart (Open MPI's locality flags called a
+ * rank of the other host local on Ubuntu 24.04's Open MPI 4.1.6). Records in m whether there are any: the
+ * same answer on every rank. */
+static int remote_ranks(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, uint8_t *remote) {
   const int n = ompi_comm_size(comm);
   const char *here = opal_process_info.nodename;
-  int any = 0;
+  int others = 0;
   for (int r = 0; r < n; ++r) {
     ompi_proc_t *p = ompi_group_peer_lookup(comm->c_local_group, r);
     const char *host = p != NULL ? opal_get_proc_hostname(&p->super) : NULL;
     remote[r] = r != ompi_comm_rank(comm) && (host == NULL || here == NULL || strcmp(host, here) != 0);
-    any = any || remote[r];
+    others += remote[r];
   }
-  return any;
+  m->hosts = others > 0 ? 2 : 1;
+  return others;
 }
 
 int mca_coll_gpu_spans_hosts(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm) {
-  if (m->hosts == 0) {
-    uint8_t remote[COLL_GPU_MAX_RANKS];
-    m->hosts = mca_coll_gpu_remote_ranks(comm, remote) ? 2 : 1;
-  }
+  uint8_t remote[COLL_GPU_MAX_RANKS];
+  if (m->hosts == 0) remote_ranks(m, comm, remote);
   return m->hosts == 2;
 }
 
 int mca_coll_gpu_agree_net(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm) {
   const int n = ompi_comm_size(comm);
   uint8_t remote[COLL_GPU_MAX_RANKS] = {0};
-  if (!mca_coll_gpu_remote_ranks(comm, remote)) return 1;
-  int others = 0;
-  for (int r = 0; r < n; ++r) others += remote[r];
+  const int others = remote_ranks(m, comm, remote);
+  if (others == 0) return 1;
   COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
                "comm %s: %d of its %d ranks on other hosts: the path agreement reaches them through point-to-point "
                "messages",

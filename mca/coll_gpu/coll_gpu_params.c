@@ -310,8 +310,8 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
    * taken allreduce at 1 GiB to 311-316 GB/s against 224 with 32 and 99 with 16 channels of 128 KiB. Each
    * rank allocates channels x 8 x slot bytes */
   register_int("max_channels",
-               "Ring channels (one thread block each) each communicator allocates FIFOs for (1-128); each takes "
-               "8 x coll_gpu_ring_slot_bytes of device memory per rank",
+               "Ring channels (one thread block each) each engine allocates FIFOs for (1-128; communicators over "
+               "the same ranks share one engine); each takes 8 x coll_gpu_ring_slot_bytes of device memory per rank",
                COLL_GPU_MAX_CHANNELS, 1, COLL_GPU_MAX_CHANNELS, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
                &c->max_channels);
   register_size(
