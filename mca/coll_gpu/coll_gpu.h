@@ -315,11 +315,12 @@ typedef struct {
 void mca_coll_gpu_agree_report(void *ctx, const uint8_t *late);
 int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm,
                                const coll_gpu_meminfo_t *mem);
-/* Before a call of m posts the GPU path: its claim on m's engine (engine/engine.h), or, before m has one,
- * counted for the engine m makes or shares. 0: another communicator's calls hold the shared engine, and this
- * call must post STAGE (with uniform buffers, which skip the agreement, engines are never shared: always 1
- * there). Each 1 is ended by one mca_coll_gpu_unclaim, when the call completes or will not run on the GPUs. */
-int mca_coll_gpu_claim(mca_coll_gpu_module_t *m);
+/* Before a call of m posts its path: where the plan is the GPU path, its claim on m's engine (engine/engine.h),
+ * or, before m has one, counted for the engine m makes or shares. Returns whether it claimed; where another
+ * communicator's calls hold the shared engine, the plan becomes STAGE instead (with uniform buffers, which
+ * skip the agreement, engines are never shared: never refused there). Each 1 is ended by one
+ * mca_coll_gpu_unclaim, when the call completes or will not run on the GPUs. */
+int mca_coll_gpu_claim(mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl);
 void mca_coll_gpu_unclaim(mca_coll_gpu_module_t *m);
 /* A failure on the GPU path: reported, the communicator stages from now on; returns the MPI error. */
 int mca_coll_gpu_failed(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, const char *call, size_t bytes,

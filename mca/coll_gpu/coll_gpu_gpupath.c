@@ -388,10 +388,15 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
   return 0;
 }
 
-int mca_coll_gpu_claim(mca_coll_gpu_module_t *m) {
-  if (m->engine != NULL) return coll_gpu_engine_claim(m->engine, m->claim_tag);
-  __atomic_add_fetch(&m->claims, 1, __ATOMIC_ACQ_REL);
-  return 1;
+int mca_coll_gpu_claim(mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
+  if (pl->mine != COLL_GPU_PATH_GPU) return 0;
+  if (m->engine == NULL) {
+    __atomic_add_fetch(&m->claims, 1, __ATOMIC_ACQ_REL);
+    return 1;
+  }
+  if (coll_gpu_engine_claim(m->engine, m->claim_tag)) return 1;
+  pl->mine = COLL_GPU_PATH_STAGE; /* another communicator's calls hold the engine */
+  return 0;
 }
 
 void mca_coll_gpu_unclaim(mca_coll_gpu_module_t *m) {
@@ -509,8 +514,7 @@ static int run_claimed(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm
  * posts the GPU path only under a claim on the engine. */
 static int run_blocking(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
   if (m->queue != NULL) mca_coll_gpu_drain(m, 0);
-  const int claimed = pl->mine == COLL_GPU_PATH_GPU && mca_coll_gpu_claim(m);
-  if (pl->mine == COLL_GPU_PATH_GPU && !claimed) pl->mine = COLL_GPU_PATH_STAGE; /* another communicator's turn */
+  const int claimed = mca_coll_gpu_claim(m, pl);
   const int handled = run_claimed(pl, comm, m, rc);
   if (claimed) mca_coll_gpu_unclaim(m);
   return handled;

@@ -98,11 +98,7 @@ static void unclaim(mca_coll_gpu_call_t *c) {
 
 /* Before call c posts its path: the GPU path only under a claim; refused, it posts STAGE. */
 static void claim(mca_coll_gpu_call_t *c) {
-  if (!c->planned || c->plan.mine != COLL_GPU_PATH_GPU || c->claimed) return;
-  if (mca_coll_gpu_claim(c->m))
-    c->claimed = 1;
-  else
-    c->plan.mine = COLL_GPU_PATH_STAGE; /* another communicator's calls hold the engine */
+  if (c->planned && !c->claimed) c->claimed = mca_coll_gpu_claim(c->m, &c->plan);
 }
 
 static void release(mca_coll_gpu_call_t *c) {
@@ -434,8 +430,7 @@ int mca_coll_gpu_icall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t
   if (!mca_coll_gpu_component.uniform_buffers && (a = mca_coll_gpu_agreement(m, comm)) == NULL)
     return 0; /* no agreement: staged, as blocking calls are */
   mca_coll_gpu_plan_t p = *pl;
-  const int claimed = p.mine == COLL_GPU_PATH_GPU && mca_coll_gpu_claim(m);
-  if (p.mine == COLL_GPU_PATH_GPU && !claimed) p.mine = COLL_GPU_PATH_STAGE; /* another communicator's turn */
+  const int claimed = mca_coll_gpu_claim(m, &p);
   const int reads = p.mine == COLL_GPU_PATH_GPU;
   uint32_t all = p.mine; /* as the user asserted, with uniform buffers */
   uint64_t n = 0;
@@ -522,8 +517,7 @@ int mca_coll_gpu_pcall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t
   uint64_t n = 0;
   lock();
   /* posted now, a call on the GPUs claims the engine from its init to its free: its starts need no post */
-  const int claimed = m->queue == NULL && p.mine == COLL_GPU_PATH_GPU && mca_coll_gpu_claim(m);
-  if (m->queue == NULL && p.mine == COLL_GPU_PATH_GPU && !claimed) p.mine = COLL_GPU_PATH_STAGE;
+  const int claimed = m->queue == NULL && mca_coll_gpu_claim(m, &p);
   const int reads = p.mine == COLL_GPU_PATH_GPU;
   mca_coll_gpu_agree_lock(m);
   const int posted = a != NULL && m->queue == NULL && coll_gpu_agree_try_post(a, p.mine, reads, &n);
