@@ -45,7 +45,7 @@ constexpr int kWindow = COLL_GPU_AGREE_WINDOW;
 constexpr int kBitsShift = COLL_GPU_AGREE_BITS;
 constexpr uint64_t kBitsMask = (1u << kBitsShift) - 1;
 constexpr int kEntries = COLL_GPU_AGREE_ENTRIES;
-constexpr int kMaxRanks = COLL_GPU_MAX_RANKS;
+constexpr int kMaxRanks = COLL_GPU_MAX_DIRECT;
 // In a message's instance: the rank joins at the agreement the word names, whose post follows.
 constexpr uint64_t kJoinFlag = 1ull << 63;
 

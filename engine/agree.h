@@ -81,9 +81,9 @@ int coll_gpu_agree_table_marked(const coll_gpu_agree_table_t *t);
 /* ------------------------------------------------------------------ one communicator's agreements */
 
 typedef struct {
-  uint32_t cid;                         /* context id: the same on every member */
-  uint32_t size;                        /* ranks */
-  uint64_t members[COLL_GPU_MAX_RANKS]; /* each rank's process, as the MPI library names it */
+  uint32_t cid;                          /* context id: the same on every member */
+  uint32_t size;                         /* ranks */
+  uint64_t members[COLL_GPU_MAX_DIRECT]; /* each rank's process, as the MPI library names it */
 } coll_gpu_agree_key_t;
 
 /* This process's count of communicators created with this key, this one included (call it once per

@@ -8,7 +8,7 @@
  *   0. allgather of the offers: an engine of this process the communicator could share (engine.h), or
  *      none; when every rank offers the same one, the communicator takes it and creation ends here;
  *   1. local set-up on the buffer's device: scratch, status words, streams, the scratch's IPC handle;
- *   2. allgather of peer info: at most COLL_GPU_MAX_RANKS ranks, equal parameters, every rank set up;
+ *   2. allgather of peer info: at most COLL_GPU_MAX_DIRECT ranks, equal parameters, every rank set up;
  *      otherwise every rank reaches the same "unavailable". The ranks' nodes: their hosts, or with virtual
  *      nodes blocks of consecutive ranks of a host;
  *   3. the rings: every rank's view of the node, merged, and the ring search (engine/rings.h); with
@@ -106,8 +106,8 @@ struct coll_gpu_engine {
   coll_gpu_meminfo_t mem;
   coll_gpu_ar_layout_t layout = {};
   coll_gpu::DeviceMemory scratch;
-  coll_gpu::IpcMapping peer_map[COLL_GPU_MAX_RANKS];  // the peers' scratch, mapped here
-  void *peer[COLL_GPU_MAX_RANKS] = {};                // every rank's scratch as this rank sees it
+  coll_gpu::IpcMapping peer_map[COLL_GPU_MAX_DIRECT];  // the peers' scratch, mapped here
+  void *peer[COLL_GPU_MAX_DIRECT] = {};                // every rank's scratch as this rank sees it
   coll_gpu::Stream stream;         // blocking: after the work queued on the legacy default stream, as staging is
   coll_gpu::Stream linger_stream;  // non-blocking: a lingering kernel holds up no other work
   coll_gpu::HostMappedMemory status_mem;
@@ -119,11 +119,11 @@ struct coll_gpu_engine {
   uint32_t ticket = 0;                     // the last ticket of status->call
   uint64_t seq = 0;
   coll_gpu_rings_t rings = {};
-  coll_gpu_dev_comm_t comm = {};             // what every kernel gets, its connections uploaded into the scratch
-  int32_t pid[COLL_GPU_MAX_RANKS] = {};      // every rank's process, from the peer exchange
-  uint8_t visible[COLL_GPU_MAX_RANKS] = {};  // 1: its process can be checked from here (same PID namespace)
-  uint8_t node[COLL_GPU_MAX_RANKS] = {};     // every rank's node: the lowest rank on it
-  bool multinode = false;                    // the ranks span nodes: NET connections between them
+  coll_gpu_dev_comm_t comm = {};              // what every kernel gets, its connections uploaded into the scratch
+  int32_t pid[COLL_GPU_MAX_DIRECT] = {};      // every rank's process, from the peer exchange
+  uint8_t visible[COLL_GPU_MAX_DIRECT] = {};  // 1: its process can be checked from here (same PID namespace)
+  uint8_t node[COLL_GPU_MAX_DIRECT] = {};     // every rank's node: the lowest rank on it
+  bool multinode = false;                     // the ranks span nodes: NET connections between them
   coll_gpu::Net net;
   // sharing (engine.h): under registry_lock, the communicators that hold it; in one word, the one whose calls
   // count on it now and how many (owner << 32 | count; a count of 0: free, whatever owner says)
@@ -254,8 +254,8 @@ void describe(const coll_gpu_work_t *call, coll_gpu_proto_t proto, char *what, s
 // The watchdog line, once per call: whom the kernels wait for (they flag it after the timeout).
 void coll_gpu_engine::watchdog(const coll_gpu_work_t *call, coll_gpu_proto_t proto, double seconds) const {
   if (cfg.log == nullptr) return;
-  uint8_t waiting[COLL_GPU_MAX_RANKS];
-  for (int r = 0; r < COLL_GPU_MAX_RANKS; ++r) waiting[r] = status->waiting[r];
+  uint8_t waiting[COLL_GPU_MAX_DIRECT];
+  for (int r = 0; r < COLL_GPU_MAX_DIRECT; ++r) waiting[r] = status->waiting[r];
   char ranks[64] = "", what[128];
   coll_gpu_append_ranks(ranks, sizeof(ranks), waiting, nranks);
   describe(call, proto, what, sizeof(what));
@@ -292,9 +292,9 @@ class CallWait {
   coll_gpu_wait_t w_;
   const coll_gpu_work_t *call_;
   coll_gpu_proto_t proto_;
-  uint8_t gone_[COLL_GPU_MAX_RANKS] = {};  // peers found gone
-  uint64_t aborted_at_ = 0;                // when the kernels were told to abort
-  char net_why_[256] = "";                 // what the network proxy found, when it found a failure
+  uint8_t gone_[COLL_GPU_MAX_DIRECT] = {};  // peers found gone
+  uint64_t aborted_at_ = 0;                 // when the kernels were told to abort
+  char net_why_[256] = "";                  // what the network proxy found, when it found a failure
 };
 
 bool CallWait::peers_gone() {
@@ -444,7 +444,7 @@ void coll_gpu_engine::log_channels(const coll_gpu_peer_t &me) const {
     cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "comm %s: %d ring(s) from the topology, the first at %.1f GB/s",
             cfg.name, rings.nrings, rings.speed);
   for (int ch = 0; ch < cfg.tune.max_channels; ++ch) {
-    char line[16 * COLL_GPU_MAX_RANKS];
+    char line[16 * COLL_GPU_MAX_DIRECT];
     int len = 0;
     for (int r = 0; r < nranks; ++r)
       len += snprintf(line + len, sizeof(line) - len, " %d", rings.order[ch % rings.nrings][r]);
@@ -457,7 +457,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
                                          coll_gpu_engine_t **out, char *why, size_t why_len) {
   *out = nullptr;
   // 0. offers
-  const bool may_share = share != nullptr && share->members != 0 && b->size >= 2 && b->size <= COLL_GPU_MAX_RANKS;
+  const bool may_share = share != nullptr && share->members != 0 && b->size >= 2 && b->size <= COLL_GPU_MAX_DIRECT;
   coll_gpu_engine *offered = may_share ? registry_offer(*share, b, config_hash(*cfg), *mem) : nullptr;
   Offer mine = {};
   if (offered != nullptr) mine.offer = offered->id;
@@ -504,7 +504,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   me.pid = (int32_t)getpid();
   me.device = mem->device;
   me.config_hash = config_hash(*cfg);
-  if (local_ok && b->size >= 2 && b->size <= COLL_GPU_MAX_RANKS) {
+  if (local_ok && b->size >= 2 && b->size <= COLL_GPU_MAX_DIRECT) {
     local_ok = coll_gpu_device_identity(mem->device, (char *)me.uuid, me.busid, &me.sms) == 0 &&
                e->setup_local(handles.get() + (size_t)b->rank * hsize, why, why_len) == COLL_GPU_SUCCESS;
   }
@@ -520,8 +520,8 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     snprintf(why, why_len, "a single rank needs no GPU path");
     return COLL_GPU_UNAVAILABLE;
   }
-  if (b->size > COLL_GPU_MAX_RANKS) {
-    snprintf(why, why_len, "%d ranks: the GPU path takes at most %d", b->size, COLL_GPU_MAX_RANKS);
+  if (b->size > COLL_GPU_MAX_DIRECT) {
+    snprintf(why, why_len, "%d ranks: the GPU path takes at most %d", b->size, COLL_GPU_MAX_DIRECT);
     return COLL_GPU_UNAVAILABLE;
   }
   for (int r = 0; r < b->size; ++r) {
@@ -732,7 +732,7 @@ bool coll_gpu_engine::flight_done() const {
 
 void coll_gpu_engine::flight_end() {
   flight.blocks = 0;
-  for (int r = 0; r < COLL_GPU_MAX_RANKS; ++r)  // flags of a long wait: cleared for the next call's watchdog
+  for (int r = 0; r < COLL_GPU_MAX_DIRECT; ++r)  // flags of a long wait: cleared for the next call's watchdog
     if (status->waiting[r]) status->waiting[r] = 0;
 }
 
@@ -891,7 +891,7 @@ coll_gpu_status_t coll_gpu_engine_test(coll_gpu_engine_t *e, int *done, char *wh
   }
   if (t >= e->flight.next_check) {
     e->flight.next_check = t + kCheckNs;
-    uint8_t gone[COLL_GPU_MAX_RANKS] = {};
+    uint8_t gone[COLL_GPU_MAX_DIRECT] = {};
     bool any = e->net_failed(gone);
     for (int r = 0; r < e->nranks; ++r) any = any || (e->visible[r] && coll_gpu_pid_gone(e->pid[r]));
     if (any) {

@@ -26,7 +26,7 @@ namespace coll_gpu {
 class Net {
  public:
   // Ring channels and point-to-point connections both ways: every FIFO an engine can have.
-  static constexpr int kMaxFifos = 2 * COLL_GPU_MAX_CHANNELS + 2 * COLL_GPU_MAX_RANKS * COLL_GPU_P2P_CONNS;
+  static constexpr int kMaxFifos = 2 * COLL_GPU_MAX_CHANNELS + 2 * COLL_GPU_MAX_DIRECT * COLL_GPU_P2P_CONNS;
 
   Net() = default;
   Net(const Net &) = delete;

@@ -197,8 +197,8 @@ coll_gpu_status_t coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const co
                                          const coll_gpu_topo_config_t *cfg, coll_gpu_rings_t *rings, char *why,
                                          size_t why_len) {
   memset(rings, 0, sizeof(*rings));
-  if (b->size > COLL_GPU_MAX_RANKS) {
-    coll_gpu_say(why, why_len, "%d ranks: rings take at most %d", b->size, COLL_GPU_MAX_RANKS);
+  if (b->size > COLL_GPU_MAX_DIRECT) {
+    coll_gpu_say(why, why_len, "%d ranks: rings take at most %d", b->size, COLL_GPU_MAX_DIRECT);
     return COLL_GPU_INTERNAL_ERROR;
   }
   rings->nrings = 1;
@@ -226,7 +226,7 @@ coll_gpu_status_t coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const co
   pthread_mutex_unlock(&view_lock);
 
   /* 2. every rank's view, merged in rank order */
-  uint64_t lens[COLL_GPU_MAX_RANKS], len = text != nullptr ? mine : 0;
+  uint64_t lens[COLL_GPU_MAX_DIRECT], len = text != nullptr ? mine : 0;
   if (b->allgather(b->ctx, &len, lens, sizeof(len)) != 0) {
     free(text);
     coll_gpu_say(why, why_len, "the topology size allgather failed");
@@ -239,7 +239,7 @@ coll_gpu_status_t coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const co
   if (send != nullptr && len > 0) memcpy(send, text, len);
   free(text);
   /* everyone could allocate, or nobody sends: the collective calls stay matched */
-  int ok = send != nullptr && all != nullptr, oks[COLL_GPU_MAX_RANKS];
+  int ok = send != nullptr && all != nullptr, oks[COLL_GPU_MAX_DIRECT];
   bool gathered = b->allgather(b->ctx, &ok, oks, sizeof(ok)) == 0;
   for (int r = 0; gathered && r < b->size; ++r) ok = ok && oks[r];
   if (gathered && ok) gathered = b->allgather(b->ctx, send, all, max) == 0;
@@ -278,7 +278,7 @@ coll_gpu_status_t coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const co
 
   /* the same bytes give the same rings; a check that costs one allgather keeps any surprise (memory
    * running out on one rank) from sending the ranks around different rings */
-  uint64_t hash = coll_gpu_hash(&rings->nrings, sizeof(rings->nrings), 0), hashes[COLL_GPU_MAX_RANKS];
+  uint64_t hash = coll_gpu_hash(&rings->nrings, sizeof(rings->nrings), 0), hashes[COLL_GPU_MAX_DIRECT];
   hash = coll_gpu_hash(rings->order, sizeof(rings->order), hash);
   if (b->allgather(b->ctx, &hash, hashes, sizeof(hash)) != 0) {
     coll_gpu_say(why, why_len, "the ring check allgather failed");
@@ -296,7 +296,7 @@ coll_gpu_status_t coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const co
 }
 
 int coll_gpu_nodes_assign(const coll_gpu_peer_t *peers, int n, int virtual_nodes, uint8_t *node) {
-  int local[COLL_GPU_MAX_RANKS], nodes = 0;
+  int local[COLL_GPU_MAX_DIRECT], nodes = 0;
   for (int r = 0; r < n; ++r) {
     local[r] = 0;
     for (int q = 0; q < r; ++q)
@@ -316,7 +316,7 @@ int coll_gpu_nodes_assign(const coll_gpu_peer_t *peers, int n, int virtual_nodes
 void coll_gpu_rings_by_node(coll_gpu_rings_t *rings, int n, const uint8_t *node) {
   for (int i = 0; i < rings->nrings; ++i) {
     uint8_t *ring = rings->order[i];
-    uint8_t sorted[COLL_GPU_MAX_RANKS];
+    uint8_t sorted[COLL_GPU_MAX_DIRECT];
     int k = 0;
     for (int a = 0; a < n; ++a) {
       bool placed = false;  // ring[a]'s node came earlier in the ring: its ranks are in already

@@ -37,8 +37,8 @@ typedef struct {
 
 typedef struct {
   int nrings;
-  double speed;                                          /* GB/s of the first ring, 0 for rank order */
-  uint8_t order[COLL_GPU_MAX_RINGS][COLL_GPU_MAX_RANKS]; /* ranks in ring order */
+  double speed;                                           /* GB/s of the first ring, 0 for rank order */
+  uint8_t order[COLL_GPU_MAX_RINGS][COLL_GPU_MAX_DIRECT]; /* ranks in ring order */
 } coll_gpu_rings_t;
 
 /* Collective over b; peers[r].busid is rank r's GPU. Always fills rings: the searched ones, or one ring

@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-#define COLL_GPU_MAX_RANKS 8      /* intra-node peers: the NVSwitch nodes this targets have 8 GPUs */
+#define COLL_GPU_MAX_DIRECT 8     /* intra-node peers: the NVSwitch nodes this targets have 8 GPUs */
 #define COLL_GPU_MAX_CHANNELS 128 /* ring channels, one block each: 128 of an H200's 132 SMs */
 #define COLL_GPU_MAX_RINGS 16     /* distinct ring orders: channel c runs ring c mod nrings (topo/ finds at most 16) */
 
@@ -132,7 +132,7 @@ size_t coll_gpu_ar_scratch_bytes(const coll_gpu_ar_layout_t *l);
 typedef struct {
   volatile uint64_t done[COLL_GPU_MAX_CHANNELS * 2];       /* block b writes the call's seq when it finishes */
   volatile uint32_t error;                                 /* COLL_GPU_KERR_*: set when the host aborted a wait */
-  volatile uint8_t waiting[COLL_GPU_MAX_RANKS];            /* 1: a wait for that rank passed timeout_ns */
+  volatile uint8_t waiting[COLL_GPU_MAX_DIRECT];           /* 1: a wait for that rank passed timeout_ns */
   volatile uint32_t abort;                                 /* host: nonzero ends every wait of the kernels */
   volatile uint64_t leaving __attribute__((aligned(128))); /* kernel: the instance that stopped polling */
   volatile uint64_t exited;                                /* kernel: the instance that exits */
@@ -160,9 +160,9 @@ typedef struct {
 
 /* One ring channel as a rank's kernels see it. */
 typedef struct {
-  int pos, prev, next;              /* my position in the ring, and my neighbours there */
-  uint8_t ring[COLL_GPU_MAX_RANKS]; /* the ranks in ring order */
-  coll_gpu_conn_t send, recv;       /* to next, from prev */
+  int pos, prev, next;               /* my position in the ring, and my neighbours there */
+  uint8_t ring[COLL_GPU_MAX_DIRECT]; /* the ranks in ring order */
+  coll_gpu_conn_t send, recv;        /* to next, from prev */
   uint64_t *steps; /* in my scratch: [0] steps sent on `send`, [1] received on `recv`; a kernel reads them
                       when it starts and saves them when it ends */
 } coll_gpu_dev_channel_t;
@@ -180,7 +180,7 @@ typedef struct {
 /* Every connection of a rank's kernels, set up once and uploaded into its scratch. */
 typedef struct {
   coll_gpu_dev_channel_t channels[COLL_GPU_MAX_CHANNELS]; /* layout.nchannels of them are set up */
-  coll_gpu_dev_peer_t peers[COLL_GPU_MAX_RANKS];          /* with more than 2 ranks; peers[rank] unused */
+  coll_gpu_dev_peer_t peers[COLL_GPU_MAX_DIRECT];         /* with more than 2 ranks; peers[rank] unused */
 } coll_gpu_dev_conns_t;
 
 /* The communicator as its kernels see it (NCCL's DevComm), set up once when the engine is created
@@ -193,11 +193,11 @@ typedef struct {
 typedef struct {
   int rank, nranks;
   coll_gpu_ar_layout_t layout;
-  void *peer_scratch[COLL_GPU_MAX_RANKS]; /* every rank's scratch as mapped here; [rank] is our own */
-  coll_gpu_ar_status_t *status;           /* host-mapped, as a device pointer */
-  uint64_t timeout_ns;                    /* a wait this long is reported in status->waiting */
-  uint64_t linger_ns;                     /* how long a lingering one-shot kernel polls for the next call after one */
-  const coll_gpu_dev_channel_t *channels; /* in our scratch: coll_gpu_dev_conns_t */
+  void *peer_scratch[COLL_GPU_MAX_DIRECT]; /* every rank's scratch as mapped here; [rank] is our own */
+  coll_gpu_ar_status_t *status;            /* host-mapped, as a device pointer */
+  uint64_t timeout_ns;                     /* a wait this long is reported in status->waiting */
+  uint64_t linger_ns;                      /* how long a lingering one-shot kernel polls for the next call after one */
+  const coll_gpu_dev_channel_t *channels;  /* in our scratch: coll_gpu_dev_conns_t */
   const coll_gpu_dev_peer_t *peers;
   int direct; /* 1: every peer's scratch is mapped (one node); 0: some peers are reached through NET connections
                  only (peer_scratch NULL), and only the ring and point-to-point connections are used */
@@ -209,7 +209,7 @@ typedef struct {
  * cudaErrorInvalidValue for a rank count, channel count or ring out of range. */
 int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_conns_t *conns, int rank, int nranks,
                             const coll_gpu_ar_layout_t *layout, void *const *peer_scratch, int nrings,
-                            const uint8_t (*rings)[COLL_GPU_MAX_RANKS], coll_gpu_ar_status_t *status,
+                            const uint8_t (*rings)[COLL_GPU_MAX_DIRECT], coll_gpu_ar_status_t *status,
                             uint64_t timeout_ns, uint64_t linger_ns);
 /* Copies the connections to where comm finds them, in the current device's context; returns once they are
  * there. */
@@ -232,7 +232,7 @@ typedef struct {
   /* a lingering one-shot kernel */
   uint64_t instance; /* this launch, from 1, for status->leaving and status->exited; 0: a kernel of one call */
   uint32_t ticket;   /* the ticket of the first call it takes from status->call */
-  coll_gpu_range_t blocks[COLL_GPU_MAX_RANKS]; /* reduce-scatter: rank q's elements of sendbuf */
+  coll_gpu_range_t blocks[COLL_GPU_MAX_DIRECT]; /* reduce-scatter: rank q's elements of sendbuf */
 } coll_gpu_work_t;
 
 /* Launches call w of w->coll on communicator comm (its connections uploaded) on stream (a cudaStream_t). The blocks

@@ -13,9 +13,9 @@ extern "C" size_t coll_gpu_ar_scratch_bytes(const coll_gpu_ar_layout_t *l) { ret
 
 extern "C" int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_conns_t *conns, int rank, int nranks,
                                        const coll_gpu_ar_layout_t *layout, void *const *peer_scratch, int nrings,
-                                       const uint8_t (*rings)[COLL_GPU_MAX_RANKS], coll_gpu_ar_status_t *status,
+                                       const uint8_t (*rings)[COLL_GPU_MAX_DIRECT], coll_gpu_ar_status_t *status,
                                        uint64_t timeout_ns, uint64_t linger_ns) {
-  if (nranks < 1 || nranks > COLL_GPU_MAX_RANKS || rank < 0 || rank >= nranks || nrings < 1 ||
+  if (nranks < 1 || nranks > COLL_GPU_MAX_DIRECT || rank < 0 || rank >= nranks || nrings < 1 ||
       nrings > COLL_GPU_MAX_RINGS || layout->nchannels < 0 || layout->nchannels > COLL_GPU_MAX_CHANNELS)
     return (int)cudaErrorInvalidValue;
   const coll_gpu::Layout L(*layout);

@@ -129,15 +129,15 @@ __global__ void __launch_bounds__(kThreads)
     slice(rank, &off, &at, &len);
     for (size_t i = (size_t)threadIdx.x * kPack; i < len; i += stride) {
       const int bytes = (int)coll_gpu_min(kPack, len - i);
-      uint4 v[COLL_GPU_MAX_RANKS];
+      uint4 v[COLL_GPU_MAX_DIRECT];
 #pragma unroll
-      for (int s = 0; s < COLL_GPU_MAX_RANKS; ++s)
+      for (int s = 0; s < COLL_GPU_MAX_DIRECT; ++s)
         if (s < n)
           v[s] = s == rank ? load_pack(aligned, in + at + i, bytes)
                            : load_peer_pack(mine + L.ts(parity, 0, s) + off + i, bytes);
       uint4 acc = v[0];
 #pragma unroll
-      for (int s = 1; s < COLL_GPU_MAX_RANKS; ++s)
+      for (int s = 1; s < COLL_GPU_MAX_DIRECT; ++s)
         if (s < n) acc = reduce_pack<T, Op>(acc, v[s]);
       store_out<T>(aligned, out + at + i, acc, bytes);
       for (int q = 1; q < n; ++q) {

@@ -33,14 +33,14 @@ struct Layout {
   COLL_GPU_HD size_t tail(int ch) const { return (size_t)ch * kLine; }
   COLL_GPU_HD size_t head(int ch) const { return (size_t)(COLL_GPU_MAX_CHANNELS + ch) * kLine; }
   COLL_GPU_HD size_t flag(int phase, int sender, int block) const {
-    return (size_t)(2 * COLL_GPU_MAX_CHANNELS + (phase * COLL_GPU_MAX_RANKS + sender) * 2 * COLL_GPU_MAX_CHANNELS +
+    return (size_t)(2 * COLL_GPU_MAX_CHANNELS + (phase * COLL_GPU_MAX_DIRECT + sender) * 2 * COLL_GPU_MAX_CHANNELS +
                     block) *
            kLine;
   }
   // started[sender]: the last seq a sender began of the calls that end without hearing from every rank
   // (kernels/prims_ring.cuh, announce_start)
   COLL_GPU_HD size_t started(int sender) const { return flag(2, 0, 0) + (size_t)sender * kLine; }
-  COLL_GPU_HD size_t flags_end() const { return started(COLL_GPU_MAX_RANKS); }
+  COLL_GPU_HD size_t flags_end() const { return started(COLL_GPU_MAX_DIRECT); }
   // this rank's use only: each ring channel's step counters (kernels/prims_ring.cuh), and the call block 0
   // of a lingering one-shot kernel hands to its other blocks
   COLL_GPU_HD size_t steps(int ch) const { return align(flags_end()) + (size_t)ch * 2 * sizeof(uint64_t); }
@@ -71,13 +71,13 @@ struct Layout {
     return align(conns() + sizeof(coll_gpu_dev_conns_t)) + (size_t)(sender * COLL_GPU_P2P_CONNS + c) * kLine;
   }
   COLL_GPU_HD size_t p2p_head(int receiver, int c) const {
-    return p2p_tail(COLL_GPU_MAX_RANKS, 0) + (size_t)(receiver * COLL_GPU_P2P_CONNS + c) * kLine;
+    return p2p_tail(COLL_GPU_MAX_DIRECT, 0) + (size_t)(receiver * COLL_GPU_P2P_CONNS + c) * kLine;
   }
   COLL_GPU_HD size_t p2p_steps(int peer, int c) const {
-    return p2p_head(COLL_GPU_MAX_RANKS, 0) + (size_t)(peer * COLL_GPU_P2P_CONNS + c) * 2 * sizeof(uint64_t);
+    return p2p_head(COLL_GPU_MAX_DIRECT, 0) + (size_t)(peer * COLL_GPU_P2P_CONNS + c) * 2 * sizeof(uint64_t);
   }
   COLL_GPU_HD size_t p2p_fifo(int sender, int c, int slot) const {
-    return align(p2p_steps(COLL_GPU_MAX_RANKS, 0)) +
+    return align(p2p_steps(COLL_GPU_MAX_DIRECT, 0)) +
            ((size_t)(sender * COLL_GPU_P2P_CONNS + c) * COLL_GPU_RING_SLOTS + slot) * COLL_GPU_P2P_SLOT_BYTES;
   }
   COLL_GPU_HD size_t total() const { return p2p() ? p2p_fifo(l.nranks, 0, 0) : conns() + sizeof(coll_gpu_dev_conns_t); }
@@ -345,7 +345,7 @@ inline coll_gpu_work_t bytewise(const coll_gpu_work_t &p) {
   if (width == 1) return q;
   q.type = COLL_GPU_UINT8;
   q.count *= width;
-  for (int r = 0; r < COLL_GPU_MAX_RANKS; ++r) {
+  for (int r = 0; r < COLL_GPU_MAX_DIRECT; ++r) {
     q.blocks[r].begin *= width;
     q.blocks[r].count *= width;
   }

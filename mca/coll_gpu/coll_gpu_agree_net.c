@@ -114,14 +114,14 @@ static int remote_ranks(mca_coll_gpu_module_t *m, struct ompi_communicator_t *co
 }
 
 int mca_coll_gpu_spans_hosts(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm) {
-  uint8_t remote[COLL_GPU_MAX_RANKS];
+  uint8_t remote[COLL_GPU_MAX_DIRECT];
   if (m->hosts == 0) remote_ranks(m, comm, remote);
   return m->hosts == 2;
 }
 
 int mca_coll_gpu_agree_net(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm) {
   const int n = ompi_comm_size(comm);
-  uint8_t remote[COLL_GPU_MAX_RANKS] = {0};
+  uint8_t remote[COLL_GPU_MAX_DIRECT] = {0};
   const int others = remote_ranks(m, comm, remote);
   if (others == 0) return 1;
   COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,

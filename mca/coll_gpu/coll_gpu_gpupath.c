@@ -190,7 +190,7 @@ static int map_op(struct ompi_op_t *op, coll_gpu_redop_t *out) {
 
 bool mca_coll_gpu_gpupath_possible(struct ompi_communicator_t *comm) {
   const int size = ompi_comm_size(comm);
-  return size >= 2 && size <= COLL_GPU_MAX_RANKS;
+  return size >= 2 && size <= COLL_GPU_MAX_DIRECT;
 }
 
 void mca_coll_gpu_agreement_key(struct ompi_communicator_t *comm, coll_gpu_agree_key_t *k, uint64_t *instance) {
@@ -433,7 +433,7 @@ static int agree_path(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm
   }
   coll_gpu_agree_t *a = mca_coll_gpu_agreement(m, comm);
   if (a == NULL) return -1;
-  uint8_t missing[COLL_GPU_MAX_RANKS] = {0};
+  uint8_t missing[COLL_GPU_MAX_DIRECT] = {0};
   mca_coll_gpu_watch_ctx_t wctx = {comm, call, bytes};
   const coll_gpu_agree_watch_t watch = {wait_config(), mca_coll_gpu_agree_report, &wctx};
   mca_coll_gpu_agree_lock(m);
@@ -454,7 +454,7 @@ static int agree_path(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm
 static int plan_reduction(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
                           mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
-  if (m->agree_state == COLL_GPU_STATE_OFF) return 0; /* from here on, at most COLL_GPU_MAX_RANKS ranks */
+  if (m->agree_state == COLL_GPU_STATE_OFF) return 0; /* from here on, at most COLL_GPU_MAX_DIRECT ranks */
   const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
   size_t total = (size_t)rd->count;
   int equal = 1;

@@ -85,7 +85,8 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
   }
   char path[96] = "";
   if (m->engine_state == COLL_GPU_STATE_OFF)
-    snprintf(path, sizeof(path), "; no GPU path (it needs an intra-communicator of 2 to %d ranks)", COLL_GPU_MAX_RANKS);
+    snprintf(path, sizeof(path), "; no GPU path (it needs an intra-communicator of 2 to %d ranks)",
+             COLL_GPU_MAX_DIRECT);
   COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
                "comm %s (cid %d) size %d%s: enabled over allreduce of %s, iallreduce of %s%s", comm->c_name,
                comm->c_contextid, ompi_comm_size(comm), OMPI_COMM_IS_INTER(comm) ? " (intercommunicator)" : "",

@@ -334,7 +334,7 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                "proxy over UCX (NET connections, host memory), as ranks of different hosts would, although "
                "CUDA IPC would work; only ring algorithms run across nodes. Steer the proxy's transports with "
                "COLL_GPU_UCX_TLS (for example tcp, or sm)",
-               0, 0, COLL_GPU_MAX_RANKS, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->virtual_nodes);
+               0, 0, COLL_GPU_MAX_DIRECT, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->virtual_nodes);
   register_int("proxy_threads",
                "Progress threads of each rank's network proxy, on communicators that span nodes (0: the rank's "
                "share of the CPUs near its GPU, less one for the rank, between 1 and one per NET channel, 8). "

@@ -234,7 +234,7 @@ static int watch_agreement(mca_coll_gpu_call_t *c, coll_gpu_agree_t *a) {
   const int report = !c->reported && t - c->since >= (uint64_t)mca_coll_gpu_component.timeout * 1000000000ULL;
   if (t < c->next_check && !report) return 0;
   c->next_check = t + COLL_GPU_CHECK_NS;
-  uint8_t late[COLL_GPU_MAX_RANKS] = {0}, missing[COLL_GPU_MAX_RANKS] = {0};
+  uint8_t late[COLL_GPU_MAX_DIRECT] = {0}, missing[COLL_GPU_MAX_DIRECT] = {0};
   const uint64_t n = c->posted ? c->n : coll_gpu_agree_last(a) + 1;
   if (coll_gpu_agree_late(a, n, 1, late, missing)) {
     char why[256];

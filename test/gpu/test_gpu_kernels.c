@@ -169,17 +169,17 @@ static void fold(const combo_t *c, unsigned char *dst, const unsigned char *cons
  * belong to a channel's connections). */
 typedef struct {
   int n;
-  int dev[COLL_GPU_MAX_RANKS];
+  int dev[COLL_GPU_MAX_DIRECT];
   coll_gpu_ar_layout_t layout;
-  void *scratch[COLL_GPU_MAX_RANKS];
-  coll_gpu_ar_status_t *status[COLL_GPU_MAX_RANKS];
-  void *status_dev[COLL_GPU_MAX_RANKS];
-  void *stream[COLL_GPU_MAX_RANKS];
+  void *scratch[COLL_GPU_MAX_DIRECT];
+  coll_gpu_ar_status_t *status[COLL_GPU_MAX_DIRECT];
+  void *status_dev[COLL_GPU_MAX_DIRECT];
+  void *stream[COLL_GPU_MAX_DIRECT];
   uint64_t seq;
   int nrings;
-  uint8_t rings[COLL_GPU_MAX_RINGS][COLL_GPU_MAX_RANKS];
-  coll_gpu_dev_comm_t comm[COLL_GPU_MAX_RANKS];                       /* each rank's, connections uploaded */
-  unsigned char *send[COLL_GPU_MAX_RANKS], *recv[COLL_GPU_MAX_RANKS]; /* device, SPAN bytes */
+  uint8_t rings[COLL_GPU_MAX_RINGS][COLL_GPU_MAX_DIRECT];
+  coll_gpu_dev_comm_t comm[COLL_GPU_MAX_DIRECT];                        /* each rank's, connections uploaded */
+  unsigned char *send[COLL_GPU_MAX_DIRECT], *recv[COLL_GPU_MAX_DIRECT]; /* device, SPAN bytes */
 } comm_t;
 
 static int ndev, sms_min;
@@ -212,7 +212,7 @@ static void comm_init(comm_t *c, int n) {
     CHECK(cudaSetDevice(c->dev[r]));
     static coll_gpu_dev_conns_t conns;
     CHECK(coll_gpu_dev_comm_setup(&c->comm[r], &conns, r, n, &c->layout, c->scratch, c->nrings,
-                                  (const uint8_t(*)[COLL_GPU_MAX_RANKS])c->rings,
+                                  (const uint8_t(*)[COLL_GPU_MAX_DIRECT])c->rings,
                                   (coll_gpu_ar_status_t *)c->status_dev[r], (uint64_t)HANG_S * 1000 * 1000 * 1000, 0));
     CHECK(coll_gpu_dev_comm_upload(&c->comm[r], &conns));
   }
@@ -232,10 +232,10 @@ static void comm_fini(comm_t *c) {
 typedef struct {
   coll_gpu_coll_t coll;
   coll_gpu_algo_t algo;
-  int combo;                                   /* the reductions' type and op; the moves copy bytes */
-  size_t count;                                /* elements (the moves: bytes) of the buffer or of one block */
-  size_t block;                                /* allgather, alltoall: bytes from one block to the next */
-  coll_gpu_range_t blocks[COLL_GPU_MAX_RANKS]; /* reduce-scatter: rank q's elements of the send buffer */
+  int combo;                                    /* the reductions' type and op; the moves copy bytes */
+  size_t count;                                 /* elements (the moves: bytes) of the buffer or of one block */
+  size_t block;                                 /* allgather, alltoall: bytes from one block to the next */
+  coll_gpu_range_t blocks[COLL_GPU_MAX_DIRECT]; /* reduce-scatter: rank q's elements of the send buffer */
   int root, nchannels, inplace;
   size_t chunk; /* ring bytes per step: 0 (a whole slot) or a multiple of 16 below it */
   size_t send_off, recv_off;
@@ -388,8 +388,8 @@ static size_t input_at(const call_t *k, int r) {
 
 /* Host images of one call, SPAN bytes per rank. */
 typedef struct {
-  unsigned char *send[COLL_GPU_MAX_RANKS], *recv[COLL_GPU_MAX_RANKS]; /* as written before the call */
-  unsigned char *want[COLL_GPU_MAX_RANKS];                            /* the receive buffer after it */
+  unsigned char *send[COLL_GPU_MAX_DIRECT], *recv[COLL_GPU_MAX_DIRECT]; /* as written before the call */
+  unsigned char *want[COLL_GPU_MAX_DIRECT];                             /* the receive buffer after it */
   unsigned char *got;
 } images_t;
 
@@ -397,7 +397,7 @@ typedef struct {
 static void expect(const comm_t *c, const call_t *k, images_t *im) {
   const int n = c->n;
   const size_t sz = elem_size(k), out = GUARD + k->recv_off;
-  const unsigned char *in[COLL_GPU_MAX_RANKS];
+  const unsigned char *in[COLL_GPU_MAX_DIRECT];
   for (int r = 0; r < n; ++r) {
     memcpy(im->want[r], im->recv[r], SPAN);
     in[r] = (input_in_recv(k, r) ? im->recv[r] : im->send[r]) + input_at(k, r);
@@ -425,7 +425,7 @@ static void expect(const comm_t *c, const call_t *k, images_t *im) {
       break;
     default: { /* reduce-scatter */
       for (int q = 0; q < n; ++q) {
-        const unsigned char *part[COLL_GPU_MAX_RANKS];
+        const unsigned char *part[COLL_GPU_MAX_DIRECT];
         for (int r = 0; r < n; ++r) part[r] = in[r] + k->blocks[q].begin * sz;
         if (k->blocks[q].count != 0) fold(cb, im->want[q] + out, part, n, k->blocks[q].count);
       }
@@ -466,7 +466,7 @@ static int run_call(comm_t *c, const call_t *k, images_t *im) {
   }
   expect(c, k, im);
   if ((uint32_t)++c->seq == 0) ++c->seq;
-  coll_gpu_work_t p[COLL_GPU_MAX_RANKS];
+  coll_gpu_work_t p[COLL_GPU_MAX_DIRECT];
   for (int r = 0; r < n; ++r) {
     coll_gpu_work_t *q = &p[r];
     memset(q, 0, sizeof(*q));
@@ -525,7 +525,7 @@ int main(int argc, char **argv) {
   }
   rng_state = seed;
   CHECK(cudaGetDeviceCount(&ndev));
-  if (ndev > COLL_GPU_MAX_RANKS) ndev = COLL_GPU_MAX_RANKS;
+  if (ndev > COLL_GPU_MAX_DIRECT) ndev = COLL_GPU_MAX_DIRECT;
   sms_min = 1 << 30;
   for (int d = 0; d < ndev; ++d) {
     int sms = 0;
@@ -549,14 +549,14 @@ int main(int argc, char **argv) {
          ndev, sms_min, calls);
 
   images_t im;
-  for (int r = 0; r < COLL_GPU_MAX_RANKS; ++r) {
+  for (int r = 0; r < COLL_GPU_MAX_DIRECT; ++r) {
     im.send[r] = malloc(SPAN);
     im.recv[r] = malloc(SPAN);
     im.want[r] = malloc(SPAN);
   }
   im.got = malloc(SPAN);
   int failed = 0, checked = 0;
-  for (int n = 2; n <= COLL_GPU_MAX_RANKS; ++n) {
+  for (int n = 2; n <= COLL_GPU_MAX_DIRECT; ++n) {
     comm_t c;
     comm_init(&c, n);
     int ran[COLL_GPU_NCOLLS][COLL_GPU_NALGOS] = {{0}};
@@ -578,7 +578,7 @@ int main(int argc, char **argv) {
     }
     comm_fini(&c);
   }
-  for (int r = 0; r < COLL_GPU_MAX_RANKS; ++r) {
+  for (int r = 0; r < COLL_GPU_MAX_DIRECT; ++r) {
     free(im.send[r]);
     free(im.recv[r]);
     free(im.want[r]);

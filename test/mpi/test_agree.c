@@ -105,7 +105,7 @@ static coll_gpu_agree_t *handle(coll_gpu_agree_table_t *t, uint32_t cid, uint64_
   coll_gpu_agree_t *a = NULL;
   EXPECT(coll_gpu_agree_create(t, &key, instance, rank, &a) == COLL_GPU_SUCCESS, "a handle");
   if (node_size > 0 && a != NULL && nwires < 8) {
-    uint8_t remote[COLL_GPU_MAX_RANKS];
+    uint8_t remote[COLL_GPU_MAX_DIRECT];
     for (int r = 0; r < nranks; ++r) remote[r] = r / node_size != rank / node_size;
     wire_t *w = &wires[nwires++];
     MPI_Comm_dup(MPI_COMM_WORLD, &w->comm);

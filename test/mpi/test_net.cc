@@ -67,7 +67,7 @@ void ring_over_net(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *peers, 
                    uint64_t seed) {
   const int n = b->size, next = (rank + 1) % n, prev = (rank + n - 1) % n;
   if (tls != nullptr) setenv("COLL_GPU_UCX_TLS", tls, 1);
-  uint8_t node[COLL_GPU_MAX_RANKS];
+  uint8_t node[COLL_GPU_MAX_DIRECT];
   const int nodes = coll_gpu_nodes_assign(peers, n, vn, node);
   std::vector<Fifo> out(kConns), in(kConns);  // declared before the proxy: it reads them until it stops
   coll_gpu::Net net;
@@ -153,7 +153,7 @@ int main(int argc, char **argv) {
   ring_over_net(&b, peers.data(), 1, "tcp", seed + 1);
   if (size >= 4) ring_over_net(&b, peers.data(), 2, nullptr, seed + 2);
   if (hosts) {
-    uint8_t node[COLL_GPU_MAX_RANKS];
+    uint8_t node[COLL_GPU_MAX_DIRECT];
     const int nodes = coll_gpu_nodes_assign(peers.data(), size, 0, node);
     EXPECT(nodes > 1, "-H: the ranks are on %d host(s)", nodes);
     ring_over_net(&b, peers.data(), 0, nullptr, seed + 3);
@@ -163,7 +163,7 @@ int main(int argc, char **argv) {
   // the last rank's proxy cannot start (no such transport): everyone fails, the others naming it
   if (rank == size - 1) setenv("COLL_GPU_UCX_TLS", "no-such-transport", 1);
   {
-    uint8_t node[COLL_GPU_MAX_RANKS];
+    uint8_t node[COLL_GPU_MAX_DIRECT];
     coll_gpu_nodes_assign(peers.data(), size, 1, node);
     coll_gpu::Net net;
     char why[512] = "";

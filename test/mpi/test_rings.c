@@ -36,7 +36,7 @@ static void compute(MPI_Comm comm, const char *file, const char *dump, const cha
   free(peers);
   EXPECT(rings->nrings >= 1 && rings->nrings <= COLL_GPU_MAX_RINGS, "%d rings", rings->nrings);
   for (int k = 0; k < rings->nrings; ++k) {
-    int seen[COLL_GPU_MAX_RANKS] = {0};
+    int seen[COLL_GPU_MAX_DIRECT] = {0};
     for (int i = 0; i < nranks; ++i)
       if (rings->order[k][i] < nranks) seen[rings->order[k][i]]++;
     for (int r = 0; r < nranks; ++r) EXPECT(seen[r] == 1, "ring %d visits rank %d %d times", k, r, seen[r]);

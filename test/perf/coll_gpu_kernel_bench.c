@@ -47,16 +47,16 @@ static double now_us(void) {
 /* The simulated ranks. */
 static int nranks, ndev;
 static coll_gpu_ar_layout_t layout;
-static void *scratch[COLL_GPU_MAX_RANKS], *status_dev[COLL_GPU_MAX_RANKS], *stream[COLL_GPU_MAX_RANKS];
-static coll_gpu_ar_status_t *status[COLL_GPU_MAX_RANKS];
-static char *buf[COLL_GPU_MAX_RANKS];
-static coll_gpu_dev_comm_t comm[COLL_GPU_MAX_RANKS]; /* each rank's, connections uploaded; one ring in rank order */
+static void *scratch[COLL_GPU_MAX_DIRECT], *status_dev[COLL_GPU_MAX_DIRECT], *stream[COLL_GPU_MAX_DIRECT];
+static coll_gpu_ar_status_t *status[COLL_GPU_MAX_DIRECT];
+static char *buf[COLL_GPU_MAX_DIRECT];
+static coll_gpu_dev_comm_t comm[COLL_GPU_MAX_DIRECT]; /* each rank's, connections uploaded; one ring in rank order */
 static uint64_t seq;
 
 /* Microseconds from launching every rank's graph of `calls` calls of p to the end of the last. Each
  * rank's buffer holds a send and a receive buffer of `half` bytes. */
 static double run_graphs(coll_gpu_work_t p, size_t half, int calls) {
-  cudaGraphExec_t exec[COLL_GPU_MAX_RANKS];
+  cudaGraphExec_t exec[COLL_GPU_MAX_DIRECT];
   for (int r = 0; r < nranks; ++r) {
     CHECK(cudaSetDevice(r % ndev));
     CHECK(cudaStreamBeginCapture((cudaStream_t)stream[r], cudaStreamCaptureModeThreadLocal));
@@ -128,14 +128,14 @@ int main(int argc, char **argv) {
   for (int k = 0; k < COLL_GPU_NCOLLS; ++k) tune.move_algorithm[k] = (int)algo;
   const int runs = coll == COLL_GPU_COLL_ALLREDUCE ? algo != COLL_GPU_NALGOS
                                                    : algo == COLL_GPU_ALGO_ONESHOT || algo == COLL_GPU_ALGO_RING;
-  if (coll == COLL_GPU_NCOLLS || !runs || n < 2 || n > COLL_GPU_MAX_RANKS || min < 4 || min > max || iters < 1 ||
+  if (coll == COLL_GPU_NCOLLS || !runs || n < 2 || n > COLL_GPU_MAX_DIRECT || min < 4 || min > max || iters < 1 ||
       !coll_gpu_tune_fits(&tune, algo, max)) {
     fprintf(stderr,
             "usage: %s [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter] [-n RANKS 2-%d]\n"
             "       [-a oneshot|twoshot|ring] [-m MIN >= 4] [-M MAX] [-c CHANNELS] [-i ITERS]\n"
             "MAX is at most 512 KiB for oneshot and 16 MiB for twoshot; twoshot is allreduce's, and alltoall's\n"
             "ring is pairwise beyond 2 ranks\n",
-            argv[0], COLL_GPU_MAX_RANKS);
+            argv[0], COLL_GPU_MAX_DIRECT);
     return 2;
   }
   /* allgather, alltoall and reduce-scatter buffers hold a block per rank */
@@ -172,13 +172,13 @@ int main(int argc, char **argv) {
     CHECK(coll_gpu_stream_create(&stream[r], 1));
     CHECK(coll_gpu_dev_alloc((void **)&buf[r], 2 * half));
   }
-  uint8_t ring[1][COLL_GPU_MAX_RANKS];
+  uint8_t ring[1][COLL_GPU_MAX_DIRECT];
   for (int i = 0; i < n; ++i) ring[0][i] = (uint8_t)i;
   for (int r = 0; r < n; ++r) {
     CHECK(cudaSetDevice(r % ndev));
     static coll_gpu_dev_conns_t conns;
     CHECK(coll_gpu_dev_comm_setup(&comm[r], &conns, r, n, &layout, scratch, 1,
-                                  (const uint8_t(*)[COLL_GPU_MAX_RANKS])ring, (coll_gpu_ar_status_t *)status_dev[r],
+                                  (const uint8_t(*)[COLL_GPU_MAX_DIRECT])ring, (coll_gpu_ar_status_t *)status_dev[r],
                                   30ULL * 1000 * 1000 * 1000, 0));
     CHECK(coll_gpu_dev_comm_upload(&comm[r], &conns));
   }

@@ -134,7 +134,7 @@ TEST(Engine, FailedBootstrapGetsNoGpuPathAndSaysWhy) {
 std::vector<int> nodes_of(const std::vector<uint64_t> &hosts, int virtual_nodes, int *count) {
   std::vector<coll_gpu_peer_t> peers(hosts.size());
   for (size_t r = 0; r < hosts.size(); ++r) peers[r].host = hosts[r];
-  uint8_t node[COLL_GPU_MAX_RANKS];
+  uint8_t node[COLL_GPU_MAX_DIRECT];
   *count = coll_gpu_nodes_assign(peers.data(), (int)hosts.size(), virtual_nodes, node);
   return std::vector<int>(node, node + hosts.size());
 }
@@ -214,12 +214,12 @@ TEST(Nodes, ProxyThreadsRunNearTheGpuOffTheRanksCpus) {
 TEST(Nodes, RingsVisitTheNodesOneAfterAnother) {
   std::mt19937 gen((unsigned)time(nullptr));
   for (int trial = 0; trial < 2000; ++trial) {
-    const int n = 2 + (int)(gen() % (COLL_GPU_MAX_RANKS - 1));
+    const int n = 2 + (int)(gen() % (COLL_GPU_MAX_DIRECT - 1));
     std::vector<uint64_t> hosts(n);
     for (auto &h : hosts) h = gen() % 2;
     int nnodes = 0;
     const std::vector<int> node = nodes_of(hosts, (int)(gen() % 4), &nnodes);
-    uint8_t nodes8[COLL_GPU_MAX_RANKS];
+    uint8_t nodes8[COLL_GPU_MAX_DIRECT];
     for (int r = 0; r < n; ++r) nodes8[r] = (uint8_t)node[r];
     coll_gpu_rings_t rings{};
     rings.nrings = 1 + (int)(gen() % COLL_GPU_MAX_RINGS);

@@ -204,11 +204,11 @@ TEST(Partition, RingRoundsCoverTheChannel) {
 struct Views {
   int n = 0, nrings = 0;
   coll_gpu_ar_layout_t layout{};
-  uint8_t rings[COLL_GPU_MAX_RINGS][COLL_GPU_MAX_RANKS] = {};
-  void *base[COLL_GPU_MAX_RANKS] = {};
-  coll_gpu_dev_comm_t comm[COLL_GPU_MAX_RANKS];
-  coll_gpu_dev_conns_t conns[COLL_GPU_MAX_RANKS];  // host copies of the connections
-  size_t bytes = 0;                                // each rank's scratch
+  uint8_t rings[COLL_GPU_MAX_RINGS][COLL_GPU_MAX_DIRECT] = {};
+  void *base[COLL_GPU_MAX_DIRECT] = {};
+  coll_gpu_dev_comm_t comm[COLL_GPU_MAX_DIRECT];
+  coll_gpu_dev_conns_t conns[COLL_GPU_MAX_DIRECT];  // host copies of the connections
+  size_t bytes = 0;                                 // each rank's scratch
 
   Views(int ranks, int channels) : n(ranks) {
     layout = coll_gpu_ar_layout_t{n, 64u << 10, 1u << 20, 32u << 10, channels};
@@ -239,7 +239,7 @@ bool same_conn(const coll_gpu_conn_t &a, const coll_gpu_conn_t &b) {
 // the same FIFO, tail and head as its receiving end, each in the scratch of the rank that polls or owns it.
 TEST(DevComm, ConnectionsPairAcrossRanks) {
   for (int trial = 0; trial < 200; ++trial) {
-    const int n = 2 + (int)(rng()() % (COLL_GPU_MAX_RANKS - 1));
+    const int n = 2 + (int)(rng()() % (COLL_GPU_MAX_DIRECT - 1));
     const int channels = 1 + (int)(rng()() % COLL_GPU_MAX_CHANNELS);
     Views v(n, channels);
     for (int r = 0; r < n; ++r) ASSERT_EQ(0, v.setup(r));
@@ -287,7 +287,7 @@ TEST(DevComm, ConnectionsPairAcrossRanks) {
 // flags (each polled word on its own cache line) and saved step counters.
 TEST(DevComm, ChannelsDoNotOverlap) {
   for (int trial = 0; trial < 50; ++trial) {
-    const int n = 2 + (int)(rng()() % (COLL_GPU_MAX_RANKS - 1));
+    const int n = 2 + (int)(rng()() % (COLL_GPU_MAX_DIRECT - 1));
     Views v(n, 1 + (int)(rng()() % COLL_GPU_MAX_CHANNELS));
     const int r = (int)(rng()() % n);
     ASSERT_EQ(0, v.setup(r));
