@@ -8,17 +8,24 @@
  *   0. allgather of the offers: an engine of this process the communicator could share (engine.h), or
  *      none; when every rank offers the same one, the communicator takes it and creation ends here;
  *   1. local set-up on the buffer's device: scratch, status words, streams, the scratch's IPC handle;
- *   2. allgather of peer info: at most COLL_GPU_MAX_DIRECT ranks, equal parameters, every rank set up;
+ *   2. allgather of peer info: at most COLL_GPU_MAX_COMM_RANKS ranks, equal parameters, every rank set up;
  *      otherwise every rank reaches the same "unavailable". The ranks' nodes: their hosts, or with virtual
  *      nodes blocks of consecutive ranks of a host;
  *   3. the rings: every rank's view of the node, merged, and the ring search (engine/rings.h); with
- *      several nodes each ring visits them one after another, and only ring algorithms run;
+ *      several nodes each ring visits them one after another. With several nodes, or more than
+ *      COLL_GPU_MAX_DIRECT ranks, only ring algorithms run, and a rank connects to its rings' neighbours
+ *      only (to every rank of another node too for the pairwise alltoall, which runs up to
+ *      COLL_GPU_MAX_DIRECT ranks);
  *   3b. with several nodes: the network proxies start, their addresses are allgathered, each connects to
- *      the ranks of other nodes, and everyone says whether it could;
- *   4. allgather of the IPC handles; each rank opens the handles of its node's peers and uploads the
- *      connections its kernels reach the peers through (kernels/allreduce.h): their scratch on its node,
- *      NET FIFOs moved by the proxy to other nodes (engine/net.h);
+ *      the ranks of other nodes it has connections with, and everyone says whether it could;
+ *   4. allgather of the IPC handles; each rank opens the handles of the peers on its node it has
+ *      connections with (every peer of a direct communicator) and uploads the connections its kernels
+ *      reach the peers through (kernels/allreduce.h): their scratch on its node, NET FIFOs moved by the
+ *      proxy to other nodes (engine/net.h);
  *   5. allgather of the open results.
+ * Per rank, the device memory (the scratch) grows with the ring orders' 2 bytes a rank only, the IPC
+ * mappings and NET connections with the rings' neighbours; host bookkeeping keeps a few bytes a rank
+ * (processes, nodes).
  */
 #include "engine/engine.h"
 
@@ -48,6 +55,9 @@ constexpr uint64_t kCheckNs = 100000000ULL;         // a call tested without wai
 constexpr int kNetChannels = 8;
 // Point-to-point NET connections take the ids after the ring channels'.
 constexpr int kNetP2pId = COLL_GPU_MAX_CHANNELS;
+// The peers' scratch a rank maps at most: every peer of a direct communicator, or both neighbours in each
+// ring.
+constexpr int kMaxMapped = COLL_GPU_MAX_DIRECT > 2 * COLL_GPU_MAX_RINGS ? COLL_GPU_MAX_DIRECT : 2 * COLL_GPU_MAX_RINGS;
 
 // A failed call of the kernels' C API (a cudaError_t or CUresult): the reason, then a breadcrumb.
 #define CUDA_CHECK(call, why, len)                                                        \
@@ -106,24 +116,31 @@ struct coll_gpu_engine {
   coll_gpu_meminfo_t mem;
   coll_gpu_ar_layout_t layout = {};
   coll_gpu::DeviceMemory scratch;
-  coll_gpu::IpcMapping peer_map[COLL_GPU_MAX_DIRECT];  // the peers' scratch, mapped here
-  void *peer[COLL_GPU_MAX_DIRECT] = {};                // every rank's scratch as this rank sees it
-  coll_gpu::Stream stream;         // blocking: after the work queued on the legacy default stream, as staging is
-  coll_gpu::Stream linger_stream;  // non-blocking: a lingering kernel holds up no other work
+  coll_gpu::IpcMapping mapped[kMaxMapped];  // the peers' scratch, mapped here
+  int nmapped = 0;
+  coll_gpu::HostPtr<void *[]> peer;  // every rank's scratch as this rank sees it, NULL where not mapped
+  coll_gpu::Stream stream;           // blocking: after the work queued on the legacy default stream, as staging is
+  coll_gpu::Stream linger_stream;    // non-blocking: a lingering kernel holds up no other work
   coll_gpu::HostMappedMemory status_mem;
   coll_gpu_ar_status_t *status = nullptr;  // host view of status_mem
   void *status_dev = nullptr;              // device view
+  coll_gpu::HostMappedMemory waiting_mem;  // a byte per rank: the kernels' long waits (coll_gpu_dev_comm_t)
+  volatile uint8_t *waiting = nullptr;     // host view
+  void *waiting_dev = nullptr;             // device view
   bool lingering = false;                  // a lingering one-shot kernel may be polling for calls
   int linger_blocks = 0;                   // its blocks
   uint64_t instance = 0;                   // lingering kernels launched
   uint32_t ticket = 0;                     // the last ticket of status->call
   uint64_t seq = 0;
   coll_gpu_rings_t rings = {};
-  coll_gpu_dev_comm_t comm = {};              // what every kernel gets, its connections uploaded into the scratch
-  int32_t pid[COLL_GPU_MAX_DIRECT] = {};      // every rank's process, from the peer exchange
-  uint8_t visible[COLL_GPU_MAX_DIRECT] = {};  // 1: its process can be checked from here (same PID namespace)
-  uint8_t node[COLL_GPU_MAX_DIRECT] = {};     // every rank's node: the lowest rank on it
-  bool multinode = false;                     // the ranks span nodes: NET connections between them
+  coll_gpu_dev_comm_t comm = {};            // what every kernel gets, its connections uploaded into the scratch
+  coll_gpu::HostPtr<int32_t[]> pid;         // every rank's process, from the peer exchange
+  coll_gpu::HostPtr<uint8_t[]> visible;     // 1: its process can be checked from here (same PID namespace)
+  coll_gpu::HostPtr<uint16_t[]> node;       // every rank's node: the lowest rank on it
+  coll_gpu::HostPtr<uint8_t[]> linked;      // 1: a connection of this rank's kernels reaches that rank
+  coll_gpu::HostPtr<uint8_t[]> gone;        // a wait's scratch: the ranks found gone
+  coll_gpu::HostPtr<char[]> nodes_scratch;  // COLL_GPU_NODES_SCRATCH: allocated before the collective steps
+  bool multinode = false;                   // the ranks span nodes: NET connections between them
   coll_gpu::Net net;
   // sharing (engine.h): under registry_lock, the communicators that hold it; in one word, the one whose calls
   // count on it now and how many (owner << 32 | count; a count of 0: free, whatever owner says)
@@ -141,6 +158,18 @@ struct coll_gpu_engine {
     snprintf(name, sizeof(name), "%s", c.name != nullptr ? c.name : "");
     cfg.name = name;
   }
+  // The arrays of a byte or a few a rank; false when host memory ran out.
+  bool alloc_ranks() {
+    peer = coll_gpu::make_host_array<void *>(nranks);
+    pid = coll_gpu::make_host_array<int32_t>(nranks);
+    visible = coll_gpu::make_host_array<uint8_t>(nranks);
+    node = coll_gpu::make_host_array<uint16_t>(nranks);
+    linked = coll_gpu::make_host_array<uint8_t>(nranks);
+    gone = coll_gpu::make_host_array<uint8_t>(nranks);
+    nodes_scratch = coll_gpu::make_host_array<char>(COLL_GPU_NODES_SCRATCH(nranks));
+    return peer != nullptr && pid != nullptr && visible != nullptr && node != nullptr && linked != nullptr &&
+           gone != nullptr && nodes_scratch != nullptr && coll_gpu_rings_alloc(&rings, nranks) == COLL_GPU_SUCCESS;
+  }
   coll_gpu_engine(const coll_gpu_engine &) = delete;
   coll_gpu_engine &operator=(const coll_gpu_engine &) = delete;
   // The resources go in the device's context, in this order (the owning types would free them after
@@ -149,14 +178,17 @@ struct coll_gpu_engine {
     ContextScope ctx(mem, mem.device >= 0);                    // no device: nothing was set up
     if (lingering) coll_gpu_stream_sync(linger_stream.get());  // it leaves within linger_ns
     net.reset();                                               // the proxy stops before its FIFOs go
-    for (auto &m : peer_map) m.reset();
+    for (auto &m : mapped) m.reset();
     linger_stream.reset();
     stream.reset();
+    waiting_mem.reset();
     status_mem.reset();
     scratch.reset();
+    coll_gpu_rings_free(&rings);
   }
 
   coll_gpu_status_t setup_local(void *ipc_handle, char *why, size_t len);
+  void link_neighbours();
   coll_gpu_status_t open_peers(const char *handles, int hsize, const coll_gpu_peer_t *peers, char *why, size_t len);
   coll_gpu_status_t net_conns(coll_gpu_dev_conns_t *conns, char *why, size_t len);
   bool net_failed(uint8_t *gone, char *why = nullptr, size_t len = 0) const;
@@ -254,10 +286,12 @@ void describe(const coll_gpu_work_t *call, coll_gpu_proto_t proto, char *what, s
 // The watchdog line, once per call: whom the kernels wait for (they flag it after the timeout).
 void coll_gpu_engine::watchdog(const coll_gpu_work_t *call, coll_gpu_proto_t proto, double seconds) const {
   if (cfg.log == nullptr) return;
-  uint8_t waiting[COLL_GPU_MAX_DIRECT];
-  for (int r = 0; r < COLL_GPU_MAX_DIRECT; ++r) waiting[r] = status->waiting[r];
   char ranks[64] = "", what[128];
-  coll_gpu_append_ranks(ranks, sizeof(ranks), waiting, nranks);
+  coll_gpu::HostPtr<uint8_t[]> late = coll_gpu::make_host_array<uint8_t>(nranks);  // once per call: no hurry
+  if (late != nullptr) {
+    for (int r = 0; r < nranks; ++r) late[r] = waiting[r];
+    coll_gpu_append_ranks(ranks, sizeof(ranks), late.get(), nranks);
+  }
   describe(call, proto, what, sizeof(what));
   cfg.log(COLL_GPU_LVL_WATCHDOG, COLL_GPU_LOG_COLL,
           "comm %s: %s has waited %.0f s on the GPU for rank(s)%s, whose processes are alive: still waiting "
@@ -272,9 +306,10 @@ class CallWait {
  public:
   // call: for messages; NULL: the lingering kernel's exit
   CallWait(coll_gpu_engine &e, const coll_gpu_work_t *call, coll_gpu_proto_t proto)
-      : e_(e), cfg_(e.cfg.wait), call_(call), proto_(proto) {
+      : e_(e), cfg_(e.cfg.wait), call_(call), proto_(proto), gone_(e.gone.get()) {
     cfg_.timeout_ns += kReportGraceNs;
     coll_gpu_wait_init(&w_, &cfg_);
+    memset(gone_, 0, (size_t)e.nranks);
   }
   // Waits until *word == value: as long as the peers' processes exist. One found gone makes the kernels
   // abort (status->abort), which ends their waits; the word then comes, and aborted() says so. False if
@@ -292,9 +327,9 @@ class CallWait {
   coll_gpu_wait_t w_;
   const coll_gpu_work_t *call_;
   coll_gpu_proto_t proto_;
-  uint8_t gone_[COLL_GPU_MAX_DIRECT] = {};  // peers found gone
-  uint64_t aborted_at_ = 0;                 // when the kernels were told to abort
-  char net_why_[256] = "";                  // what the network proxy found, when it found a failure
+  uint8_t *gone_;            // peers found gone (the engine's scratch: one wait at a time)
+  uint64_t aborted_at_ = 0;  // when the kernels were told to abort
+  char net_why_[256] = "";   // what the network proxy found, when it found a failure
 };
 
 bool CallWait::peers_gone() {
@@ -354,41 +389,59 @@ coll_gpu_status_t coll_gpu_engine::setup_local(void *ipc_handle, char *why, size
   CUDA_CHECK(coll_gpu_dev_alloc(scratch.out(), coll_gpu_ar_scratch_bytes(&layout)), why, len);
   CUDA_CHECK(coll_gpu_host_mapped_alloc(status_mem.out(), &status_dev, sizeof(coll_gpu_ar_status_t)), why, len);
   status = (coll_gpu_ar_status_t *)status_mem.get();
+  CUDA_CHECK(coll_gpu_host_mapped_alloc(waiting_mem.out(), &waiting_dev, (size_t)nranks), why, len);
+  waiting = (volatile uint8_t *)waiting_mem.get();
   CUDA_CHECK(coll_gpu_stream_create(stream.out(), 0), why, len);
   CUDA_CHECK(coll_gpu_stream_create(linger_stream.out(), 1), why, len);
   CUDA_CHECK(coll_gpu_ipc_get(scratch.get(), ipc_handle), why, len);
   return COLL_GPU_SUCCESS;
 }
 
-// Step 4: every peer's scratch, mapped from the handles of the exchange.
+// Step 3: the ranks this rank's kernels have connections with (linked): up to COLL_GPU_MAX_DIRECT ranks every
+// peer (the direct algorithms and the pairwise alltoall reach them all), otherwise its neighbours in each ring.
+void coll_gpu_engine::link_neighbours() {
+  for (int r = 0; r < nranks; ++r) linked[r] = nranks <= COLL_GPU_MAX_DIRECT;
+  for (int i = 0; i < rings.nrings; ++i) {
+    const uint16_t *ring = coll_gpu_ring(&rings, i);
+    int pos = 0;
+    while (ring[pos] != rank) ++pos;
+    linked[ring[(pos + 1) % nranks]] = linked[ring[(pos + nranks - 1) % nranks]] = 1;
+  }
+  linked[rank] = 0;
+}
+
+// Step 4: the scratch of the peers on this rank's node that it has connections with, mapped from the handles
+// of the exchange.
 coll_gpu_status_t coll_gpu_engine::open_peers(const char *handles, int hsize, const coll_gpu_peer_t *peers, char *why,
                                               size_t len) {
   ContextScope ctx(mem);
   COLL_GPU_CHECK(entered(ctx, mem, why, len));
+  peer[rank] = scratch.get();
   for (int r = 0; r < nranks; ++r) {
-    if (r == rank) {
-      peer[r] = scratch.get();
-      continue;
+    if (!linked[r] || node[r] != node[rank]) continue;  // another node: reached through NET connections only
+    if (nmapped == kMaxMapped) {
+      coll_gpu_say(why, len, "more than %d peers to map", kMaxMapped);
+      return COLL_GPU_INTERNAL_ERROR;
     }
-    if (node[r] != node[rank]) continue;  // another node: reached through NET connections only
-    const int rc = coll_gpu_ipc_open(handles + (size_t)r * hsize, peer_map[r].out());
+    const int rc = coll_gpu_ipc_open(handles + (size_t)r * hsize, mapped[nmapped].out());
     if (rc != 0) {
       coll_gpu_say(why, len, "cannot open the IPC handle of rank %d (GPU %s): %s", r, peers[r].busid,
                    coll_gpu_staging_error_string(rc));
       return COLL_GPU_CUDA_ERROR;
     }
-    peer[r] = peer_map[r].get();
+    peer[r] = mapped[nmapped++].get();
   }
   coll_gpu::HostPtr<coll_gpu_dev_conns_t[]> conns = coll_gpu::make_host_array<coll_gpu_dev_conns_t>(1);
   if (conns == nullptr) {
     coll_gpu_say(why, len, "out of host memory");
     return COLL_GPU_SYSTEM_ERROR;
   }
-  CUDA_CHECK(coll_gpu_dev_comm_setup(&comm, conns.get(), rank, nranks, &layout, peer, rings.nrings, rings.order,
-                                     (coll_gpu_ar_status_t *)status_dev, cfg.wait.timeout_ns, cfg.linger_ns),
+  CUDA_CHECK(coll_gpu_dev_comm_setup(&comm, conns.get(), rank, nranks, &layout, peer.get(), rings.nrings, rings.order,
+                                     (coll_gpu_ar_status_t *)status_dev, (volatile uint8_t *)waiting_dev,
+                                     cfg.wait.timeout_ns, cfg.linger_ns),
              why, len);
   COLL_GPU_CHECK(net_conns(conns.get(), why, len));
-  CUDA_CHECK(coll_gpu_dev_comm_upload(&comm, conns.get()), why, len);
+  CUDA_CHECK(coll_gpu_dev_comm_upload(&comm, conns.get(), rings.nrings, rings.order), why, len);
   return COLL_GPU_SUCCESS;
 }
 
@@ -404,7 +457,7 @@ coll_gpu_status_t coll_gpu_engine::net_conns(coll_gpu_dev_conns_t *conns, char *
     if (node[c.prev] != node[rank])
       COLL_GPU_CHECK(net.fifo(COLL_GPU_PROXY_RECV, c.prev, ch, layout.slot_bytes, &c.recv, why, len));
   }
-  for (int q = 0; nranks > 2 && q < nranks; ++q) {
+  for (int q = 0; nranks > 2 && nranks <= COLL_GPU_MAX_DIRECT && q < nranks; ++q) {
     if (node[q] == node[rank]) continue;
     for (int c = 0; c < COLL_GPU_P2P_CONNS; ++c) {
       coll_gpu_dev_peer_t &e = conns->peers[q];
@@ -433,8 +486,9 @@ void coll_gpu_engine::log_channels(const coll_gpu_peer_t &me) const {
           nranks, coll_gpu_ar_scratch_bytes(&layout));
   if (multinode) {
     int nodes = 0, hops = 0;
+    const uint16_t *ring = coll_gpu_ring(&rings, 0);
     for (int r = 0; r < nranks; ++r) nodes += node[r] == r;
-    for (int i = 0; i < nranks; ++i) hops += node[rings.order[0][i]] != node[rings.order[0][(i + 1) % nranks]];
+    for (int i = 0; i < nranks; ++i) hops += node[ring[i]] != node[ring[(i + 1) % nranks]];
     cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
             "comm %s: %d nodes%s; %d of each ring's %d hops over NET (the network proxy, UCX, %d threads), ring "
             "algorithms only, %d channels",
@@ -443,12 +497,13 @@ void coll_gpu_engine::log_channels(const coll_gpu_peer_t &me) const {
   if (rings.speed > 0)
     cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "comm %s: %d ring(s) from the topology, the first at %.1f GB/s",
             cfg.name, rings.nrings, rings.speed);
-  for (int ch = 0; ch < cfg.tune.max_channels; ++ch) {
-    char line[16 * COLL_GPU_MAX_DIRECT];
-    int len = 0;
+  const size_t size = (size_t)nranks * 7 + 1;  // " 32767" a rank
+  coll_gpu::HostPtr<char[]> line = coll_gpu::make_host_array<char>(size);
+  for (int ch = 0; ch < cfg.tune.max_channels && line != nullptr; ++ch) {
+    size_t len = 0;
     for (int r = 0; r < nranks; ++r)
-      len += snprintf(line + len, sizeof(line) - len, " %d", rings.order[ch % rings.nrings][r]);
-    cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "Channel %02d/%02d :%s", ch, cfg.tune.max_channels, line);
+      len += (size_t)snprintf(line.get() + len, size - len, " %d", coll_gpu_ring(&rings, ch % rings.nrings)[r]);
+    cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "Channel %02d/%02d :%s", ch, cfg.tune.max_channels, line.get());
   }
 }
 
@@ -457,7 +512,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
                                          coll_gpu_engine_t **out, char *why, size_t why_len) {
   *out = nullptr;
   // 0. offers
-  const bool may_share = share != nullptr && share->members != 0 && b->size >= 2 && b->size <= COLL_GPU_MAX_DIRECT;
+  const bool may_share = share != nullptr && share->members != 0 && b->size >= 2 && b->size <= COLL_GPU_MAX_COMM_RANKS;
   coll_gpu_engine *offered = may_share ? registry_offer(*share, b, config_hash(*cfg), *mem) : nullptr;
   Offer mine = {};
   if (offered != nullptr) mine.offer = offered->id;
@@ -489,7 +544,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   int bad = -1;
   snprintf(why, why_len, "out of host memory");
   // a local failure still makes every collective step below, with ok = 0
-  bool local_ok = e != nullptr && peers != nullptr && handles != nullptr;
+  bool local_ok = e != nullptr && peers != nullptr && handles != nullptr && e->alloc_ranks();
   if (e != nullptr) {
     e->layout.nranks = b->size;
     e->layout.ll_bytes = cfg->tune.oneshot_max_bytes;
@@ -504,7 +559,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   me.pid = (int32_t)getpid();
   me.device = mem->device;
   me.config_hash = config_hash(*cfg);
-  if (local_ok && b->size >= 2 && b->size <= COLL_GPU_MAX_DIRECT) {
+  if (local_ok && b->size >= 2 && b->size <= COLL_GPU_MAX_COMM_RANKS) {
     local_ok = coll_gpu_device_identity(mem->device, (char *)me.uuid, me.busid, &me.sms) == 0 &&
                e->setup_local(handles.get() + (size_t)b->rank * hsize, why, why_len) == COLL_GPU_SUCCESS;
   }
@@ -520,8 +575,8 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     snprintf(why, why_len, "a single rank needs no GPU path");
     return COLL_GPU_UNAVAILABLE;
   }
-  if (b->size > COLL_GPU_MAX_DIRECT) {
-    snprintf(why, why_len, "%d ranks: the GPU path takes at most %d", b->size, COLL_GPU_MAX_DIRECT);
+  if (b->size > COLL_GPU_MAX_COMM_RANKS) {
+    snprintf(why, why_len, "%d ranks: the GPU path takes at most %d", b->size, COLL_GPU_MAX_COMM_RANKS);
     return COLL_GPU_UNAVAILABLE;
   }
   for (int r = 0; r < b->size; ++r) {
@@ -535,14 +590,17 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     }
   }
 
-  e->multinode = coll_gpu_nodes_assign(peers.get(), b->size, cfg->virtual_nodes, e->node) > 1;
+  e->multinode =
+      coll_gpu_nodes_assign(peers.get(), b->size, cfg->virtual_nodes, e->node.get(), e->nodes_scratch.get()) > 1;
   int here = 0;  // ranks on this host: they share its CPUs
   for (int r = 0; r < b->size; ++r) here += peers[r].host == peers[b->rank].host;
-  if (e->multinode) {
-    // ring algorithms only (the direct ones write into every peer's scratch), on a few channels
+  if (e->multinode || b->size > COLL_GPU_MAX_DIRECT) {
+    // ring algorithms only: the direct ones write into every peer's scratch
     e->cfg.tune.algorithm = COLL_GPU_ALGO_RING;
-    e->cfg.tune.net = 1;
     for (int c = 0; c < COLL_GPU_NCOLLS; ++c) e->cfg.tune.move_algorithm[c] = COLL_GPU_ALGO_RING;
+  }
+  if (e->multinode) {  // on a few channels
+    e->cfg.tune.net = 1;
     if (e->cfg.tune.max_channels > kNetChannels) e->cfg.tune.max_channels = kNetChannels;
     if (e->cfg.tune.nchannels > e->cfg.tune.max_channels) e->cfg.tune.nchannels = e->cfg.tune.max_channels;
     e->layout.nchannels = e->cfg.tune.max_channels;  // a smaller layout than the scratch allocated: it fits
@@ -560,15 +618,16 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     return COLL_GPU_UNAVAILABLE;
   if (why[0] != '\0' && cfg->log != nullptr)
     cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "comm %s: rings in rank order: %s", cfg->name, why);
-  if (e->multinode) coll_gpu_rings_by_node(&e->rings, b->size, e->node);
+  if (e->multinode) coll_gpu_rings_by_node(&e->rings, e->node.get(), e->nodes_scratch.get());
+  e->link_neighbours();
 
   // 3b. the network proxies, connected to the ranks of other nodes
   if (e->multinode) {
     int most = e->layout.nchannels < COLL_GPU_ENGINE_MAX_PROXY_THREADS ? e->layout.nchannels
                                                                        : COLL_GPU_ENGINE_MAX_PROXY_THREADS;
     if (cfg->proxy_threads > 0 && cfg->proxy_threads < most) most = cfg->proxy_threads;
-    if (e->net.setup(b, e->node, peers.get(), cfg->proxy_threads > 0 ? most : 0, most, here, cfg->log, why, why_len) !=
-        COLL_GPU_SUCCESS)
+    if (e->net.setup(b, e->node.get(), e->linked.get(), peers.get(), cfg->proxy_threads > 0 ? most : 0, most, here,
+                     cfg->log, why, why_len) != COLL_GPU_SUCCESS)
       return COLL_GPU_UNAVAILABLE;
   }
 
@@ -732,8 +791,11 @@ bool coll_gpu_engine::flight_done() const {
 
 void coll_gpu_engine::flight_end() {
   flight.blocks = 0;
-  for (int r = 0; r < COLL_GPU_MAX_DIRECT; ++r)  // flags of a long wait: cleared for the next call's watchdog
-    if (status->waiting[r]) status->waiting[r] = 0;
+  if (status->waited) {  // flags of a long wait: cleared for the next call's watchdog
+    status->waited = 0;
+    for (int r = 0; r < nranks; ++r)
+      if (waiting[r]) waiting[r] = 0;
+  }
 }
 
 // Waits for the call in flight: for every block's done word, as long as the peers live.
@@ -804,7 +866,11 @@ class Parts {
     }
     if (moves_ || a_.coll == COLL_GPU_COLL_REDUCE) p->root = a_.root;
     size_t part = n * size_;
-    if (a_.coll == COLL_GPU_COLL_REDUCE_SCATTER) {
+    if (a_.coll == COLL_GPU_COLL_REDUCE_SCATTER && e.nranks > COLL_GPU_MAX_DIRECT) {
+      // equal blocks (coll_gpu_engine_supports): part `off` of each, one block's length apart
+      p->each = a_.counts[0];
+      p->recvbuf = (char *)a_.recvbuf + off * size_;
+    } else if (a_.coll == COLL_GPU_COLL_REDUCE_SCATTER) {
       size_t begin = 0;
       for (int q = 0; q < e.nranks; ++q) {
         const size_t from = off < a_.counts[q] ? off : a_.counts[q];
@@ -891,8 +957,7 @@ coll_gpu_status_t coll_gpu_engine_test(coll_gpu_engine_t *e, int *done, char *wh
   }
   if (t >= e->flight.next_check) {
     e->flight.next_check = t + kCheckNs;
-    uint8_t gone[COLL_GPU_MAX_DIRECT] = {};
-    bool any = e->net_failed(gone);
+    bool any = e->net_failed(e->gone.get());
     for (int r = 0; r < e->nranks; ++r) any = any || (e->visible[r] && coll_gpu_pid_gone(e->pid[r]));
     if (any) {
       *done = 1;

@@ -80,8 +80,9 @@ coll_gpu_status_t Net::start(int rank, int nranks, int threads, int most, int he
   return coll_gpu_proxy_create(&cfg, &proxy_, why, len);
 }
 
-coll_gpu_status_t Net::setup(const coll_gpu_bootstrap_t *b, const uint8_t *node, const coll_gpu_peer_t *peers,
-                             int threads, int most, int here, coll_gpu_log_fn log, char *why, size_t len) {
+coll_gpu_status_t Net::setup(const coll_gpu_bootstrap_t *b, const uint16_t *node, const uint8_t *linked,
+                             const coll_gpu_peer_t *peers, int threads, int most, int here, coll_gpu_log_fn log,
+                             char *why, size_t len) {
   const size_t abytes = COLL_GPU_PROXY_ADDRESS_BYTES;
   HostPtr<char[]> addresses = make_host_array<char>((size_t)b->size * abytes);
   int bad = -1;
@@ -99,7 +100,7 @@ coll_gpu_status_t Net::setup(const coll_gpu_bootstrap_t *b, const uint8_t *node,
   }
   coll_gpu_status_t s = started ? COLL_GPU_SUCCESS : COLL_GPU_SYSTEM_ERROR;
   for (int r = 0; r < b->size && s == COLL_GPU_SUCCESS; ++r) {
-    if (node[r] == node[me]) continue;
+    if (node[r] == node[me] || !linked[r]) continue;
     const char *theirs = addresses.get() + (size_t)r * abytes;
     uint32_t magic;
     memcpy(&magic, theirs, sizeof(magic));

@@ -37,11 +37,12 @@ class Net {
   // rank is not bound to: coll_gpu_proxy_cpus; all of this machine's when the topology does not place the
   // GPU) with `threads` progress threads, or with threads 0 as many as its share of those CPUs allows
   // (coll_gpu_proxy_auto_threads: `here` ranks on this machine), at most `most`; allgathers the proxies'
-  // addresses and connects to every rank of another node (node[r] != node[b->rank]), watching those of
-  // other hosts (peers[r].host). Every rank gets the same success or failure, the reason in why (the
-  // first failing rank's, named).
-  coll_gpu_status_t setup(const coll_gpu_bootstrap_t *b, const uint8_t *node, const coll_gpu_peer_t *peers, int threads,
-                          int most, int here, coll_gpu_log_fn log, char *why, size_t len);
+  // addresses and connects to every rank of another node it has connections with (node[r] != node[b->rank]
+  // and linked[r]), watching those of other hosts (peers[r].host). Every rank gets the same success or failure, the
+  // reason in why (the first failing rank's, named).
+  coll_gpu_status_t setup(const coll_gpu_bootstrap_t *b, const uint16_t *node, const uint8_t *linked,
+                          const coll_gpu_peer_t *peers, int threads, int most, int here, coll_gpu_log_fn log, char *why,
+                          size_t len);
   // The proxy (nullptr before setup): for tests that move steps of their own over its connections.
   coll_gpu_proxy_t *proxy() const { return proxy_; }
   // A FIFO to (SEND) or from (RECV) `peer`, connection `id`, as the kernels reach it (*conn), in the current

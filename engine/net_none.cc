@@ -8,8 +8,8 @@
 
 namespace coll_gpu {
 
-coll_gpu_status_t Net::setup(const coll_gpu_bootstrap_t *, const uint8_t *, const coll_gpu_peer_t *, int, int, int,
-                             coll_gpu_log_fn, char *why, size_t len) {
+coll_gpu_status_t Net::setup(const coll_gpu_bootstrap_t *, const uint16_t *, const uint8_t *, const coll_gpu_peer_t *,
+                             int, int, int, coll_gpu_log_fn, char *why, size_t len) {
   coll_gpu_say(why, len, "several nodes need the network proxy, and this build has no UCX (configure --with-ucx)");
   return COLL_GPU_UNAVAILABLE;
 }

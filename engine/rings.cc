@@ -149,7 +149,7 @@ int search(topo_xml_node_t *root, const coll_gpu_peer_t *peers, int nranks, cons
   rings->nrings = found.nrings < COLL_GPU_MAX_RINGS ? found.nrings : COLL_GPU_MAX_RINGS;
   rings->speed = found.speed[0];
   for (int k = 0; k < rings->nrings; ++k)
-    for (int i = 0; i < nranks; ++i) rings->order[k][i] = (uint8_t)topo_gpu_label(s, found.order[k][i]);
+    for (int i = 0; i < nranks; ++i) coll_gpu_ring(rings, k)[i] = (uint16_t)topo_gpu_label(s, found.order[k][i]);
   if (cfg->log != nullptr)
     for (int i = 0; i < nranks; ++i)
       for (int j = 0; j < nranks; ++j) {
@@ -163,6 +163,26 @@ int search(topo_xml_node_t *root, const coll_gpu_peer_t *peers, int nranks, cons
 }
 
 }  // namespace
+
+coll_gpu_status_t coll_gpu_rings_alloc(coll_gpu_rings_t *rings, int n) {
+  coll_gpu_rings_free(rings);
+  rings->order = (uint16_t *)malloc((size_t)COLL_GPU_MAX_RINGS * (n > 0 ? n : 1) * sizeof(uint16_t));
+  if (rings->order == nullptr) return COLL_GPU_SYSTEM_ERROR;
+  rings->n = n;
+  coll_gpu_rings_rank_order(rings);
+  return COLL_GPU_SUCCESS;
+}
+
+void coll_gpu_rings_rank_order(coll_gpu_rings_t *rings) {
+  for (int r = 0; r < rings->n; ++r) rings->order[r] = (uint16_t)r;
+  rings->nrings = 1;
+  rings->speed = 0;
+}
+
+void coll_gpu_rings_free(coll_gpu_rings_t *rings) {
+  free(rings->order);
+  memset(rings, 0, sizeof(*rings));
+}
 
 int coll_gpu_near_cpus(const char *busid, int *cpus, int max) {
   pthread_mutex_lock(&view_lock);
@@ -196,13 +216,11 @@ int coll_gpu_proxy_auto_threads(int ncpus, int ranks, int most) {
 coll_gpu_status_t coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *peers,
                                          const coll_gpu_topo_config_t *cfg, coll_gpu_rings_t *rings, char *why,
                                          size_t why_len) {
-  memset(rings, 0, sizeof(*rings));
-  if (b->size > COLL_GPU_MAX_DIRECT) {
-    coll_gpu_say(why, why_len, "%d ranks: rings take at most %d", b->size, COLL_GPU_MAX_DIRECT);
+  if (rings->order == nullptr || rings->n != b->size) {
+    coll_gpu_say(why, why_len, "rings of %d ranks for %d", rings->n, b->size);
     return COLL_GPU_INTERNAL_ERROR;
   }
-  rings->nrings = 1;
-  for (int r = 0; r < b->size; ++r) rings->order[0][r] = (uint8_t)r;
+  coll_gpu_rings_rank_order(rings);
   why[0] = '\0';
 
   /* 1. this rank's view (made once per process) */
@@ -221,9 +239,15 @@ coll_gpu_status_t coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const co
     if (view_text == nullptr) view_len = 0;
   }
   const uint64_t mine = view_len;
-  char *text = mine > 0 ? (char *)malloc(mine) : nullptr; /* another communicator may replace the cache meanwhile */
+  const bool exchange = b->size <= COLL_GPU_MAX_DIRECT;
+  /* another communicator may replace the cache meanwhile */
+  char *text = mine > 0 && exchange ? (char *)malloc(mine) : nullptr;
   if (text != nullptr) memcpy(text, view_text, mine);
   pthread_mutex_unlock(&view_lock);
+  if (!exchange) {
+    coll_gpu_say(why, why_len, "%d ranks (more than %d): one ring, not searched", b->size, COLL_GPU_MAX_DIRECT);
+    return COLL_GPU_SUCCESS;
+  }
 
   /* 2. every rank's view, merged in rank order */
   uint64_t lens[COLL_GPU_MAX_DIRECT], len = text != nullptr ? mine : 0;
@@ -266,65 +290,70 @@ coll_gpu_status_t coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const co
   }
   free(all);
 
-  /* 3-4. the communicator's GPUs, the search */
-  coll_gpu_rings_t found = {};
+  /* 3-4. the communicator's GPUs, the search (rings keep rank order where it fails) */
   if (root == nullptr)
     coll_gpu_say(why, why_len, "no rank could describe its node");
   else if (!merged)
     coll_gpu_say(why, why_len, "out of memory merging the ranks' topologies");
-  else if (search(root, peers, b->size, cfg, b->rank, &found, why, why_len) == 0)
-    *rings = found;
+  else
+    search(root, peers, b->size, cfg, b->rank, rings, why, why_len);
   topo_xml_free(root);
 
   /* the same bytes give the same rings; a check that costs one allgather keeps any surprise (memory
    * running out on one rank) from sending the ranks around different rings */
   uint64_t hash = coll_gpu_hash(&rings->nrings, sizeof(rings->nrings), 0), hashes[COLL_GPU_MAX_DIRECT];
-  hash = coll_gpu_hash(rings->order, sizeof(rings->order), hash);
+  hash = coll_gpu_hash(rings->order, (size_t)rings->nrings * rings->n * sizeof(uint16_t), hash);
   if (b->allgather(b->ctx, &hash, hashes, sizeof(hash)) != 0) {
     coll_gpu_say(why, why_len, "the ring check allgather failed");
     return COLL_GPU_BOOTSTRAP_ERROR;
   }
   for (int r = 0; r < b->size; ++r)
     if (hashes[r] != hash) {
-      memset(rings, 0, sizeof(*rings));
-      rings->nrings = 1;
-      for (int q = 0; q < b->size; ++q) rings->order[0][q] = (uint8_t)q;
+      coll_gpu_rings_rank_order(rings);
       coll_gpu_say(why, why_len, "the ranks found different rings");
       break;
     }
   return COLL_GPU_SUCCESS;
 }
 
-int coll_gpu_nodes_assign(const coll_gpu_peer_t *peers, int n, int virtual_nodes, uint8_t *node) {
-  int local[COLL_GPU_MAX_DIRECT], nodes = 0;
+int coll_gpu_nodes_assign(const coll_gpu_peer_t *peers, int n, int virtual_nodes, uint16_t *node, void *scratch) {
+  // per host met so far: its id, its ranks so far, and the node its last rank is on
+  struct Host {
+    uint64_t id;
+    int ranks, node;
+  };
+  static_assert(sizeof(Host) <= 16, "COLL_GPU_NODES_SCRATCH");
+  Host *hosts = (Host *)scratch;
+  int nhosts = 0, nodes = 0;
   for (int r = 0; r < n; ++r) {
-    local[r] = 0;
-    for (int q = 0; q < r; ++q)
-      if (peers[q].host == peers[r].host) ++local[r];
-    node[r] = (uint8_t)r;
-    for (int q = 0; q < r; ++q)
-      if (peers[q].host == peers[r].host &&
-          (virtual_nodes <= 0 || local[q] / virtual_nodes == local[r] / virtual_nodes)) {
-        node[r] = node[q];
-        break;
-      }
-    if (node[r] == r) ++nodes;
+    int h = 0;
+    while (h < nhosts && hosts[h].id != peers[r].host) ++h;
+    if (h == nhosts) hosts[nhosts++] = Host{peers[r].host, 0, -1};
+    const int local = hosts[h].ranks++;
+    // a host's first rank, or the first of a block of virtual_nodes: a new node
+    if (local == 0 || (virtual_nodes > 0 && local % virtual_nodes == 0)) {
+      hosts[h].node = r;
+      ++nodes;
+    }
+    node[r] = (uint16_t)hosts[h].node;
   }
   return nodes;
 }
 
-void coll_gpu_rings_by_node(coll_gpu_rings_t *rings, int n, const uint8_t *node) {
+void coll_gpu_rings_by_node(coll_gpu_rings_t *rings, const uint16_t *node, void *scratch) {
+  const int n = rings->n;
+  uint16_t *sorted = (uint16_t *)scratch;
+  uint8_t *placed = (uint8_t *)(sorted + n);  // by node (its lowest rank): its ranks are in already
   for (int i = 0; i < rings->nrings; ++i) {
-    uint8_t *ring = rings->order[i];
-    uint8_t sorted[COLL_GPU_MAX_DIRECT];
+    uint16_t *ring = coll_gpu_ring(rings, i);
+    memset(placed, 0, (size_t)n);
     int k = 0;
     for (int a = 0; a < n; ++a) {
-      bool placed = false;  // ring[a]'s node came earlier in the ring: its ranks are in already
-      for (int b = 0; b < a && !placed; ++b) placed = node[ring[b]] == node[ring[a]];
-      if (placed) continue;
+      if (placed[node[ring[a]]]) continue;
+      placed[node[ring[a]]] = 1;
       for (int b = a; b < n; ++b)
         if (node[ring[b]] == node[ring[a]]) sorted[k++] = ring[b];
     }
-    memcpy(ring, sorted, (size_t)n);
+    memcpy(ring, sorted, (size_t)n * sizeof(uint16_t));
   }
 }

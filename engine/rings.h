@@ -10,7 +10,10 @@
  *   4. the ring search runs over the communicator's GPUs only; each ring becomes an order of ranks;
  *   5. a hash of the rings is allgathered: if any rank found others, every rank uses rank order.
  * The same bytes give the same rings on every rank; step 5 guards against what could still differ (a
- * rank out of memory). No MPI, no CUDA.
+ * rank out of memory). A communicator of more than COLL_GPU_MAX_DIRECT ranks makes step 1 only (the proxy
+ * places its threads by it) and takes one ring in rank order: exchanging every rank's description would
+ * cost each rank the whole job's topology. With several nodes, coll_gpu_rings_by_node then makes any ring
+ * visit the nodes in turn. No MPI, no CUDA.
  */
 #ifndef COLL_GPU_RINGS_H
 #define COLL_GPU_RINGS_H
@@ -36,14 +39,29 @@ typedef struct {
 } coll_gpu_topo_config_t;
 
 typedef struct {
-  int nrings;
-  double speed;                                           /* GB/s of the first ring, 0 for rank order */
-  uint8_t order[COLL_GPU_MAX_RINGS][COLL_GPU_MAX_DIRECT]; /* ranks in ring order */
+  int nrings, n;   /* rings, of n ranks each */
+  double speed;    /* GB/s of the first ring, 0 for rank order */
+  uint16_t *order; /* order[i * n + k]: the rank at position k of ring i (coll_gpu_ring), room for
+                      COLL_GPU_MAX_RINGS rings (coll_gpu_rings_alloc) */
 } coll_gpu_rings_t;
 
-/* Collective over b; peers[r].busid is rank r's GPU. Always fills rings: the searched ones, or one ring
- * in rank order when the topology cannot place every rank's GPU (then the reason is in why, the same on
- * every rank). Fails only when a bootstrap call failed (COLL_GPU_BOOTSTRAP_ERROR, why says so). */
+/* Ring i's ranks in order. */
+static inline uint16_t *coll_gpu_ring(const coll_gpu_rings_t *rings, int i) {
+  return rings->order + (size_t)i * rings->n;
+}
+/* Room for the rings of n ranks, which then are one ring in rank order: 0, or COLL_GPU_SYSTEM_ERROR out of
+ * memory (rings then hold none). Allocated before the collective steps, so that no step fails on one rank
+ * alone. */
+coll_gpu_status_t coll_gpu_rings_alloc(coll_gpu_rings_t *rings, int n);
+/* One ring in rank order. */
+void coll_gpu_rings_rank_order(coll_gpu_rings_t *rings);
+/* Frees the orders; rings then hold none. */
+void coll_gpu_rings_free(coll_gpu_rings_t *rings);
+
+/* Collective over b; peers[r].busid is rank r's GPU; rings allocated for b->size ranks. Always fills rings:
+ * the searched ones, or one ring in rank order when the topology cannot place every rank's GPU or the
+ * communicator has more than COLL_GPU_MAX_DIRECT ranks (then the reason is in why, the same on every rank).
+ * Fails only when a bootstrap call failed (COLL_GPU_BOOTSTRAP_ERROR, why says so). */
 coll_gpu_status_t coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *peers,
                                          const coll_gpu_topo_config_t *cfg, coll_gpu_rings_t *rings, char *why,
                                          size_t why_len);
@@ -63,13 +81,16 @@ int coll_gpu_proxy_cpus(const int *near, int nnear, const int *mine, int nmine, 
  * channels move: more of them than CPUs make each wait for a CPU, a time slice at a time. */
 int coll_gpu_proxy_auto_threads(int ncpus, int ranks, int most);
 
+/* Scratch bytes the two functions below need for n ranks. */
+#define COLL_GPU_NODES_SCRATCH(n) ((size_t)(n)*16)
 /* Each rank's node, named by its lowest rank, into node[0..n): its host, or with virtual_nodes > 0 the block
  * of that many consecutive ranks of its host (counted among that host's ranks in rank order) it falls in.
- * Returns how many nodes there are. */
-int coll_gpu_nodes_assign(const coll_gpu_peer_t *peers, int n, int virtual_nodes, uint8_t *node);
+ * Returns how many nodes there are. Time: n times the hosts. */
+int coll_gpu_nodes_assign(const coll_gpu_peer_t *peers, int n, int virtual_nodes, uint16_t *node, void *scratch);
 /* With several nodes: reorders each ring to visit the nodes one after another, in the order it first reaches
- * them, keeping its order inside each node, so that it crosses between nodes once per node. */
-void coll_gpu_rings_by_node(coll_gpu_rings_t *rings, int n, const uint8_t *node);
+ * them, keeping its order inside each node, so that it crosses between nodes once per node. Time: n times
+ * the nodes. */
+void coll_gpu_rings_by_node(coll_gpu_rings_t *rings, const uint16_t *node, void *scratch);
 
 #ifdef __cplusplus
 }

@@ -12,7 +12,10 @@
  *   fifo:  ring step FIFOs, [channel][slot][bytes]
  *   conns: the ring channels and point-to-point connections as this rank's kernels see them
  *          (coll_gpu_dev_conns_t; this rank's only)
+ *   rings: the ring orders, [ring][position] = rank, 16-bit (this rank's only)
  *   p2p:   with more than 2 ranks, point-to-point flags, step counters and FIFOs, [sender][connection][slot]
+ * With more than COLL_GPU_MAX_DIRECT ranks only the ring parts are there (flags of the ring channels, steps,
+ * fifo, conns, rings): the scratch grows with the ring orders' 2 bytes a rank and nothing else.
  * Peers write into each other's memory (push); every wait polls local memory only. The connections and
  * the point-to-point parts come after the ring FIFOs, so the regions before them sit where they did
  * before those existed. In a first version the whole communicator sat before the one-shot lines, moving
@@ -33,7 +36,12 @@
 extern "C" {
 #endif
 
-#define COLL_GPU_MAX_DIRECT 8     /* intra-node peers: the NVSwitch nodes this targets have 8 GPUs */
+/* Ranks the direct algorithms serve (one-shot, two-shot, the pairwise alltoall): each rank maps every peer's
+ * scratch and keeps flags per peer, for one node's GPUs (the NVSwitch nodes this targets have 8). A larger
+ * communicator runs the ring algorithms only, each rank connected to its rings' neighbours. */
+#define COLL_GPU_MAX_DIRECT 8
+/* Ranks of a communicator on the GPU path at most: ring positions are 16-bit. */
+#define COLL_GPU_MAX_COMM_RANKS 32768
 #define COLL_GPU_MAX_CHANNELS 128 /* ring channels, one block each: 128 of an H200's 132 SMs */
 #define COLL_GPU_MAX_RINGS 16     /* distinct ring orders: channel c runs ring c mod nrings (topo/ finds at most 16) */
 
@@ -130,17 +138,17 @@ size_t coll_gpu_ar_scratch_bytes(const coll_gpu_ar_layout_t *l);
  * under the next ticket instead (coll_gpu_ar_linger_stop), so that the multiprocessors are free. */
 #define COLL_GPU_LINGER_WORDS 10
 typedef struct {
-  volatile uint64_t done[COLL_GPU_MAX_CHANNELS * 2];       /* block b writes the call's seq when it finishes */
-  volatile uint32_t error;                                 /* COLL_GPU_KERR_*: set when the host aborted a wait */
-  volatile uint8_t waiting[COLL_GPU_MAX_DIRECT];           /* 1: a wait for that rank passed timeout_ns */
-  volatile uint32_t abort;                                 /* host: nonzero ends every wait of the kernels */
+  volatile uint64_t done[COLL_GPU_MAX_CHANNELS * 2]; /* block b writes the call's seq when it finishes */
+  volatile uint32_t error;                           /* COLL_GPU_KERR_*: set when the host aborted a wait */
+  volatile uint32_t waited; /* 1: some wait passed timeout_ns (the ranks: coll_gpu_dev_comm_t's waiting) */
+  volatile uint32_t abort;  /* host: nonzero ends every wait of the kernels */
   volatile uint64_t leaving __attribute__((aligned(128))); /* kernel: the instance that stopped polling */
   volatile uint64_t exited;                                /* kernel: the instance that exits */
   volatile uint64_t call[COLL_GPU_LINGER_WORDS] __attribute__((aligned(128))); /* host: ticket << 32 | 32 bits */
 } coll_gpu_ar_status_t;
 
 /* Late is not dead: the kernels never give up a wait on their own. A wait that lasts timeout_ns sets
- * waiting[peer] for the host's watchdog message and keeps polling; only the host ends it, by setting
+ * waiting[peer] and waited for the host's watchdog message and keeps polling; only the host ends it, by setting
  * abort (NCCL's abort flag), when it has found a peer dead. An aborted wait sets error, and its block
  * finishes the call without a result (done is still written). */
 enum { COLL_GPU_KERR_NONE = 0, COLL_GPU_KERR_ABORTED = 1 };
@@ -160,11 +168,11 @@ typedef struct {
 
 /* One ring channel as a rank's kernels see it. */
 typedef struct {
-  int pos, prev, next;               /* my position in the ring, and my neighbours there */
-  uint8_t ring[COLL_GPU_MAX_DIRECT]; /* the ranks in ring order */
-  coll_gpu_conn_t send, recv;        /* to next, from prev */
-  uint64_t *steps; /* in my scratch: [0] steps sent on `send`, [1] received on `recv`; a kernel reads them
-                      when it starts and saves them when it ends */
+  int pos, prev, next;        /* my position in the ring, and my neighbours there */
+  const uint16_t *ring;       /* the ranks in ring order (nranks of them), in my scratch */
+  coll_gpu_conn_t send, recv; /* to next, from prev */
+  uint64_t *steps;            /* in my scratch: [0] steps sent on `send`, [1] received on `recv`; a kernel reads them
+                                 when it starts and saves them when it ends */
 } coll_gpu_dev_channel_t;
 
 /* Point-to-point connections to one peer (the alltoall of more than 2 ranks): COLL_GPU_P2P_CONNS each way,
@@ -180,7 +188,7 @@ typedef struct {
 /* Every connection of a rank's kernels, set up once and uploaded into its scratch. */
 typedef struct {
   coll_gpu_dev_channel_t channels[COLL_GPU_MAX_CHANNELS]; /* layout.nchannels of them are set up */
-  coll_gpu_dev_peer_t peers[COLL_GPU_MAX_DIRECT];         /* with more than 2 ranks; peers[rank] unused */
+  coll_gpu_dev_peer_t peers[COLL_GPU_MAX_DIRECT];         /* with 3 to COLL_GPU_MAX_DIRECT ranks; peers[rank] unused */
 } coll_gpu_dev_conns_t;
 
 /* The communicator as its kernels see it (NCCL's DevComm), set up once when the engine is created
@@ -193,27 +201,33 @@ typedef struct {
 typedef struct {
   int rank, nranks;
   coll_gpu_ar_layout_t layout;
-  void *peer_scratch[COLL_GPU_MAX_DIRECT]; /* every rank's scratch as mapped here; [rank] is our own */
+  void *peer_scratch[COLL_GPU_MAX_DIRECT]; /* direct: every rank's scratch as mapped here; [rank] is our own */
   coll_gpu_ar_status_t *status;            /* host-mapped, as a device pointer */
-  uint64_t timeout_ns;                     /* a wait this long is reported in status->waiting */
-  uint64_t linger_ns;                      /* how long a lingering one-shot kernel polls for the next call after one */
-  const coll_gpu_dev_channel_t *channels;  /* in our scratch: coll_gpu_dev_conns_t */
+  volatile uint8_t *waiting; /* host-mapped, nranks bytes: 1 where a wait for that rank passed timeout_ns */
+  uint64_t timeout_ns;       /* a wait this long is reported in status->waiting */
+  uint64_t linger_ns;        /* how long a lingering one-shot kernel polls for the next call after one */
+  const coll_gpu_dev_channel_t *channels; /* in our scratch: coll_gpu_dev_conns_t */
   const coll_gpu_dev_peer_t *peers;
-  int direct; /* 1: every peer's scratch is mapped (one node); 0: some peers are reached through NET connections
-                 only (peer_scratch NULL), and only the ring and point-to-point connections are used */
+  int direct; /* 1: every peer's scratch is mapped (one node of at most COLL_GPU_MAX_DIRECT ranks); 0: some peers
+                 are reached through NET connections or not at all, and only the ring and point-to-point
+                 connections are used */
 } coll_gpu_dev_comm_t;
 
 /* Fills comm and its connections (host memory) for rank `rank` of `nranks` from every rank's scratch as
- * mapped here and the ring orders (channel c runs ring c mod nrings). A peer whose scratch is NULL (another
- * node) gets no connection here: the caller puts a NET connection in its place before the upload. 0, or
- * cudaErrorInvalidValue for a rank count, channel count or ring out of range. */
+ * mapped here (peer_scratch[0..nranks)) and the ring orders rings[i * nranks + position] (channel c runs
+ * ring c mod nrings). A peer whose scratch is NULL (another node, or a rank no ring puts next to this one)
+ * gets no connection here: the caller puts a NET connection in its place before the upload. waiting: the
+ * device view of nranks host-mapped bytes. The communicator is direct where it has at most
+ * COLL_GPU_MAX_DIRECT ranks and every peer's scratch is mapped. 0, or cudaErrorInvalidValue for a rank
+ * count, channel count or ring out of range. */
 int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_conns_t *conns, int rank, int nranks,
                             const coll_gpu_ar_layout_t *layout, void *const *peer_scratch, int nrings,
-                            const uint8_t (*rings)[COLL_GPU_MAX_DIRECT], coll_gpu_ar_status_t *status,
+                            const uint16_t *rings, coll_gpu_ar_status_t *status, volatile uint8_t *waiting,
                             uint64_t timeout_ns, uint64_t linger_ns);
-/* Copies the connections to where comm finds them, in the current device's context; returns once they are
- * there. */
-int coll_gpu_dev_comm_upload(const coll_gpu_dev_comm_t *comm, const coll_gpu_dev_conns_t *conns);
+/* Copies the connections and the ring orders (as given to coll_gpu_dev_comm_setup) to where comm finds them,
+ * in the current device's context; returns once they are there. */
+int coll_gpu_dev_comm_upload(const coll_gpu_dev_comm_t *comm, const coll_gpu_dev_conns_t *conns, int nrings,
+                             const uint16_t *rings);
 
 /* One call (NCCL's work descriptor): what the host hands the kernels per call, next to the communicator. */
 typedef struct {
@@ -233,6 +247,8 @@ typedef struct {
   uint64_t instance; /* this launch, from 1, for status->leaving and status->exited; 0: a kernel of one call */
   uint32_t ticket;   /* the ticket of the first call it takes from status->call */
   coll_gpu_range_t blocks[COLL_GPU_MAX_DIRECT]; /* reduce-scatter: rank q's elements of sendbuf */
+  size_t each; /* reduce-scatter of more than COLL_GPU_MAX_DIRECT ranks (equal blocks): rank q's elements of
+                  sendbuf are [q * each, q * each + count), blocks unused; 0 otherwise */
 } coll_gpu_work_t;
 
 /* Launches call w of w->coll on communicator comm (its connections uploaded) on stream (a cudaStream_t). The blocks

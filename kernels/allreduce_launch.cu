@@ -5,6 +5,7 @@
  * engine needs: device scratch, IPC handles, a stream, host-mapped status words.
  */
 #include <cuda_runtime.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/primitives.cuh"
@@ -13,10 +14,11 @@ extern "C" size_t coll_gpu_ar_scratch_bytes(const coll_gpu_ar_layout_t *l) { ret
 
 extern "C" int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_conns_t *conns, int rank, int nranks,
                                        const coll_gpu_ar_layout_t *layout, void *const *peer_scratch, int nrings,
-                                       const uint8_t (*rings)[COLL_GPU_MAX_DIRECT], coll_gpu_ar_status_t *status,
+                                       const uint16_t *rings, coll_gpu_ar_status_t *status, volatile uint8_t *waiting,
                                        uint64_t timeout_ns, uint64_t linger_ns) {
-  if (nranks < 1 || nranks > COLL_GPU_MAX_DIRECT || rank < 0 || rank >= nranks || nrings < 1 ||
-      nrings > COLL_GPU_MAX_RINGS || layout->nchannels < 0 || layout->nchannels > COLL_GPU_MAX_CHANNELS)
+  if (nranks < 1 || nranks > COLL_GPU_MAX_COMM_RANKS || rank < 0 || rank >= nranks || nrings < 1 ||
+      nrings > COLL_GPU_MAX_RINGS || layout->nranks != nranks || layout->nchannels < 0 ||
+      layout->nchannels > COLL_GPU_MAX_CHANNELS)
     return (int)cudaErrorInvalidValue;
   const coll_gpu::Layout L(*layout);
   auto at = [&](int r, size_t off) { return (char *)peer_scratch[r] + off; };
@@ -24,28 +26,46 @@ extern "C" int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_c
   comm->rank = rank;
   comm->nranks = nranks;
   comm->layout = *layout;
-  comm->direct = 1;
-  for (int r = 0; r < nranks; ++r) {
+  comm->direct = L.direct();
+  for (int r = 0; r < nranks && L.direct(); ++r) {
     comm->peer_scratch[r] = peer_scratch[r];
     if (peer_scratch[r] == nullptr) comm->direct = 0;
   }
   comm->status = status;
+  comm->waiting = waiting;
   comm->timeout_ns = timeout_ns;
   comm->linger_ns = linger_ns;
   coll_gpu_dev_conns_t *dev = (coll_gpu_dev_conns_t *)at(rank, L.conns());
+  const uint16_t *dev_rings = (const uint16_t *)at(rank, L.rings());
   comm->channels = dev->channels;
   comm->peers = dev->peers;
   memset(conns, 0, sizeof(*conns));
+  // a ring holds every rank once
+  uint8_t *seen = (uint8_t *)malloc((size_t)nranks);
+  if (seen == nullptr) return (int)cudaErrorMemoryAllocation;
+  int pos[COLL_GPU_MAX_RINGS];
+  for (int i = 0; i < nrings; ++i) {
+    const uint16_t *ring = rings + (size_t)i * nranks;
+    memset(seen, 0, (size_t)nranks);
+    pos[i] = -1;
+    for (int k = 0; k < nranks; ++k) {
+      if (ring[k] >= nranks || seen[ring[k]]) {
+        pos[i] = -1;
+        break;
+      }
+      seen[ring[k]] = 1;
+      if (ring[k] == rank) pos[i] = k;
+    }
+  }
+  free(seen);
+  for (int i = 0; i < nrings; ++i)
+    if (pos[i] < 0) return (int)cudaErrorInvalidValue;
   for (int ch = 0; ch < layout->nchannels; ++ch) {
     coll_gpu_dev_channel_t &c = conns->channels[ch];
-    const uint8_t *ring = rings[ch % nrings];
-    unsigned seen = 0;  // a ring holds every rank once
-    for (int i = 0; i < nranks; ++i) {
-      if (ring[i] >= nranks || (seen >> ring[i] & 1)) return (int)cudaErrorInvalidValue;
-      seen |= 1u << ring[i];
-      c.ring[i] = ring[i];
-      if (ring[i] == rank) c.pos = i;
-    }
+    const int i = ch % nrings;
+    const uint16_t *ring = rings + (size_t)i * nranks;
+    c.pos = pos[i];
+    c.ring = dev_rings + (size_t)i * nranks;
     c.next = ring[(c.pos + 1) % nranks];
     c.prev = ring[(c.pos + nranks - 1) % nranks];
     // to the next rank: its FIFO and tail, my head; from the previous one: my FIFO and tail, its head
@@ -73,15 +93,21 @@ extern "C" int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_c
   return 0;
 }
 
-extern "C" int coll_gpu_dev_comm_upload(const coll_gpu_dev_comm_t *comm, const coll_gpu_dev_conns_t *conns) {
-  return (int)cudaMemcpy((void *)comm->channels, conns, sizeof(*conns), cudaMemcpyHostToDevice);
+extern "C" int coll_gpu_dev_comm_upload(const coll_gpu_dev_comm_t *comm, const coll_gpu_dev_conns_t *conns, int nrings,
+                                        const uint16_t *rings) {
+  const coll_gpu::Layout L(comm->layout);
+  cudaError_t err = cudaMemcpy((void *)comm->channels, conns, sizeof(*conns), cudaMemcpyHostToDevice);
+  if (err == cudaSuccess)
+    err = cudaMemcpy((char *)comm->channels + (L.rings() - L.conns()), rings,
+                     (size_t)nrings * comm->nranks * sizeof(uint16_t), cudaMemcpyHostToDevice);
+  return (int)err;
 }
 
 namespace coll_gpu {
 int reduce_blocks(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p) {
   if (p.algo != COLL_GPU_ALGO_ONESHOT) return p.nchannels;
   size_t count = 0;  // reduce-scatter's direct kernel: the longest block (reduce's runs the one-shot body)
-  for (int q = 0; q < comm.nranks; ++q) count = coll_gpu_max(count, p.blocks[q].count);
+  for (int q = 0; q < comm.nranks; ++q) count = coll_gpu_max(count, rs_block(p, q).count);
   return ll_blocks(count * coll_gpu_dtype_size(p.type));
 }
 }  // namespace coll_gpu

@@ -30,6 +30,9 @@ struct Layout {
   coll_gpu_ar_layout_t l;
   COLL_GPU_HD explicit Layout(const coll_gpu_ar_layout_t &layout) : l(layout) {}
   COLL_GPU_HD static size_t align(size_t x) { return (x + 255) & ~(size_t)255; }
+  // the direct algorithms' parts (LL lines, two-shot slots, point-to-point) exist for at most
+  // COLL_GPU_MAX_DIRECT ranks; a larger communicator runs the rings only
+  COLL_GPU_HD bool direct() const { return l.nranks <= COLL_GPU_MAX_DIRECT; }
   COLL_GPU_HD size_t tail(int ch) const { return (size_t)ch * kLine; }
   COLL_GPU_HD size_t head(int ch) const { return (size_t)(COLL_GPU_MAX_CHANNELS + ch) * kLine; }
   COLL_GPU_HD size_t flag(int phase, int sender, int block) const {
@@ -46,14 +49,14 @@ struct Layout {
   COLL_GPU_HD size_t steps(int ch) const { return align(flags_end()) + (size_t)ch * 2 * sizeof(uint64_t); }
   COLL_GPU_HD size_t linger_call() const { return align(steps(COLL_GPU_MAX_CHANNELS)); }
   // LL: two 16-byte lines carry one 16-byte unit of data
-  COLL_GPU_HD size_t ll_lines() const { return l.ll_bytes / 8; }
+  COLL_GPU_HD size_t ll_lines() const { return direct() ? l.ll_bytes / 8 : 0; }
   COLL_GPU_HD size_t ll(int parity, int sender) const {
     return linger_call() + kLine + ((size_t)parity * l.nranks + sender) * ll_lines() * kPack;
   }
   COLL_GPU_HD size_t ll_end() const { return ll(2, 0); }
   // two-shot: per parity, a reduce-scatter region and an all-gather region, each nranks slots
   // a chunk is at most bytes / nranks plus one element plus a pack of rounding (kernels/partition.h)
-  COLL_GPU_HD size_t ts_slot() const { return align(l.twoshot_bytes / l.nranks + 4 * kPack); }
+  COLL_GPU_HD size_t ts_slot() const { return direct() ? align(l.twoshot_bytes / l.nranks + 4 * kPack) : 0; }
   COLL_GPU_HD size_t ts(int parity, int region, int sender) const {
     return align(ll_end()) + (((size_t)parity * 2 + region) * l.nranks + sender) * ts_slot();
   }
@@ -61,14 +64,17 @@ struct Layout {
   COLL_GPU_HD size_t fifo(int ch, int slot) const {
     return align(ts_end()) + ((size_t)ch * COLL_GPU_RING_SLOTS + slot) * l.slot_bytes;
   }
-  // this rank's use only: its connections as its kernels see them (coll_gpu_dev_conns_t)
+  // this rank's use only: its connections as its kernels see them (coll_gpu_dev_conns_t), then the ring orders
+  // (rings[ring][position], 16-bit)
   COLL_GPU_HD size_t conns() const { return align(fifo(l.nchannels, 0)); }
+  COLL_GPU_HD size_t rings() const { return conns() + sizeof(coll_gpu_dev_conns_t); }
+  COLL_GPU_HD size_t rings_end() const { return rings() + (size_t)COLL_GPU_MAX_RINGS * l.nranks * sizeof(uint16_t); }
   // point-to-point, with more than 2 ranks: tail[sender][c] (steps a sender posted to us on its connection c),
   // head[receiver][c] (slots a receiver freed of our connection c to it), each on its own line; the step
   // counters [peer][c] (this rank's use only); the FIFOs [sender][c][slot]
-  COLL_GPU_HD bool p2p() const { return l.nranks > 2; }
+  COLL_GPU_HD bool p2p() const { return l.nranks > 2 && direct(); }
   COLL_GPU_HD size_t p2p_tail(int sender, int c) const {
-    return align(conns() + sizeof(coll_gpu_dev_conns_t)) + (size_t)(sender * COLL_GPU_P2P_CONNS + c) * kLine;
+    return align(rings_end()) + (size_t)(sender * COLL_GPU_P2P_CONNS + c) * kLine;
   }
   COLL_GPU_HD size_t p2p_head(int receiver, int c) const {
     return p2p_tail(COLL_GPU_MAX_DIRECT, 0) + (size_t)(receiver * COLL_GPU_P2P_CONNS + c) * kLine;
@@ -80,7 +86,7 @@ struct Layout {
     return align(p2p_steps(COLL_GPU_MAX_DIRECT, 0)) +
            ((size_t)(sender * COLL_GPU_P2P_CONNS + c) * COLL_GPU_RING_SLOTS + slot) * COLL_GPU_P2P_SLOT_BYTES;
   }
-  COLL_GPU_HD size_t total() const { return p2p() ? p2p_fifo(l.nranks, 0, 0) : conns() + sizeof(coll_gpu_dev_conns_t); }
+  COLL_GPU_HD size_t total() const { return p2p() ? p2p_fifo(l.nranks, 0, 0) : rings_end(); }
 };
 
 #ifdef __CUDACC__
@@ -108,12 +114,13 @@ __device__ __forceinline__ uint64_t global_timer() {
 // A wait that only the host ends (kernels/allreduce.h: late is not dead). Every kSpinsPerCheck polls it
 // reads the global timer; once the kernel has run kAbortCheckNs it also reads the host's abort word (a
 // host-memory load, about 1 us, so not in the first microseconds every call spends in its waits), and
-// past timeout_ns it flags the peer it waits for in status->waiting.
+// past timeout_ns it flags the peer it waits for in the communicator's waiting bytes (and status->waited).
 constexpr uint64_t kAbortCheckNs = 1000000;
 struct Waiter {
   uint64_t check_from, report_from;
   coll_gpu_ar_status_t *status;
-  __device__ explicit Waiter(const coll_gpu_dev_comm_t &comm) : status(comm.status) {
+  volatile uint8_t *waiting;
+  __device__ explicit Waiter(const coll_gpu_dev_comm_t &comm) : status(comm.status), waiting(comm.waiting) {
     check_from = global_timer() + kAbortCheckNs;
     report_from = check_from - kAbortCheckNs + comm.timeout_ns;
   }
@@ -122,7 +129,10 @@ struct Waiter {
     if (spins % kSpinsPerCheck != 0) return false;
     const uint64_t t = global_timer();
     if (t < check_from) return false;
-    if (t >= report_from && !status->waiting[peer]) status->waiting[peer] = 1;
+    if (t >= report_from && !waiting[peer]) {
+      waiting[peer] = 1;
+      status->waited = 1;
+    }
     if (status->abort == 0) return false;
     status->error = COLL_GPU_KERR_ABORTED;
     __threadfence_system();  // the host reads these once it sees done, which block_done orders at gpu scope only
@@ -345,11 +355,17 @@ inline coll_gpu_work_t bytewise(const coll_gpu_work_t &p) {
   if (width == 1) return q;
   q.type = COLL_GPU_UINT8;
   q.count *= width;
+  q.each *= width;
   for (int r = 0; r < COLL_GPU_MAX_DIRECT; ++r) {
     q.blocks[r].begin *= width;
     q.blocks[r].count *= width;
   }
   return q;
+}
+
+// Reduce-scatter: rank q's elements of sendbuf (coll_gpu_work_t's blocks, or its equal blocks of `each`).
+__device__ __host__ __forceinline__ coll_gpu_range_t rs_block(const coll_gpu_work_t &p, int q) {
+  return p.each != 0 ? coll_gpu_range_t{(size_t)q * p.each, p.count} : p.blocks[q];
 }
 
 // One call as the direct (one-shot, LL) bodies read it: a kernel of one call takes it from its work, a

@@ -43,8 +43,8 @@ struct RingChannel {
   const bool told;  // kAlignRuntime: whether the call's buffers start on a pack boundary
   const Waiter w;
   const int nranks;
-  int pos, next, prev;  // my position in this channel's ring, and my neighbours there
-  const uint8_t *ring;  // the ranks in ring order
+  int pos, next, prev;   // my position in this channel's ring, and my neighbours there
+  const uint16_t *ring;  // the ranks in ring order
   uint64_t send_step, recv_step;
   uint64_t *sent, *received;  // the connections' counters in my scratch
   // thread 0: the highest tail and head it has read. A step whose flag they already cover does not read

@@ -48,13 +48,14 @@ __global__ void __launch_bounds__(kLLThreads)
   const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   const char *in = (const char *)p.sendbuf;
   size_t units = 1;  // a token at least
-  for (int q = 0; q < nranks; ++q) units = coll_gpu_max(units, coll_gpu_div_up(p.blocks[q].count * sizeof(T), kPack));
+  for (int q = 0; q < nranks; ++q)
+    units = coll_gpu_max(units, coll_gpu_div_up(rs_block(p, q).count * sizeof(T), kPack));
 
   // step 0: push my part for each peer
   for (size_t u = first; u < units; u += stride) {
     for (int k = 1; k < nranks; ++k) {
       const int peer = (rank + k) % nranks;
-      const coll_gpu_range_t part = p.blocks[peer];
+      const coll_gpu_range_t part = rs_block(p, peer);
       const size_t bytes = part.count * sizeof(T);
       if (bytes == 0 ? u != 0 : u * kPack >= bytes) continue;
       uint4 v = make_uint4(0, 0, 0, 0);
@@ -65,7 +66,7 @@ __global__ void __launch_bounds__(kLLThreads)
   }
 
   // step 1: reduce my part over every rank in rank order (or take each peer's token)
-  const coll_gpu_range_t mine = p.blocks[rank];
+  const coll_gpu_range_t mine = rs_block(p, rank);
   const size_t bytes = mine.count * sizeof(T);
   const char *own = in + mine.begin * sizeof(T);
   char *out = (char *)p.recvbuf;
@@ -120,14 +121,14 @@ __global__ void __launch_bounds__(kRingThreads) reduce_ring(const __grid_constan
       size_t send, at, count;
     };
     auto seg = [&](int pos, size_t off) {
-      const int q = c.rank_at(pos);
-      const coll_gpu_range_t part = coll_gpu_part(p.blocks[q].count, gridDim.x, blockIdx.x, pack);
+      const coll_gpu_range_t block = rs_block(p, c.rank_at(pos));
+      const coll_gpu_range_t part = coll_gpu_part(block.count, gridDim.x, blockIdx.x, pack);
       const size_t b = coll_gpu_min(off, part.count);
-      return Seg{p.blocks[q].begin + part.begin + b, part.begin + b, coll_gpu_min(slot, part.count - b)};
+      return Seg{block.begin + part.begin + b, part.begin + b, coll_gpu_min(slot, part.count - b)};
     };
     size_t longest = 0;
     for (int q = 0; q < n; ++q)
-      longest = coll_gpu_max(longest, coll_gpu_part(p.blocks[q].count, gridDim.x, blockIdx.x, pack).count);
+      longest = coll_gpu_max(longest, coll_gpu_part(rs_block(p, q).count, gridDim.x, blockIdx.x, pack).count);
     for (size_t off = 0; ok && off < longest; off += slot) {
       // step 0: push the block of the rank before me
       Seg s = seg(c.pos - 1, off);
@@ -153,7 +154,7 @@ __host__ bool reduce_aligned(int nranks, const coll_gpu_work_t &p) {
   if (!packs_aligned(p.sendbuf, p.recvbuf)) return false;
   if (p.coll != COLL_GPU_COLL_REDUCE_SCATTER) return true;
   for (int q = 0; q < nranks; ++q)
-    if (p.blocks[q].begin * coll_gpu_dtype_size(p.type) % kPack != 0) return false;
+    if (rs_block(p, q).begin * coll_gpu_dtype_size(p.type) % kPack != 0) return false;
   return true;
 }
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
- * The collective kernels without MPI: 2 to 8 ranks simulated in one process, each with its own scratch,
- * status words and stream, spread round-robin over the GPUs present (peer access between them). Every
- * collective (allreduce, bcast, allgather, alltoall, reduce, reduce-scatter) and every algorithm it has,
+ * The collective kernels without MPI: 2 to 8 ranks simulated in one process, then 12 and 16 (more than
+ * COLL_GPU_MAX_DIRECT: the rings only), each with its own scratch, status words and stream, spread
+ * round-robin over the GPUs present (peer access between them). Every collective (allreduce, bcast,
+ * allgather, alltoall, reduce, reduce-scatter; no alltoall beyond COLL_GPU_MAX_DIRECT, where reduce-scatter
+ * has equal blocks, as the engine runs them) and every algorithm it has,
  * in random order on one communicator, so that each call finds the ring step counters and one-shot slots
  * the calls before it left. Random counts (rounded down to the algorithm's limit), roots, reduce-scatter
  * blocks of different lengths (some empty, with gaps between them, as the host's pieces cut them),
@@ -44,7 +46,8 @@
   } while (0)
 
 enum { GUARD = 64, POISON = 0xA5, MAX_BYTES = 8 << 20, SPAN = MAX_BYTES + 2 * GUARD + 16 };
-#define HANG_S 20 /* a call's limit (hung) */
+#define HANG_S 20  /* a call's limit (hung) */
+#define MAX_SIM 16 /* simulated ranks at most */
 
 /* The kernels' limits for this test's layout. */
 static const coll_gpu_ar_layout_t LAYOUT_TEMPLATE = {
@@ -169,17 +172,19 @@ static void fold(const combo_t *c, unsigned char *dst, const unsigned char *cons
  * belong to a channel's connections). */
 typedef struct {
   int n;
-  int dev[COLL_GPU_MAX_DIRECT];
+  int dev[MAX_SIM];
   coll_gpu_ar_layout_t layout;
-  void *scratch[COLL_GPU_MAX_DIRECT];
-  coll_gpu_ar_status_t *status[COLL_GPU_MAX_DIRECT];
-  void *status_dev[COLL_GPU_MAX_DIRECT];
-  void *stream[COLL_GPU_MAX_DIRECT];
+  void *scratch[MAX_SIM];
+  coll_gpu_ar_status_t *status[MAX_SIM];
+  void *status_dev[MAX_SIM];
+  void *stream[MAX_SIM];
   uint64_t seq;
   int nrings;
-  uint8_t rings[COLL_GPU_MAX_RINGS][COLL_GPU_MAX_DIRECT];
-  coll_gpu_dev_comm_t comm[COLL_GPU_MAX_DIRECT];                        /* each rank's, connections uploaded */
-  unsigned char *send[COLL_GPU_MAX_DIRECT], *recv[COLL_GPU_MAX_DIRECT]; /* device, SPAN bytes */
+  uint16_t rings[COLL_GPU_MAX_RINGS * MAX_SIM]; /* [ring][position] */
+  uint8_t *waiting[MAX_SIM];                    /* host-mapped, n bytes each */
+  void *waiting_dev[MAX_SIM];
+  coll_gpu_dev_comm_t comm[MAX_SIM];            /* each rank's, connections uploaded */
+  unsigned char *send[MAX_SIM], *recv[MAX_SIM]; /* device, SPAN bytes */
 } comm_t;
 
 static int ndev, sms_min;
@@ -194,27 +199,29 @@ static void comm_init(comm_t *c, int n) {
     CHECK(cudaSetDevice(c->dev[r]));
     CHECK(coll_gpu_dev_alloc(&c->scratch[r], coll_gpu_ar_scratch_bytes(&c->layout)));
     CHECK(coll_gpu_host_mapped_alloc((void **)&c->status[r], &c->status_dev[r], sizeof(coll_gpu_ar_status_t)));
+    CHECK(coll_gpu_host_mapped_alloc((void **)&c->waiting[r], &c->waiting_dev[r], (size_t)n));
     CHECK(coll_gpu_stream_create(&c->stream[r], 1));
     CHECK(cudaMalloc((void **)&c->send[r], SPAN));
     CHECK(cudaMalloc((void **)&c->recv[r], SPAN));
   }
   c->nrings = 1 + (int)rnd_below(4);
   for (int g = 0; g < c->nrings; ++g) {
-    for (int i = 0; i < n; ++i) c->rings[g][i] = (uint8_t)i;
+    uint16_t *ring = c->rings + g * n;
+    for (int i = 0; i < n; ++i) ring[i] = (uint16_t)i;
     for (int i = n - 1; i > 0; --i) { /* Fisher-Yates */
       int j = (int)rnd_below((size_t)i + 1);
-      uint8_t t = c->rings[g][i];
-      c->rings[g][i] = c->rings[g][j];
-      c->rings[g][j] = t;
+      uint16_t t = ring[i];
+      ring[i] = ring[j];
+      ring[j] = t;
     }
   }
   for (int r = 0; r < n; ++r) {
     CHECK(cudaSetDevice(c->dev[r]));
     static coll_gpu_dev_conns_t conns;
-    CHECK(coll_gpu_dev_comm_setup(&c->comm[r], &conns, r, n, &c->layout, c->scratch, c->nrings,
-                                  (const uint8_t(*)[COLL_GPU_MAX_DIRECT])c->rings,
-                                  (coll_gpu_ar_status_t *)c->status_dev[r], (uint64_t)HANG_S * 1000 * 1000 * 1000, 0));
-    CHECK(coll_gpu_dev_comm_upload(&c->comm[r], &conns));
+    CHECK(coll_gpu_dev_comm_setup(&c->comm[r], &conns, r, n, &c->layout, c->scratch, c->nrings, c->rings,
+                                  (coll_gpu_ar_status_t *)c->status_dev[r], (volatile uint8_t *)c->waiting_dev[r],
+                                  (uint64_t)HANG_S * 1000 * 1000 * 1000, 0));
+    CHECK(coll_gpu_dev_comm_upload(&c->comm[r], &conns, c->nrings, c->rings));
   }
 }
 
@@ -223,6 +230,7 @@ static void comm_fini(comm_t *c) {
     CHECK(cudaSetDevice(c->dev[r]));
     CHECK(coll_gpu_stream_destroy(c->stream[r]));
     CHECK(coll_gpu_host_mapped_free(c->status[r]));
+    CHECK(coll_gpu_host_mapped_free(c->waiting[r]));
     CHECK(coll_gpu_dev_free(c->scratch[r]));
     CHECK(cudaFree(c->send[r]));
     CHECK(cudaFree(c->recv[r]));
@@ -232,10 +240,11 @@ static void comm_fini(comm_t *c) {
 typedef struct {
   coll_gpu_coll_t coll;
   coll_gpu_algo_t algo;
-  int combo;                                    /* the reductions' type and op; the moves copy bytes */
-  size_t count;                                 /* elements (the moves: bytes) of the buffer or of one block */
-  size_t block;                                 /* allgather, alltoall: bytes from one block to the next */
-  coll_gpu_range_t blocks[COLL_GPU_MAX_DIRECT]; /* reduce-scatter: rank q's elements of the send buffer */
+  int combo;                        /* the reductions' type and op; the moves copy bytes */
+  size_t count;                     /* elements (the moves: bytes) of the buffer or of one block */
+  size_t block;                     /* allgather, alltoall: bytes from one block to the next */
+  coll_gpu_range_t blocks[MAX_SIM]; /* reduce-scatter: rank q's elements of the send buffer */
+  size_t each;                      /* beyond COLL_GPU_MAX_DIRECT ranks: blocks[q] is q * each + [0, count) */
   int root, nchannels, inplace;
   size_t chunk; /* ring bytes per step: 0 (a whole slot) or a multiple of 16 below it */
   size_t send_off, recv_off;
@@ -288,7 +297,8 @@ static void describe(const comm_t *c, const call_t *k, char *s, size_t len) {
                  k->send_off, k->recv_off, k->inplace ? ", in place" : "");
   for (int g = 0; g < c->nrings && at < (int)len; ++g) {
     at += snprintf(s + at, len - at, g == 0 ? " [" : " | [");
-    for (int i = 0; i < c->n && at < (int)len; ++i) at += snprintf(s + at, len - at, i ? " %d" : "%d", c->rings[g][i]);
+    for (int i = 0; i < c->n && at < (int)len; ++i)
+      at += snprintf(s + at, len - at, i ? " %d" : "%d", c->rings[g * c->n + i]);
     at += snprintf(s + at, len - at, "]");
   }
 }
@@ -303,9 +313,11 @@ static call_t draw(const comm_t *c) {
   call_t k;
   memset(&k, 0, sizeof(k));
   const int n = c->n;
-  k.coll = (coll_gpu_coll_t)rnd_below(COLL_GPU_NCOLLS);
+  const int rings_only = n > COLL_GPU_MAX_DIRECT; /* no direct algorithm, no alltoall */
+  do k.coll = (coll_gpu_coll_t)rnd_below(COLL_GPU_NCOLLS);
+  while (rings_only && k.coll == COLL_GPU_COLL_ALLTOALL);
   do k.algo = (coll_gpu_algo_t)rnd_below(COLL_GPU_NALGOS);
-  while (!algo_runs(k.coll, k.algo));
+  while (!algo_runs(k.coll, k.algo) || (rings_only && k.algo != COLL_GPU_ALGO_RING));
   k.combo = (int)rnd_below(NCOMBOS);
   k.root = (int)rnd_below((size_t)n);
   const size_t sz = elem_size(&k);
@@ -337,7 +349,11 @@ static call_t draw(const comm_t *c) {
   if (k.chunk != 0 && k.chunk < fewest) k.chunk = fewest;
   /* in place where MPI has it: not for alltoall here (the engine stages it); a bcast always is */
   k.inplace = k.coll != COLL_GPU_COLL_ALLTOALL && k.coll != COLL_GPU_COLL_BCAST && rnd_below(4) == 0;
-  if (k.coll == COLL_GPU_COLL_REDUCE_SCATTER) {
+  if (k.coll == COLL_GPU_COLL_REDUCE_SCATTER && rings_only) {
+    /* equal blocks, back to back in place, else now and then with gaps (a piece of a longer call) */
+    k.each = k.count + (k.inplace || rnd_below(2) ? 0 : rnd_below(gap_max));
+    for (int q = 0; q < n; ++q) k.blocks[q] = (coll_gpu_range_t){(size_t)q * k.each, k.count};
+  } else if (k.coll == COLL_GPU_COLL_REDUCE_SCATTER) {
     /* in place: equal blocks, back to back (MPI_Reduce_scatter_block); else any lengths, some empty, with
      * gaps, as the engine's pieces of a longer call give */
     size_t begin = 0;
@@ -388,8 +404,8 @@ static size_t input_at(const call_t *k, int r) {
 
 /* Host images of one call, SPAN bytes per rank. */
 typedef struct {
-  unsigned char *send[COLL_GPU_MAX_DIRECT], *recv[COLL_GPU_MAX_DIRECT]; /* as written before the call */
-  unsigned char *want[COLL_GPU_MAX_DIRECT];                             /* the receive buffer after it */
+  unsigned char *send[MAX_SIM], *recv[MAX_SIM]; /* as written before the call */
+  unsigned char *want[MAX_SIM];                 /* the receive buffer after it */
   unsigned char *got;
 } images_t;
 
@@ -397,7 +413,7 @@ typedef struct {
 static void expect(const comm_t *c, const call_t *k, images_t *im) {
   const int n = c->n;
   const size_t sz = elem_size(k), out = GUARD + k->recv_off;
-  const unsigned char *in[COLL_GPU_MAX_DIRECT];
+  const unsigned char *in[MAX_SIM];
   for (int r = 0; r < n; ++r) {
     memcpy(im->want[r], im->recv[r], SPAN);
     in[r] = (input_in_recv(k, r) ? im->recv[r] : im->send[r]) + input_at(k, r);
@@ -425,7 +441,7 @@ static void expect(const comm_t *c, const call_t *k, images_t *im) {
       break;
     default: { /* reduce-scatter */
       for (int q = 0; q < n; ++q) {
-        const unsigned char *part[COLL_GPU_MAX_DIRECT];
+        const unsigned char *part[MAX_SIM];
         for (int r = 0; r < n; ++r) part[r] = in[r] + k->blocks[q].begin * sz;
         if (k->blocks[q].count != 0) fold(cb, im->want[q] + out, part, n, k->blocks[q].count);
       }
@@ -466,7 +482,7 @@ static int run_call(comm_t *c, const call_t *k, images_t *im) {
   }
   expect(c, k, im);
   if ((uint32_t)++c->seq == 0) ++c->seq;
-  coll_gpu_work_t p[COLL_GPU_MAX_DIRECT];
+  coll_gpu_work_t p[MAX_SIM];
   for (int r = 0; r < n; ++r) {
     coll_gpu_work_t *q = &p[r];
     memset(q, 0, sizeof(*q));
@@ -477,6 +493,7 @@ static int run_call(comm_t *c, const call_t *k, images_t *im) {
     q->count = k->count;
     q->block = k->block;
     memcpy(q->blocks, k->blocks, sizeof(q->blocks));
+    q->each = k->each;
     q->type = is_move(k->coll) ? COLL_GPU_UINT8 : COMBOS[k->combo].type;
     q->op = is_move(k->coll) ? COLL_GPU_SUM : COMBOS[k->combo].op;
     q->algo = k->algo;
@@ -549,14 +566,16 @@ int main(int argc, char **argv) {
          ndev, sms_min, calls);
 
   images_t im;
-  for (int r = 0; r < COLL_GPU_MAX_DIRECT; ++r) {
+  for (int r = 0; r < MAX_SIM; ++r) {
     im.send[r] = malloc(SPAN);
     im.recv[r] = malloc(SPAN);
     im.want[r] = malloc(SPAN);
   }
   im.got = malloc(SPAN);
   int failed = 0, checked = 0;
-  for (int n = 2; n <= COLL_GPU_MAX_DIRECT; ++n) {
+  static const int sizes[] = {2, 3, 4, 5, 6, 7, 8, 12, 16};
+  for (size_t si = 0; si < sizeof(sizes) / sizeof(*sizes); ++si) {
+    const int n = sizes[si];
     comm_t c;
     comm_init(&c, n);
     int ran[COLL_GPU_NCOLLS][COLL_GPU_NALGOS] = {{0}};
@@ -578,7 +597,7 @@ int main(int argc, char **argv) {
     }
     comm_fini(&c);
   }
-  for (int r = 0; r < COLL_GPU_MAX_DIRECT; ++r) {
+  for (int r = 0; r < MAX_SIM; ++r) {
     free(im.send[r]);
     free(im.recv[r]);
     free(im.want[r]);

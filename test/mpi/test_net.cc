@@ -67,12 +67,16 @@ void ring_over_net(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *peers, 
                    uint64_t seed) {
   const int n = b->size, next = (rank + 1) % n, prev = (rank + n - 1) % n;
   if (tls != nullptr) setenv("COLL_GPU_UCX_TLS", tls, 1);
-  uint8_t node[COLL_GPU_MAX_DIRECT];
-  const int nodes = coll_gpu_nodes_assign(peers, n, vn, node);
+  std::vector<uint16_t> node(n);
+  std::vector<char> scratch(COLL_GPU_NODES_SCRATCH(n));
+  const int nodes = coll_gpu_nodes_assign(peers, n, vn, node.data(), scratch.data());
+  std::vector<uint8_t> linked(n);  // the ring's neighbours
+  linked[next] = linked[prev] = 1;
   std::vector<Fifo> out(kConns), in(kConns);  // declared before the proxy: it reads them until it stops
   coll_gpu::Net net;
   char why[512] = "";
-  const coll_gpu_status_t s = net.setup(b, node, peers, kThreads, kThreads, n, nullptr, why, sizeof(why));
+  const coll_gpu_status_t s =
+      net.setup(b, node.data(), linked.data(), peers, kThreads, kThreads, n, nullptr, why, sizeof(why));
   if (tls != nullptr) unsetenv("COLL_GPU_UCX_TLS");
   EXPECT(s == COLL_GPU_SUCCESS, "%d nodes of %d, %s: %s", nodes, vn, tls != nullptr ? tls : "UCX's choice", why);
   if (s != COLL_GPU_SUCCESS) return;
@@ -153,8 +157,9 @@ int main(int argc, char **argv) {
   ring_over_net(&b, peers.data(), 1, "tcp", seed + 1);
   if (size >= 4) ring_over_net(&b, peers.data(), 2, nullptr, seed + 2);
   if (hosts) {
-    uint8_t node[COLL_GPU_MAX_DIRECT];
-    const int nodes = coll_gpu_nodes_assign(peers.data(), size, 0, node);
+    std::vector<uint16_t> node(size);
+    std::vector<char> scratch(COLL_GPU_NODES_SCRATCH(size));
+    const int nodes = coll_gpu_nodes_assign(peers.data(), size, 0, node.data(), scratch.data());
     EXPECT(nodes > 1, "-H: the ranks are on %d host(s)", nodes);
     ring_over_net(&b, peers.data(), 0, nullptr, seed + 3);
     ring_over_net(&b, peers.data(), 0, "tcp", seed + 4);
@@ -163,11 +168,14 @@ int main(int argc, char **argv) {
   // the last rank's proxy cannot start (no such transport): everyone fails, the others naming it
   if (rank == size - 1) setenv("COLL_GPU_UCX_TLS", "no-such-transport", 1);
   {
-    uint8_t node[COLL_GPU_MAX_DIRECT];
-    coll_gpu_nodes_assign(peers.data(), size, 1, node);
+    std::vector<uint16_t> node(size);
+    std::vector<char> scratch(COLL_GPU_NODES_SCRATCH(size));
+    coll_gpu_nodes_assign(peers.data(), size, 1, node.data(), scratch.data());
+    std::vector<uint8_t> linked(size, 1);
     coll_gpu::Net net;
     char why[512] = "";
-    const coll_gpu_status_t s = net.setup(&b, node, peers.data(), 1, 1, size, nullptr, why, sizeof(why));
+    const coll_gpu_status_t s =
+        net.setup(&b, node.data(), linked.data(), peers.data(), 1, 1, size, nullptr, why, sizeof(why));
     EXPECT(s != COLL_GPU_SUCCESS, "a set-up without rank %d's proxy succeeded", size - 1);
     char name[32];
     snprintf(name, sizeof(name), "rank %d", size - 1);

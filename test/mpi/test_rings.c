@@ -36,26 +36,31 @@ static void compute(MPI_Comm comm, const char *file, const char *dump, const cha
   free(peers);
   EXPECT(rings->nrings >= 1 && rings->nrings <= COLL_GPU_MAX_RINGS, "%d rings", rings->nrings);
   for (int k = 0; k < rings->nrings; ++k) {
-    int seen[COLL_GPU_MAX_DIRECT] = {0};
+    int seen[4] = {0};
     for (int i = 0; i < nranks; ++i)
-      if (rings->order[k][i] < nranks) seen[rings->order[k][i]]++;
+      if (coll_gpu_ring(rings, k)[i] < nranks) seen[coll_gpu_ring(rings, k)[i]]++;
     for (int r = 0; r < nranks; ++r) EXPECT(seen[r] == 1, "ring %d visits rank %d %d times", k, r, seen[r]);
   }
   /* the same on every rank: rank 0's answer against ours */
-  coll_gpu_rings_t root = *rings;
+  int root_nrings = rings->nrings;
+  double root_speed = rings->speed;
+  uint16_t root_order[COLL_GPU_MAX_RINGS * 4];
+  memcpy(root_order, rings->order, (size_t)rings->nrings * nranks * sizeof(uint16_t));
   char root_why[256];
   snprintf(root_why, sizeof(root_why), "%s", why);
-  MPI_Bcast(&root, sizeof(root), MPI_BYTE, 0, comm);
+  MPI_Bcast(&root_nrings, 1, MPI_INT, 0, comm);
+  MPI_Bcast(&root_speed, 1, MPI_DOUBLE, 0, comm);
+  MPI_Bcast(root_order, (int)sizeof(root_order), MPI_BYTE, 0, comm);
   MPI_Bcast(root_why, sizeof(root_why), MPI_CHAR, 0, comm);
-  EXPECT(root.nrings == rings->nrings && root.speed == rings->speed &&
-             memcmp(root.order, rings->order, sizeof(root.order)) == 0,
+  EXPECT(root_nrings == rings->nrings && root_speed == rings->speed &&
+             memcmp(root_order, rings->order, (size_t)rings->nrings * nranks * sizeof(uint16_t)) == 0,
          "rings differ from rank 0's");
   EXPECT(strcmp(root_why, why) == 0, "reason \"%s\" differs from rank 0's \"%s\"", why, root_why);
 }
 
 static int is_rank_order(const coll_gpu_rings_t *rings) {
   for (int i = 0; i < nranks; ++i)
-    if (rings->order[0][i] != i) return 0;
+    if (coll_gpu_ring(rings, 0)[i] != i) return 0;
   return rings->nrings == 1 && rings->speed == 0;
 }
 
@@ -91,7 +96,8 @@ int main(int argc, char **argv) {
   MPI_Bcast(tmpl, sizeof(tmpl), MPI_CHAR, 0, comm);
   snprintf(dump, sizeof(dump), "%s/dump.xml", tmpl);
   snprintf(bad, sizeof(bad), "%s/bad.xml", tmpl);
-  coll_gpu_rings_t rings;
+  coll_gpu_rings_t rings = {0};
+  if (coll_gpu_rings_alloc(&rings, nranks) != COLL_GPU_SUCCESS) MPI_Abort(MPI_COMM_WORLD, 1);
   char why[256];
 
   /* NVSwitch node, ranks on the GPUs in reverse: one ring, all hops equal, so the search's first ring
@@ -104,7 +110,7 @@ int main(int argc, char **argv) {
   EXPECT(why[0] == '\0', "searched, not rank order: %s", why);
   EXPECT(rings.speed > 0, "speed %g", rings.speed);
   for (int i = 0; i < nranks; ++i)
-    EXPECT(rings.order[0][i] == nranks - 1 - i, "position %d: rank %d", i, rings.order[0][i]);
+    EXPECT(coll_gpu_ring(&rings, 0)[i] == nranks - 1 - i, "position %d: rank %d", i, coll_gpu_ring(&rings, 0)[i]);
   MPI_Barrier(comm);
   topo_xml_node_t *d = NULL;
   char err[512];
@@ -123,7 +129,7 @@ int main(int argc, char **argv) {
   EXPECT(why[0] == '\0', "searched: %s", why);
   for (int k = 0; nranks == 4 && k < rings.nrings; ++k) {
     int pos[4];
-    for (int i = 0; i < 4; ++i) pos[rings.order[k][i]] = i;
+    for (int i = 0; i < 4; ++i) pos[coll_gpu_ring(&rings, k)[i]] = i;
     for (int a = 0; a < 2; ++a) {
       const int gap = abs(pos[a] - pos[a + 2]);
       EXPECT(gap == 1 || gap == 3, "ring %d: ranks %d and %d (bridged) not adjacent", k, a, a + 2);
@@ -170,6 +176,7 @@ int main(int argc, char **argv) {
     unlink(bad);
     rmdir(tmpl);
   }
+  coll_gpu_rings_free(&rings);
   int total = 0;
   MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, comm);
   if (rank == 0) printf("test_rings: %d ranks, %d failed\n", nranks, total);

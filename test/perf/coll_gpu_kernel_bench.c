@@ -49,6 +49,8 @@ static int nranks, ndev;
 static coll_gpu_ar_layout_t layout;
 static void *scratch[COLL_GPU_MAX_DIRECT], *status_dev[COLL_GPU_MAX_DIRECT], *stream[COLL_GPU_MAX_DIRECT];
 static coll_gpu_ar_status_t *status[COLL_GPU_MAX_DIRECT];
+static uint8_t *waiting[COLL_GPU_MAX_DIRECT];
+static void *waiting_dev[COLL_GPU_MAX_DIRECT];
 static char *buf[COLL_GPU_MAX_DIRECT];
 static coll_gpu_dev_comm_t comm[COLL_GPU_MAX_DIRECT]; /* each rank's, connections uploaded; one ring in rank order */
 static uint64_t seq;
@@ -169,18 +171,19 @@ int main(int argc, char **argv) {
     CHECK(cudaSetDevice(r % ndev));
     CHECK(coll_gpu_dev_alloc(&scratch[r], coll_gpu_ar_scratch_bytes(&layout)));
     CHECK(coll_gpu_host_mapped_alloc((void **)&status[r], &status_dev[r], sizeof(coll_gpu_ar_status_t)));
+    CHECK(coll_gpu_host_mapped_alloc((void **)&waiting[r], &waiting_dev[r], (size_t)n));
     CHECK(coll_gpu_stream_create(&stream[r], 1));
     CHECK(coll_gpu_dev_alloc((void **)&buf[r], 2 * half));
   }
-  uint8_t ring[1][COLL_GPU_MAX_DIRECT];
-  for (int i = 0; i < n; ++i) ring[0][i] = (uint8_t)i;
+  uint16_t ring[COLL_GPU_MAX_DIRECT];
+  for (int i = 0; i < n; ++i) ring[i] = (uint16_t)i;
   for (int r = 0; r < n; ++r) {
     CHECK(cudaSetDevice(r % ndev));
     static coll_gpu_dev_conns_t conns;
-    CHECK(coll_gpu_dev_comm_setup(&comm[r], &conns, r, n, &layout, scratch, 1,
-                                  (const uint8_t(*)[COLL_GPU_MAX_DIRECT])ring, (coll_gpu_ar_status_t *)status_dev[r],
+    CHECK(coll_gpu_dev_comm_setup(&comm[r], &conns, r, n, &layout, scratch, 1, ring,
+                                  (coll_gpu_ar_status_t *)status_dev[r], (volatile uint8_t *)waiting_dev[r],
                                   30ULL * 1000 * 1000 * 1000, 0));
-    CHECK(coll_gpu_dev_comm_upload(&comm[r], &conns));
+    CHECK(coll_gpu_dev_comm_upload(&comm[r], &conns, 1, ring));
   }
   printf("# coll/gpu %s kernels: %d ranks simulated on %d GPU(s), %s, MPI_FLOAT MPI_SUM, %d calls\n",
          coll_gpu_coll_name((coll_gpu_coll_t)coll), n, ndev, coll_gpu_algo_name(algo), iters);
@@ -222,6 +225,7 @@ int main(int argc, char **argv) {
     CHECK(cudaSetDevice(r % ndev));
     CHECK(coll_gpu_stream_destroy(stream[r]));
     CHECK(coll_gpu_host_mapped_free(status[r]));
+    CHECK(coll_gpu_host_mapped_free(waiting[r]));
     CHECK(coll_gpu_dev_free(scratch[r]));
     CHECK(coll_gpu_dev_free(buf[r]));
   }

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -134,9 +135,10 @@ TEST(Engine, FailedBootstrapGetsNoGpuPathAndSaysWhy) {
 std::vector<int> nodes_of(const std::vector<uint64_t> &hosts, int virtual_nodes, int *count) {
   std::vector<coll_gpu_peer_t> peers(hosts.size());
   for (size_t r = 0; r < hosts.size(); ++r) peers[r].host = hosts[r];
-  uint8_t node[COLL_GPU_MAX_DIRECT];
-  *count = coll_gpu_nodes_assign(peers.data(), (int)hosts.size(), virtual_nodes, node);
-  return std::vector<int>(node, node + hosts.size());
+  std::vector<uint16_t> node(hosts.size());
+  std::vector<char> scratch(COLL_GPU_NODES_SCRATCH(hosts.size()));
+  *count = coll_gpu_nodes_assign(peers.data(), (int)hosts.size(), virtual_nodes, node.data(), scratch.data());
+  return std::vector<int>(node.begin(), node.end());
 }
 
 TEST(Nodes, HostsOrBlocksOfConsecutiveRanksOfAHost) {
@@ -156,6 +158,28 @@ TEST(Nodes, HostsOrBlocksOfConsecutiveRanksOfAHost) {
   EXPECT_EQ(n, 4);
   EXPECT_EQ(nodes_of({1, 2, 1, 2}, 1, &n), (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(n, 4);
+}
+
+// At any size, against the definition: a rank's node is the lowest rank of its host in the same block of
+// virtual_nodes of that host's ranks.
+TEST(Nodes, AnySizeMatchesTheDefinition) {
+  std::mt19937 gen((unsigned)time(nullptr));
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 1 + (int)(gen() % 1024), nhosts = 1 + (int)(gen() % 128), vn = (int)(gen() % 9);
+    std::vector<uint64_t> hosts(n);
+    for (auto &h : hosts) h = 1000 + gen() % nhosts;
+    int count = 0;
+    const std::vector<int> node = nodes_of(hosts, vn, &count);
+    std::map<uint64_t, int> seen;  // a host's ranks so far
+    std::map<std::pair<uint64_t, int>, int> first;
+    for (int r = 0; r < n; ++r) {
+      const int local = seen[hosts[r]]++;
+      const auto key = std::make_pair(hosts[r], vn > 0 ? local / vn : 0);
+      if (first.count(key) == 0) first[key] = r;
+      ASSERT_EQ(node[r], first[key]) << "rank " << r << " of " << n << ", " << nhosts << " hosts, virtual nodes " << vn;
+    }
+    EXPECT_EQ(count, (int)first.size());
+  }
 }
 
 // The proxy's threads left to the engine: every rank's threads and the rank itself fit the CPUs near its
@@ -211,41 +235,54 @@ TEST(Nodes, ProxyThreadsRunNearTheGpuOffTheRanksCpus) {
   }
 }
 
+// Any communicator size: 1 to 1024 ranks over 1 to 128 hosts (ranks placed on hosts at random, or in blocks
+// of consecutive ranks as mpirun places them), virtual nodes or not.
 TEST(Nodes, RingsVisitTheNodesOneAfterAnother) {
   std::mt19937 gen((unsigned)time(nullptr));
-  for (int trial = 0; trial < 2000; ++trial) {
-    const int n = 2 + (int)(gen() % (COLL_GPU_MAX_DIRECT - 1));
+  const int sizes[] = {1, 2, 3, 5, 8, 9, 16, 24, 64, 100, 256, 1000, 1024};
+  for (int trial = 0; trial < 600; ++trial) {
+    const int n =
+        trial < 400 ? 1 + (int)(gen() % COLL_GPU_MAX_DIRECT) : sizes[gen() % (sizeof(sizes) / sizeof(*sizes))];
+    const int nhosts = 1 + (int)(gen() % (n < 128 ? n : 128));
     std::vector<uint64_t> hosts(n);
-    for (auto &h : hosts) h = gen() % 2;
+    const bool blocks = gen() % 2 == 0;
+    for (int r = 0; r < n; ++r) hosts[r] = blocks ? (uint64_t)r * nhosts / n : gen() % nhosts;
     int nnodes = 0;
     const std::vector<int> node = nodes_of(hosts, (int)(gen() % 4), &nnodes);
-    uint8_t nodes8[COLL_GPU_MAX_DIRECT];
-    for (int r = 0; r < n; ++r) nodes8[r] = (uint8_t)node[r];
+    std::vector<uint16_t> node16(node.begin(), node.end());
     coll_gpu_rings_t rings{};
+    ASSERT_EQ(coll_gpu_rings_alloc(&rings, n), COLL_GPU_SUCCESS);
+    EXPECT_EQ(rings.nrings, 1);
+    for (int k = 0; k < n; ++k) ASSERT_EQ(coll_gpu_ring(&rings, 0)[k], k) << "rank order";
     rings.nrings = 1 + (int)(gen() % COLL_GPU_MAX_RINGS);
     for (int i = 0; i < rings.nrings; ++i) {
-      std::vector<uint8_t> perm(n);
-      for (int r = 0; r < n; ++r) perm[r] = (uint8_t)r;
-      std::shuffle(perm.begin(), perm.end(), gen);
-      std::copy(perm.begin(), perm.end(), rings.order[i]);
+      uint16_t *ring = coll_gpu_ring(&rings, i);
+      for (int r = 0; r < n; ++r) ring[r] = (uint16_t)r;
+      std::shuffle(ring, ring + n, gen);
     }
-    const coll_gpu_rings_t before = rings;
-    coll_gpu_rings_by_node(&rings, n, nodes8);
+    const std::vector<uint16_t> before(rings.order, rings.order + (size_t)rings.nrings * n);
+    std::vector<char> scratch(COLL_GPU_NODES_SCRATCH(n));
+    coll_gpu_rings_by_node(&rings, node16.data(), scratch.data());
     for (int i = 0; i < rings.nrings; ++i) {
-      const uint8_t *a = before.order[i], *b = rings.order[i];
+      const uint16_t *a = before.data() + (size_t)i * n, *b = coll_gpu_ring(&rings, i);
       EXPECT_TRUE(std::is_permutation(a, a + n, b)) << "ring " << i << " lost or doubled a rank";
       int crossings = 0;
       for (int k = 0; k < n; ++k) crossings += node[b[k]] != node[b[(k + 1) % n]];
-      EXPECT_EQ(crossings, nnodes > 1 ? nnodes : 0) << "ring " << i << ": " << nnodes << " nodes";
-      // inside a node, the ranks keep the order the ring had
-      for (int x = 0; x < n; ++x)
-        for (int y = 0; y < n; ++y) {
-          if (node[a[x]] != node[a[y]] || x >= y) continue;
-          const int px = (int)(std::find(b, b + n, a[x]) - b), py = (int)(std::find(b, b + n, a[y]) - b);
-          EXPECT_LT(px, py) << "ring " << i << ": ranks " << (int)a[x] << " and " << (int)a[y] << " swapped";
-        }
-      if (HasFailure()) return;
+      EXPECT_EQ(crossings, nnodes > 1 ? nnodes : 0) << "ring " << i << ": " << nnodes << " nodes, " << n << " ranks";
+      // inside a node, the ranks keep the order the ring had: each node's ranks, in ring order, before and after
+      std::map<int, std::vector<int>> was, is;
+      for (int k = 0; k < n; ++k) {
+        was[node[a[k]]].push_back(a[k]);
+        is[node[b[k]]].push_back(b[k]);
+      }
+      EXPECT_EQ(was, is) << "ring " << i << ": a node's ranks changed order";
+      if (HasFailure()) {
+        coll_gpu_rings_free(&rings);
+        return;
+      }
     }
+    coll_gpu_rings_free(&rings);
+    EXPECT_EQ(rings.order, nullptr);
   }
 }
 

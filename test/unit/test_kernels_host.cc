@@ -204,24 +204,27 @@ TEST(Partition, RingRoundsCoverTheChannel) {
 struct Views {
   int n = 0, nrings = 0;
   coll_gpu_ar_layout_t layout{};
-  uint8_t rings[COLL_GPU_MAX_RINGS][COLL_GPU_MAX_DIRECT] = {};
-  void *base[COLL_GPU_MAX_DIRECT] = {};
-  coll_gpu_dev_comm_t comm[COLL_GPU_MAX_DIRECT];
-  coll_gpu_dev_conns_t conns[COLL_GPU_MAX_DIRECT];  // host copies of the connections
-  size_t bytes = 0;                                 // each rank's scratch
+  std::vector<uint16_t> rings;  // [ring][position]
+  std::vector<void *> base;
+  std::vector<coll_gpu_dev_comm_t> comm;
+  std::vector<coll_gpu_dev_conns_t> conns;  // host copies of the connections
+  size_t bytes = 0;                         // each rank's scratch
 
-  Views(int ranks, int channels) : n(ranks) {
+  Views(int ranks, int channels) : n(ranks), base(ranks), comm(ranks), conns(ranks) {
     layout = coll_gpu_ar_layout_t{n, 64u << 10, 1u << 20, 32u << 10, channels};
     bytes = coll_gpu_ar_scratch_bytes(&layout);
     nrings = 1 + (int)(rng()() % COLL_GPU_MAX_RINGS);
+    rings.resize((size_t)nrings * n);
     for (int g = 0; g < nrings; ++g) {
-      for (int i = 0; i < n; ++i) rings[g][i] = (uint8_t)i;
-      std::shuffle(rings[g], rings[g] + n, rng());
+      for (int i = 0; i < n; ++i) ring(g)[i] = (uint16_t)i;
+      std::shuffle(ring(g), ring(g) + n, rng());
     }
     for (int r = 0; r < n; ++r) base[r] = (void *)(uintptr_t)((uint64_t)(r + 1) << 40);
   }
+  uint16_t *ring(int g) { return rings.data() + (size_t)g * n; }
   int setup(int r) {
-    return coll_gpu_dev_comm_setup(&comm[r], &conns[r], r, n, &layout, base, nrings, rings, nullptr, 1, 2);
+    return coll_gpu_dev_comm_setup(&comm[r], &conns[r], r, n, &layout, base.data(), nrings, rings.data(), nullptr,
+                                   nullptr, 1, 2);
   }
   // The rank whose scratch holds address a, or -1.
   int owner(const void *a, size_t len) const {
@@ -235,12 +238,18 @@ bool same_conn(const coll_gpu_conn_t &a, const coll_gpu_conn_t &b) {
   return a.buff == b.buff && a.tail == b.tail && a.head == b.head;
 }
 
+// Communicator sizes: mostly one node's (2 to COLL_GPU_MAX_DIRECT), now and then a larger one up to 1024 ranks.
+int draw_ranks(int trial) {
+  const int large[] = {9, 16, 33, 100, 256, 1024};
+  return trial % 8 != 7 ? 2 + (int)(rng()() % (COLL_GPU_MAX_DIRECT - 1)) : large[rng()() % 6];
+}
+
 // Each channel follows its ring, and the sending end of every connection (ring and point-to-point) names
 // the same FIFO, tail and head as its receiving end, each in the scratch of the rank that polls or owns it.
 TEST(DevComm, ConnectionsPairAcrossRanks) {
   for (int trial = 0; trial < 200; ++trial) {
-    const int n = 2 + (int)(rng()() % (COLL_GPU_MAX_DIRECT - 1));
-    const int channels = 1 + (int)(rng()() % COLL_GPU_MAX_CHANNELS);
+    const int n = draw_ranks(trial);
+    const int channels = 1 + (int)(rng()() % (n > 64 ? 8 : COLL_GPU_MAX_CHANNELS));
     Views v(n, channels);
     for (int r = 0; r < n; ++r) ASSERT_EQ(0, v.setup(r));
     const size_t fifo = (size_t)COLL_GPU_RING_SLOTS * v.layout.slot_bytes;
@@ -248,13 +257,16 @@ TEST(DevComm, ConnectionsPairAcrossRanks) {
       const coll_gpu_dev_comm_t &c = v.comm[r];
       ASSERT_EQ(r, c.rank);
       ASSERT_EQ(n, c.nranks);
-      // the connections' device copy lies in my own scratch
+      ASSERT_EQ(n <= COLL_GPU_MAX_DIRECT, c.direct != 0) << n << " ranks";
+      // the connections' device copy lies in my own scratch, and so do the ring orders
       ASSERT_EQ(r, v.owner(c.channels, sizeof(coll_gpu_dev_conns_t)));
       ASSERT_EQ((const void *)c.peers, (const void *)&((const coll_gpu_dev_conns_t *)c.channels)->peers);
+      const uint16_t *first = v.conns[r].channels[0].ring;
       for (int ch = 0; ch < channels; ++ch) {
         const coll_gpu_dev_channel_t &k = v.conns[r].channels[ch];
-        const uint8_t *ring = v.rings[ch % v.nrings];
-        ASSERT_EQ(0, memcmp(k.ring, ring, n)) << "channel " << ch;
+        const uint16_t *ring = v.ring(ch % v.nrings);
+        ASSERT_EQ(r, v.owner(k.ring, (size_t)n * sizeof(uint16_t))) << "channel " << ch;
+        ASSERT_EQ(k.ring - first, (ptrdiff_t)(ch % v.nrings) * n) << "channel " << ch << ": its ring's place";
         ASSERT_EQ(r, ring[k.pos]);
         ASSERT_EQ(ring[(k.pos + 1) % n], k.next);
         ASSERT_EQ(ring[(k.pos + n - 1) % n], k.prev);
@@ -267,8 +279,8 @@ TEST(DevComm, ConnectionsPairAcrossRanks) {
         ASSERT_EQ(r, v.owner(k.send.head, 8));
         ASSERT_EQ(r, v.owner(k.steps, 16));
       }
-      // point-to-point, beyond 2 ranks: my connection c to q is q's connection c from me
-      for (int q = 0; n > 2 && q < n; ++q) {
+      // point-to-point, from 3 to COLL_GPU_MAX_DIRECT ranks: my connection c to q is q's connection c from me
+      for (int q = 0; n > 2 && n <= COLL_GPU_MAX_DIRECT && q < n; ++q) {
         if (q == r) continue;
         const coll_gpu_dev_peer_t &e = v.conns[r].peers[q];
         for (int k = 0; k < COLL_GPU_P2P_CONNS; ++k) {
@@ -279,15 +291,18 @@ TEST(DevComm, ConnectionsPairAcrossRanks) {
           ASSERT_EQ(r, v.owner(e.steps[k], 16));
         }
       }
+      for (int q = 0; n > COLL_GPU_MAX_DIRECT && q < COLL_GPU_MAX_DIRECT; ++q)
+        for (int k = 0; k < COLL_GPU_P2P_CONNS; ++k)
+          ASSERT_EQ(v.conns[r].peers[q].send[k].buff, nullptr) << n << " ranks: no point-to-point connection";
     }
   }
 }
 
-// Within one rank's scratch nothing of one channel overlaps another's or the channels' device copy: FIFOs,
-// flags (each polled word on its own cache line) and saved step counters.
+// Within one rank's scratch nothing of one channel overlaps another's, the channels' device copy or the ring
+// orders: FIFOs, flags (each polled word on its own cache line) and saved step counters.
 TEST(DevComm, ChannelsDoNotOverlap) {
   for (int trial = 0; trial < 50; ++trial) {
-    const int n = 2 + (int)(rng()() % (COLL_GPU_MAX_DIRECT - 1));
+    const int n = draw_ranks(trial);
     Views v(n, 1 + (int)(rng()() % COLL_GPU_MAX_CHANNELS));
     const int r = (int)(rng()() % n);
     ASSERT_EQ(0, v.setup(r));
@@ -301,8 +316,9 @@ TEST(DevComm, ChannelsDoNotOverlap) {
       add(k.recv.tail, 128);
       add(k.send.head, 128);
       add(k.steps, 16);
+      if (ch < v.nrings) add(k.ring, (size_t)n * sizeof(uint16_t));
     }
-    for (int q = 0; n > 2 && q < n; ++q) {
+    for (int q = 0; n > 2 && n <= COLL_GPU_MAX_DIRECT && q < n; ++q) {
       if (q == r) continue;
       for (int k = 0; k < COLL_GPU_P2P_CONNS; ++k) {
         const coll_gpu_dev_peer_t &e = v.conns[r].peers[q];
@@ -322,15 +338,33 @@ TEST(DevComm, ChannelsDoNotOverlap) {
   }
 }
 
+// Beyond COLL_GPU_MAX_DIRECT ranks the scratch holds the ring parts only: it grows with the ring orders' 2
+// bytes a rank per ring, nothing else, and is smaller than a direct communicator's.
+TEST(DevComm, ScratchGrowsWithTheRingOrdersOnly) {
+  auto bytes = [](int n) {
+    const coll_gpu_ar_layout_t l{n, 64u << 10, 1u << 20, 256u << 10, COLL_GPU_MAX_CHANNELS};
+    return coll_gpu_ar_scratch_bytes(&l);
+  };
+  const size_t nine = bytes(COLL_GPU_MAX_DIRECT + 1);
+  EXPECT_LT(nine, bytes(COLL_GPU_MAX_DIRECT));
+  for (int n = COLL_GPU_MAX_DIRECT + 1; n <= 1024; n += 1 + (int)(rng()() % 50)) {
+    EXPECT_GE(bytes(n), nine);
+    EXPECT_LE(bytes(n) - nine, (size_t)(n - COLL_GPU_MAX_DIRECT - 1) * COLL_GPU_MAX_RINGS * sizeof(uint16_t)) << n;
+  }
+}
+
 TEST(DevComm, RefusesBadRings) {
   Views v(4, 2);
   v.nrings = 1;
-  v.rings[0][0] = 0, v.rings[0][1] = 1, v.rings[0][2] = 1, v.rings[0][3] = 3;  // rank 2 missing
+  v.ring(0)[0] = 0, v.ring(0)[1] = 1, v.ring(0)[2] = 1, v.ring(0)[3] = 3;  // rank 2 missing
   EXPECT_NE(0, v.setup(0));
-  v.rings[0][2] = 4;  // not a rank
+  v.ring(0)[2] = 4;  // not a rank
   EXPECT_NE(0, v.setup(0));
-  v.rings[0][2] = 2;
+  v.ring(0)[2] = 2;
   EXPECT_EQ(0, v.setup(0));
+  v.layout.nranks = 5;  // not the communicator's
+  EXPECT_NE(0, v.setup(0));
+  v.layout.nranks = 4;
   v.layout.nchannels = COLL_GPU_MAX_CHANNELS + 1;
   EXPECT_NE(0, v.setup(0));
 }
