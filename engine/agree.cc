@@ -45,7 +45,7 @@ constexpr int kWindow = COLL_GPU_AGREE_WINDOW;
 constexpr int kBitsShift = COLL_GPU_AGREE_BITS;
 constexpr uint64_t kBitsMask = (1u << kBitsShift) - 1;
 constexpr int kEntries = COLL_GPU_AGREE_ENTRIES;
-constexpr int kMaxRanks = COLL_GPU_MAX_DIRECT;
+constexpr int kMaxLocal = COLL_GPU_AGREE_NODE_RANKS;  // slots of an entry: the node's ranks, in rank order
 // In a message's instance: the rank joins at the agreement the word names, whose post follows.
 constexpr uint64_t kJoinFlag = 1ull << 63;
 
@@ -67,7 +67,7 @@ struct Entry {
   std::atomic<uint64_t> state;
   coll_gpu_agree_key_t key;
   char pad[128 - sizeof(uint64_t) - sizeof(coll_gpu_agree_key_t)];
-  Slot slots[kMaxRanks];
+  Slot slots[kMaxLocal];
 };
 
 struct Header {
@@ -244,29 +244,38 @@ struct coll_gpu_agree {
   uint64_t local[kWindow];  // agreements answered at the post (UNKNOWN): n << kBitsShift | answer
   uint64_t every_joined;    // 0, or an agreement from which on every rank takes part
   uint64_t join_wait_n, join_wait_since;
-  uint8_t given_up[kMaxRanks];  // ranks whose join a reader waited for in vain: not waited for again
-  uint8_t visible[kMaxRanks];   // 1: that rank's process can be checked from here (one PID namespace); 2: not known yet
-  uint8_t late[kMaxRanks];      // a wait's scratch
-  // ranks on other nodes (coll_gpu_agree_set_net): their posts come as messages
+  // a byte or an int per rank, in one allocation with this struct
+  uint8_t *given_up;  // ranks whose join a reader waited for in vain: not waited for again
+  uint8_t *visible;   // 1: that rank's process can be checked from here (one PID namespace); 2: not known yet
+  uint8_t *late;      // a wait's scratch
+  uint8_t *remote;    // 1: on another node (coll_gpu_agree_set_net): its posts come as messages
+  int *slot;          // a rank of this node: its slot in the entry (its place among the node's ranks); -1: remote
   coll_gpu_agree_net_t net;
-  bool remote[kMaxRanks];
   Remote *from;  // per rank, for those on other nodes; nullptr: every rank is on this node
   uint64_t polls;
 };
 
 coll_gpu_status_t coll_gpu_agree_create(coll_gpu_agree_table_t *t, const coll_gpu_agree_key_t *key, uint64_t instance,
                                         int rank, coll_gpu_agree_t **out) {
-  if (key->size < 1 || key->size > kMaxRanks || rank < 0 || rank >= (int)key->size) return COLL_GPU_INTERNAL_ERROR;
-  auto *a = (coll_gpu_agree_t *)calloc(1, sizeof(coll_gpu_agree_t));
+  if (key->size < 1 || key->size > COLL_GPU_MAX_COMM_RANKS || rank < 0 || rank >= (int)key->size)
+    return COLL_GPU_INTERNAL_ERROR;
+  const size_t n = key->size, head = (sizeof(coll_gpu_agree_t) + 7) / 8 * 8;
+  auto *a = (coll_gpu_agree_t *)calloc(1, head + n * sizeof(int) + 4 * n);
   if (a == nullptr) return COLL_GPU_SYSTEM_ERROR;
+  a->slot = (int *)((char *)a + head);
+  a->given_up = (uint8_t *)(a->slot + n);
+  a->visible = a->given_up + n;
+  a->late = a->visible + n;
+  a->remote = a->late + n;
+  for (size_t r = 0; r < n; ++r) a->slot[r] = (int)r;  // every rank on this node, until set_net says otherwise
   a->t = t;
   a->mark = &t->file->header.marked;
   a->key = *key;
   a->instance = instance;
   a->rank = rank;
   a->size = (int)key->size;
-  a->broken = instance == 0;
-  memset(a->visible, 2, sizeof(a->visible));
+  a->broken = instance == 0 || n > (size_t)kMaxLocal;
+  memset(a->visible, 2, n);
   *out = a;
   return COLL_GPU_SUCCESS;
 }
@@ -309,7 +318,7 @@ bool join(coll_gpu_agree_t *a, uint64_t first) {
   Entry *e = find_entry(a->t->file, &a->key);
   if (e == nullptr) return false;
   a->slots = e->slots;
-  Slot *s = &a->slots[a->rank];
+  Slot *s = &a->slots[a->slot[a->rank]];
   s->pid.store((int32_t)getpid(), std::memory_order_relaxed);
   s->pidns.store(pid_namespace(), std::memory_order_relaxed);
   s->joined.store(first, std::memory_order_relaxed);
@@ -328,7 +337,7 @@ int standing(const coll_gpu_agree_t *a, int r, uint64_t n) {
     const Remote &x = a->from[r];
     return x.gen != a->instance ? 2 : x.joined <= n ? 0 : 1;
   }
-  const Slot *s = &a->slots[r];
+  const Slot *s = &a->slots[a->slot[r]];
   if (s->gen.load(std::memory_order_acquire) != a->instance) return 2;
   return s->joined.load(std::memory_order_relaxed) <= n ? 0 : 1;
 }
@@ -371,7 +380,7 @@ void mark_read(coll_gpu_agree_t *a, uint64_t n) {
     ++a->read;
     a->done[a->read % kWindow] = false;
   }
-  a->slots[a->rank].read.store(a->read, std::memory_order_release);
+  a->slots[a->slot[a->rank]].read.store(a->read, std::memory_order_release);
 }
 
 // The last agreement a joined rank is done with: read, or before it joined (it never reads those).
@@ -386,9 +395,10 @@ uint64_t done_through(const Slot *s) {
 bool look_for_room(coll_gpu_agree_t *a, uint64_t n) {
   uint64_t least = a->read;
   for (int r = 0; r < a->size; ++r) {
-    const Slot *s = &a->slots[r];
     // a rank on another node reads messages, which nothing overwrites
-    if (r == a->rank || a->remote[r] || s->gen.load(std::memory_order_acquire) != a->instance) continue;
+    if (r == a->rank || a->remote[r]) continue;
+    const Slot *s = &a->slots[a->slot[r]];
+    if (s->gen.load(std::memory_order_acquire) != a->instance) continue;
     const uint64_t read = done_through(s);
     if (read < least) least = read;
   }
@@ -425,7 +435,7 @@ uint64_t post_of(const coll_gpu_agree_t *a, int r, uint64_t n) {
     const uint64_t word = x.cap == 0 ? 0 : x.words[n & (x.cap - 1)];
     return (word >> kBitsShift == n ? word & kBitsMask : COLL_GPU_AGREE_UNKNOWN) | 1ull << 63;
   }
-  const Slot *s = &a->slots[r];
+  const Slot *s = &a->slots[a->slot[r]];
   const uint64_t last = s->last.load(std::memory_order_acquire);
   if (last >> kBitsShift < n) return 0;
   if (last >> kBitsShift == n) return (last & kBitsMask) | 1ull << 63;
@@ -459,7 +469,7 @@ int coll_gpu_agree_try_post(coll_gpu_agree_t *a, uint32_t bits, int read, uint64
   }
   if (read && !readable) bits |= COLL_GPU_AGREE_UNKNOWN;  // what every reader of it then sees
   if (a->kept[n % kWindow] && n > a->room && !look_for_room(a, n)) return 0;
-  Slot *mine = &a->slots[a->rank];
+  Slot *mine = &a->slots[a->slot[a->rank]];
   const uint64_t word = n << kBitsShift | bits;
   mine->bits[n % kWindow].store(word, std::memory_order_release);
   mine->last.store(word, std::memory_order_release);
@@ -503,7 +513,7 @@ bool find_late(coll_gpu_agree_t *a, uint64_t n, bool check, uint8_t *late, uint8
   for (int r = 0; r < a->size; ++r) {
     late[r] = 0;
     if (r == a->rank || !a->joined) continue;
-    const Slot *s = &a->slots[r];
+    const Slot *s = a->remote[r] ? nullptr : &a->slots[a->slot[r]];
     const int st = standing(a, r, n);
     if (st == 2) {
       late[r] = posting && !a->given_up[r];
@@ -586,10 +596,13 @@ coll_gpu_status_t coll_gpu_agree_set_net(coll_gpu_agree_t *a, const uint8_t *rem
   if (!any) return COLL_GPU_SUCCESS;
   a->from = (Remote *)calloc((size_t)a->size, sizeof(Remote));
   if (a->from == nullptr) return COLL_GPU_SYSTEM_ERROR;
+  int local = 0;
   for (int r = 0; r < a->size; ++r) {
     a->remote[r] = r != a->rank && remote[r];
     a->visible[r] = a->remote[r] ? 0 : a->visible[r];  // its pid means nothing here
+    a->slot[r] = a->remote[r] ? -1 : local++;
   }
+  a->broken = a->instance == 0 || local > kMaxLocal;
   a->net = *net;
   return COLL_GPU_SUCCESS;
 }

@@ -62,6 +62,9 @@ extern "C" {
 #define COLL_GPU_AGREE_JOIN_WAIT_NS 100000000ULL
 /* Communicators the table holds over a job's life on one node; more are left without an agreement. */
 #define COLL_GPU_AGREE_ENTRIES 1024
+/* Ranks of one communicator on one node that take part at most (a slot each in the table); where more share a
+ * node, none of them joins, and every call of the communicator stages. Its size is not bound otherwise. */
+#define COLL_GPU_AGREE_NODE_RANKS 32
 
 /* ------------------------------------------------------------------ the node's table */
 
@@ -76,14 +79,14 @@ void coll_gpu_agree_table_close(coll_gpu_agree_table_t *t);
 void coll_gpu_agree_table_mark(coll_gpu_agree_table_t *t);
 int coll_gpu_agree_table_marked(const coll_gpu_agree_table_t *t);
 /* The name of the table file in a job's directory. */
-#define COLL_GPU_AGREE_TABLE_NAME "coll_gpu_agree.v1"
+#define COLL_GPU_AGREE_TABLE_NAME "coll_gpu_agree.v2"
 
 /* ------------------------------------------------------------------ one communicator's agreements */
 
 typedef struct {
-  uint32_t cid;                          /* context id: the same on every member */
-  uint32_t size;                         /* ranks */
-  uint64_t members[COLL_GPU_MAX_DIRECT]; /* each rank's process, as the MPI library names it */
+  uint32_t cid;     /* context id: the same on every member */
+  uint32_t size;    /* ranks, at most COLL_GPU_MAX_COMM_RANKS */
+  uint64_t members; /* each rank's process, as the MPI library names it, in rank order, hashed */
 } coll_gpu_agree_key_t;
 
 /* This process's count of communicators created with this key, this one included (call it once per
@@ -116,7 +119,8 @@ typedef struct {
 } coll_gpu_agree_net_t;
 
 /* Before the handle's first use: the ranks with remote[r] = 1 are on other nodes, reached through net
- * (copied). Nothing changes where none is. */
+ * (copied). Nothing changes where none is. The others share this rank's node and the table: with more than
+ * COLL_GPU_AGREE_NODE_RANKS of them (this rank included) this rank never joins. */
 coll_gpu_status_t coll_gpu_agree_set_net(coll_gpu_agree_t *a, const uint8_t *remote, const coll_gpu_agree_net_t *net);
 /* A post of rank `from` that came (net->poll's callback); posts of another instance are dropped. */
 void coll_gpu_agree_deliver(coll_gpu_agree_t *a, int from, uint64_t instance, uint64_t word);

@@ -835,8 +835,8 @@ class Parts {
     if (c == COLL_GPU_COLL_REDUCE_SCATTER) {  // the blocks are cut at the same offsets
       end_ = total_ = 0;
       for (int q = 0; q < e.nranks; ++q) {
-        end_ = a.counts[q] > end_ ? a.counts[q] : end_;
-        total_ += a.counts[q];
+        end_ = count_of(q) > end_ ? count_of(q) : end_;
+        total_ += count_of(q);
       }
     }
     choice_ = c == COLL_GPU_COLL_ALLREDUCE ? coll_gpu_tune_choose(&e.cfg.tune, e.nranks, end_ * size_)
@@ -844,6 +844,8 @@ class Parts {
     piece_ = c != COLL_GPU_COLL_ALLREDUCE && choice_.algo == COLL_GPU_ALGO_ONESHOT ? e.layout.ll_bytes / size_ : end_;
   }
   const coll_gpu_choice_t &choice() const { return choice_; }
+  // Reduce-scatter: rank q's block.
+  size_t count_of(int q) const { return a_.counts != nullptr ? a_.counts[q] : a_.count; }
   // Whether a lingering kernel may take the parts: reduce-scatter's per-rank blocks do not fit its call record.
   bool linger() const { return a_.coll != COLL_GPU_COLL_REDUCE_SCATTER; }
   // Whether the call is one part.
@@ -866,9 +868,9 @@ class Parts {
     }
     if (moves_ || a_.coll == COLL_GPU_COLL_REDUCE) p->root = a_.root;
     size_t part = n * size_;
-    if (a_.coll == COLL_GPU_COLL_REDUCE_SCATTER && e.nranks > COLL_GPU_MAX_DIRECT) {
-      // equal blocks (coll_gpu_engine_supports): part `off` of each, one block's length apart
-      p->each = a_.counts[0];
+    if (a_.coll == COLL_GPU_COLL_REDUCE_SCATTER && a_.counts == nullptr) {
+      // equal blocks: part `off` of each, one block's length apart
+      p->each = a_.count;
       p->recvbuf = (char *)a_.recvbuf + off * size_;
     } else if (a_.coll == COLL_GPU_COLL_REDUCE_SCATTER) {
       size_t begin = 0;
@@ -908,7 +910,18 @@ coll_gpu_status_t ended(coll_gpu_engine_t *e, coll_gpu_status_t st) {
   return st;
 }
 
+// What the kernels cannot run beyond COLL_GPU_MAX_DIRECT ranks (engine.h): the glue never hands it.
+coll_gpu_status_t runnable(const coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
+  if (e->nranks <= COLL_GPU_MAX_DIRECT ||
+      (args->coll != COLL_GPU_COLL_ALLTOALL && (args->coll != COLL_GPU_COLL_REDUCE_SCATTER || args->counts == nullptr)))
+    return COLL_GPU_SUCCESS;
+  coll_gpu_say(why, why_len, "%s with counts or an alltoall of %d ranks: not on the GPUs beyond %d ranks",
+               coll_gpu_coll_mpi_name(args->coll), e->nranks, COLL_GPU_MAX_DIRECT);
+  return COLL_GPU_INTERNAL_ERROR;
+}
+
 coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
+  COLL_GPU_CHECK(runnable(e, args, why, why_len));
   Parts parts(*e, *args);
   coll_gpu_work_t p;
   while (parts.next(*e, &p)) {
@@ -921,6 +934,7 @@ coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *w
 // A call of one part may go to the lingering kernel; one of several parts queues them all on the stream at
 // once, kernels of their own that run one after another: the host need not come back between parts.
 coll_gpu_status_t start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
+  COLL_GPU_CHECK(runnable(e, args, why, why_len));
   Parts parts(*e, *args);
   const bool linger = parts.linger() && parts.single();
   coll_gpu_work_t p;

@@ -88,22 +88,23 @@ int coll_gpu_engine_owns(const coll_gpu_engine_t *e, const coll_gpu_meminfo_t *m
 /* One collective's arguments:
  *   allreduce: count elements of sendbuf, reduced over every rank into recvbuf (sendbuf may be recvbuf);
  *   reduce: the same into recvbuf at root (recvbuf is not touched elsewhere: NULL there);
- *   reduce-scatter: sendbuf holds the ranks' blocks in rank order, counts[q] elements for rank q; this
- *     rank's block, reduced over every rank, lands in recvbuf. sendbuf may be recvbuf when all counts are
- *     equal (MPI_IN_PLACE: block 0 is then overwritten with the result);
+ *   reduce-scatter: sendbuf holds the ranks' blocks in rank order, counts[q] elements for rank q, or with
+ *     counts NULL `count` elements each; this rank's block, reduced over every rank, lands in recvbuf.
+ *     sendbuf may be recvbuf when all counts are equal (MPI_IN_PLACE: block 0 is then overwritten with the
+ *     result). Beyond COLL_GPU_MAX_DIRECT ranks counts must be NULL;
  *   bcast: count bytes of recvbuf at root to recvbuf everywhere (sendbuf: recvbuf);
  *   allgather: count bytes of sendbuf to block r of every recvbuf (n blocks; sendbuf may be recvbuf's
  *     block r);
  *   alltoall: block q of sendbuf (count bytes) to block r of rank q's recvbuf (not in place). Its Simple
  *     algorithm ("ring") goes around the ring with 2 ranks and pairwise over point-to-point connections
- *     with more.
+ *     with more, up to COLL_GPU_MAX_DIRECT ranks (beyond, no alltoall runs on the GPUs).
  * type and op: the reductions'. root: bcast's and reduce's. */
 typedef struct {
   coll_gpu_coll_t coll;
   const void *sendbuf;
   void *recvbuf;
   size_t count;
-  const size_t *counts; /* reduce-scatter */
+  const size_t *counts; /* reduce-scatter: a count per rank, or NULL (equal blocks of `count`) */
   coll_gpu_dtype_t type;
   coll_gpu_redop_t op;
   int root;

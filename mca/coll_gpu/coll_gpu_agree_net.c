@@ -95,8 +95,8 @@ static void net_poll(void *ctx, coll_gpu_agree_t *a) {
   reap_all(net);
 }
 
-/* Which of the communicator's ranks are on other hosts than this one (remote[r] = 1), and how many: by host
- * name, as the node's agreement table and the engine tell hosts apart (Open MPI's locality flags called a
+/* Which of the communicator's ranks are on other hosts than this one (remote[r] = 1, unless remote is NULL), and how
+ * many: by host name, as the node's agreement table and the engine tell hosts apart (Open MPI's locality flags called a
  * rank of the other host local on Ubuntu 24.04's Open MPI 4.1.6). Records in m whether there are any: the
  * same answer on every rank. */
 static int remote_ranks(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, uint8_t *remote) {
@@ -106,33 +106,38 @@ static int remote_ranks(mca_coll_gpu_module_t *m, struct ompi_communicator_t *co
   for (int r = 0; r < n; ++r) {
     ompi_proc_t *p = ompi_group_peer_lookup(comm->c_local_group, r);
     const char *host = p != NULL ? opal_get_proc_hostname(&p->super) : NULL;
-    remote[r] = r != ompi_comm_rank(comm) && (host == NULL || here == NULL || strcmp(host, here) != 0);
-    others += remote[r];
+    const int other = r != ompi_comm_rank(comm) && (host == NULL || here == NULL || strcmp(host, here) != 0);
+    if (remote != NULL) remote[r] = (uint8_t)other;
+    others += other;
   }
   m->hosts = others > 0 ? 2 : 1;
   return others;
 }
 
 int mca_coll_gpu_spans_hosts(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm) {
-  uint8_t remote[COLL_GPU_MAX_DIRECT];
-  if (m->hosts == 0) remote_ranks(m, comm, remote);
+  if (m->hosts == 0) remote_ranks(m, comm, NULL);
   return m->hosts == 2;
 }
 
 int mca_coll_gpu_agree_net(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm) {
   const int n = ompi_comm_size(comm);
-  uint8_t remote[COLL_GPU_MAX_DIRECT] = {0};
+  uint8_t *remote = calloc((size_t)n, 1);
+  if (remote == NULL) return 0;
   const int others = remote_ranks(m, comm, remote);
-  if (others == 0) return 1;
+  if (others == 0) {
+    free(remote);
+    return 1;
+  }
   COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
                "comm %s: %d of its %d ranks on other hosts: the path agreement reaches them through point-to-point "
                "messages",
                comm->c_name, others, n);
   m->agree_net = calloc(1, sizeof(*m->agree_net));
-  if (m->agree_net == NULL) return 0;
-  m->agree_net->comm = comm;
+  if (m->agree_net != NULL) m->agree_net->comm = comm;
   const coll_gpu_agree_net_t net = {m->agree_net, net_send, net_poll};
-  return coll_gpu_agree_set_net(m->agree, remote, &net) == COLL_GPU_SUCCESS;
+  const int ok = m->agree_net != NULL && coll_gpu_agree_set_net(m->agree, remote, &net) == COLL_GPU_SUCCESS;
+  free(remote);
+  return ok;
 }
 
 void mca_coll_gpu_agree_net_free(mca_coll_gpu_module_t *m) {

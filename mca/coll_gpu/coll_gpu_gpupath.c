@@ -13,7 +13,7 @@
  *
  * The OR goes through the node's agreement table (engine/agree.h): a file in Open MPI's job session
  * directory that each process maps at its first need, with an entry per communicator found by its context
- * id and members, on communicators that can take the GPU path at all (2 to 8 ranks); the ranks of other
+ * id and members, on communicators that can take the GPU path at all (2 to 32768 ranks); the ranks of other
  * hosts' posts come as messages (coll_gpu_agree_net.c). Across hosts, calls below coll_gpu_net_min_bytes
  * stage without an agreement, on every rank alike. Nothing about it needs
  * the other ranks: no collective, no wait inside a nonblocking call, progress or communicator
@@ -190,18 +190,21 @@ static int map_op(struct ompi_op_t *op, coll_gpu_redop_t *out) {
 
 bool mca_coll_gpu_gpupath_possible(struct ompi_communicator_t *comm) {
   const int size = ompi_comm_size(comm);
-  return size >= 2 && size <= COLL_GPU_MAX_DIRECT;
+  return size >= 2 && size <= COLL_GPU_MAX_COMM_RANKS;
 }
 
 void mca_coll_gpu_agreement_key(struct ompi_communicator_t *comm, coll_gpu_agree_key_t *k, uint64_t *instance) {
   memset(k, 0, sizeof(*k));
   k->cid = comm->c_contextid;
   k->size = (uint32_t)ompi_comm_size(comm);
+  uint64_t h = k->size;
   for (uint32_t r = 0; r < k->size; ++r) {
     const ompi_proc_t *p = ompi_group_peer_lookup(comm->c_local_group, (int)r);
     const opal_process_name_t name = p->super.proc_name;
-    k->members[r] = (uint64_t)name.jobid << 32 | name.vpid;
+    const uint64_t member = (uint64_t)name.jobid << 32 | name.vpid;
+    h = coll_gpu_hash(&member, sizeof(member), h);
   }
+  k->members = h != 0 ? h : 1;
   *instance = coll_gpu_agree_instance(k);
 }
 
@@ -250,7 +253,10 @@ coll_gpu_agree_t *mca_coll_gpu_agreement(mca_coll_gpu_module_t *m, struct ompi_c
   }
   if (m->agree_state == COLL_GPU_STATE_OFF) return NULL;
   coll_gpu_agree_table_t *t = node_table();
-  if (t == NULL ||
+  const size_t n = (size_t)ompi_comm_size(comm);
+  if (m->late == NULL) m->late = calloc(n, 1);
+  if (m->missing == NULL) m->missing = calloc(n, 1);
+  if (t == NULL || m->late == NULL || m->missing == NULL ||
       coll_gpu_agree_create(t, &m->agree_key, m->agree_instance, ompi_comm_rank(comm), &m->agree) != COLL_GPU_SUCCESS ||
       !mca_coll_gpu_agree_net(m, comm)) {
     coll_gpu_agree_destroy(m->agree); /* a rank without one never joins: its peers read UNKNOWN */
@@ -344,8 +350,7 @@ static void topo_warn(const char *what) {
  * then stages the call on every rank. */
 static uint64_t share_members(const mca_coll_gpu_module_t *m) {
   if (mca_coll_gpu_component.uniform_buffers || m->agree_state == COLL_GPU_STATE_OFF) return 0;
-  const uint64_t h = coll_gpu_hash(m->agree_key.members, m->agree_key.size * sizeof(uint64_t), m->agree_key.size);
-  return h != 0 ? h : 1;
+  return m->agree_key.members; /* not 0 */
 }
 
 int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm,
@@ -433,16 +438,18 @@ static int agree_path(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm
   }
   coll_gpu_agree_t *a = mca_coll_gpu_agreement(m, comm);
   if (a == NULL) return -1;
-  uint8_t missing[COLL_GPU_MAX_DIRECT] = {0};
   mca_coll_gpu_watch_ctx_t wctx = {comm, call, bytes};
   const coll_gpu_agree_watch_t watch = {wait_config(), mca_coll_gpu_agree_report, &wctx};
+  char why[256];
   mca_coll_gpu_agree_lock(m);
-  const coll_gpu_status_t st = coll_gpu_agree(a, mine, &watch, all, missing);
+  memset(m->missing, 0, (size_t)ompi_comm_size(comm));
+  const coll_gpu_status_t st = coll_gpu_agree(a, mine, &watch, all, m->missing);
+  if (st != COLL_GPU_SUCCESS) {
+    snprintf(why, sizeof(why), "the process of rank(s)");
+    coll_gpu_append_ranks(why, sizeof(why), m->missing, ompi_comm_size(comm));
+  }
   mca_coll_gpu_agree_unlock(m);
   if (st == COLL_GPU_SUCCESS) return 0;
-  char why[256];
-  snprintf(why, sizeof(why), "the process of rank(s)");
-  coll_gpu_append_ranks(why, sizeof(why), missing, ompi_comm_size(comm));
   const size_t at = strlen(why);
   snprintf(why + at, sizeof(why) - at, " ended before it reached the call");
   *rc = mca_coll_gpu_failed(m, comm, call, bytes, "while the ranks agreed on its path", why);
@@ -454,16 +461,18 @@ static int agree_path(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm
 static int plan_reduction(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
                           mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
-  if (m->agree_state == COLL_GPU_STATE_OFF) return 0; /* from here on, at most COLL_GPU_MAX_DIRECT ranks */
+  if (m->agree_state == COLL_GPU_STATE_OFF) return 0; /* from here on, 2 to COLL_GPU_MAX_COMM_RANKS ranks */
   const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
-  size_t total = (size_t)rd->count;
+  size_t total = (size_t)rd->count, each = (size_t)rd->count;
   int equal = 1;
   if (rd->coll == COLL_GPU_COLL_REDUCE_SCATTER) {
     total = 0;
+    each = (size_t)(rd->rcounts != NULL ? rd->rcounts[0] : rd->count);
     for (int q = 0; q < n; ++q) {
-      pl->counts[q] = (size_t)(rd->rcounts != NULL ? rd->rcounts[q] : rd->count);
-      total += pl->counts[q];
-      equal = equal && pl->counts[q] == pl->counts[0];
+      const size_t count = (size_t)(rd->rcounts != NULL ? rd->rcounts[q] : rd->count);
+      if (q < COLL_GPU_MAX_DIRECT) pl->counts[q] = count;
+      total += count;
+      equal = equal && count == each;
     }
   }
   if (total == 0) return 0;
@@ -479,14 +488,23 @@ static int plan_reduction(const mca_coll_gpu_reduction_t *rd, struct ompi_commun
   if (m->engine_state != COLL_GPU_STATE_OFF && algorithm != COLL_GPU_NALGOS)
     pl->mine = (uint32_t)local_path(leaf ? MPI_IN_PLACE : rd->sbuf, leaf ? (void *)rd->sbuf : rd->rbuf, rd->dtype,
                                     rd->op, m, &pl->mem, &type, &redop);
-  /* in place, a rank's result would overwrite input a later block of another length still reads */
-  if (pl->mine == COLL_GPU_PATH_GPU && rd->coll == COLL_GPU_COLL_REDUCE_SCATTER && rd->sbuf == MPI_IN_PLACE && !equal)
+  /* in place, a rank's result would overwrite input a later block of another length still reads; beyond
+   * COLL_GPU_MAX_DIRECT ranks the kernels take equal blocks only */
+  if (pl->mine == COLL_GPU_PATH_GPU && rd->coll == COLL_GPU_COLL_REDUCE_SCATTER && !equal &&
+      (rd->sbuf == MPI_IN_PLACE || n > COLL_GPU_MAX_DIRECT))
     pl->mine = COLL_GPU_PATH_STAGE;
   pl->bytes = total * dsize;
   pl->name = rd->name;
-  const coll_gpu_args_t args = {
-      rd->coll, rd->sbuf == MPI_IN_PLACE ? rd->rbuf : rd->sbuf, leaf ? NULL : rd->rbuf, total, pl->counts, type,
-      redop,    rd->coll == COLL_GPU_COLL_REDUCE ? rd->root : 0};
+  /* reduce-scatter: counts per rank, or beyond COLL_GPU_MAX_DIRECT ranks none (equal blocks of `each`) */
+  const int by_counts = rd->coll == COLL_GPU_COLL_REDUCE_SCATTER && n <= COLL_GPU_MAX_DIRECT;
+  const coll_gpu_args_t args = {rd->coll,
+                                rd->sbuf == MPI_IN_PLACE ? rd->rbuf : rd->sbuf,
+                                leaf ? NULL : rd->rbuf,
+                                rd->coll == COLL_GPU_COLL_REDUCE_SCATTER ? each : total,
+                                by_counts ? pl->counts : NULL,
+                                type,
+                                redop,
+                                rd->coll == COLL_GPU_COLL_REDUCE ? rd->root : 0};
   pl->args = args;
   return 1;
 }
@@ -581,8 +599,9 @@ static int plan_move(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *
   if (pl->mem.kind == COLL_GPU_MEM_HOST && smem.kind == COLL_GPU_MEM_HOST)
     pl->mine = COLL_GPU_PATH_HOST;
   else if (m->engine_state != COLL_GPU_STATE_OFF && c->move_algorithm[mv->coll] != COLL_GPU_NALGOS && dst != NULL &&
-           src != NULL && on_engine(m, &pl->mem, &pl->mem) && on_engine(m, &smem, &pl->mem))
-    pl->mine = COLL_GPU_PATH_GPU; /* in-place alltoall has no src: staged */
+           src != NULL && on_engine(m, &pl->mem, &pl->mem) && on_engine(m, &smem, &pl->mem) &&
+           (mv->coll != COLL_GPU_COLL_ALLTOALL || n <= COLL_GPU_MAX_DIRECT))
+    pl->mine = COLL_GPU_PATH_GPU; /* in-place alltoall has no src, and more ranks no pairwise connections: staged */
   pl->bytes = bytes;
   pl->name = coll_gpu_coll_mpi_name(mv->coll);
   const coll_gpu_args_t args = {mv->coll, src, dst, bytes, NULL, COLL_GPU_UINT8, COLL_GPU_SUM, mv->root};

@@ -28,6 +28,7 @@ static void module_construct(mca_coll_gpu_module_t *m) {
   m->agree = NULL;
   m->agree_state = COLL_GPU_STATE_NONE;
   m->agree_net = NULL;
+  m->late = m->missing = NULL;
   pthread_mutexattr_t attr;
   pthread_mutexattr_init(&attr);
   pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
@@ -48,6 +49,8 @@ static void module_destruct(mca_coll_gpu_module_t *m) {
   coll_gpu_engine_release(m->engine); /* freed with the last communicator that shares it */
   coll_gpu_agree_destroy(m->agree);
   mca_coll_gpu_agree_net_free(m);
+  free(m->late);
+  free(m->missing);
   pthread_mutex_destroy(&m->agree_mutex);
   COLL_GPU_FOREACH(COLL_GPU_RELEASE_ALL)
   COLL_GPU_RELEASE(reduce_local)
@@ -86,7 +89,7 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
   char path[96] = "";
   if (m->engine_state == COLL_GPU_STATE_OFF)
     snprintf(path, sizeof(path), "; no GPU path (it needs an intra-communicator of 2 to %d ranks)",
-             COLL_GPU_MAX_DIRECT);
+             COLL_GPU_MAX_COMM_RANKS);
   COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
                "comm %s (cid %d) size %d%s: enabled over allreduce of %s, iallreduce of %s%s", comm->c_name,
                comm->c_contextid, ompi_comm_size(comm), OMPI_COMM_IS_INTER(comm) ? " (intercommunicator)" : "",

@@ -149,7 +149,7 @@ static mca_coll_gpu_call_t *call_new(mca_coll_gpu_module_t *m, struct ompi_commu
   c->planned = pl != NULL;
   if (pl != NULL) {
     c->plan = *pl;
-    c->plan.args.counts = c->plan.counts;
+    if (c->plan.args.counts != NULL) c->plan.args.counts = c->plan.counts;
   }
   c->posted = c->answered = c->claimed = 0;
   c->since = c->next_check = 0;
@@ -234,7 +234,9 @@ static int watch_agreement(mca_coll_gpu_call_t *c, coll_gpu_agree_t *a) {
   const int report = !c->reported && t - c->since >= (uint64_t)mca_coll_gpu_component.timeout * 1000000000ULL;
   if (t < c->next_check && !report) return 0;
   c->next_check = t + COLL_GPU_CHECK_NS;
-  uint8_t late[COLL_GPU_MAX_DIRECT] = {0}, missing[COLL_GPU_MAX_DIRECT] = {0};
+  /* the module's scratch: the caller holds the agreement's lock */
+  uint8_t *late = c->m->late, *missing = c->m->missing;
+  memset(missing, 0, (size_t)ompi_comm_size(c->comm));
   const uint64_t n = c->posted ? c->n : coll_gpu_agree_last(a) + 1;
   if (coll_gpu_agree_late(a, n, 1, late, missing)) {
     char why[256];

@@ -9,6 +9,7 @@
 #  - the engine's network set-up between the hosts (test_net -H): proxies connect over the cluster's
 #    addresses, UCX's choice and tcp, and only the hops between hosts get connections;
 #  - 4 hosts of 1, 2, 3 and 1 ranks: the collectives staged (coll_gpu_force_staging) right;
+#  - 4 hosts of 3 ranks (12: more than COLL_GPU_MAX_DIRECT): the path agreement between the hosts;
 #  - a host killed mid-call (SIGKILL to all its processes): mpirun ends within 60 s and names it;
 #  - teardown: no namespace, link, mount, process or state left, and nothing new in this machine's /dev/shm.
 # Skipped where namespaces cannot be made (not root, or a container that forbids them).
@@ -37,6 +38,11 @@ mc stop $name >/dev/null
 mc start $name 4 >/dev/null
 out=$(run 1,2,3,1 7 --mca coll_gpu_force_staging 1 ./test/mpi/test_colls)
 check "4 hosts of 1, 2, 3 and 1 ranks: the collectives staged" "$out" 1 '^test_colls: 7 ranks, host memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
+out=$(run 3 12 --mca coll_gpu_verbose info --mca coll_gpu_verbose_subsys INIT ./test/mpi/test_agree -N 3)
+check "4 hosts x 3 (more ranks than COLL_GPU_MAX_DIRECT): the path agreement between the hosts" "$out" 1 \
+  '^test_agree: 12 ranks, 0 failed$'
+check "4 hosts x 3: each rank sees 9 of MPI_COMM_WORLD's ranks on other hosts" "$out" 12 \
+  "INFO INIT comm MPI_COMM_WORLD: 9 of its 12 ranks on other hosts: the path"
 
 # a host dies mid-call: every process of host 1 is killed while the ranks run allreduces
 start=$(date +%s)

@@ -9,9 +9,9 @@
  * usage: test_colls [-m host|device|managed|pinned|pool|mixed] [-s seed] [-v] [-L] [-F] [-G] [-r GAP_US]
  * -F makes odd ranks stage every buffer (coll_gpu_force_staging through MPI_T) and even ranks not, as
  *    ranks that loaded CUDA beside ranks that did not.
- * -G (device memory, one node, at most 8 ranks) also checks that the blocking reductions with a GPU path
- *    stage no buffer for the types the kernels take (coll/gpu's MPI_T counter coll_gpu_staged_buffers):
- *    a staged call gives the same bytes, so only the counter tells the GPU path ran.
+ * -G (device memory; across hosts with coll_gpu_net_min_bytes 0) also checks that the blocking reductions
+ *    with a GPU path stage no buffer for the types the kernels take (coll/gpu's MPI_T counter
+ *    coll_gpu_staged_buffers): a staged call gives the same bytes, so only the counter tells the GPU path ran.
  * -r GAP_US makes each rank wait a random 0 to GAP_US microseconds before each collective: with GAP_US
  *    about twice coll_gpu_oneshot_linger_us, coll/gpu's lingering kernel leaves just as calls arrive.
  * -L runs only a broadcast of more than 2^31 bytes (several GiB of memory per rank).

@@ -80,7 +80,7 @@ class Table : public ::testing::Test {
     memset(&key, 0, sizeof(key));
     key.cid = 5;
     key.size = (uint32_t)n;
-    for (int r = 0; r < n; ++r) key.members[r] = 77 + (uint64_t)r;
+    key.members = 77;
     coll_gpu_agree_t *a = nullptr;
     EXPECT_EQ(coll_gpu_agree_create(t, &key, instance, rank, &a), COLL_GPU_SUCCESS);
     handles_.push_back(a);
@@ -319,9 +319,8 @@ TEST(AgreeInstance, CountsCreationsPerKey) {
   memset(&b, 0, sizeof(b));
   a.cid = b.cid = 123456;
   a.size = b.size = 2;
-  a.members[0] = b.members[0] = 1;
-  a.members[1] = 2;
-  b.members[1] = 3;  // another communicator with the same context id
+  a.members = 12;
+  b.members = 13;  // another communicator with the same context id
   const uint64_t a1 = coll_gpu_agree_instance(&a), b1 = coll_gpu_agree_instance(&b);
   EXPECT_EQ(coll_gpu_agree_instance(&a), a1 + 1);
   EXPECT_EQ(coll_gpu_agree_instance(&b), b1 + 1);
