@@ -210,6 +210,37 @@ TEST_F(Table, APostOverwrittenBeforeItWasReadComesBackUnknown) {
   }
 }
 
+// A communicator's ranks on one node take a slot each: with COLL_GPU_AGREE_NODE_RANKS of them a rank joins, with
+// one more it never does and reads UNKNOWN (the call stages) at once. Its size alone does not matter.
+TEST_F(Table, MoreRanksOnANodeThanTheSlotsNeverJoin) {
+  coll_gpu_agree_table_t *t = open_table(path_);
+  ASSERT_NE(t, nullptr) << why_;
+  coll_gpu_agree_table_mark(t);
+  coll_gpu_agree_t *fits = rank_of(t, COLL_GPU_AGREE_NODE_RANKS - 1, COLL_GPU_AGREE_NODE_RANKS);
+  int tries;
+  uint32_t all = 0;
+  const uint64_t n = post_to_read(fits, 2, &tries);
+  EXPECT_TRUE(coll_gpu_agree_joined(fits));
+  EXPECT_GT(tries, 10) << "it waited for the others to join";
+  ASSERT_TRUE(coll_gpu_agree_test(fits, n, &all));
+  EXPECT_EQ(all, 2u | COLL_GPU_AGREE_UNKNOWN) << "the others never joined";
+  coll_gpu_agree_key_t key;
+  memset(&key, 0, sizeof(key));
+  key.cid = 6;
+  key.size = COLL_GPU_AGREE_NODE_RANKS + 1;
+  key.members = 99;
+  coll_gpu_agree_t *over = nullptr;
+  ASSERT_EQ(coll_gpu_agree_create(t, &key, 1, COLL_GPU_AGREE_NODE_RANKS, &over), COLL_GPU_SUCCESS);
+  handles_.push_back(over);
+  for (uint64_t k = 1; k <= 3; ++k) {
+    EXPECT_EQ(post_to_read(over, 2, &tries), k);
+    EXPECT_EQ(tries, 0) << "no wait";
+    EXPECT_FALSE(coll_gpu_agree_joined(over));
+    ASSERT_TRUE(coll_gpu_agree_test(over, k, &all));
+    EXPECT_EQ(all, 2u | COLL_GPU_AGREE_UNKNOWN);
+  }
+}
+
 TEST_F(Table, TheNextInstanceNeverReadsTheLastOnesSlots) {
   coll_gpu_agree_table_t *t = open_table(path_);
   ASSERT_NE(t, nullptr) << why_;
