@@ -426,20 +426,17 @@ void send(coll_gpu_agree_t *a, uint64_t word, bool join = false) {
 }
 
 // Rank r's post of agreement n: its bits, UNKNOWN where it cannot be read (overwritten); 0 when it has not
-// come yet (the caller checked that r posts n).
+// come yet (the caller checked that r posts n). From its last post, else from the one kept for n (read only
+// then): in its slot on this node, or as it came from another node.
 uint64_t post_of(const coll_gpu_agree_t *a, int r, uint64_t n) {
-  if (a->remote[r]) {
-    const Remote &x = a->from[r];
-    if (x.last >> kBitsShift < n) return 0;
-    if (x.last >> kBitsShift == n) return (x.last & kBitsMask) | 1ull << 63;
-    const uint64_t word = x.cap == 0 ? 0 : x.words[n & (x.cap - 1)];
-    return (word >> kBitsShift == n ? word & kBitsMask : COLL_GPU_AGREE_UNKNOWN) | 1ull << 63;
-  }
-  const Slot *s = &a->slots[a->slot[r]];
-  const uint64_t last = s->last.load(std::memory_order_acquire);
+  const bool remote = a->remote[r];
+  const Remote *x = remote ? &a->from[r] : nullptr;
+  const Slot *s = remote ? nullptr : &a->slots[a->slot[r]];
+  const uint64_t last = remote ? x->last : s->last.load(std::memory_order_acquire);
   if (last >> kBitsShift < n) return 0;
   if (last >> kBitsShift == n) return (last & kBitsMask) | 1ull << 63;
-  const uint64_t word = s->bits[n % kWindow].load(std::memory_order_acquire);
+  const uint64_t word =
+      remote ? (x->cap == 0 ? 0 : x->words[n & (x->cap - 1)]) : s->bits[n % kWindow].load(std::memory_order_acquire);
   return (word >> kBitsShift == n ? word & kBitsMask : COLL_GPU_AGREE_UNKNOWN) | 1ull << 63;
 }
 

@@ -309,7 +309,6 @@ class CallWait {
       : e_(e), cfg_(e.cfg.wait), call_(call), proto_(proto), gone_(e.gone.get()) {
     cfg_.timeout_ns += kReportGraceNs;
     coll_gpu_wait_init(&w_, &cfg_);
-    memset(gone_, 0, (size_t)e.nranks);
   }
   // Waits until *word == value: as long as the peers' processes exist. One found gone makes the kernels
   // abort (status->abort), which ends their waits; the word then comes, and aborted() says so. False if
@@ -327,12 +326,13 @@ class CallWait {
   coll_gpu_wait_t w_;
   const coll_gpu_work_t *call_;
   coll_gpu_proto_t proto_;
-  uint8_t *gone_;            // peers found gone (the engine's scratch: one wait at a time)
+  uint8_t *gone_;            // peers found gone (the engine's scratch: one wait at a time; set by peers_gone)
   uint64_t aborted_at_ = 0;  // when the kernels were told to abort
   char net_why_[256] = "";   // what the network proxy found, when it found a failure
 };
 
 bool CallWait::peers_gone() {
+  memset(gone_, 0, (size_t)e_.nranks);  // on a check only, not on every call's wait
   bool any = e_.net_failed(gone_, net_why_, sizeof(net_why_));
   for (int r = 0; r < e_.nranks; ++r)
     if (e_.visible[r] && coll_gpu_pid_gone(e_.pid[r])) {

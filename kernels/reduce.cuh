@@ -126,8 +126,8 @@ __global__ void __launch_bounds__(kRingThreads) reduce_ring(const __grid_constan
       const size_t b = coll_gpu_min(off, part.count);
       return Seg{block.begin + part.begin + b, part.begin + b, coll_gpu_min(slot, part.count - b)};
     };
-    size_t longest = 0;
-    for (int q = 0; q < n; ++q)
+    size_t longest = p.each != 0 ? coll_gpu_part(p.count, gridDim.x, blockIdx.x, pack).count : 0;
+    for (int q = 0; p.each == 0 && q < n; ++q)
       longest = coll_gpu_max(longest, coll_gpu_part(rs_block(p, q).count, gridDim.x, blockIdx.x, pack).count);
     for (size_t off = 0; ok && off < longest; off += slot) {
       // step 0: push the block of the rank before me
@@ -153,6 +153,7 @@ __global__ void __launch_bounds__(kRingThreads) reduce_ring(const __grid_constan
 __host__ bool reduce_aligned(int nranks, const coll_gpu_work_t &p) {
   if (!packs_aligned(p.sendbuf, p.recvbuf)) return false;
   if (p.coll != COLL_GPU_COLL_REDUCE_SCATTER) return true;
+  if (p.each != 0) return p.each * coll_gpu_dtype_size(p.type) % kPack == 0;  // every block at q * each
   for (int q = 0; q < nranks; ++q)
     if (rs_block(p, q).begin * coll_gpu_dtype_size(p.type) % kPack != 0) return false;
   return true;

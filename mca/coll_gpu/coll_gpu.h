@@ -192,7 +192,7 @@ int mca_coll_gpu_pend(coll_gpu_stage_t *st, int rc, void *persistent, struct omp
 typedef enum { COLL_GPU_ROOT, COLL_GPU_LEAF, COLL_GPU_NOT_INVOLVED } coll_gpu_role_t;
 coll_gpu_role_t mca_coll_gpu_role(struct ompi_communicator_t *comm, int root);
 
-/* Whether the communicator can ever take the GPU path (2 to COLL_GPU_MAX_DIRECT ranks): the same answer on
+/* Whether the communicator can ever take the GPU path (2 to COLL_GPU_MAX_COMM_RANKS ranks): the same answer on
  * every rank. */
 bool mca_coll_gpu_gpupath_possible(struct ompi_communicator_t *comm);
 /* What a rank that cannot take the GPU path (no CUDA in the process) does in each collective that has one
@@ -288,7 +288,7 @@ void mca_coll_gpu_calls_fini(void);
 
 /* coll_gpu_gpupath.c, for the nonblocking forms */
 coll_gpu_agree_t *mca_coll_gpu_agreement(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm);
-/* A new intra-communicator's agreement key and instance, for one of 2 to COLL_GPU_MAX_DIRECT ranks (comm_query,
+/* A new intra-communicator's agreement key and instance, for one of 2 to COLL_GPU_MAX_COMM_RANKS ranks (comm_query,
  * also where the component is disabled, so that the count stays the same on every member). */
 void mca_coll_gpu_agreement_key(struct ompi_communicator_t *comm, coll_gpu_agree_key_t *key, uint64_t *instance);
 /* coll_gpu_agree_net.c: the agreement's messages to the communicator's ranks on other hosts, set up on

@@ -470,7 +470,7 @@ static int plan_reduction(const mca_coll_gpu_reduction_t *rd, struct ompi_commun
     each = (size_t)(rd->rcounts != NULL ? rd->rcounts[0] : rd->count);
     for (int q = 0; q < n; ++q) {
       const size_t count = (size_t)(rd->rcounts != NULL ? rd->rcounts[q] : rd->count);
-      if (q < COLL_GPU_MAX_DIRECT) pl->counts[q] = count;
+      if (n <= COLL_GPU_MAX_DIRECT) pl->counts[q] = count; /* args.counts (by_counts below) */
       total += count;
       equal = equal && count == each;
     }
