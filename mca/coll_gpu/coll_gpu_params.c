@@ -237,8 +237,9 @@ static void register_topology(mca_coll_gpu_component_t *c) {
                   "communicator first takes the GPU path, and the probe is used",
                   "", OPAL_INFO_LVL_5, &c->topo_file);
   register_string("topo_dump_file",
-                  "File that rank 0 of each communicator taking the GPU path writes the topology to, as every "
-                  "rank merged it (NCCL's XML format, GPUs carrying their rank), as a new file renamed over the name "
+                  "File that rank 0 of each communicator of up to 8 ranks taking the GPU path writes the topology "
+                  "to, as every rank merged it (NCCL's XML format, GPUs carrying their rank; larger communicators "
+                  "exchange no topology and write none), as a new file renamed over the name "
                   "(a symbolic link there is replaced, never written through): read it back with coll_gpu_topo "
                   "--xml or coll_gpu_topo_file. Empty: none",
                   "", OPAL_INFO_LVL_5, &c->topo_dump_file);
@@ -258,7 +259,8 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                 "oneshot (every rank reads all data, up to coll_gpu_oneshot_max_bytes), twoshot (reduce-scatter "
                 "and all-gather in one hop each, up to coll_gpu_twoshot_max_bytes), ring, or staged (through "
                 "host memory and the next coll component). A forced algorithm that does not fit the message "
-                "falls back to auto",
+                "falls back to auto; communicators of more than 8 ranks or over several nodes run the ring whatever "
+                "is forced",
                 algorithms, -1, &c->allreduce_algorithm);
   register_enum(
       "allreduce_protocol",
@@ -285,7 +287,7 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                 "as LL lines into that peer, in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol: "
                 "with 2 ranks a sending and a receiving block on each channel, pairwise through each peer's own "
                 "FIFOs with more), or staged. "
-                "In-place alltoall is always staged",
+                "In-place alltoall, and alltoall of more than 8 ranks, is always staged",
                 moves, -1, &c->move_algorithm[COLL_GPU_COLL_ALLTOALL]);
   register_enum("reduce_algorithm",
                 "Algorithm of MPI_Reduce on device buffers: auto, oneshot (every rank writes its buffer as LL lines "
@@ -295,8 +297,8 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
   register_enum("reduce_scatter_algorithm",
                 "Algorithm of MPI_Reduce_scatter and MPI_Reduce_scatter_block on device buffers: auto, oneshot "
                 "(every rank writes each peer's block as LL lines into that peer, which reduces them in rank "
-                "order; in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol), or staged. In-place "
-                "MPI_Reduce_scatter with counts that differ is always staged",
+                "order; in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol), or staged. "
+                "MPI_Reduce_scatter with counts that differ is always staged in place, and with more than 8 ranks",
                 moves, -1, &c->move_algorithm[COLL_GPU_COLL_REDUCE_SCATTER]);
   register_int("nchannels",
                "Thread blocks of the two-shot allreduce and channels (one block each) of the ring; 0 lets the "
@@ -318,11 +320,12 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
       "oneshot_max_bytes",
       "Largest MPI_Allreduce message (bytes) the one-shot LL algorithm takes, and the largest piece a one-shot "
       "MPI_Bcast, MPI_Allgather, MPI_Alltoall, MPI_Reduce or MPI_Reduce_scatter moves per peer in one kernel. "
-      "Each rank allocates 4 x ranks x this much device memory for it; 0 disables one-shot",
+      "Each rank of a communicator of up to 8 ranks allocates 4 x ranks x this much device memory for it (larger "
+      "ones run only the rings); 0 disables one-shot",
       512 << 10, 0, 16 << 20, 16, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->oneshot_max_bytes);
   register_size("twoshot_max_bytes",
-                "Largest MPI_Allreduce message (bytes) the two-shot algorithm takes. Each rank allocates 4 x this "
-                "much device memory for it; 0 disables two-shot",
+                "Largest MPI_Allreduce message (bytes) the two-shot algorithm takes. Each rank of a communicator of "
+                "up to 8 ranks allocates 4 x this much device memory for it; 0 disables two-shot",
                 16 << 20, 0, (size_t)1 << 30, 16, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->twoshot_max_bytes);
   register_size("ring_slot_bytes",
                 "Bytes of one ring FIFO slot (a ring step moves one slot per channel); each rank allocates 8 "
