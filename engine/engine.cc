@@ -612,6 +612,20 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     // a process of another host is not checked (its pid means nothing here): the proxy watches it
     e->visible[r] = r != b->rank && peers[r].host == peers[b->rank].host && coll_gpu_pid_visible(peers[r].pid);
   }
+  // Ranks that share a GPU (several a GPU, under MPS) run their kernels on it at once, and a block waits for
+  // its peers' blocks: all their blocks must fit on the multiprocessors together, at one each at worst.
+  const int gpu_ranks = coll_gpu_gpu_ranks(peers.get(), b->size, e->nodes_scratch.get());
+  if (gpu_ranks > 1 && e->cfg.tune.min_sms > 1) {
+    const int most = (e->cfg.tune.min_sms - 1) / gpu_ranks > 1 ? (e->cfg.tune.min_sms - 1) / gpu_ranks : 1;
+    e->cfg.tune.max_blocks = most;
+    if (e->cfg.tune.max_channels > most) e->cfg.tune.max_channels = most;
+    if (e->cfg.tune.nchannels > most) e->cfg.tune.nchannels = most;
+    e->layout.nchannels = e->cfg.tune.max_channels;  // a smaller layout than the scratch allocated: it fits
+    if (cfg->log != nullptr)
+      cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
+               "comm %s: up to %d ranks share a GPU: at most %d blocks a kernel, %d channels", cfg->name, gpu_ranks,
+               most, e->cfg.tune.max_channels);
+  }
 
   // 3. the rings
   if (coll_gpu_rings_compute(b, peers.get(), &cfg->topo, &e->rings, why, why_len) != COLL_GPU_SUCCESS)

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <algorithm>
+
 #include "topo/topo.h"
 #include "topo/topo_probe.h"
 
@@ -356,4 +358,21 @@ void coll_gpu_rings_by_node(coll_gpu_rings_t *rings, const uint16_t *node, void 
     }
     memcpy(ring, sorted, (size_t)n * sizeof(uint16_t));
   }
+}
+
+int coll_gpu_gpu_ranks(const coll_gpu_peer_t *peers, int n, void *scratch) {
+  static_assert(sizeof(int) <= 16, "COLL_GPU_NODES_SCRATCH");
+  int *by_gpu = (int *)scratch;  // the ranks, sorted by host and GPU
+  for (int r = 0; r < n; ++r) by_gpu[r] = r;
+  const auto before = [peers](int a, int b) {
+    if (peers[a].host != peers[b].host) return peers[a].host < peers[b].host;
+    return memcmp(peers[a].uuid, peers[b].uuid, sizeof(peers[a].uuid)) < 0;
+  };
+  std::sort(by_gpu, by_gpu + n, before);
+  int most = n > 0 ? 1 : 0;
+  for (int i = 1, run = 1; i < n; ++i) {
+    run = before(by_gpu[i - 1], by_gpu[i]) ? 1 : run + 1;
+    if (run > most) most = run;
+  }
+  return most;
 }

@@ -81,7 +81,7 @@ int coll_gpu_proxy_cpus(const int *near, int nnear, const int *mine, int nmine, 
  * channels move: more of them than CPUs make each wait for a CPU, a time slice at a time. */
 int coll_gpu_proxy_auto_threads(int ncpus, int ranks, int most);
 
-/* Scratch bytes the two functions below need for n ranks. */
+/* Scratch bytes the functions below need for n ranks. */
 #define COLL_GPU_NODES_SCRATCH(n) ((size_t)(n)*16)
 /* Each rank's node, named by its lowest rank, into node[0..n): its host, or with virtual_nodes > 0 the block
  * of that many consecutive ranks of its host (counted among that host's ranks in rank order) it falls in.
@@ -91,6 +91,9 @@ int coll_gpu_nodes_assign(const coll_gpu_peer_t *peers, int n, int virtual_nodes
  * them, keeping its order inside each node, so that it crosses between nodes once per node. Time: n times
  * the nodes. */
 void coll_gpu_rings_by_node(coll_gpu_rings_t *rings, const uint16_t *node, void *scratch);
+/* The most ranks on one GPU (the same host and GPU UUID): ranks that share a GPU (several a GPU, under MPS
+ * or taking turns) run their kernels on its multiprocessors together. Time: n log n. */
+int coll_gpu_gpu_ranks(const coll_gpu_peer_t *peers, int n, void *scratch);
 
 #ifdef __cplusplus
 }

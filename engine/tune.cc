@@ -84,7 +84,8 @@ namespace {
 // Blocks of one call: the ring runs every channel it has FIFOs for (over the network proxy, a channel per
 // kNetStepBytes of `step` bytes, the data of one ring step); two-shot one block per slice of `bytes`.
 int channels(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, size_t bytes, size_t step) {
-  const int most = algo == COLL_GPU_ALGO_RING ? c->max_channels : kTwoshotMaxBlocks;
+  int most = algo == COLL_GPU_ALGO_RING ? c->max_channels : kTwoshotMaxBlocks;
+  if (c->max_blocks > 0 && most > c->max_blocks) most = c->max_blocks;
   if (c->nchannels > 0) return c->nchannels < most ? c->nchannels : most;
   if (algo == COLL_GPU_ALGO_RING && c->net) {
     const size_t want = step > kNetStepBytes ? (step + kNetStepBytes - 1) / kNetStepBytes : 1;
@@ -193,6 +194,8 @@ coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, col
     if (coll == COLL_GPU_COLL_ALLTOALL && nranks == 2) {
       if (ch.nchannels > kAlltoallPairChannels) ch.nchannels = kAlltoallPairChannels;
       if (c->min_sms > 1 && ch.nchannels >= c->min_sms) ch.nchannels = c->min_sms - 1;
+      if (c->max_blocks > 0 && 2 * ch.nchannels > c->max_blocks)
+        ch.nchannels = c->max_blocks > 1 ? c->max_blocks / 2 : 1;
     }
     ch.chunk = c->ring_chunk_bytes > 0 ? c->ring_chunk_bytes : ring_chunk(coll, nranks, bytes, ch.nchannels);
   }

@@ -182,6 +182,33 @@ TEST(Nodes, AnySizeMatchesTheDefinition) {
   }
 }
 
+// The most ranks on one GPU: against a count by host and UUID, at any size, ranks in any order.
+TEST(Nodes, RanksSharingAGpuMatchTheDefinition) {
+  std::mt19937 gen((unsigned)time(nullptr));
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 1 + (int)(gen() % 1024), nhosts = 1 + (int)(gen() % 16), ngpus = 1 + (int)(gen() % 8);
+    std::vector<coll_gpu_peer_t> peers(n);
+    std::map<std::pair<uint64_t, int>, int> count;
+    int most = 0;
+    for (auto &p : peers) {
+      p = coll_gpu_peer_t{};
+      p.host = 1000 + gen() % nhosts;
+      const int gpu = (int)(gen() % ngpus);
+      p.uuid[gpu % 2 == 0 ? 0 : 15] = (uint8_t)(gpu + 1);
+      most = std::max(most, ++count[std::make_pair(p.host, gpu)]);
+    }
+    std::vector<char> scratch(COLL_GPU_NODES_SCRATCH(n));
+    ASSERT_EQ(coll_gpu_gpu_ranks(peers.data(), n, scratch.data()), most) << n << " ranks";
+  }
+  // the same GPU UUID on two hosts is two GPUs
+  std::vector<coll_gpu_peer_t> two(4, coll_gpu_peer_t{});
+  two[0].host = two[1].host = 1;
+  two[2].host = two[3].host = 2;
+  two[3].uuid[0] = 9;
+  std::vector<char> scratch(COLL_GPU_NODES_SCRATCH(4));
+  EXPECT_EQ(coll_gpu_gpu_ranks(two.data(), 4, scratch.data()), 2);
+}
+
 // The proxy's threads left to the engine: every rank's threads and the rank itself fit the CPUs near its
 // GPU, within 1 and a thread per channel.
 TEST(Nodes, ProxyThreadsFitTheRanksShareOfTheCpus) {

@@ -19,6 +19,7 @@ coll_gpu_tune_config_t defaults() {
   c.ring_chunk_bytes = 0;
   for (int &a : c.move_algorithm) a = -1;
   c.min_sms = 0;
+  c.max_blocks = 0;
   c.net = 0;
   return c;
 }
@@ -195,6 +196,34 @@ TEST(Tune, AlltoallFitsTheGpu) {
   EXPECT_EQ(64, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
   EXPECT_EQ(128, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLGATHER, 2, big).nchannels);
   EXPECT_EQ(128, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 3, big).nchannels);
+}
+
+// Ranks sharing a GPU (max_blocks): no ring or two-shot kernel takes more blocks, forced or not; the 2-rank
+// alltoall's two blocks per channel count twice.
+TEST(Tune, SharedGpuBoundsTheBlocks) {
+  coll_gpu_tune_config_t c = defaults();
+  c.max_channels = 128;
+  c.min_sms = 132;
+  c.max_blocks = 32;  // 4 ranks on a 132-multiprocessor GPU
+  for (int n : {2, 3, 4, 8, 16}) {
+    for (size_t bytes = 8; bytes <= (1ul << 30); bytes *= 4) {
+      const coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, n, bytes);
+      EXPECT_LE(ch.nchannels, 32) << n << " ranks, " << bytes << " bytes, " << coll_gpu_algo_name(ch.algo);
+      for (int coll = 0; coll < COLL_GPU_NCOLLS; ++coll) {
+        const coll_gpu_choice_t mv = coll_gpu_tune_choose_move(&c, (coll_gpu_coll_t)coll, n, bytes);
+        if (mv.algo != COLL_GPU_ALGO_RING) continue;
+        EXPECT_LE(mv.nchannels * (coll == COLL_GPU_COLL_ALLTOALL && n == 2 ? 2 : 1), 32)
+            << coll_gpu_coll_name((coll_gpu_coll_t)coll) << ", " << n << " ranks, " << bytes << " bytes";
+      }
+    }
+  }
+  EXPECT_EQ(32, coll_gpu_tune_choose(&c, 2, 1ul << 30).nchannels);
+  c.algorithm = COLL_GPU_ALGO_TWOSHOT;
+  EXPECT_EQ(32, coll_gpu_tune_choose(&c, 2, 16ul << 20).nchannels);
+  c.nchannels = 100;  // forced
+  EXPECT_EQ(32, coll_gpu_tune_choose(&c, 2, 16ul << 20).nchannels);
+  c.max_blocks = 1;  // one block: the 2-rank alltoall still gets a channel
+  EXPECT_EQ(1, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, 1ul << 30).nchannels);
 }
 
 // Every part of the scratch lies inside it, the parts do not overlap, and they grow with the sizes.
