@@ -9,10 +9,11 @@
 # default route in the hosts, no NAT. Links are made through rtnetlink (contrib/minicluster-net.c, compiled
 # at start), so no iproute2 is needed. As root.
 #
-# usage: sh contrib/minicluster.sh start NAME HOSTS [GPUS-PER-HOST]
+# usage: sh contrib/minicluster.sh start NAME HOSTS [GPUS-PER-HOST [mps]]
 #          hosts NAME0 .. NAME<HOSTS-1> (NAME: 1-8 letters or digits); with GPUS-PER-HOST, host i sees GPUs
 #          i*G .. i*G+G-1 (modulo the GPUs present: hosts share GPUs where they outnumber them) through
-#          CUDA_VISIBLE_DEVICES
+#          CUDA_VISIBLE_DEVICES; with mps, each host runs an MPS daemon of its own (contrib/mps.sh), so
+#          that the ranks of a host that share a GPU run on it at once
 #        sh contrib/minicluster.sh mpirun NAME SLOTS-PER-HOST [MPIRUN-ARGS...]
 #          mpirun over every host of the cluster with SLOTS-PER-HOST slots each ("1,2,3" gives each host its
 #          own), the agent, and Open MPI's tcp confined to the bridge
@@ -78,6 +79,9 @@ free_subnet() {
 stop() {
   [ -d "$dir" ] || return 0
   for h in $(hosts 2>/dev/null); do
+    if [ -d "$dir/$h.mps" ] && [ -e "$dir/$h.net" ]; then
+      COLL_GPU_MINICLUSTER=$dir sh "$top/contrib/minicluster-agent.sh" "$h" sh "$top/contrib/mps.sh" stop "$dir/$h.mps" || true
+    fi
     if [ -e "$dir/$h.net" ]; then kill_host "$h"; fi
   done
   i=0
@@ -93,7 +97,8 @@ stop() {
 }
 
 start() {
-  nhosts=$1 gpus=${2:-0}
+  nhosts=$1 gpus=${2:-0} mps=${3:-}
+  case "$mps" in "" | mps) ;; *) echo "minicluster: '$mps': mps or nothing after GPUS-PER-HOST" >&2; exit 2 ;; esac
   [ "$(id -u)" = 0 ] || { echo "minicluster: needs root" >&2; exit 1; }
   [ -d "$dir" ] && { echo "minicluster: $name exists ($dir): stop it first" >&2; exit 1; }
   mkdir -p "$dir"
@@ -126,14 +131,20 @@ start() {
       done
       echo "CUDA_VISIBLE_DEVICES=$list; export CUDA_VISIBLE_DEVICES" >"$dir/$h.env"
     fi
+    if [ -n "$mps" ]; then
+      mkdir "$dir/$h.mps"
+      mps_env=$(COLL_GPU_MINICLUSTER=$dir sh "$top/contrib/minicluster-agent.sh" "$h" \
+        sh "$top/contrib/mps.sh" start "$dir/$h.mps")
+      echo "$mps_env" >>"$dir/$h.env"
+    fi
     i=$((i + 1))
   done
   trap - EXIT INT TERM HUP
-  echo "minicluster $name: $(hosts | tr '\n' ' ')on $subnet.0/24 (bridge ${name}br)"
+  echo "minicluster $name: $(hosts | tr '\n' ' ')on $subnet.0/24 (bridge ${name}br)${mps:+, an MPS daemon each}"
 }
 
 case "$cmd" in
-start) start "${3:?HOSTS}" "${4:-0}" ;;
+start) start "${3:?HOSTS}" "${4:-0}" "${5:-}" ;;
 stop) stop ;;
 mpirun)
   slots=${3:?SLOTS-PER-HOST}

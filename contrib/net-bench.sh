@@ -29,9 +29,11 @@ if [ "$np" -gt "$ngpu" ]; then
   echo "# $np ranks on $ngpu GPU(s): ranks share a GPU; NCCL runs only with a host per rank (tcp)"
 fi
 if [ "${MPS:-0}" = 1 ]; then
-  export CUDA_MPS_PIPE_DIRECTORY=/tmp/coll-gpu-mps/pipe CUDA_MPS_LOG_DIRECTORY=/tmp/coll-gpu-mps/log
-  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  nvidia-cuda-mps-control -d && echo "# under an MPS server" && trap 'echo quit | nvidia-cuda-mps-control' EXIT
+  mps=$(mktemp -d /tmp/coll-gpu-mps.XXXXXX)
+  mps_env=$(sh "$(dirname "$0")/mps.sh" start "$mps") || exit 1
+  eval "$mps_env"
+  echo "# under an MPS server"
+  trap 'sh "$(dirname "$0")/mps.sh" stop "$mps"; rm -rf "$mps"' EXIT
 fi
 run() {  # transport coll min max bench-option mpirun-args...
   echo "== $2, $np ranks, $1"

@@ -10,7 +10,9 @@
 #  - a rank killed inside the GPU path: the survivor gets an error, found by the network proxy;
 #  - 2 + 1 ranks at the defaults: nonblocking and persistent calls on the GPUs across the hosts;
 #  - with 4 GPUs, 2 hosts of 2 and 4 hosts of 1 at the defaults: every collective on the GPUs, right, and
-#    memory kinds mixed across the hosts.
+#    memory kinds mixed across the hosts;
+#  - 4 hosts of 4 ranks (16), a GPU each (modulo the GPUs present), under an MPS daemon per host, at the
+#    defaults: every collective on the GPUs, right (skipped without MPS).
 # Skipped without a GPU, and where namespaces cannot be made.
 set -u
 name=mcg
@@ -49,5 +51,20 @@ if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 4 ]; then
     out=$(run "$3" 4 ./test/gpu/test_gpu_colls -m mixed)
     check "$1 hosts x $2, defaults: memory kinds mixed across the hosts, right" "$out" 1 '^test_colls: 4 ranks, mixed memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
   done
+fi
+if sh "$top/contrib/mps.sh" have; then
+  mc stop $name >/dev/null
+  if mc start $name 4 1 mps; then
+    out=$(run 4 16 --mca coll_gpu_net_min_bytes 0 --mca coll_gpu_verbose info --mca coll_gpu_verbose_subsys INIT \
+      ./test/gpu/test_gpu_colls -m device -G)
+    check "4 hosts x 4 ranks under MPS, defaults: on the GPUs, across the hosts over NET" "$out" 16 \
+      "comm MPI_COMM_WORLD: 4 nodes[^;]*; 4 of each ring's 16 hops over NET"
+    check "4 hosts x 4 ranks under MPS, defaults: every result right, nothing staged" "$out" 1 \
+      '^test_colls: 16 ranks, device memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
+  else
+    bad "4 hosts x 4 ranks under MPS: the mini-cluster did not start with its MPS daemons"
+  fi
+else
+  echo "skip: 4 hosts x 4 ranks under MPS (no nvidia-cuda-mps-control here)"
 fi
 exit $fail

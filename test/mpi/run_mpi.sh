@@ -12,6 +12,8 @@
 #   select stock           without coll/gpu (--mca coll ^gpu): the case must pass on stock Open MPI too
 #   param NAME = VALUE     a line of the MCA parameter file the run reads (instead of the user's and the
 #                          system's: mca_base_param_files)
+#   mps                    the ranks run under an MPS daemon of the case's own (contrib/mps.sh), so that
+#                          ranks sharing a GPU run at once; skipped where there is none
 # usage: run_mpi.sh CASE-FILE   (the test harness passes it; builddir is the current directory)
 set -e
 case_file=$1
@@ -44,10 +46,27 @@ test/gpu/*)
   fi
   ;;
 esac
+top=$(cd "$(dirname "$0")/../.." && pwd)
+pfile="" mpsdir=""
+cleanup() {
+  [ -z "$mpsdir" ] || { sh "$top/contrib/mps.sh" stop "$mpsdir"; rm -rf "$mpsdir"; }
+  [ -z "$pfile" ] || rm -f "$pfile"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+if grep -q '^mps$' "$case_file"; then
+  if ! sh "$top/contrib/mps.sh" have; then
+    echo "SKIP: no MPS control daemon (nvidia-cuda-mps-control) here"
+    exit 77
+  fi
+  mpsdir=$(mktemp -d /tmp/coll-gpu-mps.XXXXXX)
+  mps_env=$(sh "$top/contrib/mps.sh" start "$mpsdir") || { echo "FAIL: the MPS daemon did not start"; exit 1; }
+  eval "$mps_env"
+  echo "under MPS: $CUDA_MPS_PIPE_DIRECTORY"
+fi
 params=""
 if grep -q '^param ' "$case_file"; then
   pfile=$(mktemp)
-  trap 'rm -f "$pfile"' EXIT
   sed -n 's/^param //p' "$case_file" >"$pfile"
   params="--mca mca_base_param_files $pfile"
 fi

@@ -22,7 +22,9 @@
  * usage: test_nonblocking [-m KIND] [-i ROUNDS] [-s SEED] [-b CALLS] [-p STARTS] [-c COMMS] [-G] [-f]
  *   -m  memory kind of the buffers (host; device, managed, pinned, mixed with CUDA)
  *   -G  the GPU path's nonblocking calls must stage nothing (coll_gpu_staged_buffers stays put): with -m
- *       device (persistent requests are left out: they bind staged buffers at init, for a fallback)
+ *       device (persistent requests are left out: they bind staged buffers at init, for a fallback); beyond
+ *       8 ranks, where alltoall and reduce-scatter of unequal counts stage by design, alltoall then runs on
+ *       host buffers and reduce-scatter with equal counts
  *   -b  then one round of CALLS calls (more than the path agreement's 64 ahead of a rank 300 ms late)
  *   -p  then persistent requests of six collectives with a GPU path, each started STARTS times with new
  *       contents (MPI_Startall, or MPI_Start one by one in a drawn order; MPI_Waitall), and freed
@@ -48,6 +50,8 @@ uint64_t seed = 1;
 tbuf_kind_t kind = TBUF_HOST;
 long checks, failures;
 bool verbose, gpu_path;
+/* -G beyond 8 ranks (COLL_GPU_MAX_DIRECT): the calls that stage there by design are left off the GPU */
+bool beyond_direct;
 int gap_max_us;
 
 enum { ALLREDUCE, BCAST, ALLGATHER, REDUCE, RSB, RS, ALLTOALL, GATHER, BARRIER, NCALLS };
@@ -164,7 +168,7 @@ static void post(call_t *c, uint64_t id) {
     case RS: {
       size_t total = 0, mine = 0, begin = 0;
       for (int q = 0; q < n; ++q) {
-        c->rcounts[q] = c->what == RSB ? (int)k : (int)(rnd(id, 0x5c, (uint64_t)q) % (k + 1));
+        c->rcounts[q] = c->what == RSB || beyond_direct ? (int)k : (int)(rnd(id, 0x5c, (uint64_t)q) % (k + 1));
         if (q < rank) begin += (size_t)c->rcounts[q];
         total += (size_t)c->rcounts[q];
       }
@@ -182,8 +186,8 @@ static void post(call_t *c, uint64_t id) {
       break;
     }
     case ALLTOALL:
-      c->s = buf_of(k * 4 * n, 0);
-      c->r = buf_of(k * 4 * n, 0);
+      c->s = buf_of(k * 4 * n, beyond_direct);
+      c->r = buf_of(k * 4 * n, beyond_direct);
       fill(&c->s, id, rank, k * n);
       poison(&c->r);
       c->want = w = malloc(k * 4 * n);
@@ -476,6 +480,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "test_nonblocking: -c takes 1 to %d communicators, and not with -G\n", MAXCOMMS);
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
+  beyond_direct = gpu_path && nranks > 8;
   comms[0] = MPI_COMM_WORLD;
   for (int j = 0; ncomms > 1 && j < ncomms; ++j) MPI_Comm_dup(MPI_COMM_WORLD, &comms[j]);
   for (int j = 0; ncomms > 1 && j < ncomms; ++j) blocking_on(comms[j], 0xd0b00 + (uint64_t)j);
