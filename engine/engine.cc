@@ -11,18 +11,19 @@
  *   2. allgather of peer info: at most COLL_GPU_MAX_COMM_RANKS ranks, equal parameters, every rank set up;
  *      otherwise every rank reaches the same "unavailable". The ranks' nodes: their hosts, or with virtual
  *      nodes blocks of consecutive ranks of a host;
- *   3. the rings: every rank's view of the node, merged, and the ring search (engine/rings.h); with
- *      several nodes each ring visits them one after another. With several nodes, or more than
- *      COLL_GPU_MAX_DIRECT ranks, only ring algorithms run, and a rank connects to its rings' neighbours
- *      only (to every rank of another node too for the pairwise alltoall, which runs up to
- *      COLL_GPU_MAX_DIRECT ranks);
- *   3b. with several nodes: the network proxies start, their addresses are allgathered, each connects to
- *      the ranks of other nodes it has connections with, and everyone says whether it could;
- *   4. allgather of the IPC handles; each rank opens the handles of the peers on its node it has
- *      connections with (every peer of a direct communicator) and uploads the connections its kernels
- *      reach the peers through (kernels/allreduce.h): their scratch on its node, NET FIFOs moved by the
- *      proxy to other nodes (engine/net.h);
- *   5. allgather of the open results.
+ *   3. nodes and channels: the rings (every rank's view of the node, merged, and the ring search,
+ *      engine/rings.h; with several nodes each ring visits them one after another), and the ranks this
+ *      rank's kernels have connections with. With several nodes, or more than COLL_GPU_MAX_DIRECT ranks,
+ *      only ring algorithms run, and a rank connects to its rings' neighbours only (to every rank of
+ *      another node too for the pairwise alltoall, which runs up to COLL_GPU_MAX_DIRECT ranks);
+ *   4. the transports (engine/transport.h), each connecting the peers it reaches: with several nodes NET
+ *      (the network proxies start, their addresses are allgathered, each connects to the ranks of other
+ *      nodes it has connections with, and everyone says whether it could), then IPC (allgather of the
+ *      IPC handles; each rank opens those of the peers on its node it has connections with);
+ *   5. the layout: the kernels' view of the communicator (kernels/allreduce.h), each transport's
+ *      connections in it (the peers' scratch on this node, NET FIFOs moved by the proxy to other nodes),
+ *      uploaded into the scratch;
+ *   6. allgather of the results of 4 and 5.
  * Per rank, the device memory (the scratch) grows with the ring orders' 2 bytes a rank only, the IPC
  * mappings and NET connections with the rings' neighbours; host bookkeeping keeps a few bytes a rank
  * (processes, nodes).
@@ -41,6 +42,7 @@
 #include "kernels/staging.h"
 
 using coll_gpu::ContextScope;
+using coll_gpu::entered;
 
 namespace {
 
@@ -53,11 +55,6 @@ constexpr uint64_t kCheckNs = 100000000ULL;         // a call tested without wai
 // machine, both ways at once, 512 KiB steps: tcp 0.8 GB/s each way with 1 thread, 3.0 with 4, 4.3 with 8;
 // shared memory 5.0, 18-29 and 29 GB/s).
 constexpr int kNetChannels = 8;
-// Point-to-point NET connections take the ids after the ring channels'.
-constexpr int kNetP2pId = COLL_GPU_MAX_CHANNELS;
-// The peers' scratch a rank maps at most: every peer of a direct communicator, or both neighbours in each
-// ring.
-constexpr int kMaxMapped = COLL_GPU_MAX_DIRECT > 2 * COLL_GPU_MAX_RINGS ? COLL_GPU_MAX_DIRECT : 2 * COLL_GPU_MAX_RINGS;
 
 // A failed call of the kernels' C API (a cudaError_t or CUresult): the reason, then a breadcrumb.
 #define CUDA_CHECK(call, why, len)                                                        \
@@ -116,11 +113,8 @@ struct coll_gpu_engine {
   coll_gpu_meminfo_t mem;
   coll_gpu_ar_layout_t layout = {};
   coll_gpu::DeviceMemory scratch;
-  coll_gpu::IpcMapping mapped[kMaxMapped];  // the peers' scratch, mapped here
-  int nmapped = 0;
-  coll_gpu::HostPtr<void *[]> peer;  // every rank's scratch as this rank sees it, NULL where not mapped
-  coll_gpu::Stream stream;           // blocking: after the work queued on the legacy default stream, as staging is
-  coll_gpu::Stream linger_stream;    // non-blocking: a lingering kernel holds up no other work
+  coll_gpu::Stream stream;         // blocking: after the work queued on the legacy default stream, as staging is
+  coll_gpu::Stream linger_stream;  // non-blocking: a lingering kernel holds up no other work
   coll_gpu::HostMappedMemory status_mem;
   coll_gpu_ar_status_t *status = nullptr;  // host view of status_mem
   void *status_dev = nullptr;              // device view
@@ -141,7 +135,10 @@ struct coll_gpu_engine {
   coll_gpu::HostPtr<uint8_t[]> gone;        // a wait's scratch: the ranks found gone
   coll_gpu::HostPtr<char[]> nodes_scratch;  // COLL_GPU_NODES_SCRATCH: allocated before the collective steps
   bool multinode = false;                   // the ranks span nodes: NET connections between them
-  coll_gpu::Net net;
+  coll_gpu::Ipc ipc;                        // the transports (engine/transport.h): this node's peers
+  coll_gpu::Net net;                        // and other nodes' ranks
+  coll_gpu::Transport transports[2];        // those of this communicator: NET with several nodes, IPC
+  int ntransports = 0;
   // sharing (engine.h): under registry_lock, the communicators that hold it; in one word, the one whose calls
   // count on it now and how many (owner << 32 | count; a count of 0: free, whatever owner says)
   EngineId id = {};
@@ -160,15 +157,15 @@ struct coll_gpu_engine {
   }
   // The arrays of a byte or a few a rank; false when host memory ran out.
   bool alloc_ranks() {
-    peer = coll_gpu::make_host_array<void *>(nranks);
     pid = coll_gpu::make_host_array<int32_t>(nranks);
     visible = coll_gpu::make_host_array<uint8_t>(nranks);
     node = coll_gpu::make_host_array<uint16_t>(nranks);
     linked = coll_gpu::make_host_array<uint8_t>(nranks);
     gone = coll_gpu::make_host_array<uint8_t>(nranks);
     nodes_scratch = coll_gpu::make_host_array<char>(COLL_GPU_NODES_SCRATCH(nranks));
-    return peer != nullptr && pid != nullptr && visible != nullptr && node != nullptr && linked != nullptr &&
-           gone != nullptr && nodes_scratch != nullptr && coll_gpu_rings_alloc(&rings, nranks) == COLL_GPU_SUCCESS;
+    return pid != nullptr && visible != nullptr && node != nullptr && linked != nullptr && gone != nullptr &&
+           nodes_scratch != nullptr && ipc.alloc(rank, nranks, &mem) &&
+           coll_gpu_rings_alloc(&rings, nranks) == COLL_GPU_SUCCESS;
   }
   coll_gpu_engine(const coll_gpu_engine &) = delete;
   coll_gpu_engine &operator=(const coll_gpu_engine &) = delete;
@@ -178,7 +175,7 @@ struct coll_gpu_engine {
     ContextScope ctx(mem, mem.device >= 0);                    // no device: nothing was set up
     if (lingering) coll_gpu_stream_sync(linger_stream.get());  // it leaves within linger_ns
     net.reset();                                               // the proxy stops before its FIFOs go
-    for (auto &m : mapped) m.reset();
+    ipc.reset();
     linger_stream.reset();
     stream.reset();
     waiting_mem.reset();
@@ -187,10 +184,10 @@ struct coll_gpu_engine {
     coll_gpu_rings_free(&rings);
   }
 
-  coll_gpu_status_t setup_local(void *ipc_handle, char *why, size_t len);
+  coll_gpu_status_t setup_local(char *why, size_t len);
   void link_neighbours();
-  coll_gpu_status_t open_peers(const char *handles, int hsize, const coll_gpu_peer_t *peers, char *why, size_t len);
-  coll_gpu_status_t net_conns(coll_gpu_dev_conns_t *conns, char *why, size_t len);
+  coll_gpu_status_t connect(const coll_gpu::TransportLinks &links, char *why, size_t len);
+  coll_gpu_status_t setup_conns(char *why, size_t len);
   bool net_failed(uint8_t *gone, char *why = nullptr, size_t len = 0) const;
   void log_channels(const coll_gpu_peer_t &me) const;
   bool linger_takes(int blocks);
@@ -373,27 +370,21 @@ void CallWait::say_gone(bool stopped, char *why, size_t len) const {
            stopped ? "" : " and did not stop within 10 s");
 }
 
-// Fails with the reason when `ctx` could not enter the context of the engine's device.
-coll_gpu_status_t entered(const ContextScope &ctx, const coll_gpu_meminfo_t &mem, char *why, size_t len) {
-  if (ctx.rc() == 0) return COLL_GPU_SUCCESS;
-  coll_gpu_say(why, len, "cannot enter the context of device %d (CUresult %d)", mem.device, ctx.rc());
-  return COLL_GPU_CUDA_ERROR;
-}
-
 }  // namespace
 
 // Step 1: this rank's resources.
-coll_gpu_status_t coll_gpu_engine::setup_local(void *ipc_handle, char *why, size_t len) {
+coll_gpu_status_t coll_gpu_engine::setup_local(char *why, size_t len) {
   ContextScope ctx(mem);
   COLL_GPU_CHECK(entered(ctx, mem, why, len));
   CUDA_CHECK(coll_gpu_dev_alloc(scratch.out(), coll_gpu_ar_scratch_bytes(&layout)), why, len);
+  ipc.set_own(scratch.get());
   CUDA_CHECK(coll_gpu_host_mapped_alloc(status_mem.out(), &status_dev, sizeof(coll_gpu_ar_status_t)), why, len);
   status = (coll_gpu_ar_status_t *)status_mem.get();
   CUDA_CHECK(coll_gpu_host_mapped_alloc(waiting_mem.out(), &waiting_dev, (size_t)nranks), why, len);
   waiting = (volatile uint8_t *)waiting_mem.get();
   CUDA_CHECK(coll_gpu_stream_create(stream.out(), 0), why, len);
   CUDA_CHECK(coll_gpu_stream_create(linger_stream.out(), 1), why, len);
-  CUDA_CHECK(coll_gpu_ipc_get(scratch.get(), ipc_handle), why, len);
+  CUDA_CHECK(coll_gpu_ipc_get(scratch.get(), ipc.own_handle()), why, len);
   return COLL_GPU_SUCCESS;
 }
 
@@ -410,61 +401,36 @@ void coll_gpu_engine::link_neighbours() {
   linked[rank] = 0;
 }
 
-// Step 4: the scratch of the peers on this rank's node that it has connections with, mapped from the handles
-// of the exchange.
-coll_gpu_status_t coll_gpu_engine::open_peers(const char *handles, int hsize, const coll_gpu_peer_t *peers, char *why,
-                                              size_t len) {
+// Step 4: every transport connects the peers it reaches (NET, with several nodes, the ranks of the others;
+// IPC this node's), each making its collective calls whatever came before; the first failure is the reason.
+coll_gpu_status_t coll_gpu_engine::connect(const coll_gpu::TransportLinks &links, char *why, size_t len) {
+  coll_gpu_status_t st = COLL_GPU_SUCCESS;
+  char later[8];  // a later transport's reason, once one failed
+  for (int t = 0; t < ntransports; ++t) {
+    const coll_gpu_status_t one = transports[t].connect(transports[t].self, links, st == COLL_GPU_SUCCESS ? why : later,
+                                                        st == COLL_GPU_SUCCESS ? len : sizeof(later));
+    if (st == COLL_GPU_SUCCESS) st = one;
+  }
+  return st;
+}
+
+// Step 5: the kernels' view of the communicator, each transport's connections in it, uploaded into the
+// scratch.
+coll_gpu_status_t coll_gpu_engine::setup_conns(char *why, size_t len) {
   ContextScope ctx(mem);
   COLL_GPU_CHECK(entered(ctx, mem, why, len));
-  peer[rank] = scratch.get();
-  for (int r = 0; r < nranks; ++r) {
-    if (!linked[r] || node[r] != node[rank]) continue;  // another node: reached through NET connections only
-    if (nmapped == kMaxMapped) {
-      coll_gpu_say(why, len, "more than %d peers to map", kMaxMapped);
-      return COLL_GPU_INTERNAL_ERROR;
-    }
-    const int rc = coll_gpu_ipc_open(handles + (size_t)r * hsize, mapped[nmapped].out());
-    if (rc != 0) {
-      coll_gpu_say(why, len, "cannot open the IPC handle of rank %d (GPU %s): %s", r, peers[r].busid,
-                   coll_gpu_staging_error_string(rc));
-      return COLL_GPU_CUDA_ERROR;
-    }
-    peer[r] = mapped[nmapped++].get();
-  }
   coll_gpu::HostPtr<coll_gpu_dev_conns_t[]> conns = coll_gpu::make_host_array<coll_gpu_dev_conns_t>(1);
   if (conns == nullptr) {
     coll_gpu_say(why, len, "out of host memory");
     return COLL_GPU_SYSTEM_ERROR;
   }
-  CUDA_CHECK(coll_gpu_dev_comm_setup(&comm, conns.get(), rank, nranks, &layout, peer.get(), rings.nrings, rings.order,
+  CUDA_CHECK(coll_gpu_dev_comm_setup(&comm, conns.get(), rank, nranks, &layout, ipc.view(), rings.nrings, rings.order,
                                      (coll_gpu_ar_status_t *)status_dev, (volatile uint8_t *)waiting_dev,
                                      cfg.wait.timeout_ns, cfg.linger_ns),
              why, len);
-  COLL_GPU_CHECK(net_conns(conns.get(), why, len));
+  for (int t = 0; t < ntransports; ++t)
+    COLL_GPU_CHECK(transports[t].fill(transports[t].self, comm, conns.get(), why, len));
   CUDA_CHECK(coll_gpu_dev_comm_upload(&comm, conns.get(), rings.nrings, rings.order), why, len);
-  return COLL_GPU_SUCCESS;
-}
-
-// Step 4: a NET FIFO for every ring hop and point-to-point pair between nodes, in place of the scratch
-// FIFOs of a peer on the node (the ring channels' ids are their channel numbers, the point-to-point ones
-// follow).
-coll_gpu_status_t coll_gpu_engine::net_conns(coll_gpu_dev_conns_t *conns, char *why, size_t len) {
-  if (!multinode) return COLL_GPU_SUCCESS;
-  for (int ch = 0; ch < layout.nchannels; ++ch) {
-    coll_gpu_dev_channel_t &c = conns->channels[ch];
-    if (node[c.next] != node[rank])
-      COLL_GPU_CHECK(net.fifo(COLL_GPU_PROXY_SEND, c.next, ch, layout.slot_bytes, &c.send, why, len));
-    if (node[c.prev] != node[rank])
-      COLL_GPU_CHECK(net.fifo(COLL_GPU_PROXY_RECV, c.prev, ch, layout.slot_bytes, &c.recv, why, len));
-  }
-  for (int q = 0; nranks > 2 && nranks <= COLL_GPU_MAX_DIRECT && q < nranks; ++q) {
-    if (node[q] == node[rank]) continue;
-    for (int c = 0; c < COLL_GPU_P2P_CONNS; ++c) {
-      coll_gpu_dev_peer_t &e = conns->peers[q];
-      COLL_GPU_CHECK(net.fifo(COLL_GPU_PROXY_SEND, q, kNetP2pId + c, COLL_GPU_P2P_SLOT_BYTES, &e.send[c], why, len));
-      COLL_GPU_CHECK(net.fifo(COLL_GPU_PROXY_RECV, q, kNetP2pId + c, COLL_GPU_P2P_SLOT_BYTES, &e.recv[c], why, len));
-    }
-  }
   return COLL_GPU_SUCCESS;
 }
 
@@ -539,12 +505,10 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
 
   coll_gpu::HostPtr<coll_gpu_engine> e = coll_gpu::make_host<coll_gpu_engine>(*cfg, b->rank, b->size, *mem);
   coll_gpu::HostPtr<coll_gpu_peer_t[]> peers = coll_gpu::make_host_array<coll_gpu_peer_t>(b->size);
-  const int hsize = coll_gpu_ipc_handle_size();
-  coll_gpu::HostPtr<char[]> handles = coll_gpu::make_host_array<char>((size_t)b->size * hsize);
   int bad = -1;
   snprintf(why, why_len, "out of host memory");
   // a local failure still makes every collective step below, with ok = 0
-  bool local_ok = e != nullptr && peers != nullptr && handles != nullptr && e->alloc_ranks();
+  bool local_ok = e != nullptr && peers != nullptr && e->alloc_ranks();
   if (e != nullptr) {
     e->layout.nranks = b->size;
     e->layout.ll_bytes = cfg->tune.oneshot_max_bytes;
@@ -561,7 +525,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   me.config_hash = config_hash(*cfg);
   if (local_ok && b->size >= 2 && b->size <= COLL_GPU_MAX_COMM_RANKS) {
     local_ok = coll_gpu_device_identity(mem->device, (char *)me.uuid, me.busid, &me.sms) == 0 &&
-               e->setup_local(handles.get() + (size_t)b->rank * hsize, why, why_len) == COLL_GPU_SUCCESS;
+               e->setup_local(why, why_len) == COLL_GPU_SUCCESS;
   }
   me.ok = local_ok;
 
@@ -635,25 +599,22 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   if (e->multinode) coll_gpu_rings_by_node(&e->rings, e->node.get(), e->nodes_scratch.get());
   e->link_neighbours();
 
-  // 3b. the network proxies, connected to the ranks of other nodes
+  // 4. the transports: NET (the network proxies, connected to the ranks of other nodes), then IPC
   if (e->multinode) {
     int most = e->layout.nchannels < COLL_GPU_ENGINE_MAX_PROXY_THREADS ? e->layout.nchannels
                                                                        : COLL_GPU_ENGINE_MAX_PROXY_THREADS;
     if (cfg->proxy_threads > 0 && cfg->proxy_threads < most) most = cfg->proxy_threads;
-    if (e->net.setup(b, e->node.get(), e->linked.get(), peers.get(), cfg->proxy_threads > 0 ? most : 0, most, here,
-                     cfg->log, why, why_len) != COLL_GPU_SUCCESS)
-      return COLL_GPU_UNAVAILABLE;
+    e->net.configure(cfg->proxy_threads > 0 ? most : 0, most, here, cfg->log);
+    e->transports[e->ntransports++] = coll_gpu::transport_of(&e->net);
   }
-
-  // 4. IPC handles: every rank's, then open the peers'
-  if (b->allgather(b->ctx, handles.get() + (size_t)b->rank * hsize, handles.get(), (size_t)hsize) != 0) {
-    snprintf(why, why_len, "the IPC handle allgather failed");
-    return COLL_GPU_UNAVAILABLE;
-  }
-  const bool opened = e->open_peers(handles.get(), hsize, peers.get(), why, why_len) == COLL_GPU_SUCCESS;
-  // 5. everyone opened everything
-  if (!coll_gpu_all_ok(b, opened ? 0 : 1, &bad)) {
-    if (opened) snprintf(why, why_len, "rank %d could not map its peers' memory", bad);
+  e->transports[e->ntransports++] = coll_gpu::transport_of(&e->ipc);
+  const coll_gpu::TransportLinks links = {b, peers.get(), e->node.get(), e->linked.get()};
+  bool connected = e->connect(links, why, why_len) == COLL_GPU_SUCCESS;
+  // 5. the layout: the kernels' view and its connections
+  connected = connected && e->setup_conns(why, why_len) == COLL_GPU_SUCCESS;
+  // 6. everyone connected everything
+  if (!coll_gpu_all_ok(b, connected ? 0 : 1, &bad)) {
+    if (connected) snprintf(why, why_len, "rank %d could not connect to its peers", bad);
     return COLL_GPU_UNAVAILABLE;
   }
   e->log_channels(me);
@@ -782,7 +743,7 @@ coll_gpu_status_t coll_gpu_engine::launch(const coll_gpu_work_t &p, coll_gpu_pro
   int blocks = coll_gpu_ar_blocks(&comm, &p);
   if (multinode) {  // the proxy threads of the call's connections: its ring channels, or every pair's
     net.wake(0, p.nchannels);
-    if (p.coll == COLL_GPU_COLL_ALLTOALL) net.wake(kNetP2pId, COLL_GPU_P2P_CONNS);
+    if (p.coll == COLL_GPU_COLL_ALLTOALL) net.wake(coll_gpu::Net::kP2pId, COLL_GPU_P2P_CONNS);
   }
   ContextScope ctx(mem);
   COLL_GPU_CHECK(entered(ctx, mem, why, why_len));

@@ -18,15 +18,20 @@
 #include "engine/bootstrap.h"
 #include "engine/owning.h"
 #include "engine/status.h"
+#include "engine/transport.h"
 #include "kernels/allreduce.h"
 #include "proxy/proxy.h"
 
 namespace coll_gpu {
 
+// The NET transport (engine/transport.h): the ranks of other nodes that this rank has connections with.
 class Net {
  public:
+  static constexpr const char *kName = "NET";
   // Ring channels and point-to-point connections both ways: every FIFO an engine can have.
   static constexpr int kMaxFifos = 2 * COLL_GPU_MAX_CHANNELS + 2 * COLL_GPU_MAX_DIRECT * COLL_GPU_P2P_CONNS;
+  // Connection ids: a ring channel's is its number; the point-to-point ones take the ids after them.
+  static constexpr int kP2pId = COLL_GPU_MAX_CHANNELS;
 
   Net() = default;
   Net(const Net &) = delete;
@@ -43,6 +48,13 @@ class Net {
   coll_gpu_status_t setup(const coll_gpu_bootstrap_t *b, const uint16_t *node, const uint8_t *linked,
                           const coll_gpu_peer_t *peers, int threads, int most, int here, coll_gpu_log_fn log, char *why,
                           size_t len);
+  // The transport's steps: connect is setup over the links with the threads configure gave (threads 0:
+  // as many as the rank's share of the CPUs allows, at most `most`; `here` ranks on this machine); fill
+  // puts a FIFO on every ring hop to or from another node and, with 3 to COLL_GPU_MAX_DIRECT ranks, every
+  // point-to-point connection with a rank of another node.
+  void configure(int threads, int most, int here, coll_gpu_log_fn log);
+  coll_gpu_status_t connect(const TransportLinks &links, char *why, size_t len);
+  coll_gpu_status_t fill(const coll_gpu_dev_comm_t &comm, coll_gpu_dev_conns_t *conns, char *why, size_t len);
   // The proxy (nullptr before setup): for tests that move steps of their own over its connections.
   coll_gpu_proxy_t *proxy() const { return proxy_; }
   // A FIFO to (SEND) or from (RECV) `peer`, connection `id`, as the kernels reach it (*conn), in the current
@@ -66,6 +78,9 @@ class Net {
   coll_gpu_proxy_t *proxy_ = nullptr;
   HostMappedMemory mem_[kMaxFifos];
   int nmem_ = 0;
+  int threads_ = 0, most_ = 1, here_ = 1;  // configure
+  coll_gpu_log_fn log_ = nullptr;
+  const uint16_t *node_ = nullptr;  // connect's links
 };
 
 }  // namespace coll_gpu

@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "engine/status.h"
 #include "kernels/allreduce.h"
 #include "kernels/gpu_mem.h"
 
@@ -104,6 +105,13 @@ class ContextScope {
   void *saved_ = nullptr;
   int rc_;
 };
+
+// Fails with the reason when `ctx` could not enter the context of mem's device.
+inline coll_gpu_status_t entered(const ContextScope &ctx, const coll_gpu_meminfo_t &mem, char *why, size_t len) {
+  if (ctx.rc() == 0) return COLL_GPU_SUCCESS;
+  coll_gpu_say(why, len, "cannot enter the context of device %d (CUresult %d)", mem.device, ctx.rc());
+  return COLL_GPU_CUDA_ERROR;
+}
 
 }  // namespace coll_gpu
 

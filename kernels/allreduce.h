@@ -213,17 +213,23 @@ typedef struct {
                  connections are used */
 } coll_gpu_dev_comm_t;
 
-/* Fills comm and its connections (host memory) for rank `rank` of `nranks` from every rank's scratch as
- * mapped here (peer_scratch[0..nranks)) and the ring orders rings[i * nranks + position] (channel c runs
- * ring c mod nrings). A peer whose scratch is NULL (another node, or a rank no ring puts next to this one)
- * gets no connection here: the caller puts a NET connection in its place before the upload. waiting: the
- * device view of nranks host-mapped bytes. The communicator is direct where it has at most
- * COLL_GPU_MAX_DIRECT ranks and every peer's scratch is mapped. 0, or cudaErrorInvalidValue for a rank
- * count, channel count or ring out of range. */
+/* Fills comm and the channels of its connections (host memory) for rank `rank` of `nranks`: each ring
+ * channel's neighbours and position from the ring orders rings[i * nranks + position] (channel c runs ring
+ * c mod nrings), and the step counters in this rank's scratch (peer_scratch[rank]). The connections
+ * themselves are left empty: each transport fills those of the peers it reaches (coll_gpu_dev_ipc_conns
+ * for peers whose scratch is mapped here, the engine's NET for ranks of other nodes) before the upload.
+ * peer_scratch[0..nranks): every rank's scratch as mapped here, NULL where not; the communicator is direct
+ * where it has at most COLL_GPU_MAX_DIRECT ranks and every peer's scratch is mapped. waiting: the device
+ * view of nranks host-mapped bytes. 0, or cudaErrorInvalidValue for a rank count, channel count or ring
+ * out of range. */
 int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_conns_t *conns, int rank, int nranks,
                             const coll_gpu_ar_layout_t *layout, void *const *peer_scratch, int nrings,
                             const uint16_t *rings, coll_gpu_ar_status_t *status, volatile uint8_t *waiting,
                             uint64_t timeout_ns, uint64_t linger_ns);
+/* The IPC transport's connections: to and from every peer whose scratch is mapped here (peer_scratch[q] not
+ * NULL), into its FIFOs and flags and ours, on the ring channels and (with 3 to COLL_GPU_MAX_DIRECT ranks)
+ * point to point; the others are left as they are. After coll_gpu_dev_comm_setup. */
+void coll_gpu_dev_ipc_conns(const coll_gpu_dev_comm_t *comm, coll_gpu_dev_conns_t *conns, void *const *peer_scratch);
 /* Copies the connections and the ring orders (as given to coll_gpu_dev_comm_setup) to where comm finds them,
  * in the current device's context; returns once they are there. */
 int coll_gpu_dev_comm_upload(const coll_gpu_dev_comm_t *comm, const coll_gpu_dev_conns_t *conns, int nrings,

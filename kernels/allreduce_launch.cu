@@ -68,6 +68,23 @@ extern "C" int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_c
     c.ring = dev_rings + (size_t)i * nranks;
     c.next = ring[(c.pos + 1) % nranks];
     c.prev = ring[(c.pos + nranks - 1) % nranks];
+    c.steps = (uint64_t *)at(rank, L.steps(ch));
+  }
+  for (int q = 0; L.p2p() && q < nranks; ++q) {
+    coll_gpu_dev_peer_t &e = conns->peers[q];
+    if (q == rank) continue;
+    for (int c = 0; c < COLL_GPU_P2P_CONNS; ++c) e.steps[c] = (uint64_t *)at(rank, L.p2p_steps(q, c));
+  }
+  return 0;
+}
+
+extern "C" void coll_gpu_dev_ipc_conns(const coll_gpu_dev_comm_t *comm, coll_gpu_dev_conns_t *conns,
+                                       void *const *peer_scratch) {
+  const coll_gpu::Layout L(comm->layout);
+  const int rank = comm->rank;
+  auto at = [&](int r, size_t off) { return (char *)peer_scratch[r] + off; };
+  for (int ch = 0; ch < comm->layout.nchannels; ++ch) {
+    coll_gpu_dev_channel_t &c = conns->channels[ch];
     // to the next rank: its FIFO and tail, my head; from the previous one: my FIFO and tail, its head
     if (peer_scratch[c.next] != nullptr)
       c.send = coll_gpu_conn_t{at(c.next, L.fifo(ch, 0)), (uint64_t *)at(c.next, L.tail(ch)),
@@ -75,13 +92,10 @@ extern "C" int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_c
     if (peer_scratch[c.prev] != nullptr)
       c.recv = coll_gpu_conn_t{at(rank, L.fifo(ch, 0)), (uint64_t *)at(rank, L.tail(ch)),
                                (uint64_t *)at(c.prev, L.head(ch)), nullptr};
-    c.steps = (uint64_t *)at(rank, L.steps(ch));
   }
-  for (int q = 0; L.p2p() && q < nranks; ++q) {
+  for (int q = 0; L.p2p() && q < comm->nranks; ++q) {
     coll_gpu_dev_peer_t &e = conns->peers[q];
-    if (q == rank) continue;
-    for (int c = 0; c < COLL_GPU_P2P_CONNS; ++c) e.steps[c] = (uint64_t *)at(rank, L.p2p_steps(q, c));
-    if (peer_scratch[q] == nullptr) continue;
+    if (q == rank || peer_scratch[q] == nullptr) continue;
     for (int c = 0; c < COLL_GPU_P2P_CONNS; ++c) {
       // to q: its FIFO and tail for me, my head for q; from q: my FIFO and tail for q, its head for me
       e.send[c] = coll_gpu_conn_t{at(q, L.p2p_fifo(rank, c, 0)), (uint64_t *)at(q, L.p2p_tail(rank, c)),
@@ -90,7 +104,6 @@ extern "C" int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_c
                                   (uint64_t *)at(q, L.p2p_head(rank, c)), nullptr};
     }
   }
-  return 0;
 }
 
 extern "C" int coll_gpu_dev_comm_upload(const coll_gpu_dev_comm_t *comm, const coll_gpu_dev_conns_t *conns, int nrings,

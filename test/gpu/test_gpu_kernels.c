@@ -221,6 +221,7 @@ static void comm_init(comm_t *c, int n) {
     CHECK(coll_gpu_dev_comm_setup(&c->comm[r], &conns, r, n, &c->layout, c->scratch, c->nrings, c->rings,
                                   (coll_gpu_ar_status_t *)c->status_dev[r], (volatile uint8_t *)c->waiting_dev[r],
                                   (uint64_t)HANG_S * 1000 * 1000 * 1000, 0));
+    coll_gpu_dev_ipc_conns(&c->comm[r], &conns, c->scratch);
     CHECK(coll_gpu_dev_comm_upload(&c->comm[r], &conns, c->nrings, c->rings));
   }
 }

@@ -183,6 +183,7 @@ int main(int argc, char **argv) {
     CHECK(coll_gpu_dev_comm_setup(&comm[r], &conns, r, n, &layout, scratch, 1, ring,
                                   (coll_gpu_ar_status_t *)status_dev[r], (volatile uint8_t *)waiting_dev[r],
                                   30ULL * 1000 * 1000 * 1000, 0));
+    coll_gpu_dev_ipc_conns(&comm[r], &conns, scratch);
     CHECK(coll_gpu_dev_comm_upload(&comm[r], &conns, 1, ring));
   }
   printf("# coll/gpu %s kernels: %d ranks simulated on %d GPU(s), %s, MPI_FLOAT MPI_SUM, %d calls\n",

@@ -2,7 +2,7 @@
 /* Copyright (c) 2026 the coll/gpu authors */
 // The reduction functors, compiled for the host, against a reference written here for every type and op
 // MPI allows; the partition arithmetic the kernels cut buffers with; and the communicator's device view
-// (its ring channels' connections) as coll_gpu_dev_comm_setup builds it.
+// (its ring channels' connections) as coll_gpu_dev_comm_setup and coll_gpu_dev_ipc_conns build it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -222,9 +222,12 @@ struct Views {
     for (int r = 0; r < n; ++r) base[r] = (void *)(uintptr_t)((uint64_t)(r + 1) << 40);
   }
   uint16_t *ring(int g) { return rings.data() + (size_t)g * n; }
+  // The kernels' view of rank r, every peer reached over IPC (its scratch mapped at base[peer]).
   int setup(int r) {
-    return coll_gpu_dev_comm_setup(&comm[r], &conns[r], r, n, &layout, base.data(), nrings, rings.data(), nullptr,
-                                   nullptr, 1, 2);
+    const int rc = coll_gpu_dev_comm_setup(&comm[r], &conns[r], r, n, &layout, base.data(), nrings, rings.data(),
+                                           nullptr, nullptr, 1, 2);
+    if (rc == 0) coll_gpu_dev_ipc_conns(&comm[r], &conns[r], base.data());
+    return rc;
   }
   // The rank whose scratch holds address a, or -1.
   int owner(const void *a, size_t len) const {
@@ -350,6 +353,45 @@ TEST(DevComm, ScratchGrowsWithTheRingOrdersOnly) {
   for (int n = COLL_GPU_MAX_DIRECT + 1; n <= 1024; n += 1 + (int)(rng()() % 50)) {
     EXPECT_GE(bytes(n), nine);
     EXPECT_LE(bytes(n) - nine, (size_t)(n - COLL_GPU_MAX_DIRECT - 1) * COLL_GPU_MAX_RINGS * sizeof(uint16_t)) << n;
+  }
+}
+
+// The transports' split: the set-up alone leaves every connection empty, and the IPC transport fills those
+// of the peers mapped here and no other (a NET transport fills the rest), each as the full view has it.
+TEST(DevComm, IpcFillsTheMappedPeersOnly) {
+  for (int trial = 0; trial < 100; ++trial) {
+    const int n = draw_ranks(trial);
+    Views v(n, 1 + (int)(rng()() % 16));
+    const int r = (int)(rng()() % n);
+    ASSERT_EQ(0, v.setup(r));  // every peer mapped: the reference
+    const coll_gpu_dev_conns_t full = v.conns[r];
+    coll_gpu_dev_comm_t comm;
+    coll_gpu_dev_conns_t part;
+    ASSERT_EQ(0, coll_gpu_dev_comm_setup(&comm, &part, r, n, &v.layout, v.base.data(), v.nrings, v.rings.data(),
+                                         nullptr, nullptr, 1, 2));
+    const coll_gpu_conn_t none = {};
+    for (int ch = 0; ch < v.layout.nchannels; ++ch) {
+      ASSERT_TRUE(same_conn(part.channels[ch].send, none) && same_conn(part.channels[ch].recv, none)) << ch;
+      ASSERT_EQ(part.channels[ch].steps, full.channels[ch].steps);
+    }
+    for (int q = 0; q < COLL_GPU_MAX_DIRECT; ++q)
+      for (int k = 0; k < COLL_GPU_P2P_CONNS; ++k)
+        ASSERT_TRUE(same_conn(part.peers[q].send[k], none) && same_conn(part.peers[q].recv[k], none)) << q;
+    // about half the peers mapped, the others as if on another node
+    std::vector<void *> view(v.base);
+    for (int q = 0; q < n; ++q)
+      if (q != r && rng()() % 2) view[q] = nullptr;
+    coll_gpu_dev_ipc_conns(&comm, &part, view.data());
+    for (int ch = 0; ch < v.layout.nchannels; ++ch) {
+      const coll_gpu_dev_channel_t &k = part.channels[ch], &f = full.channels[ch];
+      ASSERT_TRUE(same_conn(k.send, view[k.next] != nullptr ? f.send : none)) << "channel " << ch;
+      ASSERT_TRUE(same_conn(k.recv, view[k.prev] != nullptr ? f.recv : none)) << "channel " << ch;
+    }
+    for (int q = 0; n > 2 && n <= COLL_GPU_MAX_DIRECT && q < n; ++q)
+      for (int k = 0; q != r && k < COLL_GPU_P2P_CONNS; ++k) {
+        ASSERT_TRUE(same_conn(part.peers[q].send[k], view[q] != nullptr ? full.peers[q].send[k] : none)) << q;
+        ASSERT_TRUE(same_conn(part.peers[q].recv[k], view[q] != nullptr ? full.peers[q].recv[k] : none)) << q;
+      }
   }
 }
 

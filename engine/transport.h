@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
+/*
+ * Transports (C++ only; NCCL's ncclTransport): the ways a rank's kernels reach a peer. IPC reaches the
+ * peers of the rank's node through their scratch, mapped here with CUDA IPC (this file); NET reaches the
+ * ranks of other nodes through FIFOs in host memory that the network proxy moves (engine/net.h). Each peer
+ * this rank has connections with belongs to exactly one of them, by node.
+ *
+ * Engine creation runs in steps (engine/engine.cc): peer exchange -> nodes and channels (the rings, and
+ * which ranks this rank's kernels have connections with) -> transports -> layout. In the transports step
+ * each transport connects the peers it reaches (connect: a collective step, which every rank makes in the
+ * same order even after a local failure); in the layout step the kernels' view of the communicator is set
+ * up (coll_gpu_dev_comm_setup) and each transport fills the connections of its peers into it (fill). Both
+ * run in the engine's device context.
+ *
+ * A transport is a table of functions over its object, as NCCL's is: no virtual functions, so the engine
+ * needs no C++ runtime library (engine/owning.h).
+ */
+#ifndef COLL_GPU_ENGINE_TRANSPORT_H
+#define COLL_GPU_ENGINE_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/bootstrap.h"
+#include "engine/owning.h"
+#include "engine/status.h"
+#include "kernels/allreduce.h"
+
+namespace coll_gpu {
+
+// What the steps before the transports decided, for every rank.
+struct TransportLinks {
+  const coll_gpu_bootstrap_t *b;
+  const coll_gpu_peer_t *peers;  // the peer exchange
+  const uint16_t *node;          // every rank's node (its lowest rank)
+  const uint8_t *linked;         // 1: this rank's kernels have connections with that rank
+};
+
+// One transport: its name and its two steps, over its object.
+struct Transport {
+  const char *name;
+  void *self;
+  // Reaches the peers it serves. A collective step: every rank calls it; the status is this rank's.
+  coll_gpu_status_t (*connect)(void *self, const TransportLinks &links, char *why, size_t len);
+  // The connections of the peers it reaches, into conns (as coll_gpu_dev_comm_setup set them up).
+  coll_gpu_status_t (*fill)(void *self, const coll_gpu_dev_comm_t &comm, coll_gpu_dev_conns_t *conns, char *why,
+                            size_t len);
+};
+
+// The table of a transport class T with members name (a string), connect and fill of the signatures above.
+template <typename T>
+Transport transport_of(T *t) {
+  return Transport{
+      T::kName, t,
+      [](void *s, const TransportLinks &l, char *why, size_t len) { return static_cast<T *>(s)->connect(l, why, len); },
+      [](void *s, const coll_gpu_dev_comm_t &comm, coll_gpu_dev_conns_t *conns, char *why, size_t len) {
+        return static_cast<T *>(s)->fill(comm, conns, why, len);
+      }};
+}
+
+// IPC: the peers of this rank's node that it has connections with (every peer of a direct communicator,
+// otherwise its rings' neighbours), their scratch mapped here from the handles of the communicator's own
+// exchange.
+class Ipc {
+ public:
+  static constexpr const char *kName = "IPC";
+  // The peers' scratch a rank maps at most: every peer of a direct communicator, or both neighbours in
+  // each ring.
+  static constexpr int kMaxMapped =
+      COLL_GPU_MAX_DIRECT > 2 * COLL_GPU_MAX_RINGS ? COLL_GPU_MAX_DIRECT : 2 * COLL_GPU_MAX_RINGS;
+
+  Ipc() = default;
+  Ipc(const Ipc &) = delete;
+  Ipc &operator=(const Ipc &) = delete;
+
+  // Before any collective step: the per-rank arrays for nranks ranks, the mappings to go into mem's
+  // context; false when host memory ran out.
+  bool alloc(int rank, int nranks, const coll_gpu_meminfo_t *mem);
+  // Where this rank's own IPC handle goes (coll_gpu_ipc_get), and its own scratch.
+  void *own_handle() const { return handles_.get() + (size_t)rank_ * hsize_; }
+  void set_own(void *scratch) { view_[rank_] = scratch; }
+  // Allgathers the handles, then maps the scratch of the peers on this node that this rank has
+  // connections with, in the device's context.
+  coll_gpu_status_t connect(const TransportLinks &links, char *why, size_t len);
+  // Their connections: coll_gpu_dev_ipc_conns over the mapped scratch.
+  coll_gpu_status_t fill(const coll_gpu_dev_comm_t &comm, coll_gpu_dev_conns_t *conns, char *why, size_t len);
+  // Every rank's scratch as this rank sees it: its own, the mapped peers', NULL for the others.
+  void *const *view() const { return view_.get(); }
+  // The mappings go, in the current context (the engine's device's).
+  void reset();
+
+ private:
+  int rank_ = 0, nranks_ = 0, hsize_ = 0;
+  const coll_gpu_meminfo_t *mem_ = nullptr;
+  HostPtr<char[]> handles_;  // every rank's handle, hsize_ bytes each
+  HostPtr<void *[]> view_;
+  IpcMapping mapped_[kMaxMapped];
+  int nmapped_ = 0;
+};
+
+}  // namespace coll_gpu
+
+#endif
