@@ -25,7 +25,7 @@ pipe=$dir/pipe
 mps_pids() {
   for p in /proc/[0-9]*; do
     case "$(cat "$p/comm" 2>/dev/null)" in nvidia-cuda-mps*) ;; *) continue ;; esac
-    tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qx "CUDA_MPS_PIPE_DIRECTORY=$pipe" && echo "${p#/proc/}"
+    { tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -qx "CUDA_MPS_PIPE_DIRECTORY=$pipe" && echo "${p#/proc/}"
   done
   return 0
 }

@@ -355,8 +355,10 @@ int main(int argc, char **argv) {
       if (rank != 1) {
         EXPECT(waited >= 1.0, "waited %.2f s for the late rank", waited);
         EXPECT(reports == 1 && named_rank1, "%d report(s), rank 1 %snamed alone", reports, named_rank1 ? "" : "not ");
-        /* at least every 10 us once past the first polls, and every pause after 1 ms (sleeps of 50 us) */
-        EXPECT(progress_calls >= 1000, "the wait ran the progress hook %ld times in %.2f s", progress_calls, waited);
+        /* every poll, and every pause after 1 ms (sleeps of 50 us): thousands in 1.5 s. On 2 cores busy with a
+         * build beside the tests a pause took about 1.8 ms (843 runs in 1.5 s), so the bound asks only for a run
+         * every 15 ms: a wait that stopped progressing would not reach it */
+        EXPECT(progress_calls >= 100, "the wait ran the progress hook %ld times in %.2f s", progress_calls, waited);
       }
     }
     coll_gpu_agree_destroy(a);
