@@ -13,7 +13,8 @@
 #   staged:         coll_gpu_force_staging=1 (every buffer through host memory), without NCCL.
 # (The defaults stage below coll_gpu_net_min_bytes.) RUNS picks some of them (default: all five).
 # usage: bash contrib/cluster-bench.sh BUILT-TREE [HOSTS [GPUS-PER-HOST [COLLS [MAX_BYTES]]]]
-#   (default 2 hosts of 1 GPU, "allreduce allgather", 64 MiB)
+#   (default 2 hosts of 1 GPU, "allreduce allgather", 64 MiB); contrib/cluster-ratios.sh then sums its output
+#   up against NCCL's best
 set -u
 tree=$(cd "$1" && pwd) hosts=${2:-2} gpus=${3:-1} colls=${4:-allreduce allgather} max=${5:-67108864}
 top=$(cd "$(dirname "$0")/.." && pwd)
