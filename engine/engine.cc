@@ -580,7 +580,8 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   // its peers' blocks: all their blocks must fit on the multiprocessors together, at one each at worst.
   const int gpu_ranks = coll_gpu_gpu_ranks(peers.get(), b->size, e->nodes_scratch.get());
   if (gpu_ranks > 1 && e->cfg.tune.min_sms > 1) {
-    const int most = (e->cfg.tune.min_sms - 1) / gpu_ranks > 1 ? (e->cfg.tune.min_sms - 1) / gpu_ranks : 1;
+    int most = (e->cfg.tune.min_sms - 1) / gpu_ranks;
+    if (most < 1) most = 1;
     e->cfg.tune.max_blocks = most;
     if (e->cfg.tune.max_channels > most) e->cfg.tune.max_channels = most;
     if (e->cfg.tune.nchannels > most) e->cfg.tune.nchannels = most;
@@ -807,11 +808,13 @@ class Parts {
     size_ = moves_ ? 1 : coll_gpu_dtype_size(a.type);
     end_ = a.count;  // in elements (bytes for the moves)
     total_ = a.count;
-    if (c == COLL_GPU_COLL_REDUCE_SCATTER) {  // the blocks are cut at the same offsets
+    if (c == COLL_GPU_COLL_REDUCE_SCATTER && a.counts == nullptr) {  // equal blocks: no loop over the ranks
+      total_ = a.count * (size_t)e.nranks;
+    } else if (c == COLL_GPU_COLL_REDUCE_SCATTER) {  // the blocks are cut at the same offsets
       end_ = total_ = 0;
       for (int q = 0; q < e.nranks; ++q) {
-        end_ = count_of(q) > end_ ? count_of(q) : end_;
-        total_ += count_of(q);
+        end_ = a.counts[q] > end_ ? a.counts[q] : end_;
+        total_ += a.counts[q];
       }
     }
     choice_ = c == COLL_GPU_COLL_ALLREDUCE ? coll_gpu_tune_choose(&e.cfg.tune, e.nranks, end_ * size_)
@@ -819,8 +822,6 @@ class Parts {
     piece_ = c != COLL_GPU_COLL_ALLREDUCE && choice_.algo == COLL_GPU_ALGO_ONESHOT ? e.layout.ll_bytes / size_ : end_;
   }
   const coll_gpu_choice_t &choice() const { return choice_; }
-  // Reduce-scatter: rank q's block.
-  size_t count_of(int q) const { return a_.counts != nullptr ? a_.counts[q] : a_.count; }
   // Whether a lingering kernel may take the parts: reduce-scatter's per-rank blocks do not fit its call record.
   bool linger() const { return a_.coll != COLL_GPU_COLL_REDUCE_SCATTER; }
   // Whether the call is one part.

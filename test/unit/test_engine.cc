@@ -191,7 +191,6 @@ TEST(Nodes, RanksSharingAGpuMatchTheDefinition) {
     std::map<std::pair<uint64_t, int>, int> count;
     int most = 0;
     for (auto &p : peers) {
-      p = coll_gpu_peer_t{};
       p.host = 1000 + gen() % nhosts;
       const int gpu = (int)(gen() % ngpus);
       p.uuid[gpu % 2 == 0 ? 0 : 15] = (uint8_t)(gpu + 1);
