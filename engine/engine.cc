@@ -76,6 +76,7 @@ uint64_t config_hash(const coll_gpu_engine_config_t &c) {
                         c.tune.twoshot_max_bytes,
                         c.tune.ring_chunk_bytes,
                         c.slot_bytes,
+                        c.scratch_max_bytes,
                         (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_BCAST],
                         (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_ALLGATHER],
                         (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_ALLTOALL],
@@ -186,7 +187,8 @@ struct coll_gpu_engine {
 
   coll_gpu_status_t setup_local(char *why, size_t len);
   void link_neighbours();
-  coll_gpu_status_t connect(const coll_gpu::TransportLinks &links, char *why, size_t len);
+  coll_gpu_status_t alloc_scratch(char *why, size_t len);
+  coll_gpu_status_t connect(const coll_gpu::TransportLinks &links, coll_gpu_status_t st, char *why, size_t len);
   coll_gpu_status_t setup_conns(char *why, size_t len);
   bool net_failed(uint8_t *gone, char *why = nullptr, size_t len = 0) const;
   void log_channels(const coll_gpu_peer_t &me) const;
@@ -372,19 +374,16 @@ void CallWait::say_gone(bool stopped, char *why, size_t len) const {
 
 }  // namespace
 
-// Step 1: this rank's resources.
+// Step 1: this rank's resources but the scratch, whose size the steps after the peer exchange decide.
 coll_gpu_status_t coll_gpu_engine::setup_local(char *why, size_t len) {
   ContextScope ctx(mem);
   COLL_GPU_CHECK(entered(ctx, mem, why, len));
-  CUDA_CHECK(coll_gpu_dev_alloc(scratch.out(), coll_gpu_ar_scratch_bytes(&layout)), why, len);
-  ipc.set_own(scratch.get());
   CUDA_CHECK(coll_gpu_host_mapped_alloc(status_mem.out(), &status_dev, sizeof(coll_gpu_ar_status_t)), why, len);
   status = (coll_gpu_ar_status_t *)status_mem.get();
   CUDA_CHECK(coll_gpu_host_mapped_alloc(waiting_mem.out(), &waiting_dev, (size_t)nranks), why, len);
   waiting = (volatile uint8_t *)waiting_mem.get();
   CUDA_CHECK(coll_gpu_stream_create(stream.out(), 0), why, len);
   CUDA_CHECK(coll_gpu_stream_create(linger_stream.out(), 1), why, len);
-  CUDA_CHECK(coll_gpu_ipc_get(scratch.get(), ipc.own_handle()), why, len);
   return COLL_GPU_SUCCESS;
 }
 
@@ -401,10 +400,37 @@ void coll_gpu_engine::link_neighbours() {
   linked[rank] = 0;
 }
 
+// Step 4, first: the layout for the channels the communicator runs, within cfg.scratch_max_bytes, and the scratch,
+// exported for the peers that map it. The same layout on every rank (the same parameters and rank
+// count, the same channels).
+coll_gpu_status_t coll_gpu_engine::alloc_scratch(char *why, size_t len) {
+  if (nranks > COLL_GPU_MAX_DIRECT || multinode) layout.ll_bytes = layout.twoshot_bytes = 0;  // rings only
+  const size_t want = coll_gpu_ar_scratch_bytes(&layout);
+  if (!coll_gpu_tune_fit_layout(&layout, cfg.scratch_max_bytes)) {
+    coll_gpu_say(why, len,
+                 "%zu bytes of scratch at %d ranks do not fit coll_gpu_scratch_max_bytes (%zu) even with one ring "
+                 "channel: raise it, or lower coll_gpu_oneshot_max_bytes and coll_gpu_twoshot_max_bytes",
+                 want, nranks, cfg.scratch_max_bytes);
+    return COLL_GPU_UNAVAILABLE;
+  }
+  if (layout.nchannels < cfg.tune.max_channels) cfg.tune.max_channels = layout.nchannels;
+  if (cfg.tune.nchannels > cfg.tune.max_channels) cfg.tune.nchannels = cfg.tune.max_channels;
+  if (layout.slot_bytes != cfg.slot_bytes && cfg.log != nullptr)
+    cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
+            "comm %s: %zu bytes of scratch bounded by coll_gpu_scratch_max_bytes (%zu): %d ring channels of %zu-byte "
+            "slots",
+            cfg.name, want, cfg.scratch_max_bytes, layout.nchannels, layout.slot_bytes);
+  ContextScope ctx(mem);
+  COLL_GPU_CHECK(entered(ctx, mem, why, len));
+  CUDA_CHECK(coll_gpu_dev_alloc(scratch.out(), coll_gpu_ar_scratch_bytes(&layout)), why, len);
+  return ipc.set_own(scratch.get(), why, len);
+}
+
 // Step 4: every transport connects the peers it reaches (NET, with several nodes, the ranks of the others;
-// IPC this node's), each making its collective calls whatever came before; the first failure is the reason.
-coll_gpu_status_t coll_gpu_engine::connect(const coll_gpu::TransportLinks &links, char *why, size_t len) {
-  coll_gpu_status_t st = COLL_GPU_SUCCESS;
+// IPC this node's), each making its collective calls whatever came before (st: this rank's status so far);
+// the first failure is the reason.
+coll_gpu_status_t coll_gpu_engine::connect(const coll_gpu::TransportLinks &links, coll_gpu_status_t st, char *why,
+                                           size_t len) {
   char later[8];  // a later transport's reason, once one failed
   for (int t = 0; t < ntransports; ++t) {
     const coll_gpu_status_t one = transports[t].connect(transports[t].self, links, st == COLL_GPU_SUCCESS ? why : later,
@@ -567,7 +593,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     e->cfg.tune.net = 1;
     if (e->cfg.tune.max_channels > kNetChannels) e->cfg.tune.max_channels = kNetChannels;
     if (e->cfg.tune.nchannels > e->cfg.tune.max_channels) e->cfg.tune.nchannels = e->cfg.tune.max_channels;
-    e->layout.nchannels = e->cfg.tune.max_channels;  // a smaller layout than the scratch allocated: it fits
+    e->layout.nchannels = e->cfg.tune.max_channels;
   }
   e->cfg.tune.min_sms = peers[0].sms;  // the same on every rank, for the same choices
   for (int r = 0; r < b->size; ++r) {
@@ -585,7 +611,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     e->cfg.tune.max_blocks = most;
     if (e->cfg.tune.max_channels > most) e->cfg.tune.max_channels = most;
     if (e->cfg.tune.nchannels > most) e->cfg.tune.nchannels = most;
-    e->layout.nchannels = e->cfg.tune.max_channels;  // a smaller layout than the scratch allocated: it fits
+    e->layout.nchannels = e->cfg.tune.max_channels;
     if (cfg->log != nullptr)
       cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
                "comm %s: up to %d ranks share a GPU: at most %d blocks a kernel, %d channels", cfg->name, gpu_ranks,
@@ -600,7 +626,9 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   if (e->multinode) coll_gpu_rings_by_node(&e->rings, e->node.get(), e->nodes_scratch.get());
   e->link_neighbours();
 
-  // 4. the transports: NET (the network proxies, connected to the ranks of other nodes), then IPC
+  // 4. the scratch, then the transports: NET (the network proxies, connected to the ranks of other nodes), then
+  // IPC
+  const coll_gpu_status_t allocated = e->alloc_scratch(why, why_len);
   if (e->multinode) {
     int most = e->layout.nchannels < COLL_GPU_ENGINE_MAX_PROXY_THREADS ? e->layout.nchannels
                                                                        : COLL_GPU_ENGINE_MAX_PROXY_THREADS;
@@ -610,7 +638,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   }
   e->transports[e->ntransports++] = coll_gpu::transport_of(&e->ipc);
   const coll_gpu::TransportLinks links = {b, peers.get(), e->node.get(), e->linked.get()};
-  bool connected = e->connect(links, why, why_len) == COLL_GPU_SUCCESS;
+  bool connected = e->connect(links, allocated, why, why_len) == COLL_GPU_SUCCESS;
   // 5. the layout: the kernels' view and its connections
   connected = connected && e->setup_conns(why, why_len) == COLL_GPU_SUCCESS;
   // 6. everyone connected everything

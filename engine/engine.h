@@ -48,6 +48,7 @@ typedef struct {
   coll_gpu_wait_config_t wait; /* how the host waits; wait.timeout_ns is also when the kernels report a wait */
   uint64_t linger_ns;          /* how long a one-shot kernel waits on the GPU for the next call; 0: one per call */
   size_t slot_bytes;           /* ring FIFO slot */
+  size_t scratch_max_bytes;    /* the most device memory of scratch per rank (0: no bound): the ring FIFOs shrink */
   coll_gpu_log_fn log;
   const char *name;            /* the communicator, for messages */
   coll_gpu_topo_config_t topo; /* where the rings come from */

@@ -16,14 +16,27 @@ bool Ipc::alloc(int rank, int nranks, const coll_gpu_meminfo_t *mem) {
   rank_ = rank;
   nranks_ = nranks;
   hsize_ = coll_gpu_ipc_handle_size();
-  handles_ = make_host_array<char>((size_t)nranks * hsize_);
+  handles_ = make_host_array<char>((size_t)nranks * (1 + hsize_));
   view_ = make_host_array<void *>(nranks);
-  return handles_ != nullptr && view_ != nullptr;
+  if (handles_ == nullptr || view_ == nullptr) return false;
+  entry(rank_)[0] = 0;
+  return true;
+}
+
+coll_gpu_status_t Ipc::set_own(void *scratch, char *why, size_t len) {
+  const int rc = coll_gpu_ipc_get(scratch, entry(rank_) + 1);
+  if (rc != 0) {
+    coll_gpu_say(why, len, "cannot export the scratch through CUDA IPC: %s", coll_gpu_staging_error_string(rc));
+    return COLL_GPU_CUDA_ERROR;
+  }
+  view_[rank_] = scratch;
+  entry(rank_)[0] = 1;
+  return COLL_GPU_SUCCESS;
 }
 
 coll_gpu_status_t Ipc::connect(const TransportLinks &links, char *why, size_t len) {
   const coll_gpu_bootstrap_t *b = links.b;
-  if (b->allgather(b->ctx, own_handle(), handles_.get(), (size_t)hsize_) != 0) {
+  if (b->allgather(b->ctx, entry(rank_), handles_.get(), (size_t)(1 + hsize_)) != 0) {
     coll_gpu_say(why, len, "the IPC handle allgather failed");
     return COLL_GPU_BOOTSTRAP_ERROR;
   }
@@ -35,7 +48,11 @@ coll_gpu_status_t Ipc::connect(const TransportLinks &links, char *why, size_t le
       coll_gpu_say(why, len, "more than %d peers to map", kMaxMapped);
       return COLL_GPU_INTERNAL_ERROR;
     }
-    const int rc = coll_gpu_ipc_open(handles_.get() + (size_t)r * hsize_, mapped_[nmapped_].out());
+    if (entry(r)[0] == 0) {
+      coll_gpu_say(why, len, "rank %d could not allocate or export its scratch", r);
+      return COLL_GPU_CUDA_ERROR;
+    }
+    const int rc = coll_gpu_ipc_open(entry(r) + 1, mapped_[nmapped_].out());
     if (rc != 0) {
       coll_gpu_say(why, len, "cannot open the IPC handle of rank %d (GPU %s): %s", r, links.peers[r].busid,
                    coll_gpu_staging_error_string(rc));

@@ -7,7 +7,8 @@
  * this rank has connections with belongs to exactly one of them, by node.
  *
  * Engine creation runs in steps (engine/engine.cc): peer exchange -> nodes and channels (the rings, and
- * which ranks this rank's kernels have connections with) -> transports -> layout. In the transports step
+ * which ranks this rank's kernels have connections with) -> the scratch, sized for those channels ->
+ * transports -> layout. In the transports step
  * each transport connects the peers it reaches (connect: a collective step, which every rank makes in the
  * same order even after a local failure); in the layout step the kernels' view of the communicator is set
  * up (coll_gpu_dev_comm_setup) and each transport fills the connections of its peers into it (fill). Both
@@ -77,11 +78,11 @@ class Ipc {
   // Before any collective step: the per-rank arrays for nranks ranks, the mappings to go into mem's
   // context; false when host memory ran out.
   bool alloc(int rank, int nranks, const coll_gpu_meminfo_t *mem);
-  // Where this rank's own IPC handle goes (coll_gpu_ipc_get), and its own scratch.
-  void *own_handle() const { return handles_.get() + (size_t)rank_ * hsize_; }
-  void set_own(void *scratch) { view_[rank_] = scratch; }
+  // This rank's own scratch and its IPC handle, in the device's context. Until it succeeds the exchange
+  // below says this rank has no scratch.
+  coll_gpu_status_t set_own(void *scratch, char *why, size_t len);
   // Allgathers the handles, then maps the scratch of the peers on this node that this rank has
-  // connections with, in the device's context.
+  // connections with, in the device's context. Fails where a peer it maps has no scratch.
   coll_gpu_status_t connect(const TransportLinks &links, char *why, size_t len);
   // Their connections: coll_gpu_dev_ipc_conns over the mapped scratch.
   coll_gpu_status_t fill(const coll_gpu_dev_comm_t &comm, coll_gpu_dev_conns_t *conns, char *why, size_t len);
@@ -91,9 +92,12 @@ class Ipc {
   void reset();
 
  private:
+  // every rank's entry: a byte that says it has scratch, then its handle
+  char *entry(int r) const { return handles_.get() + (size_t)r * (1 + hsize_); }
+
   int rank_ = 0, nranks_ = 0, hsize_ = 0;
   const coll_gpu_meminfo_t *mem_ = nullptr;
-  HostPtr<char[]> handles_;  // every rank's handle, hsize_ bytes each
+  HostPtr<char[]> handles_;  // every rank's entry, 1 + hsize_ bytes each
   HostPtr<void *[]> view_;
   IpcMapping mapped_[kMaxMapped];
   int nmapped_ = 0;

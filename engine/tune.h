@@ -53,6 +53,12 @@ double coll_gpu_tune_move_time_us(coll_gpu_coll_t coll, coll_gpu_algo_t algo, in
                                   size_t ll_bytes);
 coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks,
                                             size_t bytes);
+/* Fits the scratch layout l into `most` bytes (0: no bound) by shrinking its ring FIFOs, the part that
+ * grows with the channels: first the slots, to no less than 64 KiB (a multiple of 4 KiB), then the
+ * channels, then the slots below 64 KiB on one channel. The other parts (flags, one-shot, two-shot and
+ * point-to-point FIFOs) stay. Returns 1 when l fits (perhaps changed), 0 when even one channel of 4 KiB
+ * slots does not (l unchanged). The same inputs give the same layout on every rank. */
+int coll_gpu_tune_fit_layout(coll_gpu_ar_layout_t *l, size_t most);
 const char *coll_gpu_algo_name(coll_gpu_algo_t algo);
 const char *coll_gpu_coll_name(coll_gpu_coll_t coll);     /* "bcast" */
 const char *coll_gpu_coll_mpi_name(coll_gpu_coll_t coll); /* "MPI_Bcast" */

@@ -59,6 +59,7 @@ typedef struct {
   size_t oneshot_max_bytes;
   size_t twoshot_max_bytes;
   size_t ring_slot_bytes;
+  size_t scratch_max_bytes;
   size_t ring_chunk_bytes; /* 0 auto */
   int oneshot_linger_us;
   int virtual_nodes; /* > 0: ranks per virtual node (a testing feature: NET connections on one host) */

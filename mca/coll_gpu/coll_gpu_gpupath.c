@@ -371,6 +371,7 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
   cfg.wait = wait_config();
   cfg.linger_ns = (uint64_t)c->oneshot_linger_us * 1000;
   cfg.slot_bytes = c->ring_slot_bytes;
+  cfg.scratch_max_bytes = c->scratch_max_bytes;
   cfg.virtual_nodes = c->virtual_nodes;
   cfg.proxy_threads = c->proxy_threads;
   cfg.log = mca_coll_gpu_engine_log;

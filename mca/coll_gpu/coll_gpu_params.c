@@ -314,7 +314,8 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
    * rank allocates channels x 8 x slot bytes */
   register_int("max_channels",
                "Ring channels (one thread block each) each engine allocates FIFOs for (1-128; communicators over "
-               "the same ranks share one engine); each takes 8 x coll_gpu_ring_slot_bytes of device memory per rank",
+               "the same ranks share one engine); each takes 8 x coll_gpu_ring_slot_bytes of device memory per rank, "
+               "within coll_gpu_scratch_max_bytes",
                COLL_GPU_MAX_CHANNELS, 1, COLL_GPU_MAX_CHANNELS, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
                &c->max_channels);
   register_size(
@@ -330,8 +331,15 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                 16 << 20, 0, (size_t)1 << 30, 16, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->twoshot_max_bytes);
   register_size("ring_slot_bytes",
                 "Bytes of one ring FIFO slot (a ring step moves one slot per channel); each rank allocates 8 "
-                "slots per channel",
+                "slots per channel, smaller ones where coll_gpu_scratch_max_bytes needs",
                 256 << 10, 4 << 10, 4 << 20, 4096, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->ring_slot_bytes);
+  register_size("scratch_max_bytes",
+                "Most device memory of scratch each rank's engine allocates (communicators over the same ranks "
+                "share one engine). Where the one-shot, two-shot and point-to-point parts and coll_gpu_max_channels "
+                "ring channels of coll_gpu_ring_slot_bytes slots would take more, the ring slots shrink (to no "
+                "less than 64 KiB), then the ring channels; an engine whose other parts alone do not fit is not "
+                "made (its collectives stage). 0: no bound",
+                256 << 20, 0, (size_t)64 << 30, 1, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->scratch_max_bytes);
   register_int("virtual_nodes",
                "A testing feature: split each host's ranks into virtual nodes of this many consecutive ranks "
                "(0: one node per host). Ranks of different virtual nodes reach each other through the network "
