@@ -14,17 +14,9 @@
 #include <ucp/api/ucp.h>
 
 #include "engine/status.h"
+#include "proxy/net_op.h"
 
 namespace coll_gpu {
-
-// One message in flight.
-struct NetOp {
-  void *req = nullptr;  // UCX's request; nullptr once completed (or when it completed at once)
-  int state = 0;        // kOpIdle, kOpPending, kOpDone, kOpFailed
-  size_t bytes = 0;     // a receive's length once done
-  bool send = false;
-};
-enum { kOpIdle = 0, kOpPending = 1, kOpDone = 2, kOpFailed = 3 };
 
 class UcxNet {
  public:
