@@ -82,7 +82,8 @@ uint64_t config_hash(const coll_gpu_engine_config_t &c) {
                         (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_ALLTOALL],
                         (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_REDUCE],
                         (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_REDUCE_SCATTER],
-                        (uint64_t)c.virtual_nodes};
+                        (uint64_t)c.virtual_nodes,
+                        (uint64_t)(int64_t)c.proxy_net};
   return coll_gpu_hash(v, sizeof(v), 0);
 }
 
@@ -633,7 +634,8 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     int most = e->layout.nchannels < COLL_GPU_ENGINE_MAX_PROXY_THREADS ? e->layout.nchannels
                                                                        : COLL_GPU_ENGINE_MAX_PROXY_THREADS;
     if (cfg->proxy_threads > 0 && cfg->proxy_threads < most) most = cfg->proxy_threads;
-    e->net.configure(cfg->proxy_threads > 0 ? most : 0, most, here, cfg->log);
+    e->net.configure(cfg->proxy_threads > 0 ? most : 0, most, here, (coll_gpu_proxy_net_t)cfg->proxy_net,
+                     cfg->socket_ifname, cfg->log);
     e->transports[e->ntransports++] = coll_gpu::transport_of(&e->net);
   }
   e->transports[e->ntransports++] = coll_gpu::transport_of(&e->ipc);

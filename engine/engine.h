@@ -42,6 +42,9 @@ extern "C" {
 /* The network proxy's threads at most (proxy/proxy.h's COLL_GPU_PROXY_MAX_THREADS, which the glue does not
  * see). */
 #define COLL_GPU_ENGINE_MAX_PROXY_THREADS 8
+/* What the network proxy moves steps over (proxy/proxy.h's coll_gpu_proxy_net_t). */
+#define COLL_GPU_ENGINE_PROXY_NET_UCX 0
+#define COLL_GPU_ENGINE_PROXY_NET_SOCKETS 1
 
 typedef struct {
   coll_gpu_tune_config_t tune;
@@ -55,6 +58,8 @@ typedef struct {
   int virtual_nodes;           /* > 0: a host's ranks form nodes of this many consecutive ranks, reached through
                                   NET connections (the network proxy) as if on other hosts; 0: nodes are hosts */
   int proxy_threads;           /* the network proxy's threads; 0: the rank's share of the CPUs near its GPU */
+  int proxy_net;               /* what the network proxy moves steps over: a COLL_GPU_ENGINE_PROXY_NET_* */
+  const char *socket_ifname;   /* the proxy's sockets: the interfaces peers reach it on (NULL: its default) */
 } coll_gpu_engine_config_t;
 
 typedef struct coll_gpu_engine coll_gpu_engine_t;

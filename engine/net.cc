@@ -27,6 +27,9 @@ constexpr size_t kTail = 0, kHead = kLine, kSizes = 2 * kLine, kSlots = 4 * kLin
 constexpr uint64_t kProxySpinNs = 1000000, kProxySleepNs = 1000000;
 
 static_assert(COLL_GPU_ENGINE_MAX_PROXY_THREADS == COLL_GPU_PROXY_MAX_THREADS, "the glue's bound is the proxy's");
+static_assert(COLL_GPU_ENGINE_PROXY_NET_UCX == COLL_GPU_PROXY_NET_UCX &&
+                  COLL_GPU_ENGINE_PROXY_NET_SOCKETS == COLL_GPU_PROXY_NET_SOCKET,
+              "the glue's names are the proxy's");
 
 // "0-3,8,10-11" into buf.
 void cpu_ranges(const int *cpus, int n, char *buf, size_t len) {
@@ -77,6 +80,8 @@ coll_gpu_status_t Net::start(int rank, int nranks, int threads, int most, int he
   cfg.log = log;
   cfg.spin_ns = kProxySpinNs;
   cfg.sleep_ns = kProxySleepNs;
+  cfg.net = kind_;
+  cfg.ifname = ifname_;
   return coll_gpu_proxy_create(&cfg, &proxy_, why, len);
 }
 

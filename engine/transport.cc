@@ -73,10 +73,13 @@ void Ipc::reset() {
   nmapped_ = 0;
 }
 
-void Net::configure(int threads, int most, int here, coll_gpu_log_fn log) {
+void Net::configure(int threads, int most, int here, coll_gpu_proxy_net_t kind, const char *ifname,
+                    coll_gpu_log_fn log) {
   threads_ = threads;
   most_ = most;
   here_ = here;
+  kind_ = kind;
+  ifname_ = ifname;
   log_ = log;
 }
 

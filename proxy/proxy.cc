@@ -31,7 +31,7 @@
 #include <new>
 
 #include "engine/wait.h"
-#include "proxy/net_ucx.h"
+#include "proxy/net.h"
 
 namespace coll_gpu {
 namespace {
@@ -52,13 +52,14 @@ static_assert(2 * COLL_GPU_PROXY_MAX_CONNS <= 4096, "connection and credit ids f
 // of UCX's bytes (the threads' worker addresses, one after another) catches an address cut or mixed up on
 // its way through the bootstrap before UCX parses it.
 constexpr uint32_t kAddressMagic = 0x43475058;  // "CGPX"
-constexpr uint32_t kAddressVersion = 2;
+constexpr uint32_t kAddressVersion = 3;
 struct Envelope {
   uint32_t magic, version;
   int32_t rank;
   uint32_t threads;
   uint32_t bytes[COLL_GPU_PROXY_MAX_THREADS];
   uint64_t hash;
+  uint32_t net;  // coll_gpu_proxy_net_t: what the threads' addresses are
 };
 constexpr size_t kAddressMax = COLL_GPU_PROXY_ADDRESS_BYTES - sizeof(Envelope);
 
@@ -95,7 +96,7 @@ struct Fifo {
   uint64_t credit;                      // send: steps below it may go; receive: the last credit granted
   uint64_t credit_word;                 // the credit in flight (UCX reads or writes it: the Fifo never moves)
   NetOp credit_op;                      // send: the credit receive posted; receive: the credit send
-  ucp_mem_h memh;                       // the slots, registered with the thread's UCX context (or nullptr)
+  void *memh;                           // the slots, registered with the thread's UCX context (or nullptr)
 };
 
 enum Command { kNone, kConnect, kAdd };
@@ -106,7 +107,7 @@ enum Command { kNone, kConnect, kAdd };
 struct Worker {
   coll_gpu_proxy *proxy = nullptr;
   int index = 0;
-  UcxNet net;
+  ProxyNet net;
   pthread_t thread;
   bool started = false;
   pthread_mutex_t mu;
@@ -176,6 +177,7 @@ struct coll_gpu_proxy {
   int failed_peer = -1;
   char failed_why[256] = "";
   uint8_t address[COLL_GPU_PROXY_ADDRESS_BYTES] = {};
+  char ifname[256] = "";
 
   void log(int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
   void fail(coll_gpu_status_t s, int peer, const char *why);
@@ -208,6 +210,7 @@ int coll_gpu_proxy::build_address() {
   e.magic = coll_gpu::kAddressMagic;
   e.version = coll_gpu::kAddressVersion;
   e.rank = cfg.rank;
+  e.net = (uint32_t)cfg.net;
   size_t at = sizeof(e);
   int fit = 0;
   while (fit < nworkers && at + workers[fit].net.address_bytes() <= COLL_GPU_PROXY_ADDRESS_BYTES) {
@@ -330,7 +333,7 @@ coll_gpu_status_t Worker::add(const coll_gpu_proxy_fifo_t *f, char *why, size_t 
 void Worker::failed_op(Fifo *q, const char *what, uint64_t step) {
   char why[200];
   snprintf(why, sizeof(why), "%s %llu of connection %d %s rank %d failed: %s", what, (unsigned long long)step, q->f.id,
-           q->f.dir == COLL_GPU_PROXY_SEND ? "to" : "from", q->f.peer, ucs_status_string(net.last_error()));
+           q->f.dir == COLL_GPU_PROXY_SEND ? "to" : "from", q->f.peer, net.last_error());
   proxy->fail(COLL_GPU_PEER_GONE, q->f.peer, why);
 }
 
@@ -496,7 +499,7 @@ void Worker::run() {
                  strerror(rc));
   }
   init_status = net.init(
-      cfg.nranks, kSyncBytes,
+      cfg.net, cfg.rank, cfg.nranks, kSyncBytes, cfg.ifname,
       [](void *ctx, int peer, const char *why) { ((coll_gpu_proxy *)ctx)->fail(COLL_GPU_PEER_GONE, peer, why); }, proxy,
       init_why, sizeof(init_why));
   pthread_mutex_lock(&mu);
@@ -587,6 +590,8 @@ coll_gpu_status_t coll_gpu_proxy_create(const coll_gpu_proxy_config_t *cfg, coll
   coll_gpu_proxy *p = new (m) coll_gpu_proxy();
   p->cfg = *cfg;
   p->cfg.threads = threads;
+  snprintf(p->ifname, sizeof(p->ifname), "%s", cfg->ifname != nullptr ? cfg->ifname : "");
+  p->cfg.ifname = p->ifname;
   if (cfg->cpus != nullptr && cfg->ncpus > 0) {
     p->cpus = (int *)malloc((size_t)cfg->ncpus * sizeof(int));
     if (p->cpus != nullptr) memcpy(p->cpus, cfg->cpus, (size_t)cfg->ncpus * sizeof(int));
@@ -616,8 +621,8 @@ coll_gpu_status_t coll_gpu_proxy_create(const coll_gpu_proxy_config_t *cfg, coll
     coll_gpu_proxy_destroy(p);
     return COLL_GPU_SYSTEM_ERROR;
   }
-  p->log(COLL_GPU_LVL_INFO, "proxy of rank %d: %d thread%s, UCX workers up, address %u bytes each", cfg->rank,
-         p->nworkers, p->nworkers > 1 ? "s" : "", (unsigned)p->workers[0].net.address_bytes());
+  p->log(COLL_GPU_LVL_INFO, "proxy of rank %d: %d thread%s over %s, address %u bytes each", cfg->rank, p->nworkers,
+         p->nworkers > 1 ? "s" : "", coll_gpu_proxy_net_name(cfg->net), (unsigned)p->workers[0].net.address_bytes());
   *out = p;
   return COLL_GPU_SUCCESS;
 }
@@ -627,6 +632,10 @@ void coll_gpu_proxy_address(const coll_gpu_proxy_t *p, void *buf) {
 }
 
 int coll_gpu_proxy_threads(const coll_gpu_proxy_t *p) { return p->nworkers; }
+
+const char *coll_gpu_proxy_net_name(coll_gpu_proxy_net_t net) {
+  return net == COLL_GPU_PROXY_NET_SOCKET ? "sockets" : "UCX";
+}
 
 coll_gpu_status_t coll_gpu_proxy_connect(coll_gpu_proxy_t *p, int peer, const void *addr, int same_host, char *why,
                                          size_t len) {
@@ -644,6 +653,12 @@ coll_gpu_status_t coll_gpu_proxy_connect(coll_gpu_proxy_t *p, int peer, const vo
   }
   if (e.rank != peer) {
     coll_gpu_say(why, len, "the proxy address given for rank %d is rank %d's", peer, e.rank);
+    return COLL_GPU_BOOTSTRAP_ERROR;
+  }
+  if (e.net != (uint32_t)p->cfg.net) {
+    coll_gpu_say(why, len,
+                 "rank %d's network proxy moves steps over %s, this one over %s: set coll_gpu_proxy_net alike", peer,
+                 coll_gpu_proxy_net_name((coll_gpu_proxy_net_t)e.net), coll_gpu_proxy_net_name(p->cfg.net));
     return COLL_GPU_BOOTSTRAP_ERROR;
   }
   size_t total = 0;

@@ -58,6 +58,12 @@ extern "C" {
 
 typedef struct coll_gpu_proxy coll_gpu_proxy_t;
 
+/* What the threads move steps over: UCX (its transports: COLL_GPU_UCX_TLS), or TCP sockets of the proxy's
+ * own (proxy/net_socket.h; NCCL's socket transport). Every rank's proxy must use the same. */
+typedef enum { COLL_GPU_PROXY_NET_UCX = 0, COLL_GPU_PROXY_NET_SOCKET = 1 } coll_gpu_proxy_net_t;
+/* "UCX", "sockets" */
+const char *coll_gpu_proxy_net_name(coll_gpu_proxy_net_t net);
+
 typedef struct {
   int rank, nranks;
   coll_gpu_log_fn log; /* NULL: silent */
@@ -68,6 +74,10 @@ typedef struct {
   uint64_t spin_ns;  /* after the last movement or wake, the thread polls this long without a pause */
   uint64_t sleep_ns; /* then it sleeps between polls, 10 us first, each sleep twice the one before, at
                         most sleep_ns; a wake (coll_gpu_proxy_wake) ends a sleep */
+  coll_gpu_proxy_net_t net;
+  const char *ifname; /* sockets: the interfaces whose addresses peers reach (NCCL_SOCKET_IFNAME's form:
+                         name prefixes, comma-separated, ^ first to exclude them); NULL or "": every one up
+                         but loopback, docker* and virbr* */
 } coll_gpu_proxy_config_t;
 
 typedef enum { COLL_GPU_PROXY_SEND, COLL_GPU_PROXY_RECV } coll_gpu_proxy_dir_t;

@@ -62,10 +62,12 @@ typedef struct {
   size_t scratch_max_bytes;
   size_t ring_chunk_bytes; /* 0 auto */
   int oneshot_linger_us;
-  int virtual_nodes; /* > 0: ranks per virtual node (a testing feature: NET connections on one host) */
-  int proxy_threads; /* network proxy threads per rank; 0: the rank's share of the CPUs near its GPU */
-  int timeout;       /* seconds: the watchdog reports a wait this long */
-  int spin_us;       /* a wait spins this long before it yields */
+  int virtual_nodes;   /* > 0: ranks per virtual node (a testing feature: NET connections on one host) */
+  int proxy_threads;   /* network proxy threads per rank; 0: the rank's share of the CPUs near its GPU */
+  int proxy_net;       /* COLL_GPU_ENGINE_PROXY_NET_*: what the network proxy moves steps over */
+  char *socket_ifname; /* the proxy's sockets: interface name prefixes; NULL or "": its default */
+  int timeout;         /* seconds: the watchdog reports a wait this long */
+  int spin_us;         /* a wait spins this long before it yields */
   bool uniform_buffers;
   size_t net_min_bytes; /* across hosts, calls below this stage without an agreement */
   char *topo_file;      /* NCCL-format topology of the node instead of the probe; NULL or "" for none */

@@ -374,6 +374,8 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
   cfg.scratch_max_bytes = c->scratch_max_bytes;
   cfg.virtual_nodes = c->virtual_nodes;
   cfg.proxy_threads = c->proxy_threads;
+  cfg.proxy_net = c->proxy_net;
+  cfg.socket_ifname = c->socket_ifname;
   cfg.log = mca_coll_gpu_engine_log;
   cfg.name = comm->c_name;
   cfg.topo.file = c->topo_file;

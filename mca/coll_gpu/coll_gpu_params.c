@@ -350,10 +350,28 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
   register_int("proxy_threads",
                "Progress threads of each rank's network proxy, on communicators that span nodes (0: the rank's "
                "share of the CPUs near its GPU, less one for the rank, between 1 and one per NET channel, 8). "
-               "Each thread has its own UCX worker, moves about one core's worth of data over UCX's tcp and "
-               "shared-memory transports and polls while its channels move; the ring channels spread over the "
-               "threads. More threads on a machine than CPUs cost each step a CPU time slice",
+               "Each thread has its own UCX worker or sockets (coll_gpu_proxy_net), moves about one core's worth of "
+               "data and polls while its channels move; the ring channels spread over the threads. More threads on "
+               "a machine than CPUs cost each step a CPU time slice",
                0, 0, COLL_GPU_ENGINE_MAX_PROXY_THREADS, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &c->proxy_threads);
+  static const mca_base_var_enum_value_t nets[] = {
+      {COLL_GPU_ENGINE_PROXY_NET_UCX, "ucx"}, {COLL_GPU_ENGINE_PROXY_NET_SOCKETS, "sockets"}, {0, NULL}};
+  /* 2 hosts of 1 H100 in the mini-cluster (tcp over its bridge), allreduce, sockets against ucx: 64 MiB 7045
+   * against 8320 us, 16 MiB 1966/2321, but 4 MiB 704/580, 64 KiB 111/76 (coll_gpu_allreduce_bench): an
+   * 8-byte step one way took 12-14 us over the sockets and 7-9 over UCX's tcp (coll_gpu_proxy_bench). Until
+   * the sockets' steps are as quick, ucx stays the default */
+  register_enum("proxy_net",
+                "What the network proxy moves steps between nodes over: ucx (UCX's transports, steered by "
+                "COLL_GPU_UCX_TLS: InfiniBand and RoCE zero-copy, tcp, shared memory between virtual nodes) or "
+                "sockets (TCP sockets of its own, one per peer and thread each way, written from and read into the "
+                "FIFO slots directly, as NCCL's socket transport: faster than UCX's tcp for large messages, "
+                "slower for small ones). Every rank must use the same",
+                nets, COLL_GPU_ENGINE_PROXY_NET_UCX, &c->proxy_net);
+  register_string("socket_ifname",
+                  "Network interfaces whose IPv4 addresses the proxy's sockets are reached on, as NCCL_SOCKET_IFNAME: "
+                  "name prefixes, comma-separated (eth,ib), a leading ^ to exclude them instead. Empty: every "
+                  "interface that is up but loopback, docker* and virbr* (none: loopback, one host only)",
+                  "", OPAL_INFO_LVL_5, &c->socket_ifname);
   register_size("ring_chunk_bytes",
                 "Bytes a ring channel moves per step, up to coll_gpu_ring_slot_bytes (larger values take a whole "
                 "slot): smaller steps fill a chain's pipeline sooner, larger ones pay the per-step flags less "

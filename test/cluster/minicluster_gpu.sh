@@ -8,6 +8,7 @@
 #    coll_gpu_net_min_bytes 0: small calls would stage), every result right; memory kinds mixed across hosts
 #    (small calls staged, as at the defaults), right;
 #  - a rank killed inside the GPU path: the survivor gets an error, found by the network proxy;
+#  - the same two (every collective, a rank killed) with the proxy over its own sockets (coll_gpu_proxy_net);
 #  - 2 + 1 ranks at the defaults: nonblocking and persistent calls on the GPUs across the hosts;
 #  - with 4 GPUs, 2 hosts of 2 and 4 hosts of 1 at the defaults: every collective on the GPUs, right, and
 #    memory kinds mixed across the hosts;
@@ -36,6 +37,13 @@ check "defaults: memory kinds mixed across the hosts, right" "$out" 1 '^test_col
 out=$(run 1 2 --enable-recovery --mca coll_gpu_timeout 2 --mca coll_gpu_uniform_buffers 1 \
   ./test/gpu/test_gpu_late -m device -k -c 1000000)
 check "a rank killed on the GPU path: the survivor's error" "$out" 1 '^survivor rank 0: error after [0-9.]+ s$'
+out=$(run 1 2 --mca coll_gpu_proxy_net sockets --mca coll_gpu_net_min_bytes 0 --mca coll_gpu_verbose info \
+  --mca coll_gpu_verbose_subsys INIT,PROXY ./test/gpu/test_gpu_colls -m device -G)
+check "sockets: on the GPUs, across the hosts over the proxy's sockets" "$out" 2 "proxy of rank [01]: [0-9]+ threads? over sockets"
+check "sockets: every result right, nothing staged" "$out" 1 '^test_colls: 2 ranks, device memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
+out=$(run 1 2 --enable-recovery --mca coll_gpu_timeout 2 --mca coll_gpu_uniform_buffers 1 --mca coll_gpu_proxy_net sockets \
+  ./test/gpu/test_gpu_late -m device -k -c 1000000)
+check "sockets: a rank killed on the GPU path: the survivor's error" "$out" 1 '^survivor rank 0: error after [0-9.]+ s$'
 out=$(run 2,1 3 --mca coll_gpu_net_min_bytes 0 ./test/gpu/test_gpu_nonblocking -m device -G -i 10 -p 20)
 check "2 + 1 ranks, defaults: nonblocking and persistent calls across the hosts" "$out" 1 \
   '^test_nonblocking: 3 ranks, device memory, 10 rounds, [0-9]+ checks: 0 failed$'

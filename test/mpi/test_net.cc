@@ -4,7 +4,8 @@
 // rank's proxy starts, the addresses travel through the MPI bootstrap, and every rank connects to the ranks
 // of the other nodes and to no other. Steps then move around the ring over those connections, several per
 // neighbour so that both proxy threads work, a host thread playing the kernel on each rank (host FIFOs of
-// random-sized steps, checked byte by byte and poisoned once consumed), over UCX's choice and over tcp. A
+// random-sized steps, checked byte by byte and poisoned once consumed), over UCX's choice, over UCX's tcp and
+// over the proxy's own sockets. A
 // neighbour of the same node has no connection: a FIFO to it is refused. A rank whose proxy cannot start
 // makes every rank fail alike, naming it. With -H (on real hosts, as in the mini-cluster of
 // contrib/minicluster.sh) the steps also go around a ring whose nodes are the hosts: only the hops between
@@ -62,11 +63,13 @@ struct Fifo {
   }
 };
 
-// Ranks in virtual nodes of `vn`, UCX transports `tls` (nullptr: UCX's choice): the set-up, then the steps.
+// Ranks in virtual nodes of `vn`, UCX transports `tls` (nullptr: UCX's choice; "sockets": the proxy's own
+// sockets instead of UCX): the set-up, then the steps.
 void ring_over_net(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *peers, int vn, const char *tls,
                    uint64_t seed) {
   const int n = b->size, next = (rank + 1) % n, prev = (rank + n - 1) % n;
-  if (tls != nullptr) setenv("COLL_GPU_UCX_TLS", tls, 1);
+  const bool sockets = tls != nullptr && strcmp(tls, "sockets") == 0;
+  if (tls != nullptr && !sockets) setenv("COLL_GPU_UCX_TLS", tls, 1);
   std::vector<uint16_t> node(n);
   std::vector<char> scratch(COLL_GPU_NODES_SCRATCH(n));
   const int nodes = coll_gpu_nodes_assign(peers, n, vn, node.data(), scratch.data());
@@ -74,10 +77,11 @@ void ring_over_net(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *peers, 
   linked[next] = linked[prev] = 1;
   std::vector<Fifo> out(kConns), in(kConns);  // declared before the proxy: it reads them until it stops
   coll_gpu::Net net;
+  if (sockets) net.configure(kThreads, kThreads, n, COLL_GPU_PROXY_NET_SOCKET, nullptr, nullptr);
   char why[512] = "";
   const coll_gpu_status_t s =
       net.setup(b, node.data(), linked.data(), peers, kThreads, kThreads, n, nullptr, why, sizeof(why));
-  if (tls != nullptr) unsetenv("COLL_GPU_UCX_TLS");
+  if (tls != nullptr && !sockets) unsetenv("COLL_GPU_UCX_TLS");
   EXPECT(s == COLL_GPU_SUCCESS, "%d nodes of %d, %s: %s", nodes, vn, tls != nullptr ? tls : "UCX's choice", why);
   if (s != COLL_GPU_SUCCESS) return;
   EXPECT(coll_gpu_proxy_threads(net.proxy()) == kThreads, "%d proxy threads", coll_gpu_proxy_threads(net.proxy()));
@@ -155,6 +159,7 @@ int main(int argc, char **argv) {
   const bool hosts = argc > 1 && strcmp(argv[1], "-H") == 0;
   ring_over_net(&b, peers.data(), 1, nullptr, seed);
   ring_over_net(&b, peers.data(), 1, "tcp", seed + 1);
+  ring_over_net(&b, peers.data(), 1, "sockets", seed + 5);
   if (size >= 4) ring_over_net(&b, peers.data(), 2, nullptr, seed + 2);
   if (hosts) {
     std::vector<uint16_t> node(size);
@@ -163,6 +168,7 @@ int main(int argc, char **argv) {
     EXPECT(nodes > 1, "-H: the ranks are on %d host(s)", nodes);
     ring_over_net(&b, peers.data(), 0, nullptr, seed + 3);
     ring_over_net(&b, peers.data(), 0, "tcp", seed + 4);
+    ring_over_net(&b, peers.data(), 0, "sockets", seed + 6);
   }
 
   // the last rank's proxy cannot start (no such transport): everyone fails, the others naming it

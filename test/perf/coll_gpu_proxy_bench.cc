@@ -7,10 +7,12 @@
 // connection gives the one-way time of a step, kernel side -> proxy -> UCX -> proxy -> kernel side, for
 // steps of 8 B to 128 KiB; then the same for an 8-byte step that follows 20 ms of nothing (the proxies
 // asleep, woken as at a launch).
-// The proxy's transports come from COLL_GPU_UCX_TLS (as in the component); -H connects the two processes as
+// The proxy's transports come from COLL_GPU_UCX_TLS (as in the component), or -N sockets moves the steps over
+// the proxy's own TCP sockets (loopback) instead of UCX; -H connects the two processes as
 // peers of two hosts (watched by UCX, so its shared-memory transports are left out).
 //
-// usage: coll_gpu_proxy_bench [-T THREADS] [-c CHANNELS] [-s SLOT_BYTES] [-d DEPTH] [-m MIB] [-t] [-H] [-S SPIN_US]
+// usage: coll_gpu_proxy_bench [-N ucx|sockets] [-T THREADS] [-c CHANNELS] [-s SLOT_BYTES] [-d DEPTH] [-m MIB] [-t] [-H]
+//                             [-S SPIN_US]
 //   -T: the proxy's threads (default 1; the engine's coll_gpu_proxy_threads);
 //   -c, -s: one configuration (default: a sweep over 1, 2, 4 channels and 128 KiB, 512 KiB slots);
 //   -d: FIFO depth (default 8, the engine's); -m: MiB each way per configuration (default 1024);
@@ -50,6 +52,7 @@ struct Options {
   bool touch = false;
   bool two_hosts = false;
   uint64_t spin_us = 1000;
+  coll_gpu_proxy_net_t net = COLL_GPU_PROXY_NET_UCX;
 };
 
 // One connection's two FIFOs at one rank.
@@ -107,6 +110,8 @@ bool Rank::start() {
   cfg.threads = o_.threads;
   cfg.spin_ns = o_.spin_us * 1000;  // 1 ms by default: the engine's settings
   cfg.sleep_ns = 1000000;
+  cfg.net = o_.net;
+  cfg.ifname = "lo";
   if (coll_gpu_proxy_create(&cfg, &p_, why, sizeof(why)) != COLL_GPU_SUCCESS) {
     error(why);
     return false;
@@ -270,9 +275,13 @@ int run(int rank, int fd, const Options &o) {
   if (rank == 0) {
     const char *tls = getenv("COLL_GPU_UCX_TLS");
     printf(
-        "# coll_gpu_proxy_bench: 2 processes, COLL_GPU_UCX_TLS=%s, as %s, %d proxy threads, depth %d, kernel "
+        "# coll_gpu_proxy_bench: 2 processes, %s%s, as %s, %d proxy threads, depth %d, kernel "
         "side %s\n",
-        tls != nullptr ? tls : "(UCX's choice)", o.two_hosts ? "two hosts" : "one host", o.threads, o.depth,
+        o.net == COLL_GPU_PROXY_NET_SOCKET ? "the proxy's sockets" : "UCX, COLL_GPU_UCX_TLS=",
+        o.net == COLL_GPU_PROXY_NET_SOCKET ? ""
+        : tls != nullptr                   ? tls
+                                           : "(UCX's choice)",
+        o.two_hosts ? "two hosts" : "one host", o.threads, o.depth,
         o.touch ? "copies each step" : "writes a step number");
     printf("# %8s %11s %12s %9s %14s\n", "channels", "slot_bytes", "MiB_each_way", "seconds", "GB/s_each_way");
   }
@@ -313,7 +322,7 @@ int run(int rank, int fd, const Options &o) {
 
 int main(int argc, char **argv) {
   Options o;
-  for (int c; (c = getopt(argc, argv, "T:c:s:d:m:tHS:")) != -1;) {
+  for (int c; (c = getopt(argc, argv, "N:T:c:s:d:m:tHS:")) != -1;) {
     switch (c) {
       case 'S':
         o.spin_us = strtoull(optarg, nullptr, 0);
@@ -339,9 +348,14 @@ int main(int argc, char **argv) {
       case 'H':
         o.two_hosts = true;
         break;
+      case 'N':
+        o.net = strcmp(optarg, "sockets") == 0 ? COLL_GPU_PROXY_NET_SOCKET : COLL_GPU_PROXY_NET_UCX;
+        if (o.net == COLL_GPU_PROXY_NET_UCX && strcmp(optarg, "ucx") != 0) o.threads = -1;  // refused below
+        break;
       default:
         fprintf(stderr,
-                "usage: %s [-T THREADS] [-c CHANNELS] [-s SLOT_BYTES] [-d DEPTH] [-m MIB] [-t] [-H] [-S SPIN_US]\n",
+                "usage: %s [-N ucx|sockets] [-T THREADS] [-c CHANNELS] [-s SLOT_BYTES] [-d DEPTH] [-m MIB] [-t] [-H] "
+                "[-S SPIN_US]\n",
                 argv[0]);
         return 2;
     }

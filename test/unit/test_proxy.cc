@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 the coll/gpu authors */
-// The network proxy alone (proxy/proxy.h) between two processes over UCX, a host thread playing the
+// The network proxy alone (proxy/proxy.h) between two processes over UCX or its sockets, a host thread playing the
 // kernel on both sides: steps arrive in order, whole and unchanged, on many connections at once; a slow
 // receiver holds the sender back through the FIFO (back-pressure) and the proxy never frees a slot early;
 // partial and empty steps keep their sizes; addresses that are not a peer's are refused; teardown with
@@ -56,6 +56,7 @@ struct Options {
   bool consume = true;      // false: post everything, consume nothing, tear down at once
   bool same_host = false;   // connect as peers of one host (unwatched: UCX may use shared memory)
   int threads[2] = {1, 1};  // each rank's proxy threads
+  coll_gpu_proxy_net_t net = COLL_GPU_PROXY_NET_UCX;
 };
 
 // The size of step `step` of a connection: random, at most a slot; the last step partial, some empty.
@@ -110,6 +111,8 @@ Report run_rank(int rank, int fd, const Options &o) {
   cfg.threads = o.threads[rank];
   cfg.spin_ns = 1000000;
   cfg.sleep_ns = 1000000;
+  cfg.net = o.net;
+  cfg.ifname = "lo";  // sockets: loopback, whatever else this machine has
   coll_gpu_proxy_t *p = nullptr;
   if (coll_gpu_proxy_create(&cfg, &p, why, sizeof(why)) != COLL_GPU_SUCCESS) {
     rep.error("rank %d: create: %s", rank, why);
@@ -271,9 +274,9 @@ uint64_t fresh_seed() {
   return s;
 }
 
-// The transports a case runs over (COLL_GPU_UCX_TLS, which steers the proxy's UCX only), whether the
-// ranks connect as peers of one host (UCX's shared memory needs it) or of two (watched by UCX), and each
-// rank's proxy threads.
+// The transports a case runs over (COLL_GPU_UCX_TLS, which steers the proxy's UCX only; "sockets": the
+// proxy's own TCP sockets instead of UCX), whether the ranks connect as peers of one host (UCX's shared
+// memory needs it) or of two (watched by UCX; sockets watch both), and each rank's proxy threads.
 struct Over {
   const char *tls;
   bool same_host;
@@ -292,6 +295,7 @@ class ProxyOver : public ::testing::TestWithParam<Over> {
     o.same_host = GetParam().same_host;
     o.threads[0] = GetParam().threads0;
     o.threads[1] = GetParam().threads1;
+    o.net = strcmp(GetParam().tls, "sockets") == 0 ? COLL_GPU_PROXY_NET_SOCKET : COLL_GPU_PROXY_NET_UCX;
     return o;
   }
 };
@@ -355,7 +359,8 @@ TEST_P(ProxyOver, TeardownWithStepsInFlight) {
 }
 
 TEST_P(ProxyOver, PeerKilledMidTransferIsReported) {
-  if (GetParam().same_host) GTEST_SKIP() << "UCX does not watch a peer of this host; the engine checks its process";
+  if (GetParam().same_host && options().net == COLL_GPU_PROXY_NET_UCX)
+    GTEST_SKIP() << "UCX does not watch a peer of this host; the engine checks its process";
   Options o = options();
   o.channels = 2;
   o.slot = 8 << 10;
@@ -369,16 +374,21 @@ TEST_P(ProxyOver, PeerKilledMidTransferIsReported) {
   EXPECT_EQ(WTERMSIG(p.child_status), SIGKILL);
 }
 
+std::string over_name(const ::testing::TestParamInfo<Over> &i) {
+  std::string name = i.param.tls;
+  if (strcmp(i.param.tls, "sockets") == 0) name += i.param.same_host ? "_one_host" : "_two_hosts";
+  if (i.param.threads0 > 1 || i.param.threads1 > 1)
+    name += "_threads" + std::to_string(i.param.threads0) + "x" + std::to_string(i.param.threads1);
+  return name;
+}
 INSTANTIATE_TEST_SUITE_P(Ucx, ProxyOver,
                          ::testing::Values(Over{"tcp", false, 1, 1}, Over{"sm", true, 1, 1}, Over{"tcp", false, 3, 2},
                                            Over{"sm", true, 4, 4}),
-                         [](const ::testing::TestParamInfo<Over> &i) {
-                           std::string name = i.param.tls;
-                           if (i.param.threads0 > 1 || i.param.threads1 > 1)
-                             name +=
-                                 "_threads" + std::to_string(i.param.threads0) + "x" + std::to_string(i.param.threads1);
-                           return name;
-                         });
+                         over_name);
+INSTANTIATE_TEST_SUITE_P(Sockets, ProxyOver,
+                         ::testing::Values(Over{"sockets", false, 1, 1}, Over{"sockets", true, 1, 1},
+                                           Over{"sockets", false, 3, 2}),
+                         over_name);
 
 // The proxy's threads, found by their name among the process's, run where the configuration says.
 TEST(Proxy, ThreadsRunOnTheGivenCpus) {
@@ -420,6 +430,32 @@ TEST(Proxy, ThreadsRunOnTheGivenCpus) {
   coll_gpu_proxy_destroy(p);
 }
 
+// A peer whose proxy moves steps over the other network (UCX here, sockets there, and the other way) is
+// refused, saying so, before either network reads the other's address.
+TEST(Proxy, RefusesAPeerOfTheOtherNetwork) {
+  char why[512] = "";
+  coll_gpu_proxy_t *p[2] = {nullptr, nullptr};
+  for (int i = 0; i < 2; ++i) {
+    coll_gpu_proxy_config_t cfg{};
+    cfg.rank = i;
+    cfg.nranks = 2;
+    cfg.spin_ns = 1000000;
+    cfg.sleep_ns = 1000000;
+    cfg.net = i == 0 ? COLL_GPU_PROXY_NET_UCX : COLL_GPU_PROXY_NET_SOCKET;
+    cfg.ifname = "lo";
+    ASSERT_EQ(coll_gpu_proxy_create(&cfg, &p[i], why, sizeof(why)), COLL_GPU_SUCCESS) << why;
+  }
+  std::vector<uint8_t> a0(COLL_GPU_PROXY_ADDRESS_BYTES), a1(COLL_GPU_PROXY_ADDRESS_BYTES);
+  coll_gpu_proxy_address(p[0], a0.data());
+  coll_gpu_proxy_address(p[1], a1.data());
+  EXPECT_EQ(coll_gpu_proxy_connect(p[0], 1, a1.data(), 0, why, sizeof(why)), COLL_GPU_BOOTSTRAP_ERROR);
+  EXPECT_NE(strstr(why, "rank 1's network proxy moves steps over sockets, this one over UCX"), nullptr) << why;
+  EXPECT_EQ(coll_gpu_proxy_connect(p[1], 0, a0.data(), 0, why, sizeof(why)), COLL_GPU_BOOTSTRAP_ERROR);
+  EXPECT_NE(strstr(why, "coll_gpu_proxy_net"), nullptr) << why;
+  coll_gpu_proxy_destroy(p[0]);
+  coll_gpu_proxy_destroy(p[1]);
+}
+
 // One process: what is not a peer's address, or not a FIFO, is refused with a reason, and nothing breaks.
 TEST(Proxy, RefusesWhatIsNotAnAddressOrAFifo) {
   char why[512] = "";
@@ -444,8 +480,8 @@ TEST(Proxy, RefusesWhatIsNotAnAddressOrAFifo) {
   // rank 0's address relabelled as rank 2's, one byte of UCX's part changed on the way
   std::vector<uint8_t> cut = addr;
   const int32_t two = 2;
-  memcpy(&cut[8], &two, sizeof(two));  // the envelope: magic, version, rank, threads, bytes of each, hash
-  cut[64] ^= 0x40;                     // past the envelope's 56 bytes: UCX's part
+  memcpy(&cut[8], &two, sizeof(two));  // the envelope: magic, version, rank, threads, bytes of each, hash, net
+  cut[64] ^= 0x40;                     // past the envelope's 64 bytes: UCX's part
   EXPECT_EQ(coll_gpu_proxy_connect(p, 2, cut.data(), 0, why, sizeof(why)), COLL_GPU_BOOTSTRAP_ERROR);
   EXPECT_NE(strstr(why, "damaged"), nullptr) << why;
   // the same, its thread count changed: 0, and more than a proxy has

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
+/*
+ * The proxy's network over plain TCP sockets (NCCL's socket transport; C++ only, every call on the proxy's
+ * thread): the same tagged messages as proxy/net_ucx.h, written straight from the FIFO slots into the
+ * socket and read straight from the socket into the slot of the receive that matches, with no copy of
+ * its own and no buffering of its own where a receive is posted.
+ *
+ * Each thread listens on a port of its own (its address: the port, the IPv4 addresses of the interfaces
+ * it takes and a random nonce). To a peer it opens one socket and sends on it; the peer's socket to it,
+ * accepted, brings what the peer sends. A socket carries frames of a 24-byte header (kind, tag or message
+ * id, bytes) and the payload:
+ *   EAGER: a message whole. Read into the receive posted for its tag, else into memory of its own until
+ *     one is posted (the proxy sends eagerly only within its credits, so that is seldom and bounded);
+ *   RTS / CTS / DATA: a synchronous message (the proxy's large steps). The sender announces it (RTS); the
+ *     receiver answers once a receive for its tag is posted (CTS); the payload then goes (DATA) into that
+ *     receive. The send completes when the payload is written: the receiver had matched it;
+ *   BYE: the sender closes on purpose; the end of the stream after it is no failure.
+ * A peer's socket that ends without BYE, or fails, fails the peer (FailFn), as UCX's peer-failure mode does;
+ * TCP keep-alive probes find a host that went away within about 10 s.
+ */
+#ifndef COLL_GPU_PROXY_NET_SOCKET_H
+#define COLL_GPU_PROXY_NET_SOCKET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/status.h"
+#include "proxy/net_op.h"
+
+namespace coll_gpu {
+
+class SockNet {
+ public:
+  using FailFn = void (*)(void *ctx, int peer, const char *why);
+  // The most interface addresses an address carries.
+  static constexpr int kMaxAddrs = 8;
+
+  SockNet() = default;
+  SockNet(const SockNet &) = delete;
+  SockNet &operator=(const SockNet &) = delete;
+  ~SockNet() { close(); }
+
+  // Listens for `nranks` peers on the IPv4 addresses of the interfaces `ifname` names (NCCL's
+  // NCCL_SOCKET_IFNAME: comma-separated name prefixes, a leading ^ to exclude them instead; NULL or "": every
+  // interface that is up but loopback and docker*, virbr*; none such: loopback only).
+  coll_gpu_status_t init(int rank, int nranks, const char *ifname, FailFn fail, void *ctx, char *why, size_t len);
+  const void *address() const { return &addr_; }
+  size_t address_bytes() const { return sizeof(addr_); }
+  // Connects to a peer by its address: loopback first where it is on this host, else its addresses in
+  // turn, each answered within a few seconds; a socket that reaches another listener is refused by the
+  // nonce. Meanwhile it accepts its peers' sockets, which may be connecting to it at the same time.
+  coll_gpu_status_t connect(int peer, const void *addr, bool same_host, char *why, size_t len);
+  bool connected(int peer) const;
+
+  void send(int peer, uint64_t tag, const void *buf, size_t bytes, bool sync, NetOp *op);
+  void recv(uint64_t tag, void *buf, size_t bytes, NetOp *op);
+  // Ops complete in progress(): test has nothing to add.
+  void test(NetOp *) {}
+  // Takes a receive back; its memory is not written afterwards.
+  void cancel(NetOp *op);
+  void release(NetOp *op);
+  unsigned progress();
+  const char *last_error() const { return last_error_; }
+  // Says BYE to every peer and closes every socket; the sends in flight fail. Then close() stops listening.
+  void close_endpoints();
+  void close();
+
+  struct Frame;
+  struct Recv;
+  struct Unexpected;
+  struct Peer;
+  struct Address {
+    uint32_t magic;
+    uint16_t port;
+    uint16_t naddrs;
+    uint64_t nonce;
+    uint32_t addrs[kMaxAddrs];  // IPv4, network byte order
+  };
+
+ private:
+  bool accept_peers();
+  void settle(int fd, int rank);
+  bool write_out(Peer &p);
+  bool read_in(Peer &p);
+  bool header_arrived(Peer &p);
+  void payload_arrived(Peer &p);
+  void queue(Peer &p, Frame *f);
+  void broken(Peer &p, const char *what, int err);
+  void fail_op(NetOp *op);
+  Recv *take_posted(uint64_t tag);
+  void answer(Recv *r, int peer, uint64_t id);
+
+  // sockets accepted whose hello has not come yet
+  struct Fresh {
+    int fd;
+    uint32_t hello[4];
+    size_t got;
+    uint64_t until;
+  };
+  static constexpr int kMaxFresh = 64;
+
+  int rank_ = 0;
+  int listen_ = -1, epoll_ = -1;
+  int queued_ = 0;  // frames not yet written, over every peer
+  Fresh fresh_[kMaxFresh];
+  int nfresh_ = 0;
+  Address addr_{};
+  Peer *peers_ = nullptr;
+  int nranks_ = 0;
+  int *active_ = nullptr;  // the peers with a socket, either way
+  int nactive_ = 0;
+  Recv *posted_ = nullptr, *posted_last_ = nullptr;  // receives not yet matched, in order
+  Recv *matched_ = nullptr;                          // receives answered with CTS, waiting for DATA
+  Unexpected *unexpected_ = nullptr, *unexpected_last_ = nullptr;
+  FailFn fail_ = nullptr;
+  void *fail_ctx_ = nullptr;
+  char last_error_[160] = "";
+};
+
+}  // namespace coll_gpu
+
+#endif
