@@ -11,8 +11,8 @@
 #   uniform:        the same with coll_gpu_uniform_buffers=1 (no agreement), without NCCL: against gpu, the
 #                   agreement's cost;
 #   staged:         coll_gpu_force_staging=1 (every buffer through host memory), without NCCL;
-#   ucx:            the defaults with coll_gpu_proxy_net=ucx (the proxy over UCX's tcp instead of its own
-#                   sockets), without NCCL.
+#   sockets:        the defaults with coll_gpu_proxy_net=sockets (the proxy over its own sockets instead of
+#                   UCX's tcp), without NCCL.
 # (The defaults stage below coll_gpu_net_min_bytes.) RUNS picks some of them (default: the first five).
 # usage: bash contrib/cluster-bench.sh BUILT-TREE [HOSTS [GPUS-PER-HOST [COLLS [MAX_BYTES]]]]
 #   (default 2 hosts of 1 GPU, "allreduce allgather", 64 MiB); contrib/cluster-ratios.sh then sums its output
@@ -42,7 +42,7 @@ for coll in $colls; do
       gpu) run gpu "$coll" -N --mca coll_gpu_net_min_bytes 0 ;;
       uniform) run uniform "$coll" -N --mca coll_gpu_net_min_bytes 0 --mca coll_gpu_uniform_buffers 1 ;;
       staged) run staged "$coll" -N --mca coll_gpu_force_staging 1 ;;
-      ucx) run ucx "$coll" -N --mca coll_gpu_proxy_net ucx ;;
+      sockets) run sockets "$coll" -N --mca coll_gpu_proxy_net sockets ;;
     esac
   done
 done

@@ -33,6 +33,7 @@ namespace {
 constexpr uint32_t kMagic = 0x43475343;  // "CGSC"
 constexpr uint32_t kHello = 0x43474845;  // "CGHE": the first 16 bytes on a new socket: kHello, rank, nonce
 constexpr int kConnectMs = 3000;         // one address's connect, and its answer
+constexpr int kPassiveMs = 60000;        // the higher rank's wait for the lower's socket
 constexpr size_t kReadBudget = 8 << 20;  // bytes one progress call reads from one peer at most
 constexpr uint64_t kListenKey = ~0ull;   // the listening socket's key in the epoll set (a peer's: its rank)
 
@@ -130,7 +131,7 @@ struct Pending {
 };
 
 struct SockNet::Peer {
-  int out = -1, in = -1;  // the socket this rank sends on; the one it receives on
+  int fd = -1;  // the socket, both ways: the lower rank of the two connected it
   bool watched = false, bye = false, failed = false, active = false;
   Frame *queue = nullptr, *queue_last = nullptr;
   Pending *pending = nullptr;
@@ -224,7 +225,7 @@ bool SockNet::accept_peers() {
     memcpy(&nonce, &hello[2], sizeof(nonce));
     const int rank = (int)hello[1];
     const bool ours = f.got == sizeof(f.hello) && hello[0] == kHello && nonce == addr_.nonce && rank >= 0 &&
-                      rank < nranks_ && peers_[rank].in < 0;
+                      rank < nranks_ && rank < rank_ && peers_[rank].fd < 0;
     fresh_[i] = fresh_[--nfresh_];
     moved = true;
     const char ok = 1;
@@ -237,7 +238,7 @@ bool SockNet::accept_peers() {
   return moved;
 }
 
-// A peer's socket to this rank, its hello answered: what the peer sends comes on it.
+// The socket to a peer, connected and its hello answered: polled for what comes, and written to.
 void SockNet::settle(int fd, int rank) {
   Peer &p = peers_[rank];
   struct epoll_event ev = {};
@@ -248,7 +249,7 @@ void SockNet::settle(int fd, int rank) {
     broken(p, "polling the socket of", errno);
     return;
   }
-  p.in = fd;
+  p.fd = fd;
   tune(fd, p.watched);
   if (!p.active) {
     p.active = true;
@@ -265,14 +266,26 @@ coll_gpu_status_t SockNet::connect(int peer, const void *addr, bool same_host, c
   }
   Peer &p = peers_[peer];
   p.watched = !same_host;
-  if (p.in >= 0) tune(p.in, p.watched);
+  if (p.fd >= 0) tune(p.fd, p.watched);
+  if (rank_ > peer) {  // the lower rank connects: wait for its socket, taking the others' meanwhile
+    const uint64_t until = coll_gpu_now_ns() + (uint64_t)kPassiveMs * 1000000ull;
+    while (p.fd < 0 && !p.failed && coll_gpu_now_ns() < until) {
+      if (!accept_peers()) wait_fd(listen_, POLLIN, 1);
+    }
+    if (p.fd < 0) {
+      coll_gpu_say(why, len, "rank %d did not connect to the network proxy of rank %d within %d s", peer, rank_,
+                   kPassiveMs / 1000);
+      return COLL_GPU_SYSTEM_ERROR;
+    }
+    return COLL_GPU_SUCCESS;
+  }
   uint32_t targets[kMaxAddrs + 1];
   int ntargets = 0;
   if (same_host || a.naddrs == 0) targets[ntargets++] = htonl(INADDR_LOOPBACK);
   for (int i = 0; i < a.naddrs; ++i) targets[ntargets++] = a.addrs[i];
   char tried[200] = "";
   size_t at = 0;
-  for (int t = 0; t < ntargets && p.out < 0; ++t) {
+  for (int t = 0; t < ntargets && p.fd < 0; ++t) {
     const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     struct sockaddr_in sa = {};
     sa.sin_family = AF_INET;
@@ -306,25 +319,20 @@ coll_gpu_status_t SockNet::connect(int peer, const void *addr, bool same_host, c
       }
     }
     if (ok && stage == 2) {
-      tune(fd, p.watched);
-      p.out = fd;
+      settle(fd, peer);
     } else if (fd >= 0) {
       ::close(fd);
     }
   }
-  if (p.out < 0) {
+  if (p.fd < 0) {
     coll_gpu_say(why, len, "the network proxy cannot reach rank %d over TCP (port %u of %s)", peer,
                  (unsigned)ntohs(a.port), tried);
     return COLL_GPU_SYSTEM_ERROR;
   }
-  if (!p.active) {
-    p.active = true;
-    active_[nactive_++] = peer;
-  }
   return COLL_GPU_SUCCESS;
 }
 
-bool SockNet::connected(int peer) const { return peers_ != nullptr && peers_[peer].out >= 0; }
+bool SockNet::connected(int peer) const { return peers_ != nullptr && peers_[peer].fd >= 0; }
 
 void SockNet::queue(Peer &p, Frame *f) {
   ++queued_;
@@ -390,7 +398,7 @@ bool SockNet::write_out(Peer &p) {
     struct msghdr m = {};
     m.msg_iov = iov;
     m.msg_iovlen = (size_t)n;
-    const ssize_t w = n > 0 ? sendmsg(p.out, &m, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
+    const ssize_t w = n > 0 ? sendmsg(p.fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
     if (w < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
       broken(p, "sending to", errno);
@@ -606,18 +614,18 @@ bool SockNet::read_in(Peer &p) {
   while (!p.failed && budget > 0) {
     ssize_t r;
     if (p.hgot < sizeof(Header)) {
-      r = ::recv(p.in, (char *)&p.h + p.hgot, sizeof(Header) - p.hgot, MSG_DONTWAIT);
+      r = ::recv(p.fd, (char *)&p.h + p.hgot, sizeof(Header) - p.hgot, MSG_DONTWAIT);
     } else {
       size_t n = p.want - p.got;
       if (n > budget) n = budget;
       char *to = p.target != nullptr ? p.target + p.got : sink;
       if (p.target == nullptr && n > sizeof(sink)) n = sizeof(sink);
-      r = ::recv(p.in, to, n, MSG_DONTWAIT);
+      r = ::recv(p.fd, to, n, MSG_DONTWAIT);
     }
     if (r == 0) {  // the end of the stream: after BYE the peer closed on purpose
       if (!p.bye) broken(p, "receiving from", 0);
-      ::close(p.in);
-      p.in = -1;
+      ::close(p.fd);
+      p.fd = -1;
       return true;
     }
     if (r < 0) {
@@ -644,7 +652,7 @@ void SockNet::send(int peer, uint64_t tag, const void *buf, size_t bytes, bool s
   op->bytes = bytes;
   op->send = true;
   op->req = nullptr;
-  if (p.failed || p.out < 0) return fail_op(op);
+  if (p.failed || p.fd < 0) return fail_op(op);
   Frame *f = (Frame *)calloc(1, sizeof(Frame));
   Pending *s = sync ? (Pending *)calloc(1, sizeof(Pending)) : nullptr;
   if (f == nullptr || (sync && s == nullptr)) {
@@ -752,7 +760,7 @@ unsigned SockNet::progress() {
   // what the sockets did not take at once
   for (int i = 0; queued_ > 0 && i < nactive_; ++i) {
     Peer &p = peers_[active_[i]];
-    if (p.out >= 0 && p.queue != nullptr) events += write_out(p);
+    if (p.fd >= 0 && p.queue != nullptr) events += write_out(p);
   }
   if (nfresh_ > 0) events += accept_peers();  // hellos still to come
   if (epoll_ < 0) return events;
@@ -764,7 +772,7 @@ unsigned SockNet::progress() {
       continue;
     }
     Peer &p = peers_[ev[i].data.u64];
-    if (p.in >= 0) events += read_in(p);
+    if (p.fd >= 0) events += read_in(p);
   }
   return events;
 }
@@ -772,7 +780,7 @@ unsigned SockNet::progress() {
 void SockNet::close_endpoints() {
   for (int i = 0; i < nactive_; ++i) {
     Peer &p = peers_[active_[i]];
-    if (p.out >= 0) {
+    if (p.fd >= 0) {
       // what is under way fails; BYE goes whole or not at all
       for (Frame *f = p.queue; f != nullptr;) {
         Frame *next = f->next;
@@ -784,9 +792,9 @@ void SockNet::close_endpoints() {
       p.queue = p.queue_last = nullptr;
       Header bye = {};
       bye.kind = kBye;
-      (void)::send(p.out, &bye, sizeof(bye), MSG_NOSIGNAL | MSG_DONTWAIT);
-      ::close(p.out);
-      p.out = -1;
+      (void)::send(p.fd, &bye, sizeof(bye), MSG_NOSIGNAL | MSG_DONTWAIT);
+      ::close(p.fd);
+      p.fd = -1;
     }
     for (Pending *s = p.pending; s != nullptr;) {
       Pending *next = s->next;
@@ -795,8 +803,6 @@ void SockNet::close_endpoints() {
       s = next;
     }
     p.pending = nullptr;
-    if (p.in >= 0) ::close(p.in);
-    p.in = -1;
   }
   Recv *lists[2] = {posted_, matched_};
   for (Recv *l : lists)

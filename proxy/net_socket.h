@@ -7,9 +7,9 @@
  * its own and no buffering of its own where a receive is posted.
  *
  * Each thread listens on a port of its own (its address: the port, the IPv4 addresses of the interfaces
- * it takes and a random nonce). To a peer it opens one socket and sends on it; the peer's socket to it,
- * accepted, brings what the peer sends. A socket carries frames of a 24-byte header (kind, tag or message
- * id, bytes) and the payload:
+ * it takes and a random nonce). Two ranks' threads share one socket, both ways, which the lower rank
+ * connects (so that acknowledgements ride on the data going back). A socket carries frames of a 24-byte
+ * header (kind, tag or message id, bytes) and the payload:
  *   EAGER: a message whole. Read into the receive posted for its tag, else into memory of its own until
  *     one is posted (the proxy sends eagerly only within its credits, so that is seldom and bounded);
  *   RTS / CTS / DATA: a synchronous message (the proxy's large steps). The sender announces it (RTS); the
@@ -47,9 +47,10 @@ class SockNet {
   coll_gpu_status_t init(int rank, int nranks, const char *ifname, FailFn fail, void *ctx, char *why, size_t len);
   const void *address() const { return &addr_; }
   size_t address_bytes() const { return sizeof(addr_); }
-  // Connects to a peer by its address: loopback first where it is on this host, else its addresses in
-  // turn, each answered within a few seconds; a socket that reaches another listener is refused by the
-  // nonce. Meanwhile it accepts its peers' sockets, which may be connecting to it at the same time.
+  // Connects to a peer of a higher rank by its address: loopback first where it is on this host, else its
+  // addresses in turn, each answered within a few seconds; a socket that reaches another listener is
+  // refused by the nonce. A peer of a lower rank connects to this one: the call waits for its socket (at
+  // most 60 s). Meanwhile it accepts its peers' sockets, which may be connecting to it at the same time.
   coll_gpu_status_t connect(int peer, const void *addr, bool same_host, char *why, size_t len);
   bool connected(int peer) const;
 
