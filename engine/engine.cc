@@ -458,6 +458,7 @@ coll_gpu_status_t coll_gpu_engine::setup_conns(char *why, size_t len) {
   for (int t = 0; t < ntransports; ++t)
     COLL_GPU_CHECK(transports[t].fill(transports[t].self, comm, conns.get(), why, len));
   CUDA_CHECK(coll_gpu_dev_comm_upload(&comm, conns.get(), rings.nrings, rings.order), why, len);
+  comm.max_blocks = cfg.tune.max_blocks;  // the one-shot kernels' bound where ranks share a GPU
   return COLL_GPU_SUCCESS;
 }
 

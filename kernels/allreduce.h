@@ -206,6 +206,8 @@ typedef struct {
   volatile uint8_t *waiting; /* host-mapped, nranks bytes: 1 where a wait for that rank passed timeout_ns */
   uint64_t timeout_ns;       /* a wait this long is reported in status->waiting */
   uint64_t linger_ns;        /* how long a lingering one-shot kernel polls for the next call after one */
+  int max_blocks;            /* 0: any; else the most blocks a one-shot (LL) kernel takes: where ranks share a GPU,
+                                all their blocks must run at once (engine/tune.h's max_blocks) */
   const coll_gpu_dev_channel_t *channels; /* in our scratch: coll_gpu_dev_conns_t */
   const coll_gpu_dev_peer_t *peers;
   int direct; /* 1: every peer's scratch is mapped (one node of at most COLL_GPU_MAX_DIRECT ranks); 0: some peers

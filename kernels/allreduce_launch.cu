@@ -121,7 +121,7 @@ int reduce_blocks(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p) {
   if (p.algo != COLL_GPU_ALGO_ONESHOT) return p.nchannels;
   size_t count = 0;  // reduce-scatter's direct kernel: the longest block (reduce's runs the one-shot body)
   for (int q = 0; q < comm.nranks; ++q) count = coll_gpu_max(count, rs_block(p, q).count);
-  return ll_blocks(count * coll_gpu_dtype_size(p.type));
+  return ll_blocks(count * coll_gpu_dtype_size(p.type), comm.max_blocks);
 }
 }  // namespace coll_gpu
 
@@ -136,7 +136,7 @@ static bool oneshot_body(const coll_gpu_work_t &w) {
 
 // The blocks of the kernel coll_gpu_ar_launch picks.
 extern "C" int coll_gpu_ar_blocks(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w) {
-  if (oneshot_body(*w)) return coll_gpu::oneshot_blocks(*w);
+  if (oneshot_body(*w)) return coll_gpu::oneshot_blocks(*comm, *w);
   if (is_reduction(w->coll)) return coll_gpu::reduce_blocks(*comm, *w);
   if (w->coll != COLL_GPU_COLL_ALLREDUCE) return coll_gpu::move_blocks(*comm, *w);
   return w->nchannels;

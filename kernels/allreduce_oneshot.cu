@@ -136,14 +136,16 @@ __global__ void __launch_bounds__(kLLThreads)
 
 }  // namespace
 
-int oneshot_blocks(const coll_gpu_work_t &w) { return ll_blocks(w.count * coll_gpu_dtype_size(w.type)); }
+int oneshot_blocks(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w) {
+  return ll_blocks(w.count * coll_gpu_dtype_size(w.type), comm.max_blocks);
+}
 
 }  // namespace coll_gpu
 
 extern "C" int coll_gpu_ar_linger_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream) {
   if (w->instance == 0) return (int)cudaErrorInvalidValue;
   const coll_gpu_work_t b = coll_gpu::bytewise(*w);
-  coll_gpu::oneshot_linger<<<coll_gpu::oneshot_blocks(b), coll_gpu::kLLThreads, 0, (cudaStream_t)stream>>>(*comm, b);
+  coll_gpu::oneshot_linger<<<coll_gpu::oneshot_blocks(*comm, b), coll_gpu::kLLThreads, 0, (cudaStream_t)stream>>>(*comm, b);
   return (int)cudaGetLastError();
 }
 

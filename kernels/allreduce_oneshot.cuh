@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(kLLThreads)
 }  // namespace
 
 // instantiated in kernels/inst/oneshot_*.cu
-COLL_GPU_DEFINE_TYPED(oneshot_typed, oneshot, dim3(oneshot_blocks(w)), dim3(kLLThreads))
+COLL_GPU_DEFINE_TYPED(oneshot_typed, oneshot, dim3(oneshot_blocks(comm, w)), dim3(kLLThreads))
 
 }  // namespace coll_gpu
 

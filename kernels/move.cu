@@ -146,7 +146,7 @@ static bool pairwise(int nranks, const coll_gpu_work_t &p) {
 }
 
 int move_blocks(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p) {
-  if (p.algo == COLL_GPU_ALGO_ONESHOT) return ll_blocks(p.count);
+  if (p.algo == COLL_GPU_ALGO_ONESHOT) return ll_blocks(p.count, comm.max_blocks);
   if (pairwise(comm.nranks, p)) return (comm.nranks - 1) * p2p_conns(comm.nranks, p);
   // 2 ranks: a sending and a receiving block on each channel
   return p.coll == COLL_GPU_COLL_ALLTOALL ? 2 * p.nchannels : p.nchannels;

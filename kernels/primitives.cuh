@@ -299,9 +299,10 @@ __device__ __forceinline__ bool ll_get(const uint4 *lines, uint32_t flag, const 
 
 // Blocks of a direct LL kernel for `bytes` per part: a thread per 16-byte unit up to the block limit;
 // the done[] words bound the grid.
-inline int ll_blocks(size_t bytes) {
+inline int ll_blocks(size_t bytes, int most) {
   const size_t units = coll_gpu_div_up(bytes, kPack);
-  return (int)coll_gpu_min(coll_gpu_max(coll_gpu_div_up(units, kLLThreads), 1), 2 * COLL_GPU_MAX_CHANNELS);
+  const size_t cap = most > 0 && most < 2 * COLL_GPU_MAX_CHANNELS ? (size_t)most : 2 * COLL_GPU_MAX_CHANNELS;
+  return (int)coll_gpu_min(coll_gpu_max(coll_gpu_div_up(units, kLLThreads), 1), cap);
 }
 
 // The bytes of an element that are data: the pair types with a hole (MPI_DOUBLE_INT, MPI_LONG_INT: 4 bytes
@@ -399,7 +400,7 @@ __device__ __forceinline__ void block_done(coll_gpu_ar_status_t *status, uint64_
 // which the files that kernels/generate.sh writes instantiate a few at a time so that the build runs them
 // in parallel; the lingering one-shot (allreduce_oneshot.cu) is one kernel for every type and op. Every
 // kernel gets the communicator and the call's work by value.
-int oneshot_blocks(const coll_gpu_work_t &w);
+int oneshot_blocks(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w);
 // Defines typed launcher `name`: call w with Kernel<T, Op, kAligned or kUnaligned> for the call's buffers.
 #define COLL_GPU_DEFINE_TYPED(name, Kernel, grid, block)                                     \
   template <typename T, typename Op>                                                         \

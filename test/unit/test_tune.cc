@@ -335,9 +335,15 @@ TEST(Layout, DefaultsFit256MiB) {
     ASSERT_EQ(1, coll_gpu_tune_fit_layout(&l, 256 << 20));
     ASSERT_LE(coll_gpu_ar_scratch_bytes(&l), (size_t)256 << 20) << n;
     ASSERT_EQ(COLL_GPU_MAX_CHANNELS, l.nchannels) << n;
-    if (n == 2) EXPECT_EQ((size_t)184 << 10, l.slot_bytes);
-    if (n == 4) EXPECT_EQ((size_t)172 << 10, l.slot_bytes);
-    if (n == 8) EXPECT_EQ((size_t)156 << 10, l.slot_bytes);
+    if (n == 2) {
+      EXPECT_EQ((size_t)184 << 10, l.slot_bytes);
+    }
+    if (n == 4) {
+      EXPECT_EQ((size_t)172 << 10, l.slot_bytes);
+    }
+    if (n == 8) {
+      EXPECT_EQ((size_t)156 << 10, l.slot_bytes);
+    }
   }
 }
 
