@@ -5,6 +5,7 @@
  */
 #include "engine/bootstrap.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,6 +32,15 @@ uint64_t coll_gpu_host_id(void) {
     fclose(f);
   }
   return coll_gpu_hash(id, sizeof(id), 0);
+}
+
+int coll_gpu_host_has_rdma(void) {
+  DIR *d = opendir("/sys/class/infiniband");
+  if (d == nullptr) return 0;
+  int found = 0;
+  for (struct dirent *e = readdir(d); e != nullptr && !found; e = readdir(d)) found = e->d_name[0] != '.';
+  closedir(d);
+  return found;
 }
 
 coll_gpu_status_t coll_gpu_peers_exchange(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *mine,

@@ -37,12 +37,15 @@ typedef struct {
   uint64_t config_hash; /* engine parameters: must be equal on every rank */
   int32_t ok;           /* this rank could take part (device set up) */
   int32_t sms;          /* multiprocessors of the GPU */
+  int32_t rdma;         /* this host has an RDMA device (/sys/class/infiniband) */
 } coll_gpu_peer_t;
 
 /* Hash of a host identity string (FNV-1a, 64 bits). */
 uint64_t coll_gpu_hash(const void *data, size_t bytes, uint64_t seed);
 /* This machine's identity: host name and kernel boot id, hashed. */
 uint64_t coll_gpu_host_id(void);
+/* Whether this host has an RDMA device (InfiniBand, RoCE: an entry under /sys/class/infiniband). */
+int coll_gpu_host_has_rdma(void);
 
 /* Allgathers `mine` into peers[0..size). */
 coll_gpu_status_t coll_gpu_peers_exchange(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *mine,

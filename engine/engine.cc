@@ -551,6 +551,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   me.pid = (int32_t)getpid();
   me.device = mem->device;
   me.config_hash = config_hash(*cfg);
+  me.rdma = coll_gpu_host_has_rdma();
   if (local_ok && b->size >= 2 && b->size <= COLL_GPU_MAX_COMM_RANKS) {
     local_ok = coll_gpu_device_identity(mem->device, (char *)me.uuid, me.busid, &me.sms) == 0 &&
                e->setup_local(why, why_len) == COLL_GPU_SUCCESS;
@@ -635,8 +636,11 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     int most = e->layout.nchannels < COLL_GPU_ENGINE_MAX_PROXY_THREADS ? e->layout.nchannels
                                                                        : COLL_GPU_ENGINE_MAX_PROXY_THREADS;
     if (cfg->proxy_threads > 0 && cfg->proxy_threads < most) most = cfg->proxy_threads;
-    e->net.configure(cfg->proxy_threads > 0 ? most : 0, most, here, (coll_gpu_proxy_net_t)cfg->proxy_net,
-                     cfg->socket_ifname, cfg->log);
+    int rdma = 0;
+    for (int r = 0; r < b->size; ++r) rdma |= peers[r].rdma != 0;
+    const int kind = coll_gpu_net_choose(cfg->proxy_net, rdma, cfg->virtual_nodes);
+    e->net.configure(cfg->proxy_threads > 0 ? most : 0, most, here, (coll_gpu_proxy_net_t)kind, cfg->socket_ifname,
+                     cfg->log);
     e->transports[e->ntransports++] = coll_gpu::transport_of(&e->net);
   }
   e->transports[e->ntransports++] = coll_gpu::transport_of(&e->ipc);
@@ -655,6 +659,11 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   registry_add(e.get(), may_share ? share : nullptr);
   *out = e.release();
   return COLL_GPU_SUCCESS;
+}
+
+int coll_gpu_net_choose(int param, int any_rdma, int virtual_nodes) {
+  if (param != COLL_GPU_ENGINE_PROXY_NET_AUTO) return param;
+  return any_rdma || virtual_nodes > 0 ? COLL_GPU_ENGINE_PROXY_NET_UCX : COLL_GPU_ENGINE_PROXY_NET_SOCKETS;
 }
 
 void coll_gpu_engine_release(coll_gpu_engine_t *e) {

@@ -42,7 +42,9 @@ extern "C" {
 /* The network proxy's threads at most (proxy/proxy.h's COLL_GPU_PROXY_MAX_THREADS, which the glue does not
  * see). */
 #define COLL_GPU_ENGINE_MAX_PROXY_THREADS 8
-/* What the network proxy moves steps over (proxy/proxy.h's coll_gpu_proxy_net_t). */
+/* What the network proxy moves steps over (proxy/proxy.h's coll_gpu_proxy_net_t), or AUTO
+ * (coll_gpu_net_choose). */
+#define COLL_GPU_ENGINE_PROXY_NET_AUTO -1
 #define COLL_GPU_ENGINE_PROXY_NET_UCX 0
 #define COLL_GPU_ENGINE_PROXY_NET_SOCKETS 1
 
@@ -63,6 +65,13 @@ typedef struct {
 } coll_gpu_engine_config_t;
 
 typedef struct coll_gpu_engine coll_gpu_engine_t;
+
+/* What the network proxy of a communicator over several nodes moves steps over (a
+ * COLL_GPU_ENGINE_PROXY_NET_* but AUTO), as NCCL chooses its transport: `param` where it is not AUTO;
+ * otherwise UCX where a rank's host has an RDMA device (any_rdma: UCX's InfiniBand transports, zero-copy)
+ * or the nodes are virtual (virtual_nodes > 0: UCX's shared memory on one host), and the proxy's own
+ * sockets otherwise (NCCL's socket transport; faster than UCX's tcp). The same on every rank. */
+int coll_gpu_net_choose(int param, int any_rdma, int virtual_nodes);
 
 /* What a communicator brings to an engine it may share. */
 typedef struct {

@@ -354,19 +354,22 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                "data and polls while its channels move; the ring channels spread over the threads. More threads on "
                "a machine than CPUs cost each step a CPU time slice",
                0, 0, COLL_GPU_ENGINE_MAX_PROXY_THREADS, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &c->proxy_threads);
-  static const mca_base_var_enum_value_t nets[] = {
-      {COLL_GPU_ENGINE_PROXY_NET_UCX, "ucx"}, {COLL_GPU_ENGINE_PROXY_NET_SOCKETS, "sockets"}, {0, NULL}};
-  /* 2 hosts of 1 H100 in the mini-cluster (tcp over its bridge), allreduce, sockets against ucx: 64 MiB 7045
-   * against 8320 us, 16 MiB 1966/2321, but 4 MiB 704/580, 64 KiB 111/76 (coll_gpu_allreduce_bench): an
-   * 8-byte step one way took 12-14 us over the sockets and 7-9 over UCX's tcp (coll_gpu_proxy_bench). Until
-   * the sockets' steps are as quick, ucx stays the default */
+  static const mca_base_var_enum_value_t nets[] = {{COLL_GPU_ENGINE_PROXY_NET_AUTO, "auto"},
+                                                   {COLL_GPU_ENGINE_PROXY_NET_UCX, "ucx"},
+                                                   {COLL_GPU_ENGINE_PROXY_NET_SOCKETS, "sockets"},
+                                                   {0, NULL}};
+  /* 2 hosts of 1 H100 in the mini-cluster (tcp over its bridge), sockets against UCX's tcp (one run of the
+   * sockets, UCX's time the mean of two; docs/benchmarks.md): bcast, allgather, reduce and reduce-scatter
+   * 0.67-1.02x UCX's time at 1, 16 and 64 MiB and 0.83-1.03x at 64 KiB; allreduce 0.90x at 64 MiB and
+   * 0.98-1.04x from 1 to 16 MiB, but 1.12x at 64 KiB and 1.21x at 256 KiB; an 8-byte step one way 7.2-7.9 us
+   * against 6.8-8.0 (coll_gpu_proxy_bench) */
   register_enum("proxy_net",
                 "What the network proxy moves steps between nodes over: ucx (UCX's transports, steered by "
-                "COLL_GPU_UCX_TLS: InfiniBand and RoCE zero-copy, tcp, shared memory between virtual nodes) or "
-                "sockets (TCP sockets of its own, one per peer and thread each way, written from and read into the "
-                "FIFO slots directly, as NCCL's socket transport: faster than UCX's tcp for large messages, "
-                "slower for small ones). Every rank must use the same",
-                nets, COLL_GPU_ENGINE_PROXY_NET_UCX, &c->proxy_net);
+                "COLL_GPU_UCX_TLS: InfiniBand and RoCE zero-copy, tcp, shared memory between virtual nodes), "
+                "sockets (TCP sockets of its own, a socket per peer and thread, written from and read into the FIFO "
+                "slots directly, as NCCL's socket transport), or auto: sockets where no rank's host has an RDMA "
+                "device and the nodes are hosts, ucx otherwise. Every rank must use the same",
+                nets, COLL_GPU_ENGINE_PROXY_NET_AUTO, &c->proxy_net);
   register_string("socket_ifname",
                   "Network interfaces whose IPv4 addresses the proxy's sockets are reached on, as NCCL_SOCKET_IFNAME: "
                   "name prefixes, comma-separated (eth,ib), a leading ^ to exclude them instead. Empty: every "

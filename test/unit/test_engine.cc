@@ -141,6 +141,18 @@ std::vector<int> nodes_of(const std::vector<uint64_t> &hosts, int virtual_nodes,
   return std::vector<int>(node.begin(), node.end());
 }
 
+// What the network proxy moves steps over: a forced choice stays; auto takes UCX where any host has RDMA
+// or the nodes are virtual (one host: UCX's shared memory), the proxy's sockets otherwise.
+TEST(Engine, NetworkChoiceAsNcclMakesIt) {
+  for (int forced : {COLL_GPU_ENGINE_PROXY_NET_UCX, COLL_GPU_ENGINE_PROXY_NET_SOCKETS})
+    for (int rdma : {0, 1})
+      for (int vn : {0, 2}) EXPECT_EQ(forced, coll_gpu_net_choose(forced, rdma, vn));
+  EXPECT_EQ(COLL_GPU_ENGINE_PROXY_NET_SOCKETS, coll_gpu_net_choose(COLL_GPU_ENGINE_PROXY_NET_AUTO, 0, 0));
+  EXPECT_EQ(COLL_GPU_ENGINE_PROXY_NET_UCX, coll_gpu_net_choose(COLL_GPU_ENGINE_PROXY_NET_AUTO, 1, 0));
+  EXPECT_EQ(COLL_GPU_ENGINE_PROXY_NET_UCX, coll_gpu_net_choose(COLL_GPU_ENGINE_PROXY_NET_AUTO, 0, 2));
+  EXPECT_EQ(COLL_GPU_ENGINE_PROXY_NET_UCX, coll_gpu_net_choose(COLL_GPU_ENGINE_PROXY_NET_AUTO, 1, 2));
+}
+
 TEST(Nodes, HostsOrBlocksOfConsecutiveRanksOfAHost) {
   int n = 0;
   EXPECT_EQ(nodes_of({7, 7, 7, 7, 7, 7, 7, 7}, 0, &n), std::vector<int>(8, 0));
