@@ -8,7 +8,7 @@
  *
  * Each thread listens on a port of its own (its address: the port, the IPv4 addresses of the interfaces
  * it takes and a random nonce). Two ranks' threads share one socket, both ways, which the lower rank
- * connects (so that acknowledgements ride on the data going back). A socket carries frames of a 24-byte
+ * connects (so that acknowledgements ride on the data going back). A socket carries frames of a 32-byte
  * header (kind, tag or message id, bytes) and the payload:
  *   EAGER: a message whole. Read into the receive posted for its tag, else into memory of its own until
  *     one is posted (the proxy sends eagerly only within its credits, so that is seldom and bounded);

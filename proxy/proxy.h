@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
- * The network proxy (NCCL's proxy thread and NET transport): one progress thread per engine that owns a
- * UCX worker and moves the steps of NET connections between host FIFOs and the network. No MPI and no
+ * The network proxy (NCCL's proxy thread and NET transport): progress threads per engine, each owning a
+ * UCX worker or TCP sockets of its own (coll_gpu_proxy_config_t.net), that move the steps of NET connections
+ * between host FIFOs and the network. No MPI and no
  * kernels here: the engine hands it memory and peers' addresses, and whoever plays the kernel (the GPU
  * kernels through host-mapped memory, or a host thread in the tests) talks to it through each FIFO's
  * counters only.
@@ -17,8 +18,8 @@
  *     depth), and when step s has arrived writes its size into sizes and raises tail to s + 1 (release);
  *     the kernel waits for tail, consumes the slot and raises head. The receiving proxy sets the tail,
  *     never the sender.
- * Steps travel as UCX tagged messages, the tag naming the sender, the connection and the step, so that
- * each receive matches exactly its step.
+ * Steps travel as tagged messages (UCX's, or the proxy's own over TCP sockets: proxy/net.h), the tag naming
+ * the sender, the connection and the step, so that each receive matches exactly its step.
  *
  * A proxy has one or more progress threads, each with its own UCX context and worker (one thread copies or
  * sends at about one core's speed: UCX's shared-memory and tcp transports move data with the CPU). A
