@@ -350,13 +350,8 @@ void SockNet::fail_op(NetOp *op) {
   op->state = kOpFailed;
 }
 
-// The peer's socket failed (err) or ended (err 0) without BYE: the peer fails, and with it what waits on it.
-void SockNet::broken(Peer &p, const char *what, int err) {
-  const int rank = (int)(&p - peers_);
-  if (p.failed) return;
-  p.failed = true;
-  snprintf(last_error_, sizeof(last_error_), "%s rank %d: %s", what, rank,
-           err != 0 ? strerror(err) : "the connection was closed");
+// The sends to a peer that are under way fail: those queued, those waiting for their CTS.
+void SockNet::drop_sends(Peer &p) {
   for (Frame *f = p.queue; f != nullptr;) {
     Frame *next = f->next;
     fail_op(f->op);
@@ -372,6 +367,16 @@ void SockNet::broken(Peer &p, const char *what, int err) {
     s = next;
   }
   p.pending = nullptr;
+}
+
+// The peer's socket failed (err) or ended (err 0) without BYE: the peer fails, and with it what waits on it.
+void SockNet::broken(Peer &p, const char *what, int err) {
+  const int rank = (int)(&p - peers_);
+  if (p.failed) return;
+  p.failed = true;
+  snprintf(last_error_, sizeof(last_error_), "%s rank %d: %s", what, rank,
+           err != 0 ? strerror(err) : "the connection was closed");
+  drop_sends(p);
   if (fail_ != nullptr) {
     char why[256];
     snprintf(why, sizeof(why), "the network connection to rank %d failed: %s", rank, last_error_);
@@ -780,29 +785,14 @@ unsigned SockNet::progress() {
 void SockNet::close_endpoints() {
   for (int i = 0; i < nactive_; ++i) {
     Peer &p = peers_[active_[i]];
-    if (p.fd >= 0) {
-      // what is under way fails; BYE goes whole or not at all
-      for (Frame *f = p.queue; f != nullptr;) {
-        Frame *next = f->next;
-        fail_op(f->op);
-        free(f);
-        --queued_;
-        f = next;
-      }
-      p.queue = p.queue_last = nullptr;
+    drop_sends(p);    // what is under way fails
+    if (p.fd >= 0) {  // BYE goes whole or not at all
       Header bye = {};
       bye.kind = kBye;
       (void)::send(p.fd, &bye, sizeof(bye), MSG_NOSIGNAL | MSG_DONTWAIT);
       ::close(p.fd);
       p.fd = -1;
     }
-    for (Pending *s = p.pending; s != nullptr;) {
-      Pending *next = s->next;
-      fail_op(s->op);
-      free(s);
-      s = next;
-    }
-    p.pending = nullptr;
   }
   Recv *lists[2] = {posted_, matched_};
   for (Recv *l : lists)

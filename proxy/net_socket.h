@@ -87,6 +87,7 @@ class SockNet {
   bool header_arrived(Peer &p);
   void payload_arrived(Peer &p);
   void queue(Peer &p, Frame *f);
+  void drop_sends(Peer &p);
   void broken(Peer &p, const char *what, int err);
   void fail_op(NetOp *op);
   Recv *take_posted(uint64_t tag);
