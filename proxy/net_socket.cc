@@ -436,6 +436,27 @@ SockNet::Recv *SockNet::take_posted(uint64_t tag) {
   return nullptr;
 }
 
+// The oldest receive posted for tag, taken off the list (nullptr: none yet); a message of `bytes` longer than
+// it fails the receive and the peer (*bad).
+SockNet::Recv *SockNet::receive_for(Peer &p, uint64_t tag, uint64_t bytes, bool *bad) {
+  Recv *r = take_posted(tag);
+  if (r == nullptr || bytes <= r->cap) return r;
+  fail_op(r->op);
+  free(r);
+  broken(p, "a message longer than its receive from", EMSGSIZE);
+  *bad = true;
+  return nullptr;
+}
+
+// What arrived before its receive, kept in arrival order.
+void SockNet::keep(Unexpected *u) {
+  if (unexpected_last_ != nullptr)
+    unexpected_last_->next = u;
+  else
+    unexpected_ = u;
+  unexpected_last_ = u;
+}
+
 // A receive matched to a synchronous message: CTS to its sender; the DATA will find it on matched_.
 void SockNet::answer(Recv *r, int peer, uint64_t id) {
   r->peer = peer;
@@ -464,12 +485,10 @@ bool SockNet::header_arrived(Peer &p) {
   p.unexp = nullptr;
   switch (h.kind) {
     case kEager: {
-      Recv *r = take_posted(h.key);
+      bool bad = false;
+      Recv *r = receive_for(p, h.key, h.bytes, &bad);
+      if (bad) return false;
       if (r != nullptr) {
-        if (h.bytes > r->cap) {
-          broken(p, "a message longer than its receive from", EMSGSIZE);
-          return false;
-        }
         p.into = r;
         p.target = r->buf;
       } else {
@@ -485,11 +504,7 @@ bool SockNet::header_arrived(Peer &p) {
         u->peer = rank;
         u->bytes = h.bytes;
         u->data = data;
-        if (unexpected_last_ != nullptr)
-          unexpected_last_->next = u;
-        else
-          unexpected_ = u;
-        unexpected_last_ = u;
+        keep(u);
         p.unexp = u;
         p.target = data;
       }
@@ -498,12 +513,10 @@ bool SockNet::header_arrived(Peer &p) {
       return true;
     }
     case kRts: {
-      Recv *r = take_posted(h.tag);
+      bool bad = false;
+      Recv *r = receive_for(p, h.tag, h.bytes, &bad);
+      if (bad) return false;
       if (r != nullptr) {
-        if (h.bytes > r->cap) {
-          broken(p, "a message longer than its receive from", EMSGSIZE);
-          return false;
-        }
         answer(r, rank, h.key);
         return true;
       }
@@ -517,11 +530,7 @@ bool SockNet::header_arrived(Peer &p) {
       u->rts = true;
       u->id = h.key;
       u->bytes = h.bytes;
-      if (unexpected_last_ != nullptr)
-        unexpected_last_->next = u;
-      else
-        unexpected_ = u;
-      unexpected_last_ = u;
+      keep(u);
       return true;
     }
     case kCts: {

@@ -91,6 +91,8 @@ class SockNet {
   void broken(Peer &p, const char *what, int err);
   void fail_op(NetOp *op);
   Recv *take_posted(uint64_t tag);
+  Recv *receive_for(Peer &p, uint64_t tag, uint64_t bytes, bool *bad);
+  void keep(Unexpected *u);
   void answer(Recv *r, int peer, uint64_t id);
 
   // sockets accepted whose hello has not come yet
