@@ -187,6 +187,12 @@ struct coll_gpu_engine {
   }
 
   coll_gpu_status_t setup_local(char *why, size_t len);
+  // At most `most` ring channels: the tuning's bound and the layout's channels with it.
+  void bound_channels(int most) {
+    if (cfg.tune.max_channels > most) cfg.tune.max_channels = most;
+    if (cfg.tune.nchannels > cfg.tune.max_channels) cfg.tune.nchannels = cfg.tune.max_channels;
+    layout.nchannels = cfg.tune.max_channels;
+  }
   void link_neighbours();
   coll_gpu_status_t alloc_scratch(char *why, size_t len);
   coll_gpu_status_t connect(const coll_gpu::TransportLinks &links, coll_gpu_status_t st, char *why, size_t len);
@@ -405,7 +411,8 @@ void coll_gpu_engine::link_neighbours() {
 // exported for the peers that map it. The same layout on every rank (the same parameters and rank
 // count, the same channels).
 coll_gpu_status_t coll_gpu_engine::alloc_scratch(char *why, size_t len) {
-  if (nranks > COLL_GPU_MAX_DIRECT || multinode) layout.ll_bytes = layout.twoshot_bytes = 0;  // rings only
+  // rings only over several nodes (beyond COLL_GPU_MAX_DIRECT ranks the layout has no direct parts anyway)
+  if (multinode) layout.ll_bytes = layout.twoshot_bytes = 0;
   const size_t want = coll_gpu_ar_scratch_bytes(&layout);
   if (!coll_gpu_tune_fit_layout(&layout, cfg.scratch_max_bytes)) {
     coll_gpu_say(why, len,
@@ -414,8 +421,7 @@ coll_gpu_status_t coll_gpu_engine::alloc_scratch(char *why, size_t len) {
                  want, nranks, cfg.scratch_max_bytes);
     return COLL_GPU_UNAVAILABLE;
   }
-  if (layout.nchannels < cfg.tune.max_channels) cfg.tune.max_channels = layout.nchannels;
-  if (cfg.tune.nchannels > cfg.tune.max_channels) cfg.tune.nchannels = cfg.tune.max_channels;
+  bound_channels(layout.nchannels);
   if (layout.slot_bytes != cfg.slot_bytes && cfg.log != nullptr)
     cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
             "comm %s: %zu bytes of scratch bounded by coll_gpu_scratch_max_bytes (%zu): %d ring channels of %zu-byte "
@@ -594,9 +600,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   }
   if (e->multinode) {  // on a few channels
     e->cfg.tune.net = 1;
-    if (e->cfg.tune.max_channels > kNetChannels) e->cfg.tune.max_channels = kNetChannels;
-    if (e->cfg.tune.nchannels > e->cfg.tune.max_channels) e->cfg.tune.nchannels = e->cfg.tune.max_channels;
-    e->layout.nchannels = e->cfg.tune.max_channels;
+    e->bound_channels(kNetChannels);
   }
   e->cfg.tune.min_sms = peers[0].sms;  // the same on every rank, for the same choices
   for (int r = 0; r < b->size; ++r) {
@@ -612,9 +616,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     int most = (e->cfg.tune.min_sms - 1) / gpu_ranks;
     if (most < 1) most = 1;
     e->cfg.tune.max_blocks = most;
-    if (e->cfg.tune.max_channels > most) e->cfg.tune.max_channels = most;
-    if (e->cfg.tune.nchannels > most) e->cfg.tune.nchannels = most;
-    e->layout.nchannels = e->cfg.tune.max_channels;
+    e->bound_channels(most);
     if (cfg->log != nullptr)
       cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
                "comm %s: up to %d ranks share a GPU: at most %d blocks a kernel, %d channels", cfg->name, gpu_ranks,

@@ -217,11 +217,13 @@ int coll_gpu_tune_fit_layout(coll_gpu_ar_layout_t *l, size_t most) {
   const size_t room = most - fixed; /* bytes for nchannels x per_slot slots */
   size_t slot = room / (per_slot * (size_t)l->nchannels) / kSlotAlign * kSlotAlign;
   int channels = l->nchannels;
-  if (slot < kFitSlotBytes) {
+  if (slot < kFitSlotBytes) {  // 64 KiB slots (or the user's smaller ones) on as many channels as fit
     slot = l->slot_bytes < kFitSlotBytes ? l->slot_bytes : kFitSlotBytes;
-    const size_t fit = room / (per_slot * slot);
-    channels = fit < 1 ? 1 : (int)fit;
-    if (fit < 1) slot = room / per_slot / kSlotAlign * kSlotAlign;
+    channels = (int)(room / (per_slot * slot));
+    if (channels < 1) {  // not one: one channel of the largest slots that fit
+      channels = 1;
+      slot = room / per_slot / kSlotAlign * kSlotAlign;
+    }
   }
   l->slot_bytes = slot;
   l->nchannels = channels;

@@ -145,7 +145,8 @@ int oneshot_blocks(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w) {
 extern "C" int coll_gpu_ar_linger_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream) {
   if (w->instance == 0) return (int)cudaErrorInvalidValue;
   const coll_gpu_work_t b = coll_gpu::bytewise(*w);
-  coll_gpu::oneshot_linger<<<coll_gpu::oneshot_blocks(*comm, b), coll_gpu::kLLThreads, 0, (cudaStream_t)stream>>>(*comm, b);
+  coll_gpu::oneshot_linger<<<coll_gpu::oneshot_blocks(*comm, b), coll_gpu::kLLThreads, 0, (cudaStream_t)stream>>>(*comm,
+                                                                                                                  b);
   return (int)cudaGetLastError();
 }
 

@@ -7,7 +7,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -39,14 +38,6 @@ constexpr uint64_t kListenKey = ~0ull;   // the listening socket's key in the ep
 
 enum Kind : uint32_t { kEager = 1, kRts = 2, kCts = 3, kData = 4, kBye = 5 };
 
-struct Header {
-  uint32_t kind;
-  uint32_t pad;
-  uint64_t key;  // EAGER and RTS: the tag; CTS and DATA: the sender's message id
-  uint64_t bytes;
-  uint64_t tag;  // RTS: the tag (key is the id)
-};
-
 bool excluded_by_default(const char *name) { return strncmp(name, "docker", 6) == 0 || strncmp(name, "virbr", 5) == 0; }
 
 // Whether `name` is taken under an NCCL_SOCKET_IFNAME-style list.
@@ -63,8 +54,6 @@ bool taken(const char *name, const char *list) {
   }
   return exclude ? !match : match;
 }
-
-void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
 void tune(int fd, bool watch) {
   int one = 1;
@@ -87,6 +76,15 @@ bool wait_fd(int fd, short events, int ms) {
 }
 
 }  // namespace
+
+// A frame's header on the wire.
+struct SockNet::Header {
+  uint32_t kind;
+  uint32_t pad;
+  uint64_t key;  // EAGER and RTS: the tag; CTS and DATA: the sender's message id
+  uint64_t bytes;
+  uint64_t tag;  // RTS: the tag (key is the id)
+};
 
 // A frame to write: its header, then its payload (not owned), the op it completes once written (or none).
 struct SockNet::Frame {
@@ -173,7 +171,7 @@ coll_gpu_status_t SockNet::init(int rank, int nranks, const char *ifname, FailFn
     }
     freeifaddrs(ifs);
   }
-  listen_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  listen_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   struct sockaddr_in sa = {};
   sa.sin_family = AF_INET;
   sa.sin_addr.s_addr = htonl(addr_.naddrs > 0 ? INADDR_ANY : INADDR_LOOPBACK);
@@ -183,7 +181,6 @@ coll_gpu_status_t SockNet::init(int rank, int nranks, const char *ifname, FailFn
     coll_gpu_say(why, len, "the network proxy cannot listen on a TCP port: %s", strerror(errno));
     return COLL_GPU_SYSTEM_ERROR;
   }
-  set_nonblocking(listen_);
   addr_.port = sa.sin_port;
   // one system call a poll finds what came, as UCX's tcp transport does: the listening socket and the
   // peers' sockets to this rank
@@ -295,8 +292,8 @@ coll_gpu_status_t SockNet::connect(int peer, const void *addr, bool same_host, c
     inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
     if (at < sizeof(tried)) at += (size_t)snprintf(tried + at, sizeof(tried) - at, "%s%s", t > 0 ? ", " : "", ip);
     bool ok = fd >= 0 && (::connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EINPROGRESS);
-    // until it connects and the peer answers the hello, take the peers' sockets (one may be this peer's,
-    // connecting to us from inside its own connect)
+    // until it connects and the peer answers the hello, take the sockets of the lower ranks, which may be
+    // connecting to this one meanwhile
     const uint64_t until = coll_gpu_now_ns() + (uint64_t)kConnectMs * 1000000ull;
     int stage = 0;  // 0: connecting, 1: hello sent, 2: answered
     while (ok && stage < 2 && coll_gpu_now_ns() < until) {
@@ -334,14 +331,24 @@ coll_gpu_status_t SockNet::connect(int peer, const void *addr, bool same_host, c
 
 bool SockNet::connected(int peer) const { return peers_ != nullptr && peers_[peer].fd >= 0; }
 
-void SockNet::queue(Peer &p, Frame *f) {
+// Queues a frame to p (header h, then `bytes` of payload, completing op once written) and writes what the
+// socket takes now. False when host memory ran out.
+bool SockNet::push(Peer &p, const Header &h, const char *payload, size_t bytes, NetOp *op) {
+  Frame *f = (Frame *)calloc(1, sizeof(Frame));
+  if (f == nullptr) return false;
+  f->h = h;
+  f->payload = payload;
+  f->bytes = bytes;
+  f->op = op;
+  if (op != nullptr) op->req = f;
   ++queued_;
-  f->next = nullptr;
   if (p.queue_last != nullptr)
     p.queue_last->next = f;
   else
     p.queue = f;
   p.queue_last = f;
+  write_out(p);
+  return true;
 }
 
 void SockNet::fail_op(NetOp *op) {
@@ -424,22 +431,16 @@ bool SockNet::write_out(Peer &p) {
   return moved;
 }
 
-// The oldest posted receive for tag, taken off the list.
-SockNet::Recv *SockNet::take_posted(uint64_t tag) {
-  for (Recv **at = &posted_, *prev = nullptr; *at != nullptr; prev = *at, at = &(*at)->next) {
-    Recv *r = *at;
-    if (r->tag != tag) continue;
-    *at = r->next;
-    if (posted_last_ == r) posted_last_ = prev;
-    return r;
-  }
-  return nullptr;
-}
-
 // The oldest receive posted for tag, taken off the list (nullptr: none yet); a message of `bytes` longer than
 // it fails the receive and the peer (*bad).
 SockNet::Recv *SockNet::receive_for(Peer &p, uint64_t tag, uint64_t bytes, bool *bad) {
-  Recv *r = take_posted(tag);
+  Recv *r = nullptr;
+  for (Recv **at = &posted_, *prev = nullptr; *at != nullptr && r == nullptr; prev = *at, at = &(*at)->next) {
+    if ((*at)->tag != tag) continue;
+    r = *at;
+    *at = r->next;
+    if (posted_last_ == r) posted_last_ = prev;
+  }
   if (r == nullptr || bytes <= r->cap) return r;
   fail_op(r->op);
   free(r);
@@ -448,13 +449,29 @@ SockNet::Recv *SockNet::receive_for(Peer &p, uint64_t tag, uint64_t bytes, bool 
   return nullptr;
 }
 
-// What arrived before its receive, kept in arrival order.
-void SockNet::keep(Unexpected *u) {
+// What arrived from p before its receive, kept in arrival order: an RTS (id), or an eager message of
+// `bytes` whose bytes it holds. nullptr (and p fails) when host memory ran out.
+SockNet::Unexpected *SockNet::early(Peer &p, uint64_t tag, size_t bytes, bool rts, uint64_t id) {
+  Unexpected *u = (Unexpected *)calloc(1, sizeof(Unexpected));
+  char *data = !rts && bytes > 0 ? (char *)malloc(bytes) : nullptr;
+  if (u == nullptr || (!rts && bytes > 0 && data == nullptr)) {
+    free(u);
+    free(data);
+    broken(p, "out of host memory for a message from", ENOMEM);
+    return nullptr;
+  }
+  u->tag = tag;
+  u->peer = (int)(&p - peers_);
+  u->rts = rts;
+  u->id = id;
+  u->bytes = bytes;
+  u->data = data;
   if (unexpected_last_ != nullptr)
     unexpected_last_->next = u;
   else
     unexpected_ = u;
   unexpected_last_ = u;
+  return u;
 }
 
 // A receive matched to a synchronous message: CTS to its sender; the DATA will find it on matched_.
@@ -463,15 +480,10 @@ void SockNet::answer(Recv *r, int peer, uint64_t id) {
   r->id = id;
   r->next = matched_;
   matched_ = r;
-  Frame *f = (Frame *)calloc(1, sizeof(Frame));
-  if (f == nullptr) {
-    broken(peers_[peer], "out of host memory answering", ENOMEM);
-    return;
-  }
-  f->h.kind = kCts;
-  f->h.key = id;
-  queue(peers_[peer], f);
-  write_out(peers_[peer]);
+  Header cts = {};
+  cts.kind = kCts;
+  cts.key = id;
+  if (!push(peers_[peer], cts, nullptr, 0, nullptr)) broken(peers_[peer], "out of host memory answering", ENOMEM);
 }
 
 // A whole header has arrived from p: where its payload goes (p.target, p.want), or what it does. False when
@@ -492,21 +504,10 @@ bool SockNet::header_arrived(Peer &p) {
         p.into = r;
         p.target = r->buf;
       } else {
-        Unexpected *u = (Unexpected *)calloc(1, sizeof(Unexpected));
-        char *data = h.bytes > 0 ? (char *)malloc(h.bytes) : nullptr;
-        if (u == nullptr || (h.bytes > 0 && data == nullptr)) {
-          free(u);
-          free(data);
-          broken(p, "out of host memory for a message from", ENOMEM);
-          return false;
-        }
-        u->tag = h.key;
-        u->peer = rank;
-        u->bytes = h.bytes;
-        u->data = data;
-        keep(u);
+        Unexpected *u = early(p, h.key, h.bytes, false, 0);
+        if (u == nullptr) return false;
         p.unexp = u;
-        p.target = data;
+        p.target = u->data;
       }
       p.want = h.bytes;
       if (p.want == 0) payload_arrived(p);
@@ -520,42 +521,22 @@ bool SockNet::header_arrived(Peer &p) {
         answer(r, rank, h.key);
         return true;
       }
-      Unexpected *u = (Unexpected *)calloc(1, sizeof(Unexpected));
-      if (u == nullptr) {
-        broken(p, "out of host memory for a message from", ENOMEM);
-        return false;
-      }
-      u->tag = h.tag;
-      u->peer = rank;
-      u->rts = true;
-      u->id = h.key;
-      u->bytes = h.bytes;
-      keep(u);
-      return true;
+      return early(p, h.tag, h.bytes, true, h.key) != nullptr;
     }
     case kCts: {
       for (Pending **at = &p.pending; *at != nullptr; at = &(*at)->next) {
         Pending *s = *at;
         if (s->id != h.key) continue;
         *at = s->next;
-        Frame *f = (Frame *)calloc(1, sizeof(Frame));
-        if (f == nullptr) {
-          fail_op(s->op);
-          free(s);
-          broken(p, "out of host memory sending to", ENOMEM);
-          return false;
-        }
-        f->h.kind = kData;
-        f->h.key = s->id;
-        f->h.bytes = s->bytes;
-        f->payload = s->buf;
-        f->bytes = s->bytes;
-        f->op = s->op;
-        if (s->op != nullptr) s->op->req = f;
+        Header data = {};
+        data.kind = kData;
+        data.key = s->id;
+        data.bytes = s->bytes;
+        const bool queued = push(p, data, s->buf, s->bytes, s->op);
+        if (!queued) fail_op(s->op);
         free(s);
-        queue(p, f);
-        write_out(p);
-        return true;
+        if (!queued) broken(p, "out of host memory sending to", ENOMEM);
+        return queued;
       }
       return true;  // a send taken back meanwhile
     }
@@ -667,38 +648,39 @@ void SockNet::send(int peer, uint64_t tag, const void *buf, size_t bytes, bool s
   op->send = true;
   op->req = nullptr;
   if (p.failed || p.fd < 0) return fail_op(op);
-  Frame *f = (Frame *)calloc(1, sizeof(Frame));
-  Pending *s = sync ? (Pending *)calloc(1, sizeof(Pending)) : nullptr;
-  if (f == nullptr || (sync && s == nullptr)) {
-    free(f);
-    free(s);
-    snprintf(last_error_, sizeof(last_error_), "out of host memory sending to rank %d", peer);
-    return fail_op(op);
-  }
   op->state = kOpPending;
+  Header h = {};
+  h.bytes = bytes;
+  bool queued;
   if (sync) {  // RTS now, the payload once the receiver answers
-    s->id = p.next_id++;
-    s->buf = (const char *)buf;
-    s->bytes = bytes;
-    s->op = op;
-    s->next = p.pending;
-    p.pending = s;
-    f->h.kind = kRts;
-    f->h.key = s->id;
-    f->h.tag = tag;
-    f->h.bytes = bytes;
-    op->req = s;
+    Pending *s = (Pending *)calloc(1, sizeof(Pending));
+    queued = s != nullptr;
+    if (queued) {
+      s->id = p.next_id++;
+      s->buf = (const char *)buf;
+      s->bytes = bytes;
+      s->op = op;
+      h.kind = kRts;
+      h.key = s->id;
+      h.tag = tag;
+      queued = push(p, h, nullptr, 0, nullptr);
+      if (queued) {
+        s->next = p.pending;
+        p.pending = s;
+        op->req = s;
+      } else {
+        free(s);
+      }
+    }
   } else {
-    f->h.kind = kEager;
-    f->h.key = tag;
-    f->h.bytes = bytes;
-    f->payload = (const char *)buf;
-    f->bytes = bytes;
-    f->op = op;
-    op->req = f;
+    h.kind = kEager;
+    h.key = tag;
+    queued = push(p, h, (const char *)buf, bytes, op);
   }
-  queue(p, f);
-  write_out(p);
+  if (!queued) {
+    snprintf(last_error_, sizeof(last_error_), "out of host memory sending to rank %d", peer);
+    fail_op(op);
+  }
 }
 
 void SockNet::recv(uint64_t tag, void *buf, size_t bytes, NetOp *op) {

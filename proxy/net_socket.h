@@ -67,6 +67,7 @@ class SockNet {
   void close_endpoints();
   void close();
 
+  struct Header;
   struct Frame;
   struct Recv;
   struct Unexpected;
@@ -86,13 +87,12 @@ class SockNet {
   bool read_in(Peer &p);
   bool header_arrived(Peer &p);
   void payload_arrived(Peer &p);
-  void queue(Peer &p, Frame *f);
+  bool push(Peer &p, const Header &h, const char *payload, size_t bytes, NetOp *op);
   void drop_sends(Peer &p);
   void broken(Peer &p, const char *what, int err);
   void fail_op(NetOp *op);
-  Recv *take_posted(uint64_t tag);
   Recv *receive_for(Peer &p, uint64_t tag, uint64_t bytes, bool *bad);
-  void keep(Unexpected *u);
+  Unexpected *early(Peer &p, uint64_t tag, size_t bytes, bool rts, uint64_t id);
   void answer(Recv *r, int peer, uint64_t id);
 
   // sockets accepted whose hello has not come yet
