@@ -79,11 +79,22 @@ int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, si
  * of 64 KiB to 512 KiB in 78-124 us against NCCL's 174-371 on that machine. */
 constexpr size_t kNetStepBytes = 4 << 10;
 
+/* Rings that carry more than kWideRingBytes over each link in one call run at most kWideRingChannels. On 4
+ * H200 (coll_gpu_allreduce_bench -N, 4 ranks), 128 channels lost bandwidth once a call carried 768 MiB a
+ * link: allgather and reduce-scatter of 256 MiB blocks took 3,036-3,872 us on 128 channels against 2,474-
+ * 2,497 on 64, allreduce of 512 MiB 3,835 against 2,496 and of 1 GiB 8,542 against 4,852; at 384 MiB a link
+ * (128 MiB blocks, 256 MiB allreduce) 128 channels were still 2-5% faster, and so at 2 ranks with 512 MiB
+ * a link (allgather of 512 MiB blocks, 1,657 against 1,729 us). Why many channels lose there is not known;
+ * the bound follows the measurements. */
+constexpr size_t kWideRingBytes = (size_t)512 << 20;
+constexpr int kWideRingChannels = 64;
+
 namespace {
 
 // Blocks of one call: the ring runs every channel it has FIFOs for (over the network proxy, a channel per
-// kNetStepBytes of `step` bytes, the data of one ring step); two-shot one block per slice of `bytes`.
-int channels(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, size_t bytes, size_t step) {
+// kNetStepBytes of `step` bytes, the data of one ring step; inside a node at most kWideRingChannels where
+// each link carries more than kWideRingBytes, `link` bytes); two-shot one block per slice of `bytes`.
+int channels(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, size_t bytes, size_t step, size_t link) {
   int most = algo == COLL_GPU_ALGO_RING ? c->max_channels : kTwoshotMaxBlocks;
   if (c->max_blocks > 0 && most > c->max_blocks) most = c->max_blocks;
   if (c->nchannels > 0) return c->nchannels < most ? c->nchannels : most;
@@ -91,7 +102,7 @@ int channels(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, size_t bytes
     const size_t want = step > kNetStepBytes ? (step + kNetStepBytes - 1) / kNetStepBytes : 1;
     return want < (size_t)most ? (int)want : most;
   }
-  if (algo == COLL_GPU_ALGO_RING) return most;
+  if (algo == COLL_GPU_ALGO_RING) return link > kWideRingBytes && most > kWideRingChannels ? kWideRingChannels : most;
   size_t want = (bytes + kTwoshotBlockBytes - 1) / kTwoshotBlockBytes;
   if (want < 1) want = 1;
   return want < (size_t)most ? (int)want : most;
@@ -118,8 +129,10 @@ coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, int nran
       }
     }
   }
-  /* a ring step moves a rank's share of the buffer */
-  coll_gpu_choice_t ch = {best, coll_gpu_algo_proto(best), channels(c, best, bytes, bytes / (size_t)nranks), 0};
+  /* a ring step moves a rank's share of the buffer; each link carries 2 (n - 1) shares */
+  const size_t share = bytes / (size_t)nranks;
+  coll_gpu_choice_t ch = {best, coll_gpu_algo_proto(best), channels(c, best, bytes, share, 2 * (nranks - 1) * share),
+                          0};
   if (best == COLL_GPU_ALGO_RING) ch.chunk = c->ring_chunk_bytes;
   return ch;
 }
@@ -187,7 +200,11 @@ coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, col
   if (best == COLL_GPU_ALGO_ONESHOT && c->oneshot_max_bytes < 16) best = COLL_GPU_ALGO_RING; /* no LL slot */
   coll_gpu_choice_t ch = {best, coll_gpu_algo_proto(best), 0, 0};
   if (best == COLL_GPU_ALGO_RING) {
-    ch.nchannels = channels(c, best, bytes, bytes); /* a step: a block, or a chunk of the chain's buffer */
+    /* a step: a block, or a chunk of the chain's buffer; each link carries n - 1 blocks, or the buffer (the
+     * alltoall's pairs, not timed that wide, keep their channels) */
+    const bool blocks = coll == COLL_GPU_COLL_ALLGATHER || coll == COLL_GPU_COLL_REDUCE_SCATTER;
+    const size_t link = coll == COLL_GPU_COLL_ALLTOALL ? 0 : blocks ? (size_t)(nranks - 1) * bytes : bytes;
+    ch.nchannels = channels(c, best, bytes, bytes, link);
     /* the 2-rank alltoall runs a sending and a receiving block per channel, and a sender waits for the
      * peer's receiver of its channel: every GPU must hold more blocks at once than there are channels
      * (one ring block per multiprocessor at the worst) */

@@ -115,6 +115,37 @@ TEST(Tune, ChannelsForcedAndBounded) {
   EXPECT_EQ(64, coll_gpu_tune_choose(&c, 8, 1 << 20).nchannels);  // two-shot: a block per 16 KiB
 }
 
+// Inside a node a ring that carries more than 512 MiB over each link runs at most 64 channels; what the
+// user forces stands, and fewer channels stay fewer.
+TEST(Tune, WideRingsRunFewerChannels) {
+  coll_gpu_tune_config_t c = defaults();
+  c.max_channels = 128;
+  const size_t mib = 1ul << 20;
+  EXPECT_EQ(128, coll_gpu_tune_choose(&c, 4, 256 * mib).nchannels);  // 384 MiB a link
+  EXPECT_EQ(64, coll_gpu_tune_choose(&c, 4, 512 * mib).nchannels);   // 768 MiB a link
+  EXPECT_EQ(128, coll_gpu_tune_choose(&c, 2, 512 * mib).nchannels);  // 512 MiB a link
+  EXPECT_EQ(64, coll_gpu_tune_choose(&c, 2, 1024 * mib).nchannels);
+  for (coll_gpu_coll_t coll : {COLL_GPU_COLL_ALLGATHER, COLL_GPU_COLL_REDUCE_SCATTER}) {
+    EXPECT_EQ(128, coll_gpu_tune_choose_move(&c, coll, 4, 128 * mib).nchannels);  // 3 blocks a link
+    EXPECT_EQ(64, coll_gpu_tune_choose_move(&c, coll, 4, 256 * mib).nchannels);
+    EXPECT_EQ(128, coll_gpu_tune_choose_move(&c, coll, 2, 512 * mib).nchannels);
+    EXPECT_EQ(64, coll_gpu_tune_choose_move(&c, coll, 8, 128 * mib).nchannels);
+  }
+  EXPECT_EQ(128, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 4, 1024 * mib).nchannels);  // pairs
+  for (coll_gpu_coll_t coll : {COLL_GPU_COLL_BCAST, COLL_GPU_COLL_REDUCE}) {  // a chain: the buffer a link
+    EXPECT_EQ(128, coll_gpu_tune_choose_move(&c, coll, 8, 512 * mib).nchannels);
+    EXPECT_EQ(64, coll_gpu_tune_choose_move(&c, coll, 8, 1024 * mib).nchannels);
+  }
+  c.nchannels = 100;
+  EXPECT_EQ(100, coll_gpu_tune_choose(&c, 4, 1024 * mib).nchannels);
+  c.nchannels = 0;
+  c.max_channels = 32;
+  EXPECT_EQ(32, coll_gpu_tune_choose(&c, 4, 1024 * mib).nchannels);
+  c.max_channels = 128;
+  c.net = 1;  // over the network the step sets the channels, up to every one
+  EXPECT_EQ(128, coll_gpu_tune_choose(&c, 4, 1024 * mib).nchannels);
+}
+
 // The collectives other than allreduce: direct LL for small blocks, the ring for large ones (alltoall
 // beyond 2 ranks: pairwise over point-to-point connections, its Simple algorithm under the same name), the
 // modelled faster of the two, and what the parameters force.
@@ -199,7 +230,7 @@ TEST(Tune, AlltoallFitsTheGpu) {
   c.max_channels = 128;
   c.min_sms = 132;
   EXPECT_EQ(64, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
-  EXPECT_EQ(128, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLGATHER, 2, big).nchannels);
+  EXPECT_EQ(128, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLGATHER, 2, big / 2).nchannels);  // not wide
   EXPECT_EQ(128, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 3, big).nchannels);
 }
 
