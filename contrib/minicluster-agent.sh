@@ -9,5 +9,11 @@ host=$1
 shift
 dir=${COLL_GPU_MINICLUSTER:?COLL_GPU_MINICLUSTER is not set: run mpirun through contrib/minicluster.sh}
 [ -e "$dir/$host.net" ] || { echo "minicluster-agent: no host $host in $dir" >&2; exit 255; }
-exec nsenter --net="$dir/$host.net" --uts="$dir/$host.uts" --ipc="$dir/$host.ipc" --mount="$dir/$host.mnt" \
+nsenter --net="$dir/$host.net" --uts="$dir/$host.uts" --ipc="$dir/$host.ipc" --mount="$dir/$host.mnt" \
   -- sh -c ". '$dir/$host.env'; $*"
+rc=$?
+# Killed with its host (minicluster.sh kill): ssh to a host that died would notice only later, so Open
+# MPI's report comes from its own links to the daemon, naming the host; an agent that ended at once made
+# it report a daemon that failed to start instead, naming nothing.
+[ $rc -gt 128 ] && sleep 2
+exit $rc
