@@ -38,6 +38,27 @@ constexpr uint64_t kListenKey = ~0ull;   // the listening socket's key in the ep
 
 enum Kind : uint32_t { kEager = 1, kRts = 2, kCts = 3, kData = 4, kBye = 5 };
 
+// The lists of frames, receives and early messages: singly linked through `next`, oldest first, with their
+// last element kept for appending.
+template <typename T>
+void append(T *&head, T *&last, T *item) {
+  item->next = nullptr;
+  if (last != nullptr)
+    last->next = item;
+  else
+    head = item;
+  last = item;
+}
+
+// Takes *at, whose predecessor is prev (nullptr: the first), off its list.
+template <typename T>
+T *take(T **at, T *prev, T *&last) {
+  T *item = *at;
+  *at = item->next;
+  if (last == item) last = prev;
+  return item;
+}
+
 bool excluded_by_default(const char *name) { return strncmp(name, "docker", 6) == 0 || strncmp(name, "virbr", 5) == 0; }
 
 // Whether `name` is taken under an NCCL_SOCKET_IFNAME-style list.
@@ -342,11 +363,7 @@ bool SockNet::push(Peer &p, const Header &h, const char *payload, size_t bytes, 
   f->op = op;
   if (op != nullptr) op->req = f;
   ++queued_;
-  if (p.queue_last != nullptr)
-    p.queue_last->next = f;
-  else
-    p.queue = f;
-  p.queue_last = f;
+  append(p.queue, p.queue_last, f);
   write_out(p);
   return true;
 }
@@ -435,12 +452,11 @@ bool SockNet::write_out(Peer &p) {
 // it fails the receive and the peer (*bad).
 SockNet::Recv *SockNet::receive_for(Peer &p, uint64_t tag, uint64_t bytes, bool *bad) {
   Recv *r = nullptr;
-  for (Recv **at = &posted_, *prev = nullptr; *at != nullptr && r == nullptr; prev = *at, at = &(*at)->next) {
-    if ((*at)->tag != tag) continue;
-    r = *at;
-    *at = r->next;
-    if (posted_last_ == r) posted_last_ = prev;
-  }
+  for (Recv **at = &posted_, *prev = nullptr; *at != nullptr; prev = *at, at = &(*at)->next)
+    if ((*at)->tag == tag) {
+      r = take(at, prev, posted_last_);
+      break;
+    }
   if (r == nullptr || bytes <= r->cap) return r;
   fail_op(r->op);
   free(r);
@@ -466,11 +482,7 @@ SockNet::Unexpected *SockNet::early(Peer &p, uint64_t tag, size_t bytes, bool rt
   u->id = id;
   u->bytes = bytes;
   u->data = data;
-  if (unexpected_last_ != nullptr)
-    unexpected_last_->next = u;
-  else
-    unexpected_ = u;
-  unexpected_last_ = u;
+  append(unexpected_, unexpected_last_, u);
   return u;
 }
 
@@ -579,8 +591,7 @@ void SockNet::payload_arrived(Peer &p) {
       Recv *r = u->waiting;
       for (Unexpected **at = &unexpected_, *prev = nullptr; *at != nullptr; prev = *at, at = &(*at)->next)
         if (*at == u) {
-          *at = u->next;
-          if (unexpected_last_ == u) unexpected_last_ = prev;
+          take(at, prev, unexpected_last_);
           break;
         }
       if (r->buf != nullptr && u->bytes > 0) memcpy(r->buf, u->data, u->bytes);
@@ -705,8 +716,7 @@ void SockNet::recv(uint64_t tag, void *buf, size_t bytes, NetOp *op) {
       u->waiting = r;
       return;
     }
-    *at = u->next;
-    if (unexpected_last_ == u) unexpected_last_ = prev;
+    take(at, prev, unexpected_last_);
     if (u->rts) {
       if (u->bytes > bytes) {
         snprintf(last_error_, sizeof(last_error_), "a message of %zu bytes for a receive of %zu", u->bytes, bytes);
@@ -727,12 +737,7 @@ void SockNet::recv(uint64_t tag, void *buf, size_t bytes, NetOp *op) {
     free(u);
     return;
   }
-  r->next = nullptr;
-  if (posted_last_ != nullptr)
-    posted_last_->next = r;
-  else
-    posted_ = r;
-  posted_last_ = r;
+  append(posted_, posted_last_, r);
 }
 
 void SockNet::cancel(NetOp *op) {
