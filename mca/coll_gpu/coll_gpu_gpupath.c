@@ -562,9 +562,11 @@ int mca_coll_gpu_preduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_
 
 /* ------------------------------------------------------------------ the moves: bcast, allgather, alltoall */
 
-/* Where `count` elements of dt start, when they are one contiguous run of bytes; NULL otherwise. */
+/* Where `count` elements of dt start, when they are one contiguous run of bytes; NULL otherwise. Open MPI
+ * answers for an int count, and any count above 1 has the layout of 2 (a type without gaps), so a count of
+ * 2^31 elements or more (an allgather of 4 blocks of 512 MiB) is asked as 2. */
 static char *contiguous(const void *buf, struct ompi_datatype_t *dt, size_t count) {
-  if (count > INT32_MAX || !ompi_datatype_is_contiguous_memory_layout(dt, (int32_t)count)) return NULL;
+  if (!ompi_datatype_is_contiguous_memory_layout(dt, count > 2 ? 2 : (int32_t)count)) return NULL;
   ptrdiff_t lb, extent;
   ompi_datatype_get_true_extent(dt, &lb, &extent);
   return (char *)buf + lb;

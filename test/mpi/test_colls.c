@@ -14,7 +14,8 @@
  *    coll_gpu_staged_buffers): a staged call gives the same bytes, so only the counter tells the GPU path ran.
  * -r GAP_US makes each rank wait a random 0 to GAP_US microseconds before each collective: with GAP_US
  *    about twice coll_gpu_oneshot_linger_us, coll/gpu's lingering kernel leaves just as calls arrive.
- * -L runs only a broadcast of more than 2^31 bytes (several GiB of memory per rank).
+ * -L runs only a broadcast of more than 2^31 bytes and, on GPU memory, an allgather and an alltoall of more
+ *    than 2^31 - 1 bytes in all (several GiB of memory per rank).
  * -v names every case before running it (to find a case that crashes).
  * The seed is random unless given (TEST_SEED also sets it); it is printed for reproduction.
  */
@@ -76,6 +77,50 @@ static void test_large(void) {
   buf_free(&b);
 }
 
+/* An allgather and an alltoall whose buffers hold more than 2^31 - 1 elements (bytes), although each
+ * block's count fits an int: no element count of a whole buffer may be truncated to int (with -G: nor
+ * staged). Checked byte by byte against the generator, without second images of 2 GiB. */
+/* Byte i of the block rank `from` sends to rank `to` (an allgather sends one block to all): a hash per 8
+ * bytes, so that gigabytes take seconds. */
+static uint8_t large_byte(int a2a, size_t from, size_t to, size_t i) {
+  const uint64_t word = rnd(11 + (uint64_t)a2a, (uint64_t)from * 64 + (a2a ? (uint64_t)to : 0), (uint64_t)i / 8);
+  return (uint8_t)(word >> (8 * (i % 8)));
+}
+
+static void test_large_moves(void) {
+  const int count = (int)(((size_t)1 << 31) / (size_t)nranks) + 24; /* a block; 2^31 + 24 x ranks in all */
+  const size_t block = (size_t)count, total = block * (size_t)nranks;
+  for (int a2a = 0; a2a < 2; ++a2a) {
+    const char *what = a2a ? "alltoall of 2^31 + 24 x ranks bytes" : "allgather of 2^31 + 24 x ranks bytes";
+    buf_t sb = buf_new(a2a ? total : block), rb = buf_new(total);
+    for (size_t at = 0; at < sb.bytes; ++at)
+      ((uint8_t *)sb.img)[at] = large_byte(a2a, (size_t)rank, at / block, at % block);
+    buf_push(&sb);
+    buf_push(&rb); /* poisoned */
+    const unsigned long long staged_before = gpu_path ? staged_count() : 0;
+    checks++;
+    const int rc = a2a ? MPI_Alltoall(sb.dev, count, MPI_BYTE, rb.dev, count, MPI_BYTE, MPI_COMM_WORLD)
+                       : MPI_Allgather(sb.dev, count, MPI_BYTE, rb.dev, count, MPI_BYTE, MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS) fail(what, "returned an error");
+    checks++;
+    if (gpu_path && staged_count() != staged_before) fail(what, "staged its buffers");
+    tbuf_get(rb.k, rb.img, rb.dev, rb.bytes);
+    checks++;
+    for (size_t at = 0; at < rb.bytes; ++at) {
+      const size_t from = at / block, i = at % block;
+      const uint8_t want = large_byte(a2a, from, (size_t)rank, i), got = ((const uint8_t *)rb.img)[at];
+      if (got != want) {
+        char d[128];
+        snprintf(d, sizeof(d), "byte %zu of %zu (rank %zu's): got 0x%02x, want 0x%02x", at, rb.bytes, from, got, want);
+        fail(what, d);
+        break;
+      }
+    }
+    buf_free(&sb);
+    buf_free(&rb);
+  }
+}
+
 /* Sets coll_gpu_force_staging in this process through MPI_T; 0 on success. */
 static int set_force_staging(int on) {
   int provided, index, count, rc = -1;
@@ -128,6 +173,7 @@ int main(int argc, char **argv) {
   make_layouts();
   if (large) {
     test_large();
+    if (kind != TBUF_HOST) test_large_moves(); /* the GPU path's element counts (host memory: 16 GiB) */
   } else {
     test_reductions();
     test_moves();
