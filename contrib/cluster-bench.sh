@@ -12,7 +12,11 @@
 #                   agreement's cost;
 #   staged:         coll_gpu_force_staging=1 (every buffer through host memory), without NCCL;
 #   sockets:        the defaults with coll_gpu_proxy_net=sockets (the proxy over its own sockets instead of
-#                   UCX's tcp), without NCCL.
+#                   UCX's tcp), without NCCL;
+#   mca:NAME=VALUE[,NAME=VALUE...]: the defaults with those coll/gpu parameters, without NCCL (for example
+#                   mca:coll_gpu_proxy_threads=8);
+#   env:NAME=VALUE[,NAME=VALUE...]: the defaults with those environment variables in every rank, without
+#                   NCCL.
 # (The defaults stage below coll_gpu_net_min_bytes.) RUNS picks some of them (default: the first five).
 # usage: bash contrib/cluster-bench.sh BUILT-TREE [HOSTS [GPUS-PER-HOST [COLLS [MAX_BYTES]]]]
 #   (default 2 hosts of 1 GPU, "allreduce allgather", 64 MiB); contrib/cluster-ratios.sh then sums its output
@@ -43,6 +47,17 @@ for coll in $colls; do
       uniform) run uniform "$coll" -N --mca coll_gpu_net_min_bytes 0 --mca coll_gpu_uniform_buffers 1 ;;
       staged) run staged "$coll" -N --mca coll_gpu_force_staging 1 ;;
       sockets) run sockets "$coll" -N --mca coll_gpu_proxy_net sockets ;;
+      mca:*)
+        set --
+        for p in $(echo "${what#mca:}" | tr , ' '); do set -- "$@" --mca "${p%%=*}" "${p#*=}"; done
+        run "$what" "$coll" -N "$@"
+        ;;
+      env:*)
+        set --
+        for p in $(echo "${what#env:}" | tr , ' '); do set -- "$@" -x "$p"; done
+        run "$what" "$coll" -N "$@"
+        ;;
+      *) echo "cluster-bench: unknown run '$what'" >&2; exit 2 ;;
     esac
   done
 done

@@ -50,11 +50,17 @@ constexpr uint64_t kReportGraceNs = 1000000000ULL;  // the host reports a wait 1
 constexpr uint64_t kAbortGraceNs = 10000000000ULL;  // aborted kernels stop within microseconds: 10 s is a broken GPU
 constexpr uint64_t kCheckNs = 100000000ULL;         // a call tested without waiting checks its peers every 100 ms
 // Ring channels of a communicator that spans nodes: each hop between nodes holds 2 x 8 slots of pinned host
-// memory per channel. 8: the network proxy moves up to a channel per thread, and UCX's tcp and
-// shared-memory transports move about one core's worth each (coll_gpu_proxy_bench, 2 processes of a 16-core
-// machine, both ways at once, 512 KiB steps: tcp 0.8 GB/s each way with 1 thread, 3.0 with 4, 4.3 with 8;
-// shared memory 5.0, 18-29 and 29 GB/s).
-constexpr int kNetChannels = 8;
+// memory per channel, and the network proxy moves each channel on one of its threads (a thread per channel
+// at most), about one core's worth a thread over TCP. 16 channels on the 8 threads the proxy starts by
+// default (kAutoProxyThreads) carried the large calls across 2 hosts x 2 H100 faster than 8 channels, and
+// no size slower (docs/benchmarks.md); 16 threads, where the parameter asks for them and the CPUs are there,
+// a channel each.
+constexpr int kNetChannels = 16;
+// The proxy threads a rank starts unless coll_gpu_proxy_threads says: its share of the CPUs near its GPU,
+// less one, and at most 8. Every thread polls while its channels move: 4 ranks of 16 threads on 64 cores
+// (the mini-cluster's 2 hosts x 2 H100 on one machine) took bcast of 64 MiB from 4,917 to 3,334 us, but
+// mid sizes up to twice as long (1 MiB 152 -> 322 us), the CPUs full.
+constexpr int kAutoProxyThreads = 8;
 
 // A failed call of the kernels' C API (a cudaError_t or CUresult): the reason, then a breadcrumb.
 #define CUDA_CHECK(call, why, len)                                                        \
@@ -638,6 +644,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     int most = e->layout.nchannels < COLL_GPU_ENGINE_MAX_PROXY_THREADS ? e->layout.nchannels
                                                                        : COLL_GPU_ENGINE_MAX_PROXY_THREADS;
     if (cfg->proxy_threads > 0 && cfg->proxy_threads < most) most = cfg->proxy_threads;
+    if (cfg->proxy_threads <= 0 && most > kAutoProxyThreads) most = kAutoProxyThreads;
     int rdma = 0;
     for (int r = 0; r < b->size; ++r) rdma |= peers[r].rdma != 0;
     const int kind = coll_gpu_net_choose(cfg->proxy_net, rdma, cfg->virtual_nodes);

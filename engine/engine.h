@@ -41,7 +41,7 @@ extern "C" {
 
 /* The network proxy's threads at most (proxy/proxy.h's COLL_GPU_PROXY_MAX_THREADS, which the glue does not
  * see). */
-#define COLL_GPU_ENGINE_MAX_PROXY_THREADS 8
+#define COLL_GPU_ENGINE_MAX_PROXY_THREADS 16
 /* What the network proxy moves steps over (proxy/proxy.h's coll_gpu_proxy_net_t), or AUTO
  * (coll_gpu_net_choose). */
 #define COLL_GPU_ENGINE_PROXY_NET_AUTO -1

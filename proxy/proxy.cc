@@ -52,7 +52,7 @@ static_assert(2 * COLL_GPU_PROXY_MAX_CONNS <= 4096, "connection and credit ids f
 // of UCX's bytes (the threads' worker addresses, one after another) catches an address cut or mixed up on
 // its way through the bootstrap before UCX parses it.
 constexpr uint32_t kAddressMagic = 0x43475058;  // "CGPX"
-constexpr uint32_t kAddressVersion = 3;
+constexpr uint32_t kAddressVersion = 4;
 struct Envelope {
   uint32_t magic, version;
   int32_t rank;
@@ -168,8 +168,8 @@ struct coll_gpu_proxy {
   // per peer: the threads its connections spread over (the fewer of the two ranks'), 0 until connected
   int *peer_threads = nullptr;
   // per connection id: the threads that have a FIFO of it, a bit each (set by add, read by wake)
-  std::atomic<uint8_t> owners[COLL_GPU_PROXY_MAX_CONNS] = {};
-  static_assert(COLL_GPU_PROXY_MAX_THREADS <= 8, "a thread's bit in a byte");
+  std::atomic<uint16_t> owners[COLL_GPU_PROXY_MAX_CONNS] = {};
+  static_assert(COLL_GPU_PROXY_MAX_THREADS <= 16, "a thread's bit in 16 bits");
   // the first failure of any thread: claimed once, status (COLL_GPU_SUCCESS while none) published after
   // peer and why
   std::atomic<bool> fail_claimed{false};
@@ -706,7 +706,7 @@ coll_gpu_status_t coll_gpu_proxy_add(coll_gpu_proxy_t *p, const coll_gpu_proxy_f
   Worker &k = p->workers[w];
   k.cmd_fifo = f;
   COLL_GPU_CHECK(k.post(coll_gpu::kAdd, why, len));
-  p->owners[f->id].fetch_or((uint8_t)(1u << w), std::memory_order_relaxed);
+  p->owners[f->id].fetch_or((uint16_t)(1u << w), std::memory_order_relaxed);
   return COLL_GPU_SUCCESS;
 }
 

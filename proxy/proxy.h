@@ -51,7 +51,7 @@ extern "C" {
  * checked envelope, padded, so that the engine's bootstrap can allgather a fixed size. */
 #define COLL_GPU_PROXY_ADDRESS_BYTES 8192
 /* Progress threads of a proxy at most. */
-#define COLL_GPU_PROXY_MAX_THREADS 8
+#define COLL_GPU_PROXY_MAX_THREADS 16
 /* Slots of a FIFO at most (NCCL_STEPS is 8). */
 #define COLL_GPU_PROXY_MAX_DEPTH 16
 /* Connection ids per ordered pair of ranks: the tag holds the id in 12 bits, the upper half for credits. */
