@@ -36,9 +36,10 @@ class ProxyNet {
   void unmap(void *memh) {
     if (!socket_) ucx_.unmap((ucp_mem_h)memh);
   }
+  // sync: UCX's synchronous send (the sockets have none: their credits hold the sender back)
   void send(int peer, uint64_t tag, const void *buf, size_t bytes, bool sync, void *memh, NetOp *op) {
     if (socket_)
-      sock_.send(peer, tag, buf, bytes, sync, op);
+      sock_.send(peer, tag, buf, bytes, op);
     else
       ucx_.send(peer, tag, buf, bytes, sync, (ucp_mem_h)memh, op);
   }

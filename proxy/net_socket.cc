@@ -36,7 +36,7 @@ constexpr int kPassiveMs = 60000;        // the higher rank's wait for the lower
 constexpr size_t kReadBudget = 8 << 20;  // bytes one progress call reads from one peer at most
 constexpr uint64_t kListenKey = ~0ull;   // the listening socket's key in the epoll set (a peer's: its rank)
 
-enum Kind : uint32_t { kEager = 1, kRts = 2, kCts = 3, kData = 4, kBye = 5 };
+enum Kind : uint32_t { kEager = 1, kBye = 2 };
 
 // The lists of frames, receives and early messages: singly linked through `next`, oldest first, with their
 // last element kept for appending.
@@ -102,9 +102,8 @@ bool wait_fd(int fd, short events, int ms) {
 struct SockNet::Header {
   uint32_t kind;
   uint32_t pad;
-  uint64_t key;  // EAGER and RTS: the tag; CTS and DATA: the sender's message id
+  uint64_t tag;  // EAGER
   uint64_t bytes;
-  uint64_t tag;  // RTS: the tag (key is the id)
 };
 
 // A frame to write: its header, then its payload (not owned), the op it completes once written (or none).
@@ -117,44 +116,28 @@ struct SockNet::Frame {
   NetOp *op;
 };
 
-// A receive: posted (tag), then matched to a synchronous message (peer, id) or filled by an eager one.
+// A receive: posted (tag), then filled by the message of its tag.
 struct SockNet::Recv {
   Recv *next;
   uint64_t tag;
   char *buf;  // nullptr once cancelled: what arrives for it is dropped
   size_t cap;
   NetOp *op;
-  int peer;
-  uint64_t id;
 };
 
-// What arrived before its receive: an eager message (its bytes held here) or an RTS.
+// A message that arrived before its receive, its bytes held here.
 struct SockNet::Unexpected {
   Unexpected *next;
   uint64_t tag;
-  int peer;
-  bool rts;
-  uint64_t id;
   size_t bytes, got;
   char *data;
-  Recv *waiting;  // an eager message still arriving whose receive came meanwhile
-};
-
-// A send waiting for its CTS.
-struct Pending {
-  Pending *next;
-  uint64_t id;
-  const char *buf;
-  size_t bytes;
-  NetOp *op;
+  Recv *waiting;  // still arriving, and its receive came meanwhile
 };
 
 struct SockNet::Peer {
   int fd = -1;  // the socket, both ways: the lower rank of the two connected it
   bool watched = false, bye = false, failed = false, active = false;
   Frame *queue = nullptr, *queue_last = nullptr;
-  Pending *pending = nullptr;
-  uint64_t next_id = 1;
   // reading: the header, then the payload into target (nullptr: dropped)
   Header h;
   size_t hgot = 0;
@@ -374,7 +357,7 @@ void SockNet::fail_op(NetOp *op) {
   op->state = kOpFailed;
 }
 
-// The sends to a peer that are under way fail: those queued, those waiting for their CTS.
+// The sends to a peer that are under way (queued) fail.
 void SockNet::drop_sends(Peer &p) {
   for (Frame *f = p.queue; f != nullptr;) {
     Frame *next = f->next;
@@ -384,13 +367,6 @@ void SockNet::drop_sends(Peer &p) {
     f = next;
   }
   p.queue = p.queue_last = nullptr;
-  for (Pending *s = p.pending; s != nullptr;) {
-    Pending *next = s->next;
-    fail_op(s->op);
-    free(s);
-    s = next;
-  }
-  p.pending = nullptr;
 }
 
 // The peer's socket failed (err) or ended (err 0) without BYE: the peer fails, and with it what waits on it.
@@ -465,43 +441,27 @@ SockNet::Recv *SockNet::receive_for(Peer &p, uint64_t tag, uint64_t bytes, bool 
   return nullptr;
 }
 
-// What arrived from p before its receive, kept in arrival order: an RTS (id), or an eager message of
-// `bytes` whose bytes it holds. nullptr (and p fails) when host memory ran out.
-SockNet::Unexpected *SockNet::early(Peer &p, uint64_t tag, size_t bytes, bool rts, uint64_t id) {
+// A message of `bytes` that arrived from p before its receive, kept in arrival order with memory for its
+// bytes. nullptr (and p fails) when host memory ran out.
+SockNet::Unexpected *SockNet::early(Peer &p, uint64_t tag, size_t bytes) {
   Unexpected *u = (Unexpected *)calloc(1, sizeof(Unexpected));
-  char *data = !rts && bytes > 0 ? (char *)malloc(bytes) : nullptr;
-  if (u == nullptr || (!rts && bytes > 0 && data == nullptr)) {
+  char *data = bytes > 0 ? (char *)malloc(bytes) : nullptr;
+  if (u == nullptr || (bytes > 0 && data == nullptr)) {
     free(u);
     free(data);
     broken(p, "out of host memory for a message from", ENOMEM);
     return nullptr;
   }
   u->tag = tag;
-  u->peer = (int)(&p - peers_);
-  u->rts = rts;
-  u->id = id;
   u->bytes = bytes;
   u->data = data;
   append(unexpected_, unexpected_last_, u);
   return u;
 }
 
-// A receive matched to a synchronous message: CTS to its sender; the DATA will find it on matched_.
-void SockNet::answer(Recv *r, int peer, uint64_t id) {
-  r->peer = peer;
-  r->id = id;
-  r->next = matched_;
-  matched_ = r;
-  Header cts = {};
-  cts.kind = kCts;
-  cts.key = id;
-  if (!push(peers_[peer], cts, nullptr, 0, nullptr)) broken(peers_[peer], "out of host memory answering", ENOMEM);
-}
-
 // A whole header has arrived from p: where its payload goes (p.target, p.want), or what it does. False when
 // the stream is not ours to read any more.
 bool SockNet::header_arrived(Peer &p) {
-  const int rank = (int)(&p - peers_);
   const Header &h = p.h;
   p.target = nullptr;
   p.want = p.got = 0;
@@ -510,56 +470,16 @@ bool SockNet::header_arrived(Peer &p) {
   switch (h.kind) {
     case kEager: {
       bool bad = false;
-      Recv *r = receive_for(p, h.key, h.bytes, &bad);
+      Recv *r = receive_for(p, h.tag, h.bytes, &bad);
       if (bad) return false;
       if (r != nullptr) {
         p.into = r;
         p.target = r->buf;
       } else {
-        Unexpected *u = early(p, h.key, h.bytes, false, 0);
+        Unexpected *u = early(p, h.tag, h.bytes);
         if (u == nullptr) return false;
         p.unexp = u;
         p.target = u->data;
-      }
-      p.want = h.bytes;
-      if (p.want == 0) payload_arrived(p);
-      return true;
-    }
-    case kRts: {
-      bool bad = false;
-      Recv *r = receive_for(p, h.tag, h.bytes, &bad);
-      if (bad) return false;
-      if (r != nullptr) {
-        answer(r, rank, h.key);
-        return true;
-      }
-      return early(p, h.tag, h.bytes, true, h.key) != nullptr;
-    }
-    case kCts: {
-      for (Pending **at = &p.pending; *at != nullptr; at = &(*at)->next) {
-        Pending *s = *at;
-        if (s->id != h.key) continue;
-        *at = s->next;
-        Header data = {};
-        data.kind = kData;
-        data.key = s->id;
-        data.bytes = s->bytes;
-        const bool queued = push(p, data, s->buf, s->bytes, s->op);
-        if (!queued) fail_op(s->op);
-        free(s);
-        if (!queued) broken(p, "out of host memory sending to", ENOMEM);
-        return queued;
-      }
-      return true;  // a send taken back meanwhile
-    }
-    case kData: {
-      for (Recv **at = &matched_; *at != nullptr; at = &(*at)->next) {
-        Recv *r = *at;
-        if (r->peer != rank || r->id != h.key) continue;
-        *at = r->next;
-        p.into = r;
-        p.target = r->buf;  // nullptr if cancelled meanwhile: dropped
-        break;
       }
       p.want = h.bytes;
       if (p.want == 0) payload_arrived(p);
@@ -653,7 +573,7 @@ bool SockNet::read_in(Peer &p) {
   return moved;
 }
 
-void SockNet::send(int peer, uint64_t tag, const void *buf, size_t bytes, bool sync, NetOp *op) {
+void SockNet::send(int peer, uint64_t tag, const void *buf, size_t bytes, NetOp *op) {
   Peer &p = peers_[peer];
   op->bytes = bytes;
   op->send = true;
@@ -661,34 +581,10 @@ void SockNet::send(int peer, uint64_t tag, const void *buf, size_t bytes, bool s
   if (p.failed || p.fd < 0) return fail_op(op);
   op->state = kOpPending;
   Header h = {};
+  h.kind = kEager;
+  h.tag = tag;
   h.bytes = bytes;
-  bool queued;
-  if (sync) {  // RTS now, the payload once the receiver answers
-    Pending *s = (Pending *)calloc(1, sizeof(Pending));
-    queued = s != nullptr;
-    if (queued) {
-      s->id = p.next_id++;
-      s->buf = (const char *)buf;
-      s->bytes = bytes;
-      s->op = op;
-      h.kind = kRts;
-      h.key = s->id;
-      h.tag = tag;
-      queued = push(p, h, nullptr, 0, nullptr);
-      if (queued) {
-        s->next = p.pending;
-        p.pending = s;
-        op->req = s;
-      } else {
-        free(s);
-      }
-    }
-  } else {
-    h.kind = kEager;
-    h.key = tag;
-    queued = push(p, h, (const char *)buf, bytes, op);
-  }
-  if (!queued) {
+  if (!push(p, h, (const char *)buf, bytes, op)) {
     snprintf(last_error_, sizeof(last_error_), "out of host memory sending to rank %d", peer);
     fail_op(op);
   }
@@ -712,28 +608,18 @@ void SockNet::recv(uint64_t tag, void *buf, size_t bytes, NetOp *op) {
   for (Unexpected **at = &unexpected_, *prev = nullptr; *at != nullptr; prev = *at, at = &(*at)->next) {
     Unexpected *u = *at;
     if (u->tag != tag || u->waiting != nullptr) continue;
-    if (!u->rts && u->got < u->bytes) {  // still arriving: it completes the receive when whole
+    if (u->got < u->bytes) {  // still arriving: it completes the receive when whole
       u->waiting = r;
       return;
     }
     take(at, prev, unexpected_last_);
-    if (u->rts) {
-      if (u->bytes > bytes) {
-        snprintf(last_error_, sizeof(last_error_), "a message of %zu bytes for a receive of %zu", u->bytes, bytes);
-        free(r);
-        free(u);
-        return fail_op(op);
-      }
-      answer(r, u->peer, u->id);
-    } else {
-      const bool fits = u->bytes <= bytes;
-      if (fits && u->bytes > 0) memcpy(buf, u->data, u->bytes);
-      op->bytes = u->bytes;
-      op->req = nullptr;
-      op->state = fits ? kOpDone : kOpFailed;
-      free(r);
-      free(u->data);
-    }
+    const bool fits = u->bytes <= bytes;
+    if (fits && u->bytes > 0) memcpy(buf, u->data, u->bytes);
+    op->bytes = u->bytes;
+    op->req = nullptr;
+    op->state = fits ? kOpDone : kOpFailed;
+    free(r);
+    free(u->data);
     free(u);
     return;
   }
@@ -790,15 +676,13 @@ void SockNet::close_endpoints() {
       p.fd = -1;
     }
   }
-  Recv *lists[2] = {posted_, matched_};
-  for (Recv *l : lists)
-    for (Recv *r = l; r != nullptr;) {
-      Recv *next = r->next;
-      fail_op(r->op);
-      free(r);
-      r = next;
-    }
-  posted_ = posted_last_ = matched_ = nullptr;
+  for (Recv *r = posted_; r != nullptr;) {
+    Recv *next = r->next;
+    fail_op(r->op);
+    free(r);
+    r = next;
+  }
+  posted_ = posted_last_ = nullptr;
   for (Unexpected *u = unexpected_; u != nullptr;) {
     Unexpected *next = u->next;
     if (u->waiting != nullptr) {

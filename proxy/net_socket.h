@@ -8,14 +8,15 @@
  *
  * Each thread listens on a port of its own (its address: the port, the IPv4 addresses of the interfaces
  * it takes and a random nonce). Two ranks' threads share one socket, both ways, which the lower rank
- * connects (so that acknowledgements ride on the data going back). A socket carries frames of a 32-byte
- * header (kind, tag or message id, bytes) and the payload:
+ * connects (so that acknowledgements ride on the data going back). A socket carries frames of a 24-byte
+ * header (kind, tag, bytes) and the payload:
  *   EAGER: a message whole. Read into the receive posted for its tag, else into memory of its own until
- *     one is posted (the proxy sends eagerly only within its credits, so that is seldom and bounded);
- *   RTS / CTS / DATA: a synchronous message (the proxy's large steps). The sender announces it (RTS); the
- *     receiver answers once a receive for its tag is posted (CTS); the payload then goes (DATA) into that
- *     receive. The send completes when the payload is written: the receiver had matched it;
+ *     one is posted (the proxy sends only within its credits, for posted receives, so that is seldom and
+ *     bounded). The send completes when the payload is written;
  *   BYE: the sender closes on purpose; the end of the stream after it is no failure.
+ * Every message goes so, however large: the proxy's credits are its clear-to-send, and a handshake per
+ * message (announced, answered once its receive was posted, then sent) had cost the steps of 64 KiB and
+ * more a round trip each (docs/benchmarks.md).
  * A peer's socket that ends without BYE, or fails, fails the peer (FailFn), as UCX's peer-failure mode does;
  * TCP keep-alive probes find a host that went away within about 10 s.
  */
@@ -54,7 +55,7 @@ class SockNet {
   coll_gpu_status_t connect(int peer, const void *addr, bool same_host, char *why, size_t len);
   bool connected(int peer) const;
 
-  void send(int peer, uint64_t tag, const void *buf, size_t bytes, bool sync, NetOp *op);
+  void send(int peer, uint64_t tag, const void *buf, size_t bytes, NetOp *op);
   void recv(uint64_t tag, void *buf, size_t bytes, NetOp *op);
   // Ops complete in progress(): test has nothing to add.
   void test(NetOp *) {}
@@ -92,8 +93,7 @@ class SockNet {
   void broken(Peer &p, const char *what, int err);
   void fail_op(NetOp *op);
   Recv *receive_for(Peer &p, uint64_t tag, uint64_t bytes, bool *bad);
-  Unexpected *early(Peer &p, uint64_t tag, size_t bytes, bool rts, uint64_t id);
-  void answer(Recv *r, int peer, uint64_t id);
+  Unexpected *early(Peer &p, uint64_t tag, size_t bytes);
 
   // sockets accepted whose hello has not come yet
   struct Fresh {
@@ -114,8 +114,7 @@ class SockNet {
   int nranks_ = 0;
   int *active_ = nullptr;  // the peers with a socket, either way
   int nactive_ = 0;
-  Recv *posted_ = nullptr, *posted_last_ = nullptr;  // receives not yet matched, in order
-  Recv *matched_ = nullptr;                          // receives answered with CTS, waiting for DATA
+  Recv *posted_ = nullptr, *posted_last_ = nullptr;  // receives not yet filled, in order
   Unexpected *unexpected_ = nullptr, *unexpected_last_ = nullptr;
   FailFn fail_ = nullptr;
   void *fail_ctx_ = nullptr;

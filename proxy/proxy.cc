@@ -73,22 +73,25 @@ uint64_t load_acquire(volatile uint64_t *p) { return __atomic_load_n(p, __ATOMIC
 void store_release(volatile uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 
 constexpr uint64_t kFirstSleepNs = 10000;     // the first sleep of an idle thread; each next one doubles
-constexpr size_t kSyncBytes = 64 << 10;       // steps this large go synchronously (see Fifo)
+constexpr size_t kSyncBytes = 64 << 10;       // over UCX, steps this large go synchronously (see Fifo)
 constexpr char kThreadName[] = "cgpu-proxy";  // what top -H and /proc/PID/task/TID/comm show (15 bytes at most)
 
 // A FIFO as its thread moves it. A slow receiver holds the sender back end to end, two ways:
-// - a step of kSyncBytes or more goes as a synchronous send, which completes (and frees the sender's slot:
-//   head) once the receiving proxy has matched it into a free slot; UCX moves such a step by rendezvous,
-//   which waits for the receiver anyway;
-// - a smaller one goes eagerly (it completes at once, UCX buffers it), within the credits of the receiving
-//   end (NCCL's clear-to-send): that end grants the steps it has free slots and posted receives for (head +
-//   depth, counted from the start) in an 8-byte message each time half a FIFO's worth has freed up.
+// - over UCX a step of kSyncBytes or more goes as a synchronous send, which completes (and frees the
+//   sender's slot: head) once the receiving proxy has matched it into a free slot; UCX moves such a step by
+//   rendezvous, which waits for the receiver anyway;
+// - every other step (over the sockets every step) goes eagerly (it completes once written: UCX or the
+//   socket holds it), within the credits of the receiving end (NCCL's clear-to-send): that end grants the
+//   steps it has free slots and posted receives for (head + depth, counted from the start) in an 8-byte
+//   message each time half a FIFO's worth has freed up.
 // Measured with coll_gpu_proxy_bench on a 16-core GPU machine: an 8-byte step took 11-20 us one way over
 // tcp as a synchronous send (UCX acknowledges each) and 5.7-9 us eagerly within credits (1.6 and 1.1-1.6 us
 // over shared memory); with credits for large steps too, 8 connections moved 3.5-3.9 GB/s each way over
 // tcp instead of the 4.8-5.0 of synchronous sends (256 KiB and 512 KiB steps, means of 4 runs): a credit
 // comes back only once half the receiver's FIFO is free, so fewer steps are under way. As it is: 4.7 GB/s
-// and 6.1-6.6 us.
+// and 6.1-6.6 us. Over the sockets the other way round: large steps within credits took bcast of 1-64 MiB
+// across 2 hosts x 2 H100 0.76-0.93x the time of synchronous ones (a handshake each), allgather 0.87-1.07x
+// (one run each, docs/benchmarks.md).
 struct Fifo {
   coll_gpu_proxy_fifo_t f;
   uint64_t posted, done;
@@ -384,7 +387,7 @@ bool Worker::move_send(Fifo *q) {
   while (q->posted < tail) {
     const int slot = (int)(q->posted % (uint64_t)f.depth);
     const size_t bytes = f.sizes != nullptr ? (size_t)f.sizes[slot] : f.slot_bytes;
-    const bool sync = bytes >= kSyncBytes;
+    const bool sync = !net.socket() && bytes >= kSyncBytes;
     if (!sync && q->posted >= q->credit) break;  // no free slot known at the other end yet
     if (bytes > f.slot_bytes || tail - q->done > (uint64_t)f.depth) {
       char why[200];
