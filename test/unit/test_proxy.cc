@@ -481,7 +481,8 @@ TEST(Proxy, RefusesWhatIsNotAnAddressOrAFifo) {
   std::vector<uint8_t> cut = addr;
   const int32_t two = 2;
   memcpy(&cut[8], &two, sizeof(two));  // the envelope: magic, version, rank, threads, bytes of each, hash, net
-  cut[64] ^= 0x40;                     // past the envelope's 64 bytes: UCX's part
+  const size_t envelope = (16 + 4 * COLL_GPU_PROXY_MAX_THREADS + 8 + 4 + 7) / 8 * 8;
+  cut[envelope] ^= 0x40;  // the first byte past the envelope: UCX's part
   EXPECT_EQ(coll_gpu_proxy_connect(p, 2, cut.data(), 0, why, sizeof(why)), COLL_GPU_BOOTSTRAP_ERROR);
   EXPECT_NE(strstr(why, "damaged"), nullptr) << why;
   // the same, its thread count changed: 0, and more than a proxy has
