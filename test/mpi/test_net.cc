@@ -34,7 +34,7 @@ int rank = 0, failures = 0;
 constexpr int kThreads = 2;  // proxy threads
 constexpr int kConns = 4;    // per neighbour: connection ids 0-3, over both proxy threads
 constexpr int kDepth = 8;
-constexpr size_t kSlot = 32 << 10;
+constexpr size_t kSlot = 96 << 10;  // steps up to it: over UCX, from 64 KiB synchronous sends
 constexpr uint64_t kSteps = 120;
 
 uint8_t pattern(uint64_t seed, int sender, int id, uint64_t step, size_t at) {
