@@ -18,6 +18,8 @@
 #   env:NAME=VALUE[,NAME=VALUE...]: the defaults with those environment variables in every rank, without
 #                   NCCL.
 # (The defaults stage below coll_gpu_net_min_bytes.) RUNS picks some of them (default: the first five).
+# CPUS=own gives each host CPUs of its own (contrib/minicluster.sh start ... cpus), as real hosts have:
+# the ranks' threads, NCCL's and the proxies', then compete only within their host.
 # usage: bash contrib/cluster-bench.sh BUILT-TREE [HOSTS [GPUS-PER-HOST [COLLS [MAX_BYTES]]]]
 #   (default 2 hosts of 1 GPU, "allreduce allgather", 64 MiB); contrib/cluster-ratios.sh then sums its output
 #   up against NCCL's best
@@ -27,7 +29,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 name=mcb
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 sysdir=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
-sh "$top/contrib/minicluster.sh" start $name "$hosts" "$gpus" || exit 1
+own=""
+[ "${CPUS:-}" = own ] && own=cpus
+sh "$top/contrib/minicluster.sh" start $name "$hosts" "$gpus" $own || exit 1
 trap 'sh "$top/contrib/minicluster.sh" stop $name' EXIT
 trap 'exit 1' INT TERM HUP
 np=$((hosts * gpus))

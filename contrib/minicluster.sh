@@ -9,11 +9,13 @@
 # default route in the hosts, no NAT. Links are made through rtnetlink (contrib/minicluster-net.c, compiled
 # at start), so no iproute2 is needed. As root.
 #
-# usage: sh contrib/minicluster.sh start NAME HOSTS [GPUS-PER-HOST [mps]]
+# usage: sh contrib/minicluster.sh start NAME HOSTS [GPUS-PER-HOST [mps] [cpus]]
 #          hosts NAME0 .. NAME<HOSTS-1> (NAME: 1-8 letters or digits); with GPUS-PER-HOST, host i sees GPUs
 #          i*G .. i*G+G-1 (modulo the GPUs present: hosts share GPUs where they outnumber them) through
 #          CUDA_VISIBLE_DEVICES; with mps, each host runs an MPS daemon of its own (contrib/mps.sh), so
-#          that the ranks of a host that share a GPU run on it at once
+#          that the ranks of a host that share a GPU run on it at once; with cpus, each host's processes
+#          run on a share of its own of the CPUs this one may use (consecutive, in equal parts; a CPU each,
+#          taking turns, where hosts outnumber CPUs), as the processes of real hosts do not compete for CPUs
 #        sh contrib/minicluster.sh mpirun NAME SLOTS-PER-HOST [MPIRUN-ARGS...]
 #          mpirun over every host of the cluster with SLOTS-PER-HOST slots each ("1,2,3" gives each host its
 #          own), the agent, and Open MPI's tcp confined to the bridge
@@ -96,9 +98,23 @@ stop() {
   rmdir "$base" 2>/dev/null || true # the last cluster gone
 }
 
+# The CPUs this process may use, one a line.
+cpus_allowed() {
+  sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status | tr ',' '\n' |
+    while IFS=- read -r a b; do seq "$a" "${b:-$a}"; done
+}
+
 start() {
-  nhosts=$1 gpus=${2:-0} mps=${3:-}
-  case "$mps" in "" | mps) ;; *) echo "minicluster: '$mps': mps or nothing after GPUS-PER-HOST" >&2; exit 2 ;; esac
+  nhosts=$1 gpus=$2 mps="" cpus=""
+  shift 2
+  for w in "$@"; do
+    case "$w" in
+    "") ;;
+    mps) mps=mps ;;
+    cpus) cpus=cpus ;;
+    *) echo "minicluster: '$w': mps, cpus or nothing after GPUS-PER-HOST" >&2; exit 2 ;;
+    esac
+  done
   [ "$(id -u)" = 0 ] || { echo "minicluster: needs root" >&2; exit 1; }
   [ -d "$dir" ] && { echo "minicluster: $name exists ($dir): stop it first" >&2; exit 1; }
   mkdir -p "$dir"
@@ -123,6 +139,14 @@ start() {
         mount -t sysfs sysfs /sys"
     net veth "${name}v$i" "${name}br" "$dir/$h.net" "$subnet.$((10 + i))/24"
     : >"$dir/$h.env"
+    if [ -n "$cpus" ]; then
+      all=$(cpus_allowed | wc -l)
+      if [ "$all" -ge "$nhosts" ]; then
+        cpus_allowed | sed -n "$((i * all / nhosts + 1)),$(((i + 1) * all / nhosts))p" | paste -sd, >"$dir/$h.cpus"
+      else
+        cpus_allowed | sed -n "$((i % all + 1))p" >"$dir/$h.cpus"
+      fi
+    fi
     if [ "$ngpu" -gt 0 ]; then
       list="" g=0
       while [ $g -lt "$gpus" ]; do
@@ -140,11 +164,18 @@ start() {
     i=$((i + 1))
   done
   trap - EXIT INT TERM HUP
-  echo "minicluster $name: $(hosts | tr '\n' ' ')on $subnet.0/24 (bridge ${name}br)${mps:+, an MPS daemon each}"
+  echo "minicluster $name: $(hosts | tr '\n' ' ')on $subnet.0/24 (bridge ${name}br)${mps:+, an MPS daemon each}${cpus:+, CPUs of their own}"
 }
 
 case "$cmd" in
-start) start "${3:?HOSTS}" "${4:-0}" "${5:-}" ;;
+start)
+  shift 2
+  hosts_wanted=${1:?HOSTS}
+  shift
+  gpus_wanted=${1:-0}
+  [ $# -gt 0 ] && shift
+  start "$hosts_wanted" "$gpus_wanted" "$@"
+  ;;
 stop) stop ;;
 mpirun)
   slots=${3:?SLOTS-PER-HOST}

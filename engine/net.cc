@@ -61,8 +61,9 @@ coll_gpu_status_t Net::start(int rank, int nranks, int threads, int most, int he
   if (sched_getaffinity(0, sizeof(set), &set) == 0)
     for (int c = 0; c < CPU_SETSIZE; ++c)
       if (CPU_ISSET(c, &set)) mine[nmine++] = c;
-  const int ncpus = coll_gpu_proxy_cpus(near, nnear, mine, nmine, cpus);
-  if (threads <= 0) threads = coll_gpu_proxy_auto_threads(nnear, here, most);
+  int shared = 0;
+  const int ncpus = coll_gpu_proxy_cpus(near, nnear, mine, nmine, cpus, &shared);
+  if (threads <= 0) threads = coll_gpu_proxy_auto_threads(shared, here, most);
   if (log != nullptr) {
     char where[256], own[128];
     cpu_ranges(cpus, ncpus, where, sizeof(where));

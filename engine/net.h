@@ -38,9 +38,10 @@ class Net {
   Net &operator=(const Net &) = delete;
   ~Net() { reset(); }
 
-  // Collective over b: starts this rank's proxy (on the CPUs near its GPU, peers[b->rank].busid, that the
-  // rank is not bound to: coll_gpu_proxy_cpus; all of this machine's when the topology does not place the
-  // GPU) with `threads` progress threads, or with threads 0 as many as its share of those CPUs allows
+  // Collective over b: starts this rank's proxy (on the CPUs near its GPU, peers[b->rank].busid, but the
+  // core the rank is bound to, or those of the rank's CPUs near it: coll_gpu_proxy_cpus; all of this
+  // machine's stand for near when the topology does not place the GPU) with `threads` progress threads, or
+  // with threads 0 as many as its share of those CPUs allows
   // (coll_gpu_proxy_auto_threads: `here` ranks on this machine), at most `most`; allgathers the proxies'
   // addresses and connects to every rank of another node it has connections with (node[r] != node[b->rank]
   // and linked[r]), watching those of other hosts (peers[r].host). Every rank gets the same success or failure, the

@@ -198,15 +198,21 @@ int coll_gpu_near_cpus(const char *busid, int *cpus, int max) {
   return n;
 }
 
-int coll_gpu_proxy_cpus(const int *near, int nnear, const int *mine, int nmine, int *out) {
-  int left = 0;
+int coll_gpu_proxy_cpus(const int *near, int nnear, const int *mine, int nmine, int *out, int *share_of) {
+  const bool bound = nmine > 0 && nmine <= 2;
+  int n = 0;
   for (int i = 0, j = 0; i < nnear; ++i) {  // both lists increase: one walk
     while (j < nmine && mine[j] < near[i]) ++j;
-    if (j == nmine || mine[j] != near[i]) out[left++] = near[i];
+    const bool its = j < nmine && mine[j] == near[i];
+    if (its != bound || nmine == 0) out[n++] = near[i];  // bound: near but its own; else near and its own
   }
-  if (left > 0) return left;  // the near CPUs the rank is not bound to
-  for (int i = 0; i < nnear; ++i) out[i] = near[i];
-  return nnear;
+  if (n == 0) {  // bound around the GPU: all of near; kept off the GPU's CPUs: all of its own
+    const int *all = bound ? near : mine;
+    n = bound ? nnear : nmine;
+    for (int i = 0; i < n; ++i) out[i] = all[i];
+  }
+  *share_of = bound ? nnear : n;
+  return n;
 }
 
 int coll_gpu_proxy_auto_threads(int ncpus, int ranks, int most) {

@@ -70,11 +70,16 @@ coll_gpu_status_t coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const co
  * coll_gpu_rings_compute described), into cpus[], at most max of them, in increasing order. Returns how
  * many, or -1 when the view does not place the GPU or says nothing of its CPUs. */
 int coll_gpu_near_cpus(const char *busid, int *cpus, int max);
-/* Where the network proxy's threads run: the CPUs near the GPU (near[0..nnear)) that the rank may not run
- * on (mine[0..nmine): its affinity, a core when mpirun binds it), so that they do not take the rank's
- * core; all of near when the rank may run on every one of them (not bound, or bound around the GPU).
- * Lists in increasing order; out[] holds nnear. Returns how many CPUs it chose. */
-int coll_gpu_proxy_cpus(const int *near, int nnear, const int *mine, int nmine, int *out);
+/* Where the network proxy's threads run, from the CPUs near the GPU (near[0..nnear)) and the rank's
+ * affinity (mine[0..nmine)). A rank bound to a core (at most 2 CPUs: a core and its second hardware
+ * thread) keeps it: the near CPUs but its own (all of near if that leaves none). A rank that may run on
+ * more (not bound, bound to a socket or a NUMA node, or confined by its launcher, a cpuset or taskset)
+ * shares them with its threads: those of them near the GPU, or all of them where none is (as NCCL
+ * places its threads), never CPUs it was kept off. Lists in increasing order; out[] holds the more of
+ * nnear and nmine.
+ * Returns how many CPUs it chose; *share_of gets how many the ranks of the machine share (the threads'
+ * count comes from it): near's for a bound rank, the chosen ones' otherwise. */
+int coll_gpu_proxy_cpus(const int *near, int nnear, const int *mine, int nmine, int *out, int *share_of);
 /* How many progress threads a rank's proxy starts when the user leaves it to the engine: the rank's share
  * of the `ncpus` CPUs near its GPU (`ranks` ranks on its machine share them) less the one the rank itself
  * polls on, at least 1 and at most `most` (a thread per NET channel). Every thread polls while its

@@ -7,7 +7,8 @@
 #    every rank counts the communicator's ranks on other hosts, from its own host; the path agreement between
 #    the hosts (test_agree -N 2: each host's posts reach the other's ranks as messages);
 #  - the engine's network set-up between the hosts (test_net -H): proxies connect over the cluster's
-#    addresses, UCX's choice and tcp, and only the hops between hosts get connections;
+#    addresses, UCX's choice and tcp, and only the hops between hosts get connections; again with hosts
+#    that have CPUs of their own (minicluster.sh start ... cpus), whose processes run on those only;
 #  - 4 hosts of 1, 2, 3 and 1 ranks: the collectives staged (coll_gpu_force_staging) right;
 #  - 4 hosts of 3 ranks (12: more than COLL_GPU_MAX_DIRECT): the path agreement between the hosts;
 #  - a host killed mid-call (SIGKILL to all its processes): mpirun ends within 60 s and names it;
@@ -32,6 +33,26 @@ check "2 hosts x 2: the path agreement between the hosts" "$out" 1 '^test_agree:
 if [ -x ./test/mpi/test_net ]; then
   out=$(run 2 4 ./test/mpi/test_net -H)
   check "2 hosts x 2: the network proxies connect between the hosts" "$out" 1 '^test_net: 4 ranks, seed [0-9]+: passed \(0 failures\)$'
+fi
+
+# hosts with CPUs of their own (start ... cpus): each host's processes run on its share only, and the
+# proxies (placed within the ranks' CPUs) still move their steps
+mc stop $name >/dev/null
+mc start $name 2 0 cpus >/dev/null
+allowed() { mc exec $name "$1" sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status; }
+cpus0=$(allowed ${name}0) cpus1=$(allowed ${name}1)
+mine=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
+if [ -n "$cpus0" ] && [ -n "$cpus1" ] && [ "$cpus0" != "$mine" ] && [ "$cpus0" != "$cpus1" ]; then
+  ok "hosts with CPUs of their own: ${name}0 on $cpus0, ${name}1 on $cpus1 (of $mine)"
+elif [ "$(nproc)" -lt 2 ] && [ "$cpus0" = "$cpus1" ] && [ -n "$cpus0" ]; then
+  ok "hosts with CPUs of their own: one CPU here, both on $cpus0"
+else
+  bad "hosts with CPUs of their own: ${name}0 on '$cpus0', ${name}1 on '$cpus1' (of $mine)"
+fi
+if [ -x ./test/mpi/test_net ]; then
+  out=$(run 2 4 ./test/mpi/test_net -H)
+  check "2 hosts x 2 on CPUs of their own: the network proxies move their steps" "$out" 1 \
+    '^test_net: 4 ranks, seed [0-9]+: passed \(0 failures\)$'
 fi
 
 mc stop $name >/dev/null

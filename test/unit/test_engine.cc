@@ -244,32 +244,51 @@ TEST(Nodes, ProxyThreadsFitTheRanksShareOfTheCpus) {
       }
 }
 
-// The proxy's CPUs: near the GPU and off the rank's own, against a reference made of sets.
-TEST(Nodes, ProxyThreadsRunNearTheGpuOffTheRanksCpus) {
-  auto choose = [](const std::vector<int> &near, const std::vector<int> &mine) {
-    std::vector<int> out(near.size() + 1, -1);
-    const int n = coll_gpu_proxy_cpus(near.data(), (int)near.size(), mine.data(), (int)mine.size(), out.data());
-    EXPECT_EQ(out[near.size()], -1) << "wrote past nnear";
+// The proxy's CPUs: near the GPU, off the core a rank is bound to, within the CPUs a rank may run on
+// otherwise; against a reference made of sets.
+TEST(Nodes, ProxyThreadsRunNearTheGpuOffTheRanksCore) {
+  int shared = -1;
+  auto choose = [&shared](const std::vector<int> &near, const std::vector<int> &mine) {
+    const size_t room = std::max(near.size(), mine.size());
+    std::vector<int> out(room + 1, -1);
+    const int n =
+        coll_gpu_proxy_cpus(near.data(), (int)near.size(), mine.data(), (int)mine.size(), out.data(), &shared);
+    EXPECT_EQ(out[room], -1) << "wrote past its room";
     return std::vector<int>(out.begin(), out.begin() + n);
   };
   const std::vector<int> near = {0, 1, 2, 3, 4, 5, 6, 7};
   EXPECT_EQ(choose(near, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}), near) << "not bound: the GPU's CPUs";
+  EXPECT_EQ(shared, 8);
   EXPECT_EQ(choose(near, {3}), (std::vector<int>{0, 1, 2, 4, 5, 6, 7})) << "bound to a core near the GPU";
-  EXPECT_EQ(choose(near, {12, 13}), near) << "bound to cores far from it";
+  EXPECT_EQ(shared, 8) << "the ranks of the machine share near";
+  EXPECT_EQ(choose(near, {3, 11}), (std::vector<int>{0, 1, 2, 4, 5, 6, 7})) << "a core's two hardware threads";
+  EXPECT_EQ(choose(near, {12, 13}), near) << "bound to a core far from it";
   EXPECT_EQ(choose(near, near), near) << "bound around the GPU";
   EXPECT_EQ(choose(near, {}), near);
+  EXPECT_EQ(choose(near, {2, 3, 4, 5, 20, 21}), (std::vector<int>{2, 3, 4, 5}))
+      << "confined to CPUs of which some are near: never the others";
+  EXPECT_EQ(shared, 4) << "the ranks of a confined host share its CPUs near the GPU";
+  EXPECT_EQ(choose(near, {16, 17, 18}), (std::vector<int>{16, 17, 18})) << "kept off the GPU's CPUs: its own";
+  EXPECT_EQ(shared, 3);
   std::mt19937 gen((unsigned)time(nullptr));
   for (int trial = 0; trial < 1000; ++trial) {
     std::set<int> a, b;
     for (int c = 0; c < 64; ++c) {
       if (gen() % 3 == 0) a.insert(c);
-      if (gen() % 4 == 0) b.insert(c);
+      if (gen() % (trial % 2 ? 4 : 40) == 0) b.insert(c);  // odd trials: sets; even: mostly a core or two
     }
     if (a.empty()) a.insert(0);
-    std::vector<int> left;
-    std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(left));
-    const std::vector<int> expect = left.empty() ? std::vector<int>(a.begin(), a.end()) : left;
-    ASSERT_EQ(choose(std::vector<int>(a.begin(), a.end()), std::vector<int>(b.begin(), b.end())), expect);
+    const bool bound = !b.empty() && b.size() <= 2;
+    std::vector<int> pick;
+    if (bound)
+      std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(pick));
+    else if (b.empty())
+      pick.assign(a.begin(), a.end());
+    else
+      std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(pick));
+    if (pick.empty()) pick = bound ? std::vector<int>(a.begin(), a.end()) : std::vector<int>(b.begin(), b.end());
+    ASSERT_EQ(choose(std::vector<int>(a.begin(), a.end()), std::vector<int>(b.begin(), b.end())), pick);
+    ASSERT_EQ(shared, bound ? (int)a.size() : (int)pick.size());
   }
 }
 
