@@ -3,7 +3,8 @@
 // The network proxy alone (proxy/proxy.h) between two processes over UCX or its sockets, a host thread playing the
 // kernel on both sides: steps arrive in order, whole and unchanged, on many connections at once; a slow
 // receiver holds the sender back through the FIFO (back-pressure) and the proxy never frees a slot early;
-// partial and empty steps keep their sizes; addresses that are not a peer's are refused; teardown with
+// partial and empty steps keep their sizes; steps that arrive before their receives (a receiver whose FIFOs
+// come late) are held for them; addresses that are not a peer's are refused; teardown with
 // steps in flight returns; a peer killed mid-transfer is reported, naming it, instead of a hang.
 // Each case runs over UCX's tcp transport (loopback) and over its shared-memory transports, with a thread per
 // proxy and with several (a different number at each end: the connections spread over the fewer).
@@ -50,6 +51,7 @@ struct Options {
   uint64_t steps = 100;
   uint64_t seed = 1;
   uint64_t slow_recv_ns = 0;  // rank 1 sleeps this long before consuming each step
+  uint64_t late_recv_ns = 0;  // rank 1 adds its receiving FIFOs this long after its sending ones
   // memory both processes see (MAP_SHARED, made before the fork): rank 1's steps consumed, per connection
   volatile uint64_t *consumed = nullptr;
   uint64_t die_after = 0;   // rank 1 kills itself once it has sent this many steps on connection 0 (0: never)
@@ -140,10 +142,18 @@ Report run_rank(int rank, int fd, const Options &o) {
     k.recv_buf.assign((size_t)o.depth * o.slot, 0);
     coll_gpu_proxy_fifo_t s{COLL_GPU_PROXY_SEND, peer,          c, k.send_buf.data(), o.slot, o.depth, k.send_tail(),
                             k.send_head(),       k.send_sizes()};
+    if (coll_gpu_proxy_add(p, &s, why, sizeof(why)) != COLL_GPU_SUCCESS)
+      rep.error("rank %d: add connection %d: %s", rank, c, why);
+  }
+  if (rank == 1 && o.late_recv_ns > 0) {  // meanwhile rank 0's first steps arrive, before their receives
+    const struct timespec t = {(time_t)(o.late_recv_ns / 1000000000), (long)(o.late_recv_ns % 1000000000)};
+    nanosleep(&t, nullptr);
+  }
+  for (int c = 0; c < o.channels && rep.errors == 0; ++c) {
+    Conn &k = conns[c];
     coll_gpu_proxy_fifo_t r{COLL_GPU_PROXY_RECV, peer,          c, k.recv_buf.data(), o.slot, o.depth, k.recv_tail(),
                             k.recv_head(),       k.recv_sizes()};
-    if (coll_gpu_proxy_add(p, &s, why, sizeof(why)) != COLL_GPU_SUCCESS ||
-        coll_gpu_proxy_add(p, &r, why, sizeof(why)) != COLL_GPU_SUCCESS)
+    if (coll_gpu_proxy_add(p, &r, why, sizeof(why)) != COLL_GPU_SUCCESS)
       rep.error("rank %d: add connection %d: %s", rank, c, why);
   }
   // the kernel's part: post what the FIFO has room for, consume what arrived, on every connection in turn
@@ -349,6 +359,17 @@ TEST_P(ProxyOver, SlowReceiverHoldsTheSenderBack) { expect_back_pressure(options
 
 // Steps of up to 128 KiB: most go synchronously (64 KiB and more), the rest within credits.
 TEST_P(ProxyOver, SlowReceiverHoldsTheSenderBackLargeSteps) { expect_back_pressure(options(), 128 << 10); }
+
+// A receiver whose FIFOs come late (its engine set up after the sender's): the sender's first steps, which
+// need no credit, arrive before their receives, large ones included, and are held until they are posted.
+TEST_P(ProxyOver, StepsBeforeTheirReceivesAreHeld) {
+  Options o = options();
+  o.seed = fresh_seed();
+  o.slot = 192 << 10;
+  o.steps = 40;
+  o.late_recv_ns = 300000000;
+  expect_clean(run_pair(o));
+}
 
 TEST_P(ProxyOver, TeardownWithStepsInFlight) {
   Options o = options();
