@@ -51,14 +51,14 @@ for coll in $colls; do
       uniform) run uniform "$coll" -N --mca coll_gpu_net_min_bytes 0 --mca coll_gpu_uniform_buffers 1 ;;
       staged) run staged "$coll" -N --mca coll_gpu_force_staging 1 ;;
       sockets) run sockets "$coll" -N --mca coll_gpu_proxy_net sockets ;;
-      mca:*)
+      mca:* | env:*)
         set --
-        for p in $(echo "${what#mca:}" | tr , ' '); do set -- "$@" --mca "${p%%=*}" "${p#*=}"; done
-        run "$what" "$coll" -N "$@"
-        ;;
-      env:*)
-        set --
-        for p in $(echo "${what#env:}" | tr , ' '); do set -- "$@" -x "$p"; done
+        for p in $(echo "${what#*:}" | tr , ' '); do
+          case $what in
+            mca:*) set -- "$@" --mca "${p%%=*}" "${p#*=}" ;;
+            env:*) set -- "$@" -x "$p" ;;
+          esac
+        done
         run "$what" "$coll" -N "$@"
         ;;
       *) echo "cluster-bench: unknown run '$what'" >&2; exit 2 ;;

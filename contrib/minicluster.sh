@@ -127,6 +127,8 @@ start() {
   echo "$subnet" >"$dir/subnet"
   : >"$dir/hosts"
   net bridge "${name}br" "$subnet.1/24"
+  allowed=$(cpus_allowed)
+  all=$(echo "$allowed" | wc -l)
   ngpu=0
   if [ "$gpus" -gt 0 ]; then ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true); fi
   i=0
@@ -140,11 +142,10 @@ start() {
     net veth "${name}v$i" "${name}br" "$dir/$h.net" "$subnet.$((10 + i))/24"
     : >"$dir/$h.env"
     if [ -n "$cpus" ]; then
-      all=$(cpus_allowed | wc -l)
       if [ "$all" -ge "$nhosts" ]; then
-        cpus_allowed | sed -n "$((i * all / nhosts + 1)),$(((i + 1) * all / nhosts))p" | paste -sd, >"$dir/$h.cpus"
+        echo "$allowed" | sed -n "$((i * all / nhosts + 1)),$(((i + 1) * all / nhosts))p" | paste -sd, >"$dir/$h.cpus"
       else
-        cpus_allowed | sed -n "$((i % all + 1))p" >"$dir/$h.cpus"
+        echo "$allowed" | sed -n "$((i % all + 1))p" >"$dir/$h.cpus"
       fi
     fi
     if [ "$ngpu" -gt 0 ]; then

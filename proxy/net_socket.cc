@@ -134,6 +134,21 @@ struct SockNet::Unexpected {
   Recv *waiting;  // still arriving, and its receive came meanwhile
 };
 
+// Completes receive r with the message u held for it and frees both: the bytes copied where they fit (the
+// receive fails where they do not); a receive taken back (no buffer, no op) is only freed.
+static void deliver_held(SockNet::Recv *r, SockNet::Unexpected *u) {
+  const bool fits = u->bytes <= r->cap;
+  if (fits && r->buf != nullptr && u->bytes > 0) memcpy(r->buf, u->data, u->bytes);
+  if (r->op != nullptr) {
+    r->op->bytes = u->bytes;
+    r->op->req = nullptr;
+    r->op->state = fits ? kOpDone : kOpFailed;
+  }
+  free(r);
+  free(u->data);
+  free(u);
+}
+
 struct SockNet::Peer {
   int fd = -1;  // the socket, both ways: the lower rank of the two connected it
   bool watched = false, bye = false, failed = false, active = false;
@@ -514,15 +529,7 @@ void SockNet::payload_arrived(Peer &p) {
           take(at, prev, unexpected_last_);
           break;
         }
-      if (r->buf != nullptr && u->bytes > 0) memcpy(r->buf, u->data, u->bytes);
-      if (r->op != nullptr) {
-        r->op->bytes = u->bytes;
-        r->op->req = nullptr;
-        r->op->state = u->bytes <= r->cap ? kOpDone : kOpFailed;
-      }
-      free(r);
-      free(u->data);
-      free(u);
+      deliver_held(r, u);
     }
   }
   p.into = nullptr;
@@ -612,15 +619,7 @@ void SockNet::recv(uint64_t tag, void *buf, size_t bytes, NetOp *op) {
       u->waiting = r;
       return;
     }
-    take(at, prev, unexpected_last_);
-    const bool fits = u->bytes <= bytes;
-    if (fits && u->bytes > 0) memcpy(buf, u->data, u->bytes);
-    op->bytes = u->bytes;
-    op->req = nullptr;
-    op->state = fits ? kOpDone : kOpFailed;
-    free(r);
-    free(u->data);
-    free(u);
+    deliver_held(r, take(at, prev, unexpected_last_));
     return;
   }
   append(posted_, posted_last_, r);

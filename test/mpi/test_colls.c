@@ -77,9 +77,6 @@ static void test_large(void) {
   buf_free(&b);
 }
 
-/* An allgather and an alltoall whose buffers hold more than 2^31 - 1 elements (bytes), although each
- * block's count fits an int: no element count of a whole buffer may be truncated to int (with -G: nor
- * staged). Checked byte by byte against the generator, without second images of 2 GiB. */
 /* Byte i of the block rank `from` sends to rank `to` (an allgather sends one block to all): a hash per 8
  * bytes, so that gigabytes take seconds. */
 static uint8_t large_byte(int a2a, size_t from, size_t to, size_t i) {
@@ -87,6 +84,9 @@ static uint8_t large_byte(int a2a, size_t from, size_t to, size_t i) {
   return (uint8_t)(word >> (8 * (i % 8)));
 }
 
+/* An allgather and an alltoall whose buffers hold more than 2^31 - 1 elements (bytes), although each
+ * block's count fits an int: no element count of a whole buffer may be truncated to int (with -G: nor
+ * staged). Checked byte by byte against the generator, without second images of 2 GiB. */
 static void test_large_moves(void) {
   const int count = (int)(((size_t)1 << 31) / (size_t)nranks) + 24; /* a block; 2^31 + 24 x ranks in all */
   const size_t block = (size_t)count, total = block * (size_t)nranks;
