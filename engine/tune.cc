@@ -179,9 +179,26 @@ namespace {
  * with a posting warp per block too, 64, 128, 192 and 256 KiB steps for bcast and reduce came within
  * 2-3% of each other from 32 MiB up (256 MiB: bcast 771, 767, 766, 768 us; reduce 780, 774, 775, 781;
  * NCCL 754-779 in the same runs), so the 64 KiB stay. Whole slots are 256 KiB since the channels went to
- * 128 (coll_gpu_params.c has that run). */
-size_t ring_chunk(coll_gpu_coll_t coll, int nranks, size_t bytes, int nchannels) {
-  if (coll == COLL_GPU_COLL_BCAST || coll == COLL_GPU_COLL_REDUCE) return 64 << 10;
+ * 128 (coll_gpu_params.c has that run).
+ *
+ * Over the network proxy a step is a message of its own (a send and a receive by the proxy threads, a poll
+ * of host memory by each kernel), so the chains' steps follow each channel's part instead: 32 KiB while a
+ * part is at most 128 KiB (a few steps to pipeline through the hops), 128 KiB up to 1 MiB, 256 KiB beyond.
+ * Across 2 hosts x 2 GPUs of the mini-cluster (coll_gpu_ring_chunk_bytes against the 64 KiB, one run each,
+ * 16 channels): on 4 H100, 32 KiB steps took bcast of 512 KiB to 2 MiB 0.76-0.88x the time (NCCL's:
+ * 1.05-1.17x -> 0.89-0.92x) and reduce 0.89-1.04x; on 4 H200, 128 KiB took reduce of 4-16 MiB 0.50-0.80x
+ * the time and bcast 0.84-1.04x, 256 KiB took reduce of 32 and 64 MiB 0.62 and 0.50x and bcast 0.94 and
+ * 0.96x. 8 KiB steps were slower from 1 MiB, 16 KiB from 2 MiB. The rule against the 64 KiB, in one run
+ * on 4 H200: bcast of 1-64 MiB 0.86-0.99x the time, reduce 0.74-0.99x (docs/benchmarks.md). */
+size_t net_chain_chunk(size_t part) {
+  if (part <= ((size_t)128 << 10)) return 32 << 10;
+  if (part <= ((size_t)1 << 20)) return 128 << 10;
+  return 256 << 10;
+}
+
+size_t ring_chunk(coll_gpu_coll_t coll, int nranks, size_t bytes, int nchannels, int net) {
+  if (coll == COLL_GPU_COLL_BCAST || coll == COLL_GPU_COLL_REDUCE)
+    return net ? net_chain_chunk(bytes / (size_t)nchannels) : 64 << 10;
   if (coll == COLL_GPU_COLL_ALLTOALL && nranks == 2 && bytes / (size_t)nchannels < ((size_t)2 << 20)) return 128 << 10;
   return 0;
 }
@@ -214,7 +231,7 @@ coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, col
       if (c->max_blocks > 0 && 2 * ch.nchannels > c->max_blocks)
         ch.nchannels = c->max_blocks > 1 ? c->max_blocks / 2 : 1;
     }
-    ch.chunk = c->ring_chunk_bytes > 0 ? c->ring_chunk_bytes : ring_chunk(coll, nranks, bytes, ch.nchannels);
+    ch.chunk = c->ring_chunk_bytes > 0 ? c->ring_chunk_bytes : ring_chunk(coll, nranks, bytes, ch.nchannels, c->net);
   }
   return ch;
 }

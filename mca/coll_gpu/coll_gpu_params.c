@@ -379,7 +379,8 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
   register_size("ring_chunk_bytes",
                 "Bytes a ring channel moves per step, up to coll_gpu_ring_slot_bytes (larger values take a whole "
                 "slot): smaller steps fill a chain's pipeline sooner, larger ones pay the per-step flags less "
-                "often. 0 lets the tuning model choose by collective",
+                "often. 0 lets the tuning model choose by collective (across nodes, for bcast and reduce, by each "
+                "channel's part of the call)",
                 0, 0, 4 << 20, 16, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->ring_chunk_bytes);
   register_int("oneshot_linger_us",
                "Microseconds the one-shot kernel (MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Allgather and "

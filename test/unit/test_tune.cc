@@ -206,6 +206,35 @@ TEST(Tune, RingChunk) {
   EXPECT_EQ(0u, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_BCAST, 2, 8).chunk);  // one-shot: no ring step
 }
 
+// Over the network the chains' steps grow with each channel's part: 32 KiB up to 128 KiB a channel, 128
+// KiB up to 1 MiB, 256 KiB beyond; the other collectives keep whole slots, the parameter overrides.
+TEST(Tune, NetChainChunk) {
+  coll_gpu_tune_config_t c = defaults();
+  c.net = 1;
+  c.algorithm = COLL_GPU_ALGO_RING;  // a communicator across nodes runs rings only
+  for (int &a : c.move_algorithm) a = COLL_GPU_ALGO_RING;
+  const size_t kib = 1024, mib = kib * kib;
+  for (int coll : {COLL_GPU_COLL_BCAST, COLL_GPU_COLL_REDUCE}) {
+    for (int n : {2, 4, 16}) {
+      for (size_t bytes = 256 * kib; bytes <= 256 * mib; bytes *= 2) {
+        const coll_gpu_choice_t ch = coll_gpu_tune_choose_move(&c, (coll_gpu_coll_t)coll, n, bytes);
+        ASSERT_EQ(COLL_GPU_ALGO_RING, ch.algo) << bytes;
+        const size_t part = bytes / (size_t)ch.nchannels;
+        const size_t want = part <= 128 * kib ? 32 * kib : part <= mib ? 128 * kib : 256 * kib;
+        EXPECT_EQ(want, ch.chunk) << coll << " " << n << " ranks, " << bytes << " bytes on " << ch.nchannels;
+      }
+    }
+  }
+  // 16 channels from 64 KiB a ring step: 1 MiB is 64 KiB a channel, 8 MiB 512 KiB, 64 MiB 4 MiB
+  EXPECT_EQ(32 * kib, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_BCAST, 4, mib).chunk);
+  EXPECT_EQ(128 * kib, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_REDUCE, 4, 8 * mib).chunk);
+  EXPECT_EQ(256 * kib, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_BCAST, 4, 64 * mib).chunk);
+  EXPECT_EQ(0u, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLGATHER, 4, 64 * mib).chunk);
+  EXPECT_EQ(0u, coll_gpu_tune_choose(&c, 4, 64 * mib).chunk);
+  c.ring_chunk_bytes = 4096;
+  EXPECT_EQ(4096u, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_BCAST, 4, 64 * mib).chunk);
+}
+
 // The 2-rank alltoall's two blocks per channel: fewer channels than the smallest GPU has multiprocessors,
 // so that every sender's receiver on the peer gets a multiprocessor; other collectives and rank counts
 // keep theirs.
