@@ -54,7 +54,8 @@ constexpr uint64_t kCheckNs = 100000000ULL;         // a call tested without wai
 // at most), about one core's worth a thread over TCP. 16 channels on the 8 threads the proxy starts by
 // default (kAutoProxyThreads) carried the large calls across 2 hosts x 2 H100 faster than 8 channels, and
 // no size slower (docs/benchmarks.md); 16 threads, where the parameter asks for them and the CPUs are there,
-// a channel each.
+// a channel each. Allreduce, allgather and reduce-scatter take a channel per thread while their steps are
+// small (engine/tune.cc, net_ring_bound).
 constexpr int kNetChannels = 16;
 // The proxy threads a rank starts unless coll_gpu_proxy_threads says: its share of the CPUs near its GPU,
 // less one, and at most 8. Every thread polls while its channels move: 4 ranks of 16 threads on 64 cores
@@ -645,6 +646,8 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
                                                                        : COLL_GPU_ENGINE_MAX_PROXY_THREADS;
     if (cfg->proxy_threads > 0 && cfg->proxy_threads < most) most = cfg->proxy_threads;
     if (cfg->proxy_threads <= 0 && most > kAutoProxyThreads) most = kAutoProxyThreads;
+    // the same on every rank (the threads a rank starts may be fewer, by its CPUs)
+    e->cfg.tune.net_ring_channels = most;
     int rdma = 0;
     for (int r = 0; r < b->size; ++r) rdma |= peers[r].rdma != 0;
     const int kind = coll_gpu_net_choose(cfg->proxy_net, rdma, cfg->virtual_nodes);

@@ -108,6 +108,23 @@ int channels(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, size_t bytes
   return want < (size_t)most ? (int)want : most;
 }
 
+/* Over the network the ring collectives in which every rank sends and receives at each step (allreduce,
+ * allgather, reduce-scatter) take at most a channel per proxy thread while a ring step is below
+ * kNetWideStepBytes (1 MiB a channel at 16); from there every channel. Across 2 hosts x 2 GPUs of the
+ * mini-cluster (4 H200, 8 proxy threads a rank, both in one run), 8 channels against 16 took from 64 KiB to
+ * 2 MiB allgather 0.75-0.99x the time, allreduce 0.68-0.95x and reduce-scatter 0.81-1.04x: a thread that
+ * moves two channels sends and receives twice as many steps, of half the size. Allgather of 4 and 8 MiB
+ * blocks took 0.80 and 0.92x on 8, reduce-scatter 1.03 and 1.07x; from 16 MiB steps 16 channels were
+ * faster: allgather 1.02-1.03x the time on 8, reduce-scatter 1.04-1.16x, allreduce of 64 MiB 1.03x
+ * (docs/benchmarks.md). The chains of bcast and reduce, whose
+ * steps are sized apart from the channels (net_chain_chunk), keep every channel: 8 took bcast of 256 KiB to 2
+ * MiB 1.08-1.27x the time of 16. */
+constexpr size_t kNetWideStepBytes = (size_t)16 << 20;
+int net_ring_bound(const coll_gpu_tune_config_t *c, int nchannels, size_t step) {
+  if (!c->net || c->nchannels > 0 || c->net_ring_channels <= 0 || step >= kNetWideStepBytes) return nchannels;
+  return nchannels < c->net_ring_channels ? nchannels : c->net_ring_channels;
+}
+
 }  // namespace
 
 coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, int nranks, size_t bytes) {
@@ -133,6 +150,7 @@ coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, int nran
   const size_t share = bytes / (size_t)nranks;
   coll_gpu_choice_t ch = {best, coll_gpu_algo_proto(best), channels(c, best, bytes, share, 2 * (nranks - 1) * share),
                           0};
+  if (best == COLL_GPU_ALGO_RING) ch.nchannels = net_ring_bound(c, ch.nchannels, share);
   if (best == COLL_GPU_ALGO_RING) ch.chunk = c->ring_chunk_bytes;
   return ch;
 }
@@ -222,6 +240,7 @@ coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, col
     const bool blocks = coll == COLL_GPU_COLL_ALLGATHER || coll == COLL_GPU_COLL_REDUCE_SCATTER;
     const size_t link = coll == COLL_GPU_COLL_ALLTOALL ? 0 : blocks ? (size_t)(nranks - 1) * bytes : bytes;
     ch.nchannels = channels(c, best, bytes, bytes, link);
+    if (blocks) ch.nchannels = net_ring_bound(c, ch.nchannels, bytes);
     /* the 2-rank alltoall runs a sending and a receiving block per channel, and a sender waits for the
      * peer's receiver of its channel: every GPU must hold more blocks at once than there are channels
      * (one ring block per multiprocessor at the worst) */

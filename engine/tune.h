@@ -26,9 +26,11 @@ typedef struct {
   size_t ring_chunk_bytes;             /* 0: choose, else the ring's bytes per step (at most a FIFO slot) */
   int move_algorithm[COLL_GPU_NCOLLS]; /* every collective but allreduce: -1 choose, else ONESHOT or RING */
   int min_sms;                         /* the fewest multiprocessors among the ranks' GPUs; 0: not known */
-  int max_blocks; /* 0: any; else the most blocks a ring or two-shot kernel takes (ranks that share a GPU) */
-  int net;        /* the ranks span nodes: ring hops between them go through the network proxy, and a ring call
-                     takes channels by its size (a channel per kNetStepBytes of a ring step) */
+  int max_blocks;        /* 0: any; else the most blocks a ring or two-shot kernel takes (ranks that share a GPU) */
+  int net;               /* the ranks span nodes: ring hops between them go through the network proxy, and a ring call
+                            takes channels by its size (a channel per kNetStepBytes of a ring step) */
+  int net_ring_channels; /* with net: the most channels allreduce, allgather and reduce-scatter take unless
+                            nchannels says (one per proxy thread); 0: no bound */
 } coll_gpu_tune_config_t;
 
 typedef struct {

@@ -26,6 +26,7 @@ coll_gpu_tune_config_t defaults() {
   c.min_sms = 0;
   c.max_blocks = 0;
   c.net = 0;
+  c.net_ring_channels = 0;
   return c;
 }
 
@@ -233,6 +234,46 @@ TEST(Tune, NetChainChunk) {
   EXPECT_EQ(0u, coll_gpu_tune_choose(&c, 4, 64 * mib).chunk);
   c.ring_chunk_bytes = 4096;
   EXPECT_EQ(4096u, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_BCAST, 4, 64 * mib).chunk);
+}
+
+// Over the network allreduce, allgather and reduce-scatter take a channel per proxy thread at most while a
+// ring step is below 16 MiB; the chains of bcast and reduce every channel; coll_gpu_nchannels, or no bound
+// given, leave them alone.
+TEST(Tune, NetRingChannels) {
+  coll_gpu_tune_config_t c = defaults();
+  c.net = 1;
+  c.algorithm = COLL_GPU_ALGO_RING;
+  for (int &a : c.move_algorithm) a = COLL_GPU_ALGO_RING;
+  const size_t kib = 1024, mib = kib * kib;
+  for (int bound : {0, 1, 5, 8, 16}) {
+    c.net_ring_channels = bound;
+    for (size_t bytes = 8; bytes <= 256 * mib; bytes *= 4) {
+      // a channel per 4 KiB of a ring step, up to all 16
+      const int allreduce = coll_gpu_tune_choose(&c, 4, bytes).nchannels;
+      const int want = (int)std::min<size_t>(16, std::max<size_t>(1, (bytes / 4 + 4 * kib - 1) / (4 * kib)));
+      const bool bounded = bound > 0 && bytes / 4 < 16 * mib;  // the step: a quarter of the buffer
+      EXPECT_EQ(bounded ? std::min(want, bound) : want, allreduce) << bound << " " << bytes;
+      for (int coll : {COLL_GPU_COLL_ALLGATHER, COLL_GPU_COLL_REDUCE_SCATTER}) {
+        const int n = coll_gpu_tune_choose_move(&c, (coll_gpu_coll_t)coll, 4, bytes).nchannels;
+        const int all = (int)std::min<size_t>(16, std::max<size_t>(1, (bytes + 4 * kib - 1) / (4 * kib)));
+        EXPECT_EQ(bound > 0 && bytes < 16 * mib ? std::min(all, bound) : all, n) << coll << " " << bytes;
+      }
+    }
+    for (int coll : {COLL_GPU_COLL_BCAST, COLL_GPU_COLL_REDUCE})
+      EXPECT_EQ(16, coll_gpu_tune_choose_move(&c, (coll_gpu_coll_t)coll, 4, mib).nchannels) << bound;
+    EXPECT_EQ(bound > 0 ? bound : 16, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLGATHER, 4, mib).nchannels);
+    EXPECT_EQ(bound > 0 ? bound : 16, coll_gpu_tune_choose(&c, 4, 64 * mib - 4).nchannels);
+    EXPECT_EQ(bound > 0 ? bound : 16, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLGATHER, 4, 8 * mib).nchannels);
+    EXPECT_EQ(16, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_REDUCE_SCATTER, 4, 16 * mib).nchannels);
+    EXPECT_EQ(16, coll_gpu_tune_choose(&c, 4, 64 * mib).nchannels);
+  }
+  c.net_ring_channels = 8;
+  c.nchannels = 12;  // the parameter: every ring collective takes it
+  EXPECT_EQ(12, coll_gpu_tune_choose(&c, 4, mib).nchannels);
+  EXPECT_EQ(12, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_REDUCE_SCATTER, 4, mib).nchannels);
+  c.nchannels = 0;
+  c.net = 0;  // inside a node: no bound
+  EXPECT_EQ(16, coll_gpu_tune_choose(&c, 4, mib).nchannels);
 }
 
 // The 2-rank alltoall's two blocks per channel: fewer channels than the smallest GPU has multiprocessors,
