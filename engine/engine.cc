@@ -60,7 +60,8 @@ constexpr int kNetChannels = 16;
 // The proxy threads a rank starts unless coll_gpu_proxy_threads says: its share of the CPUs near its GPU,
 // less one, and at most 8. Every thread polls while its channels move: 4 ranks of 16 threads on 64 cores
 // (the mini-cluster's 2 hosts x 2 H100 on one machine) took bcast of 64 MiB from 4,917 to 3,334 us, but
-// mid sizes up to twice as long (1 MiB 152 -> 322 us), the CPUs full.
+// mid sizes up to twice as long (1 MiB 152 -> 322 us), the CPUs full; on 4 H200 every bcast from 64 KiB to
+// 4 MiB took 2-3.5 ms, 64 threads polling on 64 cores beside the ranks (docs/benchmarks.md).
 constexpr int kAutoProxyThreads = 8;
 
 // A failed call of the kernels' C API (a cudaError_t or CUresult): the reason, then a breadcrumb.
