@@ -221,6 +221,7 @@ struct coll_gpu_engine {
     uint64_t next_check = 0;  // when a test next checks the peers' processes
     bool reported = false;    // the watchdog line was written
   } flight;
+  void wake_proxy(const coll_gpu_work_t &p);
   coll_gpu_status_t launch(const coll_gpu_work_t &p, coll_gpu_proto_t proto, bool linger, char *why, size_t why_len);
   coll_gpu_status_t wait_flight(char *why, size_t why_len);
   bool flight_done() const;
@@ -787,6 +788,17 @@ void coll_gpu_engine::call_init(coll_gpu_work_t *p, coll_gpu_coll_t coll, const 
   p->seq = seq;
 }
 
+// Before call p's launch, the proxy threads of its connections that move on this rank: its ring channels (a
+// channel whose ring gives this rank no hop over the network to move in the call, a bcast's or reduce's chain
+// passing it by, wakes none: a woken thread polls for 1 ms, and 4 ranks of 16 threads polling on 64 cores
+// held every bcast up by milliseconds, docs/benchmarks.md), and for alltoall every pair's.
+void coll_gpu_engine::wake_proxy(const coll_gpu_work_t &p) {
+  for (int ch = 0; ch < p.nchannels; ++ch)
+    if (coll_gpu_ring_moves_net(coll_gpu_ring(&rings, ch % rings.nrings), nranks, node.get(), rank, p.coll, p.root))
+      net.wake(ch, 1);
+  if (p.coll == COLL_GPU_COLL_ALLTOALL) net.wake(coll_gpu::Net::kP2pId, COLL_GPU_P2P_CONNS);
+}
+
 // Puts call p on the GPUs, on a lingering kernel when `linger` allows, as the call in flight (none is).
 coll_gpu_status_t coll_gpu_engine::launch(const coll_gpu_work_t &p, coll_gpu_proto_t proto, bool linger, char *why,
                                           size_t why_len) {
@@ -795,10 +807,7 @@ coll_gpu_status_t coll_gpu_engine::launch(const coll_gpu_work_t &p, coll_gpu_pro
   flight.since = 0;
   flight.reported = false;
   int blocks = coll_gpu_ar_blocks(&comm, &p);
-  if (multinode) {  // the proxy threads of the call's connections: its ring channels, or every pair's
-    net.wake(0, p.nchannels);
-    if (p.coll == COLL_GPU_COLL_ALLTOALL) net.wake(coll_gpu::Net::kP2pId, COLL_GPU_P2P_CONNS);
-  }
+  if (multinode) wake_proxy(p);
   ContextScope ctx(mem);
   COLL_GPU_CHECK(entered(ctx, mem, why, why_len));
   if (linger && p.algo == COLL_GPU_ALGO_ONESHOT && cfg.linger_ns > 0 && blocks <= COLL_GPU_LINGER_MAX_BLOCKS &&

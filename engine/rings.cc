@@ -366,6 +366,26 @@ void coll_gpu_rings_by_node(coll_gpu_rings_t *rings, const uint16_t *node, void 
   }
 }
 
+int coll_gpu_ring_moves_net(const uint16_t *ring, int n, const uint16_t *node, int rank, coll_gpu_coll_t coll,
+                            int root) {
+  int pos = 0, at = 0;
+  for (int k = 0; k < n; ++k) {
+    if (ring[k] == rank) pos = k;
+    if (ring[k] == root) at = k;
+  }
+  const int next = ring[(pos + 1) % n], prev = ring[(pos + n - 1) % n];
+  const int d = (pos - at + n) % n;  // hops from the root along the ring
+  bool sends = true, receives = true;
+  if (coll == COLL_GPU_COLL_BCAST) {  // root -> ... -> the rank before it
+    sends = d < n - 1;
+    receives = d > 0;
+  } else if (coll == COLL_GPU_COLL_REDUCE) {  // the rank after the root -> ... -> root
+    sends = d != 0;
+    receives = d != 1;
+  }
+  return (sends && node[next] != node[rank]) || (receives && node[prev] != node[rank]);
+}
+
 int coll_gpu_gpu_ranks(const coll_gpu_peer_t *peers, int n, void *scratch) {
   static_assert(sizeof(int) <= 16, "COLL_GPU_NODES_SCRATCH");
   int *by_gpu = (int *)scratch;  // the ranks, sorted by host and GPU

@@ -96,6 +96,13 @@ int coll_gpu_nodes_assign(const coll_gpu_peer_t *peers, int n, int virtual_nodes
  * them, keeping its order inside each node, so that it crosses between nodes once per node. Time: n times
  * the nodes. */
 void coll_gpu_rings_by_node(coll_gpu_rings_t *rings, const uint16_t *node, void *scratch);
+/* Whether a call of `coll` (bcast and reduce: from or to `root`) moves data over `rank`'s hops to other
+ * nodes on `ring` (n ranks in ring order; node[r] each rank's node, as coll_gpu_nodes_assign gives). The
+ * chains of bcast and reduce leave one hop of the ring idle (the one into a bcast's root, the one out of a
+ * reduce's), so a rank whose hop to or from another node is only that one moves nothing over the network;
+ * every other ring collective moves every hop. Time: n. */
+int coll_gpu_ring_moves_net(const uint16_t *ring, int n, const uint16_t *node, int rank, coll_gpu_coll_t coll,
+                            int root);
 /* The most ranks on one GPU (the same host and GPU UUID): ranks that share a GPU (several a GPU, under MPS
  * or taking turns) run their kernels on its multiprocessors together. Time: n log n. */
 int coll_gpu_gpu_ranks(const coll_gpu_peer_t *peers, int n, void *scratch);

@@ -343,4 +343,47 @@ TEST(Nodes, RingsVisitTheNodesOneAfterAnother) {
   }
 }
 
+// Which ranks' hops to other nodes a ring call moves data over: against the hops each collective uses,
+// written out (a bcast's n - 1 hops from its root along the ring, a reduce's from the rank after its root to
+// the root, every hop for the others), on random rings over random nodes with random roots.
+TEST(Nodes, RingCallsMoveOverTheNetworkWhereTheirHopsCross) {
+  std::mt19937 gen((unsigned)time(nullptr));
+  // the mini-cluster's 2 hosts x 2 GPUs, ring 0 1 2 3: a bcast from 0 crosses at 1 -> 2 only; a reduce to 0
+  // at 1 -> 2 and 3 -> 0; a reduce to 1 (chain 2 3 0 1) at 3 -> 0 only
+  const uint16_t ring4[] = {0, 1, 2, 3}, node4[] = {0, 0, 2, 2};
+  const int bcast0[] = {0, 1, 1, 0}, reduce0[] = {1, 1, 1, 1}, reduce1[] = {1, 0, 0, 1};
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(bcast0[r], coll_gpu_ring_moves_net(ring4, 4, node4, r, COLL_GPU_COLL_BCAST, 0)) << r;
+    EXPECT_EQ(reduce0[r], coll_gpu_ring_moves_net(ring4, 4, node4, r, COLL_GPU_COLL_REDUCE, 0)) << r;
+    EXPECT_EQ(reduce1[r], coll_gpu_ring_moves_net(ring4, 4, node4, r, COLL_GPU_COLL_REDUCE, 1)) << r;
+    EXPECT_EQ(1, coll_gpu_ring_moves_net(ring4, 4, node4, r, COLL_GPU_COLL_ALLGATHER, 0)) << r;
+  }
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int n = 2 + (int)(gen() % (trial < 1500 ? 15 : 1023));
+    const int nnodes = 1 + (int)(gen() % (n < 16 ? n : 16));
+    std::vector<uint16_t> node(n), ring(n);
+    for (int r = 0; r < n; ++r) {
+      node[r] = (uint16_t)(gen() % nnodes);
+      ring[r] = (uint16_t)r;
+    }
+    std::shuffle(ring.begin(), ring.end(), gen);
+    const int root = (int)(gen() % n);
+    const coll_gpu_coll_t coll = (coll_gpu_coll_t)(gen() % COLL_GPU_NCOLLS);
+    int at = 0;
+    while (ring[at] != root) ++at;
+    // the hops (from ring position k to k + 1) that carry data
+    std::vector<bool> used(n, true);
+    if (coll == COLL_GPU_COLL_BCAST) used[(at + n - 1) % n] = false;  // the hop into the root
+    if (coll == COLL_GPU_COLL_REDUCE) used[at] = false;               // the hop out of the root
+    std::vector<int> want(n, 0);
+    for (int k = 0; k < n; ++k) {
+      const int from = ring[k], to = ring[(k + 1) % n];
+      if (used[k] && node[from] != node[to]) want[from] = want[to] = 1;
+    }
+    for (int r = 0; r < n; ++r)
+      ASSERT_EQ(want[r], coll_gpu_ring_moves_net(ring.data(), n, node.data(), r, coll, root))
+          << coll_gpu_coll_name(coll) << " root " << root << ", rank " << r << " of " << n;
+  }
+}
+
 }  // namespace
