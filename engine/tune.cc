@@ -116,9 +116,9 @@ int channels(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, size_t bytes
  * moves two channels sends and receives twice as many steps, of half the size. Allgather of 4 and 8 MiB
  * blocks took 0.80 and 0.92x on 8, reduce-scatter 1.03 and 1.07x; from 16 MiB steps 16 channels were
  * faster: allgather 1.02-1.03x the time on 8, reduce-scatter 1.04-1.16x, allreduce of 64 MiB 1.03x
- * (docs/benchmarks.md). The chains of bcast and reduce, whose
- * steps are sized apart from the channels (net_chain_chunk), keep every channel: 8 took bcast of 256 KiB to 2
- * MiB 1.08-1.27x the time of 16. */
+ * (docs/benchmarks.md). The chains of bcast and reduce, whose steps are sized apart from the channels
+ * (net_chain_chunk), keep every channel: runs of 8 against 16 disagreed there (bcast of 256 KiB to 2 MiB
+ * 1.08-1.27x the time in one run, 0.73-0.93x in another). */
 constexpr size_t kNetWideStepBytes = (size_t)16 << 20;
 int net_ring_bound(const coll_gpu_tune_config_t *c, int nchannels, size_t step) {
   if (!c->net || c->nchannels > 0 || c->net_ring_channels <= 0 || step >= kNetWideStepBytes) return nchannels;
@@ -150,8 +150,10 @@ coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, int nran
   const size_t share = bytes / (size_t)nranks;
   coll_gpu_choice_t ch = {best, coll_gpu_algo_proto(best), channels(c, best, bytes, share, 2 * (nranks - 1) * share),
                           0};
-  if (best == COLL_GPU_ALGO_RING) ch.nchannels = net_ring_bound(c, ch.nchannels, share);
-  if (best == COLL_GPU_ALGO_RING) ch.chunk = c->ring_chunk_bytes;
+  if (best == COLL_GPU_ALGO_RING) {
+    ch.nchannels = net_ring_bound(c, ch.nchannels, share);
+    ch.chunk = c->ring_chunk_bytes;
+  }
   return ch;
 }
 
