@@ -16,8 +16,13 @@
 #   mca:NAME=VALUE[,NAME=VALUE...]: the defaults with those coll/gpu parameters, without NCCL (for example
 #                   mca:coll_gpu_proxy_threads=8);
 #   env:NAME=VALUE[,NAME=VALUE...]: the defaults with those environment variables in every rank, without
-#                   NCCL.
+#                   NCCL;
+#   this:           the defaults without NCCL;
+#   tree:DIR:       the defaults with the component of another built tree DIR (an earlier commit's), without
+#                   NCCL: "this tree:DIR this tree:DIR" alternates the two builds on one cluster, and
+#                   contrib/cluster-ab.sh then compares them size by size.
 # (The defaults stage below coll_gpu_net_min_bytes.) RUNS picks some of them (default: the first five).
+# MIN sets the first size (default 8 B).
 # CPUS=own gives each host CPUs of its own (contrib/minicluster.sh start ... cpus), as real hosts have:
 # the ranks' threads, NCCL's and the proxies', then compete only within their host.
 # usage: bash contrib/cluster-bench.sh BUILT-TREE [HOSTS [GPUS-PER-HOST [COLLS [MAX_BYTES]]]]
@@ -35,12 +40,13 @@ sh "$top/contrib/minicluster.sh" start $name "$hosts" "$gpus" $own || exit 1
 trap 'sh "$top/contrib/minicluster.sh" stop $name' EXIT
 trap 'exit 1' INT TERM HUP
 np=$((hosts * gpus))
+libs=$tree/.libs
 run() { # label coll bench-option mpirun-args...
   echo "== $2, $hosts hosts x $gpus GPU(s), $1"
   timeout 300 sh "$top/contrib/minicluster.sh" mpirun $name "$gpus" -np "$np" --bind-to none \
-    --mca mca_base_component_path "$tree/.libs:$sysdir" --mca coll gpu,tuned,libnbc,basic,self,inter \
+    --mca mca_base_component_path "$libs:$sysdir" --mca coll gpu,tuned,libnbc,basic,self,inter \
     --mca btl self,vader,tcp -x NCCL_NVLS_ENABLE -x NCCL_SOCKET_IFNAME=eth0 "${@:4}" \
-    "$tree/test/perf/coll_gpu_allreduce_bench" -C "$2" -d cuda -c -M "$max" $3 2>&1
+    "$tree/test/perf/coll_gpu_allreduce_bench" -C "$2" -d cuda -c -m "${MIN:-8}" -M "$max" $3 2>&1
 }
 for coll in $colls; do
   for what in ${RUNS:-defaults defaults-nccl4 gpu uniform staged}; do
@@ -51,6 +57,12 @@ for coll in $colls; do
       uniform) run uniform "$coll" -N --mca coll_gpu_net_min_bytes 0 --mca coll_gpu_uniform_buffers 1 ;;
       staged) run staged "$coll" -N --mca coll_gpu_force_staging 1 ;;
       sockets) run sockets "$coll" -N --mca coll_gpu_proxy_net sockets ;;
+      this) run this "$coll" -N ;;
+      tree:*)
+        libs=$(cd "${what#tree:}" && pwd)/.libs
+        run "$what" "$coll" -N
+        libs=$tree/.libs
+        ;;
       mca:* | env:*)
         set --
         for p in $(echo "${what#*:}" | tr , ' '); do
