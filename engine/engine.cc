@@ -793,9 +793,12 @@ void coll_gpu_engine::call_init(coll_gpu_work_t *p, coll_gpu_coll_t coll, const 
 // passing it by, wakes none: a woken thread polls for 1 ms, and 4 ranks of 16 threads polling on 64 cores
 // held every bcast up by milliseconds, docs/benchmarks.md), and for alltoall every pair's.
 void coll_gpu_engine::wake_proxy(const coll_gpu_work_t &p) {
+  bool moves[COLL_GPU_MAX_RINGS];  // channel ch runs ring ch mod nrings; a ring's answer costs its length
+  const int asked = p.nchannels < rings.nrings ? p.nchannels : rings.nrings;
+  for (int i = 0; i < asked; ++i)
+    moves[i] = coll_gpu_ring_moves_net(coll_gpu_ring(&rings, i), nranks, node.get(), rank, p.coll, p.root) != 0;
   for (int ch = 0; ch < p.nchannels; ++ch)
-    if (coll_gpu_ring_moves_net(coll_gpu_ring(&rings, ch % rings.nrings), nranks, node.get(), rank, p.coll, p.root))
-      net.wake(ch, 1);
+    if (moves[ch % rings.nrings]) net.wake(ch, 1);
   if (p.coll == COLL_GPU_COLL_ALLTOALL) net.wake(coll_gpu::Net::kP2pId, COLL_GPU_P2P_CONNS);
 }
 
