@@ -21,10 +21,10 @@ class ProxyNet {
   coll_gpu_status_t init(coll_gpu_proxy_net_t kind, int rank, int nranks, size_t eager_max, const char *ifname,
                          FailFn fail, void *ctx, char *why, size_t len) {
     socket_ = kind == COLL_GPU_PROXY_NET_SOCKET;
+    eager_max_ = eager_max;
     return socket_ ? sock_.init(rank, nranks, ifname, fail, ctx, why, len)
                    : ucx_.init(nranks, eager_max, fail, ctx, why, len);
   }
-  bool socket() const { return socket_; }
   const void *address() const { return socket_ ? sock_.address() : ucx_.address(); }
   size_t address_bytes() const { return socket_ ? sock_.address_bytes() : ucx_.address_bytes(); }
   coll_gpu_status_t connect(int peer, const void *addr, bool same_host, char *why, size_t len) {
@@ -36,12 +36,15 @@ class ProxyNet {
   void unmap(void *memh) {
     if (!socket_) ucx_.unmap((ucp_mem_h)memh);
   }
-  // sync: UCX's synchronous send (the sockets have none: their credits hold the sender back)
-  void send(int peer, uint64_t tag, const void *buf, size_t bytes, bool sync, void *memh, NetOp *op) {
+  // Whether a message of `bytes` goes as a synchronous send, which completes once the receiver has matched
+  // it (so needs no credit): over UCX from eager_max up; over the sockets never (their credits hold the
+  // sender back: a handshake per large step only cost it a round trip).
+  bool synchronous(size_t bytes) const { return !socket_ && bytes >= eager_max_; }
+  void send(int peer, uint64_t tag, const void *buf, size_t bytes, void *memh, NetOp *op) {
     if (socket_)
       sock_.send(peer, tag, buf, bytes, op);
     else
-      ucx_.send(peer, tag, buf, bytes, sync, (ucp_mem_h)memh, op);
+      ucx_.send(peer, tag, buf, bytes, synchronous(bytes), (ucp_mem_h)memh, op);
   }
   void recv(uint64_t tag, void *buf, size_t bytes, void *memh, NetOp *op) {
     if (socket_)
@@ -64,6 +67,7 @@ class ProxyNet {
 
  private:
   bool socket_ = false;
+  size_t eager_max_ = 0;
   UcxNet ucx_;
   SockNet sock_;
 };

@@ -387,8 +387,7 @@ bool Worker::move_send(Fifo *q) {
   while (q->posted < tail) {
     const int slot = (int)(q->posted % (uint64_t)f.depth);
     const size_t bytes = f.sizes != nullptr ? (size_t)f.sizes[slot] : f.slot_bytes;
-    const bool sync = !net.socket() && bytes >= kSyncBytes;
-    if (!sync && q->posted >= q->credit) break;  // no free slot known at the other end yet
+    if (!net.synchronous(bytes) && q->posted >= q->credit) break;  // no free slot known at the other end yet
     if (bytes > f.slot_bytes || tail - q->done > (uint64_t)f.depth) {
       char why[200];
       snprintf(why, sizeof(why), "connection %d to rank %d: step %llu of %zu bytes (slots of %zu), %llu steps ahead",
@@ -397,7 +396,7 @@ bool Worker::move_send(Fifo *q) {
       return moved;
     }
     NetOp *op = &q->ops[slot];
-    net.send(f.peer, step_tag(rank, f.id, q->posted), f.buff + (size_t)slot * f.slot_bytes, bytes, sync, q->memh, op);
+    net.send(f.peer, step_tag(rank, f.id, q->posted), f.buff + (size_t)slot * f.slot_bytes, bytes, q->memh, op);
     if (op->state == kOpFailed) {
       failed_op(q, "sending step", q->posted);
       return moved;
@@ -421,7 +420,7 @@ bool Worker::grant_credit(Fifo *q) {
     return false;
   }
   q->credit = q->credit_word = q->posted;  // every step below has its receive posted
-  net.send(q->f.peer, credit_tag(proxy->cfg.rank, q->f.id), &q->credit_word, sizeof(q->credit_word), false, nullptr,
+  net.send(q->f.peer, credit_tag(proxy->cfg.rank, q->f.id), &q->credit_word, sizeof(q->credit_word), nullptr,
            &q->credit_op);
   if (q->credit_op.state == kOpFailed) failed_op(q, "credit after step", q->credit);
   return true;
