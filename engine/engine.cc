@@ -12,7 +12,8 @@
  *      otherwise every rank reaches the same "unavailable". The ranks' nodes: their hosts, or with virtual
  *      nodes blocks of consecutive ranks of a host;
  *   3. nodes and channels: the rings (every rank's view of the node, merged, and the ring search,
- *      engine/rings.h; with several nodes each ring visits them one after another), and the ranks this
+ *      engine/rings.h; with several nodes each ring visits them one after another, and the rings take turns
+ *      at which of a node's ranks start and end its run), and the ranks this
  *      rank's kernels have connections with. With several nodes, or more than COLL_GPU_MAX_DIRECT ranks,
  *      only ring algorithms run, and a rank connects to its rings' neighbours only (to every rank of
  *      another node too for the pairwise alltoall, which runs up to COLL_GPU_MAX_DIRECT ranks);
@@ -35,6 +36,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "engine/net.h"
@@ -57,6 +59,13 @@ constexpr uint64_t kCheckNs = 100000000ULL;         // a call tested without wai
 // a channel each. Allreduce, allgather and reduce-scatter take a channel per thread while their steps are
 // small (engine/tune.cc, net_ring_bound).
 constexpr int kNetChannels = 16;
+// With several ranks a node the rings take turns at which of a node's ranks start and end its run
+// (coll_gpu_rings_rotate_nodes): kNetChannels channels a turn, a run of them on each turn's ring, up to
+// kNetMaxChannels. A call takes at most kNetChannels of them: a bcast or reduce those of the rings whose chain
+// crosses between nodes once per node, the others those of the first ring (as before the turns). Across 2
+// hosts x 2 H100, a bcast or reduce on the 8 channels of one turn, where 16 had taken turns channel by channel,
+// took 1.3-1.7x the time of 16 from 512 KiB (docs/benchmarks.md).
+constexpr int kNetMaxChannels = 32;
 // The proxy threads a rank starts unless coll_gpu_proxy_threads says: its share of the CPUs near its GPU,
 // less one, and at most 8. Every thread polls while its channels move: 4 ranks of 16 threads on 64 cores
 // (the mini-cluster's 2 hosts x 2 H100 on one machine) took bcast of 64 MiB from 4,917 to 3,334 us, but
@@ -466,8 +475,8 @@ coll_gpu_status_t coll_gpu_engine::setup_conns(char *why, size_t len) {
     coll_gpu_say(why, len, "out of host memory");
     return COLL_GPU_SYSTEM_ERROR;
   }
-  CUDA_CHECK(coll_gpu_dev_comm_setup(&comm, conns.get(), rank, nranks, &layout, ipc.view(), rings.nrings, rings.order,
-                                     (coll_gpu_ar_status_t *)status_dev, (volatile uint8_t *)waiting_dev,
+  CUDA_CHECK(coll_gpu_dev_comm_setup(&comm, conns.get(), rank, nranks, &layout, ipc.view(), rings.nrings, rings.span,
+                                     rings.order, (coll_gpu_ar_status_t *)status_dev, (volatile uint8_t *)waiting_dev,
                                      cfg.wait.timeout_ns, cfg.linger_ns),
              why, len);
   for (int t = 0; t < ntransports; ++t)
@@ -511,7 +520,8 @@ void coll_gpu_engine::log_channels(const coll_gpu_peer_t &me) const {
   for (int ch = 0; ch < cfg.tune.max_channels && line != nullptr; ++ch) {
     size_t len = 0;
     for (int r = 0; r < nranks; ++r)
-      len += (size_t)snprintf(line.get() + len, size - len, " %d", coll_gpu_ring(&rings, ch % rings.nrings)[r]);
+      len += (size_t)snprintf(line.get() + len, size - len, " %d",
+                              coll_gpu_ring(&rings, coll_gpu_channel_ring(ch, rings.nrings, rings.span))[r]);
     cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "Channel %02d/%02d :%s", ch, cfg.tune.max_channels, line.get());
   }
 }
@@ -607,9 +617,9 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     e->cfg.tune.algorithm = COLL_GPU_ALGO_RING;
     for (int c = 0; c < COLL_GPU_NCOLLS; ++c) e->cfg.tune.move_algorithm[c] = COLL_GPU_ALGO_RING;
   }
-  if (e->multinode) {  // on a few channels
+  if (e->multinode) {  // on a few channels (the rings' turns below tell how many)
     e->cfg.tune.net = 1;
-    e->bound_channels(kNetChannels);
+    e->bound_channels(kNetMaxChannels);
   }
   e->cfg.tune.min_sms = peers[0].sms;  // the same on every rank, for the same choices
   for (int r = 0; r < b->size; ++r) {
@@ -637,13 +647,18 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     return COLL_GPU_UNAVAILABLE;
   if (why[0] != '\0' && cfg->log != nullptr)
     cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "comm %s: rings in rank order: %s", cfg->name, why);
-  if (e->multinode) coll_gpu_rings_by_node(&e->rings, e->node.get(), e->nodes_scratch.get());
+  if (e->multinode) {
+    coll_gpu_rings_by_node(&e->rings, e->node.get(), e->nodes_scratch.get());
+    const int turns = coll_gpu_rings_rotate_nodes(&e->rings, e->node.get(), e->nodes_scratch.get());
+    e->bound_channels(std::min(kNetChannels * turns, kNetMaxChannels));
+  }
   e->link_neighbours();
 
   // 4. the scratch, then the transports: NET (the network proxies, connected to the ranks of other nodes), then
   // IPC
   const coll_gpu_status_t allocated = e->alloc_scratch(why, why_len);
   if (e->multinode) {
+    e->rings.span = std::max(1, e->layout.nchannels / e->rings.nrings);  // a run of channels a ring
     int most = e->layout.nchannels < COLL_GPU_ENGINE_MAX_PROXY_THREADS ? e->layout.nchannels
                                                                        : COLL_GPU_ENGINE_MAX_PROXY_THREADS;
     if (cfg->proxy_threads > 0 && cfg->proxy_threads < most) most = cfg->proxy_threads;
@@ -793,12 +808,15 @@ void coll_gpu_engine::call_init(coll_gpu_work_t *p, coll_gpu_coll_t coll, const 
 // passing it by, wakes none: a woken thread polls for 1 ms, and 4 ranks of 16 threads polling on 64 cores
 // held every bcast up by milliseconds, docs/benchmarks.md), and for alltoall every pair's.
 void coll_gpu_engine::wake_proxy(const coll_gpu_work_t &p) {
-  bool moves[COLL_GPU_MAX_RINGS];  // channel ch runs ring ch mod nrings; a ring's answer costs its length
-  const int asked = p.nchannels < rings.nrings ? p.nchannels : rings.nrings;
-  for (int i = 0; i < asked; ++i)
-    moves[i] = coll_gpu_ring_moves_net(coll_gpu_ring(&rings, i), nranks, node.get(), rank, p.coll, p.root) != 0;
-  for (int ch = 0; ch < p.nchannels; ++ch)
-    if (moves[ch % rings.nrings]) net.wake(ch, 1);
+  int moves[COLL_GPU_MAX_RINGS];  // by ring: a ring's answer costs its length
+  for (int i = 0; i < rings.nrings; ++i) moves[i] = -1;
+  for (int b = 0; b < p.nchannels; ++b) {
+    const int ch = coll_gpu_work_channel(p.rings, rings.nrings, rings.span, b);
+    const int i = coll_gpu_channel_ring(ch, rings.nrings, rings.span);
+    if (moves[i] < 0)
+      moves[i] = coll_gpu_ring_moves_net(coll_gpu_ring(&rings, i), nranks, node.get(), rank, p.coll, p.root);
+    if (moves[i]) net.wake(ch, 1);
+  }
   if (p.coll == COLL_GPU_COLL_ALLTOALL) net.wake(coll_gpu::Net::kP2pId, COLL_GPU_P2P_CONNS);
 }
 
@@ -882,8 +900,14 @@ class Parts {
         total_ += a.counts[q];
       }
     }
-    choice_ = c == COLL_GPU_COLL_ALLREDUCE ? coll_gpu_tune_choose(&e.cfg.tune, e.nranks, end_ * size_)
-                                           : coll_gpu_tune_choose_move(&e.cfg.tune, c, e.nranks, end_ * size_);
+    // across nodes, a bcast or reduce runs on the channels whose chain enters and leaves each node once, and a
+    // call on kNetChannels at most
+    coll_gpu_tune_config_t tune = e.cfg.tune;
+    rings_ = e.multinode ? coll_gpu_rings_chain(&e.rings, e.node.get(), c, a.root) : 0;
+    tune.max_channels = coll_gpu_work_channels(rings_, e.rings.nrings, e.rings.span, tune.max_channels);
+    if (e.multinode) tune.max_channels = std::min(tune.max_channels, kNetChannels);
+    choice_ = c == COLL_GPU_COLL_ALLREDUCE ? coll_gpu_tune_choose(&tune, e.nranks, end_ * size_)
+                                           : coll_gpu_tune_choose_move(&tune, c, e.nranks, end_ * size_);
     piece_ = c != COLL_GPU_COLL_ALLREDUCE && choice_.algo == COLL_GPU_ALGO_ONESHOT ? e.layout.ll_bytes / size_ : end_;
   }
   const coll_gpu_choice_t &choice() const { return choice_; }
@@ -908,6 +932,7 @@ class Parts {
       p->op = a_.op;
     }
     if (moves_ || a_.coll == COLL_GPU_COLL_REDUCE) p->root = a_.root;
+    if (choice_.algo == COLL_GPU_ALGO_RING) p->rings = rings_;
     size_t part = n * size_;
     if (a_.coll == COLL_GPU_COLL_REDUCE_SCATTER && a_.counts == nullptr) {
       // equal blocks: part `off` of each, one block's length apart
@@ -933,6 +958,7 @@ class Parts {
  private:
   const coll_gpu_args_t &a_;
   coll_gpu_choice_t choice_;
+  unsigned rings_;  // the rings whose channels run a ring call (coll_gpu_work_t's rings)
   bool moves_;      // bcast, allgather or alltoall: bytes, no type or op
   size_t size_;     // bytes per element (1 for the moves)
   size_t end_;      // elements to go through: the longest block for reduce-scatter

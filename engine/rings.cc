@@ -178,6 +178,7 @@ coll_gpu_status_t coll_gpu_rings_alloc(coll_gpu_rings_t *rings, int n) {
 void coll_gpu_rings_rank_order(coll_gpu_rings_t *rings) {
   for (int r = 0; r < rings->n; ++r) rings->order[r] = (uint16_t)r;
   rings->nrings = 1;
+  rings->span = 1;
   rings->speed = 0;
 }
 
@@ -364,6 +365,47 @@ void coll_gpu_rings_by_node(coll_gpu_rings_t *rings, const uint16_t *node, void 
     }
     memcpy(ring, sorted, (size_t)n * sizeof(uint16_t));
   }
+}
+
+int coll_gpu_rings_rotate_nodes(coll_gpu_rings_t *rings, const uint16_t *node, void *scratch) {
+  const int n = rings->n;
+  int *size = (int *)scratch;  // by node (its lowest rank): its ranks
+  static_assert(sizeof(int) <= 16, "COLL_GPU_NODES_SCRATCH");
+  memset(size, 0, (size_t)n * sizeof(int));
+  int most = 0;
+  for (int r = 0; r < n; ++r) most = std::max(most, ++size[node[r]]);
+  if (most < 2 || most == n) return 1;
+  const int bases = std::min(rings->nrings, std::max(1, COLL_GPU_MAX_RINGS / most));
+  const int turns = std::min(most, COLL_GPU_MAX_RINGS / bases);
+  // ring j: base j / turns, each node's ranks turned by j mod turns; from the last, so that a base is read
+  // before it is written over (j / turns <= j)
+  for (int j = bases * turns - 1; j >= 0; --j) {
+    uint16_t *ring = coll_gpu_ring(rings, j);
+    if (j / turns != j) memcpy(ring, coll_gpu_ring(rings, j / turns), (size_t)n * sizeof(uint16_t));
+    for (int a = 0; a < n;) {  // each node's ranks, one run of the ring each
+      const int len = size[node[ring[a]]];
+      std::rotate(ring + a, ring + a + j % turns % len, ring + a + len);
+      a += len;
+    }
+  }
+  rings->nrings = bases * turns;
+  return turns;
+}
+
+unsigned coll_gpu_rings_chain(const coll_gpu_rings_t *rings, const uint16_t *node, coll_gpu_coll_t coll, int root) {
+  static_assert(COLL_GPU_MAX_RINGS <= 8 * sizeof(unsigned), "a ring mask");
+  if (coll != COLL_GPU_COLL_BCAST && coll != COLL_GPU_COLL_REDUCE) return 0;
+  const int n = rings->n;
+  unsigned mask = 0;
+  for (int i = 0; i < rings->nrings; ++i) {
+    const uint16_t *ring = coll_gpu_ring(rings, i);
+    int at = 0;
+    while (ring[at] != root) ++at;
+    // a bcast's chain starts at the root, a reduce's ends there: the root must be its node's first or last
+    const int beside = coll == COLL_GPU_COLL_BCAST ? ring[(at + n - 1) % n] : ring[(at + 1) % n];
+    if (node[beside] != node[root]) mask |= 1u << i;
+  }
+  return mask == (1u << rings->nrings) - 1 ? 0 : mask;
 }
 
 int coll_gpu_ring_moves_net(const uint16_t *ring, int n, const uint16_t *node, int rank, coll_gpu_coll_t coll,

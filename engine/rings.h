@@ -40,6 +40,7 @@ typedef struct {
 
 typedef struct {
   int nrings, n;   /* rings, of n ranks each */
+  int span;        /* channel c runs ring (c / span) mod nrings (kernels/partition.h); 1 but across nodes */
   double speed;    /* GB/s of the first ring, 0 for rank order */
   uint16_t *order; /* order[i * n + k]: the rank at position k of ring i (coll_gpu_ring), room for
                       COLL_GPU_MAX_RINGS rings (coll_gpu_rings_alloc) */
@@ -53,7 +54,7 @@ static inline uint16_t *coll_gpu_ring(const coll_gpu_rings_t *rings, int i) {
  * memory (rings then hold none). Allocated before the collective steps, so that no step fails on one rank
  * alone. */
 coll_gpu_status_t coll_gpu_rings_alloc(coll_gpu_rings_t *rings, int n);
-/* One ring in rank order. */
+/* One ring in rank order, span 1. */
 void coll_gpu_rings_rank_order(coll_gpu_rings_t *rings);
 /* Frees the orders; rings then hold none. */
 void coll_gpu_rings_free(coll_gpu_rings_t *rings);
@@ -96,6 +97,20 @@ int coll_gpu_nodes_assign(const coll_gpu_peer_t *peers, int n, int virtual_nodes
  * them, keeping its order inside each node, so that it crosses between nodes once per node. Time: n times
  * the nodes. */
 void coll_gpu_rings_by_node(coll_gpu_rings_t *rings, const uint16_t *node, void *scratch);
+/* With several nodes, after coll_gpu_rings_by_node: makes each node's ranks start each ring in turn, as
+ * many rings as the largest node has ranks (up to COLL_GPU_MAX_RINGS, fewer base rings if need be): ring j
+ * is base ring j / turns with each node's run of ranks turned left by j mod turns (mod its length). So
+ * every rank is its node's first on some ring and its node's last on another: a bcast from it, or a reduce
+ * to it, finds rings whose chain crosses between nodes once per node (coll_gpu_rings_chain), and the hops
+ * between nodes fall on every rank of a node in turn. Inside a node a turned ring keeps its order as a
+ * cycle. Nothing when no node has 2 ranks or one node has them all. Returns the turns (1 for nothing).
+ * Time: n times the rings. */
+int coll_gpu_rings_rotate_nodes(coll_gpu_rings_t *rings, const uint16_t *node, void *scratch);
+/* The rings whose chain for a bcast from `root` or a reduce to it crosses between nodes once per node on
+ * rings that visit the nodes in turn (the root is its node's first on the ring for a bcast, its last for a
+ * reduce), as a mask for coll_gpu_work_t's rings; 0 (every ring) where every ring or none qualifies, and for
+ * the other collectives. Time: n times the rings. */
+unsigned coll_gpu_rings_chain(const coll_gpu_rings_t *rings, const uint16_t *node, coll_gpu_coll_t coll, int root);
 /* Whether a call of `coll` (bcast and reduce: from or to `root`) moves data over `rank`'s hops to other
  * nodes on `ring` (n ranks in ring order; node[r] each rank's node, as coll_gpu_nodes_assign gives). The
  * chains of bcast and reduce leave one hop of the ring idle (the one into a bcast's root, the one out of a

@@ -43,7 +43,7 @@ extern "C" {
 /* Ranks of a communicator on the GPU path at most: ring positions are 16-bit. */
 #define COLL_GPU_MAX_COMM_RANKS 32768
 #define COLL_GPU_MAX_CHANNELS 128 /* ring channels, one block each: 128 of an H200's 132 SMs */
-#define COLL_GPU_MAX_RINGS 16     /* distinct ring orders: channel c runs ring c mod nrings (topo/ finds at most 16) */
+#define COLL_GPU_MAX_RINGS 16     /* distinct ring orders (topo/ finds at most 16) */
 
 /* Element types the kernels reduce. Signed and unsigned integers differ only in MAX and MIN. */
 typedef enum {
@@ -209,6 +209,7 @@ typedef struct {
   int max_blocks;            /* 0: any; else the most blocks a one-shot (LL) kernel takes: where ranks share a GPU,
                                 all their blocks must run at once (engine/tune.h's max_blocks) */
   const coll_gpu_dev_channel_t *channels; /* in our scratch: coll_gpu_dev_conns_t */
+  int nrings, span;                       /* channel c runs ring (c / span) mod nrings (kernels/partition.h) */
   const coll_gpu_dev_peer_t *peers;
   int direct; /* 1: every peer's scratch is mapped (one node of at most COLL_GPU_MAX_DIRECT ranks); 0: some peers
                  are reached through NET connections or not at all, and only the ring and point-to-point
@@ -217,15 +218,15 @@ typedef struct {
 
 /* Fills comm and the channels of its connections (host memory) for rank `rank` of `nranks`: each ring
  * channel's neighbours and position from the ring orders rings[i * nranks + position] (channel c runs ring
- * c mod nrings), and the step counters in this rank's scratch (peer_scratch[rank]). The connections
- * themselves are left empty: each transport fills those of the peers it reaches (coll_gpu_dev_ipc_conns
- * for peers whose scratch is mapped here, the engine's NET for ranks of other nodes) before the upload.
+ * (c / span) mod nrings, span at least 1), and the step counters in this rank's scratch (peer_scratch[rank]). The
+ * connections themselves are left empty: each transport fills those of the peers it reaches (coll_gpu_dev_ipc_conns for
+ * peers whose scratch is mapped here, the engine's NET for ranks of other nodes) before the upload.
  * peer_scratch[0..nranks): every rank's scratch as mapped here, NULL where not; the communicator is direct
  * where it has at most COLL_GPU_MAX_DIRECT ranks and every peer's scratch is mapped. waiting: the device
- * view of nranks host-mapped bytes. 0, or cudaErrorInvalidValue for a rank count, channel count or ring
- * out of range. */
+ * view of nranks host-mapped bytes. 0, or cudaErrorInvalidValue for a rank count, channel count, span or
+ * ring out of range. */
 int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_conns_t *conns, int rank, int nranks,
-                            const coll_gpu_ar_layout_t *layout, void *const *peer_scratch, int nrings,
+                            const coll_gpu_ar_layout_t *layout, void *const *peer_scratch, int nrings, int span,
                             const uint16_t *rings, coll_gpu_ar_status_t *status, volatile uint8_t *waiting,
                             uint64_t timeout_ns, uint64_t linger_ns);
 /* The IPC transport's connections: to and from every peer whose scratch is mapped here (peer_scratch[q] not
@@ -243,8 +244,10 @@ typedef struct {
   coll_gpu_algo_t algo;
   coll_gpu_dtype_t type;
   coll_gpu_redop_t op;
-  int root;      /* bcast, reduce */
-  int nchannels; /* ring and two-shot: blocks */
+  int root;       /* bcast, reduce */
+  int nchannels;  /* ring and two-shot: blocks */
+  unsigned rings; /* ring: the rings whose channels run the call, a mask (kernels/partition.h's
+                     coll_gpu_work_channel); 0: every ring, block b on channel b */
   const void *sendbuf;
   void *recvbuf;
   size_t count;

@@ -14,10 +14,10 @@ extern "C" size_t coll_gpu_ar_scratch_bytes(const coll_gpu_ar_layout_t *l) { ret
 
 extern "C" int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_conns_t *conns, int rank, int nranks,
                                        const coll_gpu_ar_layout_t *layout, void *const *peer_scratch, int nrings,
-                                       const uint16_t *rings, coll_gpu_ar_status_t *status, volatile uint8_t *waiting,
-                                       uint64_t timeout_ns, uint64_t linger_ns) {
+                                       int span, const uint16_t *rings, coll_gpu_ar_status_t *status,
+                                       volatile uint8_t *waiting, uint64_t timeout_ns, uint64_t linger_ns) {
   if (nranks < 1 || nranks > COLL_GPU_MAX_COMM_RANKS || rank < 0 || rank >= nranks || nrings < 1 ||
-      nrings > COLL_GPU_MAX_RINGS || layout->nranks != nranks || layout->nchannels < 0 ||
+      nrings > COLL_GPU_MAX_RINGS || span < 1 || layout->nranks != nranks || layout->nchannels < 0 ||
       layout->nchannels > COLL_GPU_MAX_CHANNELS)
     return (int)cudaErrorInvalidValue;
   const coll_gpu::Layout L(*layout);
@@ -38,6 +38,8 @@ extern "C" int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_c
   coll_gpu_dev_conns_t *dev = (coll_gpu_dev_conns_t *)at(rank, L.conns());
   const uint16_t *dev_rings = (const uint16_t *)at(rank, L.rings());
   comm->channels = dev->channels;
+  comm->nrings = nrings;
+  comm->span = span;
   comm->peers = dev->peers;
   memset(conns, 0, sizeof(*conns));
   // a ring holds every rank once
@@ -62,7 +64,7 @@ extern "C" int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_c
     if (pos[i] < 0) return (int)cudaErrorInvalidValue;
   for (int ch = 0; ch < layout->nchannels; ++ch) {
     coll_gpu_dev_channel_t &c = conns->channels[ch];
-    const int i = ch % nrings;
+    const int i = coll_gpu_channel_ring(ch, nrings, span);
     const uint16_t *ring = rings + (size_t)i * nranks;
     c.pos = pos[i];
     c.ring = dev_rings + (size_t)i * nranks;

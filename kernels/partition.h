@@ -43,6 +43,33 @@ COLL_GPU_PART_FN size_t coll_gpu_ring_rounds(size_t count, int nranks, size_t sl
   return coll_gpu_div_up(count, (size_t)nranks * slot_elems);
 }
 
+/* The ring a channel runs: channels come in runs of `span` (at least 1) on one ring each, the rings in
+ * turn: channel c runs ring (c / span) mod nrings. One node: span 1. Across nodes a run of channels on each
+ * ring, so that the channels of one ring, which a bcast or reduce may take alone, spread over the proxy
+ * threads (channel c on thread c mod threads). */
+COLL_GPU_PART_FN int coll_gpu_channel_ring(int c, int nrings, int span) { return c / span % nrings; }
+/* The ring channels a call runs on: a call whose rings are a mask of them (bit i: ring i; 0 for every ring)
+ * runs on the channels of those rings only, its block b on the b-th such channel in channel order. A bcast
+ * or reduce across nodes takes the rings whose chain enters and leaves each node once (engine/rings.h,
+ * coll_gpu_rings_chain). */
+COLL_GPU_PART_FN int coll_gpu_work_channel(unsigned rings, int nrings, int span, int b) {
+  if (rings == 0) return b;
+  int per = 0; /* rings in the mask: each round of nrings runs has one run of each */
+  for (int i = 0; i < nrings; ++i) per += (int)((rings >> i) & 1u);
+  const int run = b / span; /* of the mask's runs, in channel order */
+  int j = run % per, i = 0;
+  for (; i < nrings; ++i)
+    if (((rings >> i) & 1u) && j-- == 0) break;
+  return ((run / per) * nrings + i) * span + b % span;
+}
+/* How many of the first nchannels channels run a ring of the mask (0: every ring). */
+COLL_GPU_PART_FN int coll_gpu_work_channels(unsigned rings, int nrings, int span, int nchannels) {
+  if (rings == 0) return nchannels;
+  int n = 0;
+  for (int c = 0; c < nchannels; ++c) n += (int)((rings >> coll_gpu_channel_ring(c, nrings, span)) & 1u);
+  return n;
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -55,10 +55,10 @@ struct RingChannel {
   coll_gpu_conn_t send, recv;
   size_t slot_bytes;
 
-  // Ring channel ch.
-  __device__ RingChannel(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &work, bool aligned_, int ch)
+  // The call's ring channel b: the b-th of the channels it runs on (coll_gpu_work_t's rings).
+  __device__ RingChannel(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &work, bool aligned_, int b)
       : p(work), told(aligned_), w(comm), nranks(comm.nranks) {
-    const coll_gpu_dev_channel_t &c = comm.channels[ch];
+    const coll_gpu_dev_channel_t &c = comm.channels[coll_gpu_work_channel(work.rings, comm.nrings, comm.span, b)];
     pos = c.pos;
     next = c.next;
     prev = c.prev;

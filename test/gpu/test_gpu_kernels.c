@@ -218,7 +218,7 @@ static void comm_init(comm_t *c, int n) {
   for (int r = 0; r < n; ++r) {
     CHECK(cudaSetDevice(c->dev[r]));
     static coll_gpu_dev_conns_t conns;
-    CHECK(coll_gpu_dev_comm_setup(&c->comm[r], &conns, r, n, &c->layout, c->scratch, c->nrings, c->rings,
+    CHECK(coll_gpu_dev_comm_setup(&c->comm[r], &conns, r, n, &c->layout, c->scratch, c->nrings, 1, c->rings,
                                   (coll_gpu_ar_status_t *)c->status_dev[r], (volatile uint8_t *)c->waiting_dev[r],
                                   (uint64_t)HANG_S * 1000 * 1000 * 1000, 0));
     coll_gpu_dev_ipc_conns(&c->comm[r], &conns, c->scratch);

@@ -180,7 +180,7 @@ int main(int argc, char **argv) {
   for (int r = 0; r < n; ++r) {
     CHECK(cudaSetDevice(r % ndev));
     static coll_gpu_dev_conns_t conns;
-    CHECK(coll_gpu_dev_comm_setup(&comm[r], &conns, r, n, &layout, scratch, 1, ring,
+    CHECK(coll_gpu_dev_comm_setup(&comm[r], &conns, r, n, &layout, scratch, 1, 1, ring,
                                   (coll_gpu_ar_status_t *)status_dev[r], (volatile uint8_t *)waiting_dev[r],
                                   30ULL * 1000 * 1000 * 1000, 0));
     coll_gpu_dev_ipc_conns(&comm[r], &conns, scratch);

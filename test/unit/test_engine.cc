@@ -343,6 +343,101 @@ TEST(Nodes, RingsVisitTheNodesOneAfterAnother) {
   }
 }
 
+// The rings turned inside each node, and the chains of bcast and reduce: on random hosts and rings, every
+// ring still visits each node once, in the base ring's node order, with each node's ranks turned as a
+// cycle; every rank starts its node's run on some ring and ends it on another where the rings had room for
+// a turn per rank; and the rings a bcast from or a reduce to any root takes are exactly those whose chain
+// crosses between nodes once per node (nodes - 1 times), against the chain written out.
+TEST(Nodes, RingsTurnEachNodesRanksAndChainsCrossOncePerNode) {
+  std::mt19937 gen((unsigned)time(nullptr));
+  for (int trial = 0; trial < 1500; ++trial) {
+    const int n = 1 + (int)(gen() % (trial < 1200 ? 24 : 1024));
+    const int nhosts = 1 + (int)(gen() % (n < 128 ? n : 128));
+    std::vector<uint64_t> hosts(n);
+    const bool blocks = gen() % 2 == 0;
+    for (int r = 0; r < n; ++r) hosts[r] = blocks ? (uint64_t)r * nhosts / n : gen() % nhosts;
+    int nnodes = 0;
+    const std::vector<int> node = nodes_of(hosts, (int)(gen() % 4), &nnodes);
+    std::vector<uint16_t> node16(node.begin(), node.end());
+    std::map<int, int> size;
+    for (int r = 0; r < n; ++r) ++size[node[r]];
+    int most = 0;
+    for (const auto &ns : size) most = std::max(most, ns.second);
+    coll_gpu_rings_t rings{};
+    ASSERT_EQ(coll_gpu_rings_alloc(&rings, n), COLL_GPU_SUCCESS);
+    const int nbase = 1 + (int)(gen() % COLL_GPU_MAX_RINGS);
+    rings.nrings = nbase;
+    for (int i = 0; i < nbase; ++i) {
+      uint16_t *ring = coll_gpu_ring(&rings, i);
+      for (int r = 0; r < n; ++r) ring[r] = (uint16_t)r;
+      std::shuffle(ring, ring + n, gen);
+    }
+    std::vector<char> scratch(COLL_GPU_NODES_SCRATCH(n));
+    coll_gpu_rings_by_node(&rings, node16.data(), scratch.data());
+    const std::vector<uint16_t> base(rings.order, rings.order + (size_t)nbase * n);
+    coll_gpu_rings_rotate_nodes(&rings, node16.data(), scratch.data());
+    const bool turned = nnodes > 1 && most > 1;
+    if (!turned) {
+      ASSERT_EQ(rings.nrings, nbase);
+      ASSERT_TRUE(std::equal(base.begin(), base.end(), rings.order)) << "rings turned on one node or one rank a node";
+    }
+    ASSERT_GE(rings.nrings, 1);
+    ASSERT_LE(rings.nrings, COLL_GPU_MAX_RINGS);
+    // a turn per rank of the largest node, on as many base rings as leave room for them
+    const int bases = turned ? std::min(nbase, std::max(1, COLL_GPU_MAX_RINGS / most)) : nbase;
+    const int turns = turned ? std::min(most, COLL_GPU_MAX_RINGS / bases) : 1;
+    ASSERT_EQ(bases * turns, rings.nrings) << most << " ranks on the largest of " << nnodes << " nodes";
+    std::set<int> firsts, lasts;
+    for (int j = 0; j < rings.nrings; ++j) {
+      const uint16_t *a = base.data() + (size_t)(j / turns) * n, *b = coll_gpu_ring(&rings, j);
+      // node by node: the same nodes in the same order, each node's ranks the base's turned by j mod turns
+      int k = 0;
+      while (k < n) {
+        const int len = size[node[a[k]]];
+        ASSERT_EQ(node[a[k]], node[b[k]]) << "ring " << j << " visits the nodes in another order";
+        std::vector<uint16_t> want(a + k, a + k + len);
+        std::rotate(want.begin(), want.begin() + j % turns % len, want.end());
+        ASSERT_TRUE(std::equal(want.begin(), want.end(), b + k)) << "ring " << j << ", node " << node[a[k]];
+        if (nnodes > 1) {
+          firsts.insert(b[k]);
+          lasts.insert(b[k + len - 1]);
+        }
+        k += len;
+      }
+    }
+    if (nnodes > 1 && turns == most) {
+      EXPECT_EQ((int)firsts.size(), n) << "a rank never starts its node's run";
+      EXPECT_EQ((int)lasts.size(), n) << "a rank never ends its node's run";
+    }
+    // the chains
+    for (int t = 0; t < 8; ++t) {
+      const int root = (int)(gen() % n);
+      for (coll_gpu_coll_t coll : {COLL_GPU_COLL_BCAST, COLL_GPU_COLL_REDUCE, COLL_GPU_COLL_ALLGATHER}) {
+        const unsigned mask = coll_gpu_rings_chain(&rings, node16.data(), coll, root);
+        unsigned once = 0;  // the rings whose chain crosses nodes - 1 times
+        for (int j = 0; j < rings.nrings; ++j) {
+          const uint16_t *ring = coll_gpu_ring(&rings, j);
+          int at = 0;
+          while (ring[at] != root) ++at;
+          int crossings = 0;  // the chain's n - 1 hops: from the root on, or up to it
+          for (int h = 0; h < n - 1; ++h) {
+            const int from = coll == COLL_GPU_COLL_REDUCE ? at + 1 + h : at + h;
+            crossings += node[ring[from % n]] != node[ring[(from + 1) % n]];
+          }
+          if (crossings == nnodes - 1) once |= 1u << j;
+        }
+        const bool every = coll == COLL_GPU_COLL_ALLGATHER || once == 0 || once == (1u << rings.nrings) - 1;
+        ASSERT_EQ(every ? 0u : once, mask)
+            << coll_gpu_coll_name(coll) << " root " << root << ", " << nnodes << " nodes";
+        if (coll != COLL_GPU_COLL_ALLGATHER && nnodes > 1 && turns == most) {
+          ASSERT_NE(0u, once) << coll_gpu_coll_name(coll) << " root " << root << ": no ring crosses once per node";
+        }
+      }
+    }
+    coll_gpu_rings_free(&rings);
+  }
+}
+
 // Which ranks' hops to other nodes a ring call moves data over: against the hops each collective uses,
 // written out (a bcast's n - 1 hops from its root along the ring, a reduce's from the rank after its root to
 // the root, every hop for the others), on random rings over random nodes with random roots.

@@ -197,12 +197,35 @@ TEST(Partition, RingRoundsCoverTheChannel) {
       }
 }
 
+// A call's blocks on the channels of its rings: channel c runs ring (c / span) mod nrings, and block b goes
+// on the b-th channel (in channel order) whose ring is in the mask, every such channel below nchannels once;
+// the mask 0 is every ring.
+TEST(Partition, BlocksTakeTheChannelsOfTheirRings) {
+  for (int trial = 0; trial < 3000; ++trial) {
+    const int nrings = 1 + (int)(rng()() % COLL_GPU_MAX_RINGS);
+    const int span = 1 + (int)(rng()() % 20);
+    const int nchannels = 1 + (int)(rng()() % COLL_GPU_MAX_CHANNELS);
+    const unsigned mask = trial % 5 == 0 ? 0u : (unsigned)(rng()() & ((1ull << nrings) - 1));
+    std::vector<int> want;  // the channels of the mask's rings, in order
+    int ring = 0;           // channel c's, counted out: runs of span channels, the rings in turn
+    for (int c = 0; c < nchannels; ++c) {
+      if (c > 0 && c % span == 0) ring = (ring + 1) % nrings;
+      ASSERT_EQ(ring, coll_gpu_channel_ring(c, nrings, span)) << "channel " << c << ", span " << span;
+      if (mask == 0 || ((mask >> ring) & 1u)) want.push_back(c);
+    }
+    ASSERT_EQ((int)want.size(), coll_gpu_work_channels(mask, nrings, span, nchannels))
+        << "mask " << mask << ", " << nrings << " rings, span " << span << ", " << nchannels << " channels";
+    for (int b = 0; b < (int)want.size(); ++b)
+      ASSERT_EQ(want[b], coll_gpu_work_channel(mask, nrings, span, b)) << "block " << b << ", mask " << mask;
+  }
+}
+
 // ---- the communicator's device view
 
 // Every rank's view of a communicator of n ranks whose scratch lies at `base[r]` in every process (as if
 // every rank mapped its peers' at the same addresses, which lets views be compared across ranks).
 struct Views {
-  int n = 0, nrings = 0;
+  int n = 0, nrings = 0, span = 1;
   coll_gpu_ar_layout_t layout{};
   std::vector<uint16_t> rings;  // [ring][position]
   std::vector<void *> base;
@@ -214,6 +237,7 @@ struct Views {
     layout = coll_gpu_ar_layout_t{n, 64u << 10, 1u << 20, 32u << 10, channels};
     bytes = coll_gpu_ar_scratch_bytes(&layout);
     nrings = 1 + (int)(rng()() % COLL_GPU_MAX_RINGS);
+    span = 1 + (int)(rng()() % 8);
     rings.resize((size_t)nrings * n);
     for (int g = 0; g < nrings; ++g) {
       for (int i = 0; i < n; ++i) ring(g)[i] = (uint16_t)i;
@@ -224,7 +248,7 @@ struct Views {
   uint16_t *ring(int g) { return rings.data() + (size_t)g * n; }
   // The kernels' view of rank r, every peer reached over IPC (its scratch mapped at base[peer]).
   int setup(int r) {
-    const int rc = coll_gpu_dev_comm_setup(&comm[r], &conns[r], r, n, &layout, base.data(), nrings, rings.data(),
+    const int rc = coll_gpu_dev_comm_setup(&comm[r], &conns[r], r, n, &layout, base.data(), nrings, span, rings.data(),
                                            nullptr, nullptr, 1, 2);
     if (rc == 0) coll_gpu_dev_ipc_conns(&comm[r], &conns[r], base.data());
     return rc;
@@ -267,9 +291,10 @@ TEST(DevComm, ConnectionsPairAcrossRanks) {
       const uint16_t *first = v.conns[r].channels[0].ring;
       for (int ch = 0; ch < channels; ++ch) {
         const coll_gpu_dev_channel_t &k = v.conns[r].channels[ch];
-        const uint16_t *ring = v.ring(ch % v.nrings);
+        const int i = coll_gpu_channel_ring(ch, v.nrings, v.span);
+        const uint16_t *ring = v.ring(i);
         ASSERT_EQ(r, v.owner(k.ring, (size_t)n * sizeof(uint16_t))) << "channel " << ch;
-        ASSERT_EQ(k.ring - first, (ptrdiff_t)(ch % v.nrings) * n) << "channel " << ch << ": its ring's place";
+        ASSERT_EQ(k.ring - first, (ptrdiff_t)i * n) << "channel " << ch << ": its ring's place";
         ASSERT_EQ(r, ring[k.pos]);
         ASSERT_EQ(ring[(k.pos + 1) % n], k.next);
         ASSERT_EQ(ring[(k.pos + n - 1) % n], k.prev);
@@ -319,7 +344,7 @@ TEST(DevComm, ChannelsDoNotOverlap) {
       add(k.recv.tail, 128);
       add(k.send.head, 128);
       add(k.steps, 16);
-      if (ch < v.nrings) add(k.ring, (size_t)n * sizeof(uint16_t));
+      if (ch % v.span == 0 && ch / v.span < v.nrings) add(k.ring, (size_t)n * sizeof(uint16_t));  // each ring once
     }
     for (int q = 0; n > 2 && n <= COLL_GPU_MAX_DIRECT && q < n; ++q) {
       if (q == r) continue;
@@ -367,7 +392,7 @@ TEST(DevComm, IpcFillsTheMappedPeersOnly) {
     const coll_gpu_dev_conns_t full = v.conns[r];
     coll_gpu_dev_comm_t comm;
     coll_gpu_dev_conns_t part;
-    ASSERT_EQ(0, coll_gpu_dev_comm_setup(&comm, &part, r, n, &v.layout, v.base.data(), v.nrings, v.rings.data(),
+    ASSERT_EQ(0, coll_gpu_dev_comm_setup(&comm, &part, r, n, &v.layout, v.base.data(), v.nrings, v.span, v.rings.data(),
                                          nullptr, nullptr, 1, 2));
     const coll_gpu_conn_t none = {};
     for (int ch = 0; ch < v.layout.nchannels; ++ch) {
@@ -408,6 +433,9 @@ TEST(DevComm, RefusesBadRings) {
   EXPECT_NE(0, v.setup(0));
   v.layout.nranks = 4;
   v.layout.nchannels = COLL_GPU_MAX_CHANNELS + 1;
+  EXPECT_NE(0, v.setup(0));
+  v.layout.nchannels = 2;
+  v.span = 0;  // no channel runs a ring
   EXPECT_NE(0, v.setup(0));
 }
 
