@@ -116,12 +116,18 @@ int channels(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, size_t bytes
  * moves two channels sends and receives twice as many steps, of half the size. Allgather of 4 and 8 MiB
  * blocks took 0.80 and 0.92x on 8, reduce-scatter 1.03 and 1.07x; from 16 MiB steps 16 channels were
  * faster: allgather 1.02-1.03x the time on 8, reduce-scatter 1.04-1.16x, allreduce of 64 MiB 1.03x
- * (docs/benchmarks.md). The chains of bcast and reduce, whose steps are sized apart from the channels
- * (net_chain_chunk), keep every channel: runs of 8 against 16 disagreed there (bcast of 256 KiB to 2 MiB
- * 1.08-1.27x the time in one run, 0.73-0.93x in another). */
+ * (docs/benchmarks.md).
+ *
+ * The chains of bcast and reduce, whose steps are sized apart from the channels (net_chain_chunk), take the
+ * same bound up to kNetNarrowChainBytes only. On the mini-cluster's 2 hosts x 2 (4 H200, two runs of each),
+ * 8 channels took bcast and reduce of 64 to 256 KiB 0.86-0.96x the time of 16 (bcast of 64 KiB 58-61 us
+ * against 69), and from 512 KiB to 2 MiB the same within 5%; at 4 MiB the runs disagreed (bcast 0.88 and
+ * 1.20x). Earlier, runs of 8 against 16 had disagreed from 256 KiB to 2 MiB (bcast 1.08-1.27x the time in
+ * one, 0.73-0.93x in another). */
 constexpr size_t kNetWideStepBytes = (size_t)16 << 20;
-int net_ring_bound(const coll_gpu_tune_config_t *c, int nchannels, size_t step) {
-  if (!c->net || c->nchannels > 0 || c->net_ring_channels <= 0 || step >= kNetWideStepBytes) return nchannels;
+constexpr size_t kNetNarrowChainBytes = (size_t)256 << 10;
+int net_ring_bound(const coll_gpu_tune_config_t *c, int nchannels, size_t step, size_t wide = kNetWideStepBytes) {
+  if (!c->net || c->nchannels > 0 || c->net_ring_channels <= 0 || step >= wide) return nchannels;
   return nchannels < c->net_ring_channels ? nchannels : c->net_ring_channels;
 }
 
@@ -243,6 +249,8 @@ coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, col
     const size_t link = coll == COLL_GPU_COLL_ALLTOALL ? 0 : blocks ? (size_t)(nranks - 1) * bytes : bytes;
     ch.nchannels = channels(c, best, bytes, bytes, link);
     if (blocks) ch.nchannels = net_ring_bound(c, ch.nchannels, bytes);
+    if (coll == COLL_GPU_COLL_BCAST || coll == COLL_GPU_COLL_REDUCE)
+      ch.nchannels = net_ring_bound(c, ch.nchannels, bytes, kNetNarrowChainBytes + 1);
     /* the 2-rank alltoall runs a sending and a receiving block per channel, and a sender waits for the
      * peer's receiver of its channel: every GPU must hold more blocks at once than there are channels
      * (one ring block per multiprocessor at the worst) */

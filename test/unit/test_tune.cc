@@ -237,7 +237,7 @@ TEST(Tune, NetChainChunk) {
 }
 
 // Over the network allreduce, allgather and reduce-scatter take a channel per proxy thread at most while a
-// ring step is below 16 MiB; the chains of bcast and reduce every channel; coll_gpu_nchannels, or no bound
+// ring step is below 16 MiB, the chains of bcast and reduce up to 256 KiB; coll_gpu_nchannels, or no bound
 // given, leave them alone.
 TEST(Tune, NetRingChannels) {
   coll_gpu_tune_config_t c = defaults();
@@ -259,8 +259,16 @@ TEST(Tune, NetRingChannels) {
         EXPECT_EQ(bound > 0 && bytes < 16 * mib ? std::min(all, bound) : all, n) << coll << " " << bytes;
       }
     }
-    for (int coll : {COLL_GPU_COLL_BCAST, COLL_GPU_COLL_REDUCE})
+    for (int coll : {COLL_GPU_COLL_BCAST, COLL_GPU_COLL_REDUCE}) {
       EXPECT_EQ(16, coll_gpu_tune_choose_move(&c, (coll_gpu_coll_t)coll, 4, mib).nchannels) << bound;
+      // the chains: a channel per 4 KiB of the buffer, bounded up to 256 KiB
+      for (size_t bytes = 8; bytes <= 4 * mib; bytes *= 2) {
+        const int all = (int)std::min<size_t>(16, std::max<size_t>(1, (bytes + 4 * kib - 1) / (4 * kib)));
+        EXPECT_EQ(bound > 0 && bytes <= 256 * kib ? std::min(all, bound) : all,
+                  coll_gpu_tune_choose_move(&c, (coll_gpu_coll_t)coll, 4, bytes).nchannels)
+            << coll << " " << bytes << " bound " << bound;
+      }
+    }
     EXPECT_EQ(bound > 0 ? bound : 16, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLGATHER, 4, mib).nchannels);
     EXPECT_EQ(bound > 0 ? bound : 16, coll_gpu_tune_choose(&c, 4, 64 * mib - 4).nchannels);
     EXPECT_EQ(bound > 0 ? bound : 16, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLGATHER, 4, 8 * mib).nchannels);
@@ -271,9 +279,11 @@ TEST(Tune, NetRingChannels) {
   c.nchannels = 12;  // the parameter: every ring collective takes it
   EXPECT_EQ(12, coll_gpu_tune_choose(&c, 4, mib).nchannels);
   EXPECT_EQ(12, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_REDUCE_SCATTER, 4, mib).nchannels);
+  EXPECT_EQ(12, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_BCAST, 4, 128 * kib).nchannels);
   c.nchannels = 0;
   c.net = 0;  // inside a node: no bound
   EXPECT_EQ(16, coll_gpu_tune_choose(&c, 4, mib).nchannels);
+  EXPECT_EQ(16, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_REDUCE, 4, 128 * kib).nchannels);
 }
 
 // The 2-rank alltoall's two blocks per channel: fewer channels than the smallest GPU has multiprocessors,
