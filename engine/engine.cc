@@ -60,11 +60,12 @@ constexpr uint64_t kCheckNs = 100000000ULL;         // a call tested without wai
 // small (engine/tune.cc, net_ring_bound).
 constexpr int kNetChannels = 16;
 // With several ranks a node the rings take turns at which of a node's ranks start and end its run
-// (coll_gpu_rings_rotate_nodes): kNetChannels channels a turn, a run of them on each turn's ring, up to
-// kNetMaxChannels. A call takes at most kNetChannels of them: a bcast or reduce those of the rings whose chain
-// crosses between nodes once per node, the others those of the first ring (as before the turns). Across 2
-// hosts x 2 H100, a bcast or reduce on the 8 channels of one turn, where 16 had taken turns channel by channel,
-// took 1.3-1.7x the time of 16 from 512 KiB (docs/benchmarks.md).
+// (coll_gpu_rings_rotate_nodes): kNetChannels channels a turn, a run of them on each turn's ring, and
+// kNetMaxChannels in all, so 2 turns (a bcast from or a reduce to rank 0 finds its rings; a turn per rank
+// would leave 8 ranks a node 4 channels a turn). A call takes at most kNetChannels of them: a bcast or reduce those of
+// the rings whose chain crosses between nodes once per node, the others those of the first ring (as before the turns).
+// Across 2 hosts x 2 H100, a bcast or reduce on the 8 channels of one turn, where 16 had taken turns channel by
+// channel, took 1.3-1.7x the time of 16 from 512 KiB (docs/benchmarks.md).
 constexpr int kNetMaxChannels = 32;
 // The proxy threads a rank starts unless coll_gpu_proxy_threads says: its share of the CPUs near its GPU,
 // less one, and at most 8. Every thread polls while its channels move: 4 ranks of 16 threads on 64 cores
@@ -649,8 +650,9 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "comm %s: rings in rank order: %s", cfg->name, why);
   if (e->multinode) {
     coll_gpu_rings_by_node(&e->rings, e->node.get(), e->nodes_scratch.get());
-    const int turns = coll_gpu_rings_rotate_nodes(&e->rings, e->node.get(), e->nodes_scratch.get());
-    e->bound_channels(std::min(kNetChannels * turns, kNetMaxChannels));
+    const int turns =
+        coll_gpu_rings_rotate_nodes(&e->rings, e->node.get(), kNetMaxChannels / kNetChannels, e->nodes_scratch.get());
+    e->bound_channels(kNetChannels * turns);
   }
   e->link_neighbours();
 
@@ -904,7 +906,11 @@ class Parts {
     // call on kNetChannels at most
     coll_gpu_tune_config_t tune = e.cfg.tune;
     rings_ = e.multinode ? coll_gpu_rings_chain(&e.rings, e.node.get(), c, a.root) : 0;
-    tune.max_channels = coll_gpu_work_channels(rings_, e.rings.nrings, e.rings.span, tune.max_channels);
+    const int theirs = coll_gpu_work_channels(rings_, e.rings.nrings, e.rings.span, tune.max_channels);
+    if (theirs > 0)
+      tune.max_channels = theirs;
+    else  // the scratch's bound left those rings no channel
+      rings_ = 0;
     if (e.multinode) tune.max_channels = std::min(tune.max_channels, kNetChannels);
     choice_ = c == COLL_GPU_COLL_ALLREDUCE ? coll_gpu_tune_choose(&tune, e.nranks, end_ * size_)
                                            : coll_gpu_tune_choose_move(&tune, c, e.nranks, end_ * size_);

@@ -367,16 +367,17 @@ void coll_gpu_rings_by_node(coll_gpu_rings_t *rings, const uint16_t *node, void 
   }
 }
 
-int coll_gpu_rings_rotate_nodes(coll_gpu_rings_t *rings, const uint16_t *node, void *scratch) {
+int coll_gpu_rings_rotate_nodes(coll_gpu_rings_t *rings, const uint16_t *node, int most_turns, void *scratch) {
   const int n = rings->n;
   int *size = (int *)scratch;  // by node (its lowest rank): its ranks
   static_assert(sizeof(int) <= 16, "COLL_GPU_NODES_SCRATCH");
   memset(size, 0, (size_t)n * sizeof(int));
   int most = 0;
   for (int r = 0; r < n; ++r) most = std::max(most, ++size[node[r]]);
-  if (most < 2 || most == n) return 1;
-  const int bases = std::min(rings->nrings, std::max(1, COLL_GPU_MAX_RINGS / most));
-  const int turns = std::min(most, COLL_GPU_MAX_RINGS / bases);
+  const int want = std::min(most, most_turns);
+  if (want < 2 || most == n) return 1;
+  const int bases = std::min(rings->nrings, std::max(1, COLL_GPU_MAX_RINGS / want));
+  const int turns = std::min(want, COLL_GPU_MAX_RINGS / bases);
   // ring j: base j / turns, each node's ranks turned by j mod turns; from the last, so that a base is read
   // before it is written over (j / turns <= j)
   for (int j = bases * turns - 1; j >= 0; --j) {

@@ -97,15 +97,17 @@ int coll_gpu_nodes_assign(const coll_gpu_peer_t *peers, int n, int virtual_nodes
  * them, keeping its order inside each node, so that it crosses between nodes once per node. Time: n times
  * the nodes. */
 void coll_gpu_rings_by_node(coll_gpu_rings_t *rings, const uint16_t *node, void *scratch);
-/* With several nodes, after coll_gpu_rings_by_node: makes each node's ranks start each ring in turn, as
- * many rings as the largest node has ranks (up to COLL_GPU_MAX_RINGS, fewer base rings if need be): ring j
- * is base ring j / turns with each node's run of ranks turned left by j mod turns (mod its length). So
- * every rank is its node's first on some ring and its node's last on another: a bcast from it, or a reduce
- * to it, finds rings whose chain crosses between nodes once per node (coll_gpu_rings_chain), and the hops
- * between nodes fall on every rank of a node in turn. Inside a node a turned ring keeps its order as a
- * cycle. Nothing when no node has 2 ranks or one node has them all. Returns the turns (1 for nothing).
- * Time: n times the rings. */
-int coll_gpu_rings_rotate_nodes(coll_gpu_rings_t *rings, const uint16_t *node, void *scratch);
+/* With several nodes, after coll_gpu_rings_by_node: makes the ranks of each node start the rings in turn,
+ * as many turns as the largest node has ranks but at most most_turns (and COLL_GPU_MAX_RINGS rings, fewer
+ * base rings if need be): ring j is base ring j / turns with each node's run of ranks turned left by j mod
+ * turns (mod its length). So the first `turns` ranks of a node's run on a base ring each start the run on
+ * some ring, and each of the run's last rank and its first turns - 1 ends it on one: a bcast from such a
+ * rank, or a reduce to it (rank 0 at 2 turns, where it starts its node's run), finds rings whose chain
+ * crosses between nodes once per node (coll_gpu_rings_chain), and the hops between nodes fall on several
+ * ranks of a node. With a turn per rank, every rank. Inside a node a turned ring keeps its order as a cycle.
+ * Nothing when no node has 2 ranks, one node has them all, or most_turns is below 2. Returns the turns (1
+ * for nothing). Time: n times the rings. */
+int coll_gpu_rings_rotate_nodes(coll_gpu_rings_t *rings, const uint16_t *node, int most_turns, void *scratch);
 /* The rings whose chain for a bcast from `root` or a reduce to it crosses between nodes once per node on
  * rings that visit the nodes in turn (the root is its node's first on the ring for a bcast, its last for a
  * reduce), as a mask for coll_gpu_work_t's rings; 0 (every ring) where every ring or none qualifies, and for

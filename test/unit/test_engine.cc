@@ -346,8 +346,9 @@ TEST(Nodes, RingsVisitTheNodesOneAfterAnother) {
 // The rings turned inside each node, and the chains of bcast and reduce: on random hosts and rings, every
 // ring still visits each node once, in the base ring's node order, with each node's ranks turned as a
 // cycle; every rank starts its node's run on some ring and ends it on another where the rings had room for
-// a turn per rank; and the rings a bcast from or a reduce to any root takes are exactly those whose chain
-// crosses between nodes once per node (nodes - 1 times), against the chain written out.
+// a turn per rank, the first ring's first rank with 2 turns already; and the rings a bcast from or a reduce
+// to any root takes are exactly those whose chain crosses between nodes once per node (nodes - 1 times),
+// against the chain written out.
 TEST(Nodes, RingsTurnEachNodesRanksAndChainsCrossOncePerNode) {
   std::mt19937 gen((unsigned)time(nullptr));
   for (int trial = 0; trial < 1500; ++trial) {
@@ -375,18 +376,22 @@ TEST(Nodes, RingsTurnEachNodesRanksAndChainsCrossOncePerNode) {
     std::vector<char> scratch(COLL_GPU_NODES_SCRATCH(n));
     coll_gpu_rings_by_node(&rings, node16.data(), scratch.data());
     const std::vector<uint16_t> base(rings.order, rings.order + (size_t)nbase * n);
-    coll_gpu_rings_rotate_nodes(&rings, node16.data(), scratch.data());
-    const bool turned = nnodes > 1 && most > 1;
+    const int turn_bounds[] = {1, 2, 2, 3, 4, 8, 17};
+    const int most_turns = turn_bounds[gen() % 7];
+    const int got = coll_gpu_rings_rotate_nodes(&rings, node16.data(), most_turns, scratch.data());
+    const bool turned = nnodes > 1 && std::min(most, most_turns) > 1;
     if (!turned) {
       ASSERT_EQ(rings.nrings, nbase);
       ASSERT_TRUE(std::equal(base.begin(), base.end(), rings.order)) << "rings turned on one node or one rank a node";
     }
     ASSERT_GE(rings.nrings, 1);
     ASSERT_LE(rings.nrings, COLL_GPU_MAX_RINGS);
-    // a turn per rank of the largest node, on as many base rings as leave room for them
-    const int bases = turned ? std::min(nbase, std::max(1, COLL_GPU_MAX_RINGS / most)) : nbase;
-    const int turns = turned ? std::min(most, COLL_GPU_MAX_RINGS / bases) : 1;
+    // a turn per rank of the largest node up to most_turns, on as many base rings as leave room for them
+    const int want = std::min(most, most_turns);
+    const int bases = turned ? std::min(nbase, std::max(1, COLL_GPU_MAX_RINGS / want)) : nbase;
+    const int turns = turned ? std::min(want, COLL_GPU_MAX_RINGS / bases) : 1;
     ASSERT_EQ(bases * turns, rings.nrings) << most << " ranks on the largest of " << nnodes << " nodes";
+    ASSERT_EQ(turns, got);
     std::set<int> firsts, lasts;
     for (int j = 0; j < rings.nrings; ++j) {
       const uint16_t *a = base.data() + (size_t)(j / turns) * n, *b = coll_gpu_ring(&rings, j);
@@ -409,9 +414,9 @@ TEST(Nodes, RingsTurnEachNodesRanksAndChainsCrossOncePerNode) {
       EXPECT_EQ((int)firsts.size(), n) << "a rank never starts its node's run";
       EXPECT_EQ((int)lasts.size(), n) << "a rank never ends its node's run";
     }
-    // the chains
+    // the chains, from random roots and from the first rank of the first ring (rank 0 in rings in rank order)
     for (int t = 0; t < 8; ++t) {
-      const int root = (int)(gen() % n);
+      const int root = t == 0 ? base[0] : (int)(gen() % n);
       for (coll_gpu_coll_t coll : {COLL_GPU_COLL_BCAST, COLL_GPU_COLL_REDUCE, COLL_GPU_COLL_ALLGATHER}) {
         const unsigned mask = coll_gpu_rings_chain(&rings, node16.data(), coll, root);
         unsigned once = 0;  // the rings whose chain crosses nodes - 1 times
@@ -429,7 +434,7 @@ TEST(Nodes, RingsTurnEachNodesRanksAndChainsCrossOncePerNode) {
         const bool every = coll == COLL_GPU_COLL_ALLGATHER || once == 0 || once == (1u << rings.nrings) - 1;
         ASSERT_EQ(every ? 0u : once, mask)
             << coll_gpu_coll_name(coll) << " root " << root << ", " << nnodes << " nodes";
-        if (coll != COLL_GPU_COLL_ALLGATHER && nnodes > 1 && turns == most) {
+        if (coll != COLL_GPU_COLL_ALLGATHER && nnodes > 1 && (turns == most || (t == 0 && turns > 1))) {
           ASSERT_NE(0u, once) << coll_gpu_coll_name(coll) << " root " << root << ": no ring crosses once per node";
         }
       }
