@@ -141,6 +141,16 @@ std::vector<int> nodes_of(const std::vector<uint64_t> &hosts, int virtual_nodes,
   return std::vector<int>(node.begin(), node.end());
 }
 
+// The nodes of n ranks on 1 to 128 hosts (ranks placed on hosts at random, or in blocks of consecutive ranks as
+// mpirun places them), virtual nodes or not; their count in *count.
+std::vector<int> random_nodes(std::mt19937 &gen, int n, int *count) {
+  const int nhosts = 1 + (int)(gen() % (n < 128 ? n : 128));
+  std::vector<uint64_t> hosts(n);
+  const bool blocks = gen() % 2 == 0;
+  for (int r = 0; r < n; ++r) hosts[r] = blocks ? (uint64_t)r * nhosts / n : gen() % nhosts;
+  return nodes_of(hosts, (int)(gen() % 4), count);
+}
+
 // What the network proxy moves steps over: a forced choice stays; auto takes UCX where any host has RDMA
 // or the nodes are virtual (one host: UCX's shared memory), the proxy's sockets otherwise.
 TEST(Engine, NetworkChoiceAsNcclMakesIt) {
@@ -292,20 +302,15 @@ TEST(Nodes, ProxyThreadsRunNearTheGpuOffTheRanksCore) {
   }
 }
 
-// Any communicator size: 1 to 1024 ranks over 1 to 128 hosts (ranks placed on hosts at random, or in blocks
-// of consecutive ranks as mpirun places them), virtual nodes or not.
+// Any communicator size: 1 to 1024 ranks over 1 to 128 hosts (random_nodes).
 TEST(Nodes, RingsVisitTheNodesOneAfterAnother) {
   std::mt19937 gen((unsigned)time(nullptr));
   const int sizes[] = {1, 2, 3, 5, 8, 9, 16, 24, 64, 100, 256, 1000, 1024};
   for (int trial = 0; trial < 600; ++trial) {
     const int n =
         trial < 400 ? 1 + (int)(gen() % COLL_GPU_MAX_DIRECT) : sizes[gen() % (sizeof(sizes) / sizeof(*sizes))];
-    const int nhosts = 1 + (int)(gen() % (n < 128 ? n : 128));
-    std::vector<uint64_t> hosts(n);
-    const bool blocks = gen() % 2 == 0;
-    for (int r = 0; r < n; ++r) hosts[r] = blocks ? (uint64_t)r * nhosts / n : gen() % nhosts;
     int nnodes = 0;
-    const std::vector<int> node = nodes_of(hosts, (int)(gen() % 4), &nnodes);
+    const std::vector<int> node = random_nodes(gen, n, &nnodes);
     std::vector<uint16_t> node16(node.begin(), node.end());
     coll_gpu_rings_t rings{};
     ASSERT_EQ(coll_gpu_rings_alloc(&rings, n), COLL_GPU_SUCCESS);
@@ -353,12 +358,8 @@ TEST(Nodes, RingsTurnEachNodesRanksAndChainsCrossOncePerNode) {
   std::mt19937 gen((unsigned)time(nullptr));
   for (int trial = 0; trial < 1500; ++trial) {
     const int n = 1 + (int)(gen() % (trial < 1200 ? 24 : 1024));
-    const int nhosts = 1 + (int)(gen() % (n < 128 ? n : 128));
-    std::vector<uint64_t> hosts(n);
-    const bool blocks = gen() % 2 == 0;
-    for (int r = 0; r < n; ++r) hosts[r] = blocks ? (uint64_t)r * nhosts / n : gen() % nhosts;
     int nnodes = 0;
-    const std::vector<int> node = nodes_of(hosts, (int)(gen() % 4), &nnodes);
+    const std::vector<int> node = random_nodes(gen, n, &nnodes);
     std::vector<uint16_t> node16(node.begin(), node.end());
     std::map<int, int> size;
     for (int r = 0; r < n; ++r) ++size[node[r]];
