@@ -13,8 +13,8 @@
  *      nodes blocks of consecutive ranks of a host;
  *   3. nodes and channels: the rings (every rank's view of the node, merged, and the ring search,
  *      engine/rings.h; with several nodes each ring visits them one after another, and the rings take turns
- *      at which of a node's ranks start and end its run), and the ranks this
- *      rank's kernels have connections with. With several nodes, or more than COLL_GPU_MAX_DIRECT ranks,
+ *      at which of a node's ranks start and end its run), and the ranks this rank's kernels have
+ *      connections with. With several nodes, or more than COLL_GPU_MAX_DIRECT ranks,
  *      only ring algorithms run, and a rank connects to its rings' neighbours only (to every rank of
  *      another node too for the pairwise alltoall, which runs up to COLL_GPU_MAX_DIRECT ranks);
  *   4. the transports (engine/transport.h), each connecting the peers it reaches: with several nodes NET
@@ -62,10 +62,11 @@ constexpr int kNetChannels = 16;
 // With several ranks a node the rings take turns at which of a node's ranks start and end its run
 // (coll_gpu_rings_rotate_nodes): kNetChannels channels a turn, a run of them on each turn's ring, and
 // kNetMaxChannels in all, so 2 turns (a bcast from or a reduce to rank 0 finds its rings; a turn per rank
-// would leave 8 ranks a node 4 channels a turn). A call takes at most kNetChannels of them: a bcast or reduce those of
-// the rings whose chain crosses between nodes once per node, the others those of the first ring (as before the turns).
-// Across 2 hosts x 2 H100, a bcast or reduce on the 8 channels of one turn, where 16 had taken turns channel by
-// channel, took 1.3-1.7x the time of 16 from 512 KiB (docs/benchmarks.md).
+// would leave 8 ranks a node 4 channels a turn). A call takes at most kNetChannels of them: a bcast or
+// reduce those of the rings whose chain crosses between nodes once per node, the others those of the first
+// ring (as before the turns). Across 2 hosts x 2 H100, a bcast or reduce on the 8 channels of one turn,
+// where 16 had taken turns channel by channel, took 1.3-1.7x the time of 16 from 512 KiB
+// (docs/benchmarks.md).
 constexpr int kNetMaxChannels = 32;
 // The proxy threads a rank starts unless coll_gpu_proxy_threads says: its share of the CPUs near its GPU,
 // less one, and at most 8. Every thread polls while its channels move: 4 ranks of 16 threads on 64 cores
