@@ -58,6 +58,9 @@ class ProxyNet {
   void cancel(NetOp *op) { socket_ ? sock_.cancel(op) : ucx_.cancel(op); }
   void release(NetOp *op) { socket_ ? sock_.release(op) : ucx_.release(op); }
   unsigned progress() { return socket_ ? sock_.progress() : ucx_.progress(); }
+  // A descriptor that polls readable when progress() has a peer's message to take (sockets), or -1 (UCX, or
+  // the sockets while frames wait for room): a sleeping thread then sees a late peer's step at once.
+  int event_fd() const { return socket_ ? sock_.event_fd() : -1; }
   const char *last_error() const { return socket_ ? sock_.last_error() : ucs_status_string(ucx_.last_error()); }
   void close_endpoints() { socket_ ? sock_.close_endpoints() : ucx_.close_endpoints(); }
   void close() {

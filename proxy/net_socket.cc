@@ -389,6 +389,8 @@ void SockNet::broken(Peer &p, const char *what, int err) {
   const int rank = (int)(&p - peers_);
   if (p.failed) return;
   p.failed = true;
+  // nothing more is read from it: out of the epoll set, which a sleeping thread polls (event_fd)
+  if (p.fd >= 0 && epoll_ >= 0) epoll_ctl(epoll_, EPOLL_CTL_DEL, p.fd, nullptr);
   snprintf(last_error_, sizeof(last_error_), "%s rank %d: %s", what, rank,
            err != 0 ? strerror(err) : "the connection was closed");
   drop_sends(p);

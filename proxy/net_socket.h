@@ -63,6 +63,10 @@ class SockNet {
   void cancel(NetOp *op);
   void release(NetOp *op);
   unsigned progress();
+  // A descriptor that polls readable once progress() has something to read (a frame from a peer, a peer's
+  // connection), for a thread to sleep on; -1 while frames wait for room in a socket or a hello is due,
+  // which nothing would announce.
+  int event_fd() const { return queued_ == 0 && nfresh_ == 0 ? epoll_ : -1; }
   const char *last_error() const { return last_error_; }
   // Says BYE to every peer and closes every socket; the sends in flight fail. Then close() stops listening.
   void close_endpoints();

@@ -14,18 +14,23 @@
  * command the API posted (connect, add), progress UCX, move every FIFO. While something moves, or spin_ns
  * after it last did or after a wake, it polls, yielding the CPU after each poll that found nothing (to a
  * rank or another proxy thread, where busy threads outnumber CPUs); then it sleeps in steps that grow from
- * 10 us to sleep_ns, so an idle communicator costs about nothing, and a peer's late step is still seen
- * within sleep_ns. What the threads share is the first failure, which stops them all.
+ * 10 us to sleep_ns, so an idle communicator costs about nothing. A wake, a command, or over the sockets a
+ * peer's message (their epoll descriptor polls readable) ends a sleep at once; so a peer's late step is seen
+ * as it arrives over the sockets, within sleep_ns over UCX. What the threads share is the first failure,
+ * which stops them all.
  */
 #include "proxy/proxy.h"
 
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <new>
@@ -114,7 +119,8 @@ struct Worker {
   pthread_t thread;
   bool started = false;
   pthread_mutex_t mu;
-  pthread_cond_t wake_cv;  // the thread sleeps on it
+  pthread_cond_t wake_cv;  // the thread sleeps on it, or on wake_fd where its net has a descriptor
+  int wake_fd = -1;        // an eventfd: written to end a sleep in poll
   pthread_cond_t done_cv;  // callers wait on it for their command (and the proxy for the set-up)
 
   // a command for the thread, under mu
@@ -150,6 +156,7 @@ struct Worker {
   void failed_op(Fifo *q, const char *what, uint64_t step);
   void sleep(uint64_t ns);
   void wake();
+  void rouse_fd();
   void teardown();
   coll_gpu_status_t post(Command c, char *why, size_t len);
 };
@@ -246,6 +253,7 @@ Worker::Worker() {
   pthread_cond_init(&wake_cv, &ca);
   pthread_condattr_destroy(&ca);
   pthread_cond_init(&done_cv, nullptr);
+  wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);  // none: the thread sleeps on wake_cv only
 }
 
 Worker::~Worker() {
@@ -253,6 +261,7 @@ Worker::~Worker() {
   pthread_cond_destroy(&wake_cv);
   pthread_cond_destroy(&done_cv);
   pthread_mutex_destroy(&mu);
+  if (wake_fd >= 0) ::close(wake_fd);
   for (int i = 0; i < nfifos; ++i) free(fifos[i]);
   free((void *)fifos);
 }
@@ -264,6 +273,7 @@ void Worker::shutdown() {
     pthread_mutex_lock(&mu);
     pthread_cond_signal(&wake_cv);
     pthread_mutex_unlock(&mu);
+    rouse_fd();
     pthread_join(thread, nullptr);
     started = false;
   }
@@ -447,7 +457,23 @@ bool Worker::move_recv(Fifo *q) {
   return moved;
 }
 
+// Sleeps up to ns, until a wake, a command or the stop; where the net has a descriptor (the sockets), also
+// until a peer's message arrives. Either way sleeping is set before the flags are read, and a waker sets its
+// flag before it reads sleeping: one of the two sees the other.
 void Worker::sleep(uint64_t ns) {
+  const int net_fd = wake_fd >= 0 ? net.event_fd() : -1;
+  if (net_fd >= 0) {
+    sleeping.store(true);
+    if (!woken.load() && !cmd_pending.load() && !stop.load()) {
+      struct pollfd fds[2] = {{wake_fd, POLLIN, 0}, {net_fd, POLLIN, 0}};
+      const struct timespec t = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+      (void)ppoll(fds, 2, &t, nullptr);
+    }
+    uint64_t count;
+    (void)!read(wake_fd, &count, sizeof(count));  // a wake written meanwhile, if any (non-blocking)
+    sleeping.store(false);
+    return;
+  }
   pthread_mutex_lock(&mu);
   sleeping.store(true);
   if (!woken.load() && !cmd_pending.load() && !stop.load()) {
@@ -468,7 +494,14 @@ void Worker::wake() {
     pthread_mutex_lock(&mu);
     pthread_cond_signal(&wake_cv);
     pthread_mutex_unlock(&mu);
+    rouse_fd();
   }
+}
+
+// Ends a sleep in poll (sleep): the eventfd counts, so a write before the poll ends it too.
+void Worker::rouse_fd() {
+  const uint64_t one = 1;
+  if (wake_fd >= 0) (void)!write(wake_fd, &one, sizeof(one));
 }
 
 void Worker::run_command() {
@@ -564,6 +597,7 @@ coll_gpu_status_t Worker::post(Command c, char *why, size_t len) {
   cmd_len = len;
   cmd_pending.store(true);
   pthread_cond_signal(&wake_cv);
+  rouse_fd();
   while (cmd_pending.load()) pthread_cond_wait(&done_cv, &mu);
   const coll_gpu_status_t s = cmd_status;
   pthread_mutex_unlock(&mu);

@@ -26,6 +26,7 @@
 #include <ostream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/wait.h"
@@ -449,6 +450,62 @@ TEST(Proxy, ThreadsRunOnTheGivenCpus) {
   closedir(d);
   EXPECT_EQ(found, 3);
   coll_gpu_proxy_destroy(p);
+}
+
+// Over the sockets a sleeping proxy thread is woken by a peer's message: a step sent 3 s after both proxies
+// last moved (their threads sleeping, each sleep twice the one before from 10 us, up to 30 s) reaches the
+// receiver, whose proxy nobody wakes, at once. Slept through, it would arrive when the receiving thread's
+// sleep ended: the one that began 2.6 s into the idle time, 2.2 s later.
+TEST(Proxy, ASleepingThreadSeesAPeersLateStepOverTheSockets) {
+  char why[2][512] = {"", ""};
+  coll_gpu_proxy_t *p[2] = {nullptr, nullptr};
+  for (int i = 0; i < 2; ++i) {
+    coll_gpu_proxy_config_t cfg{};
+    cfg.rank = i;
+    cfg.nranks = 2;
+    cfg.threads = 1;
+    cfg.spin_ns = 1000000;
+    cfg.sleep_ns = 30000000000ull;
+    cfg.net = COLL_GPU_PROXY_NET_SOCKET;
+    cfg.ifname = "lo";
+    ASSERT_EQ(coll_gpu_proxy_create(&cfg, &p[i], why[i], sizeof(why[i])), COLL_GPU_SUCCESS) << why[i];
+  }
+  std::vector<uint8_t> addr[2] = {std::vector<uint8_t>(COLL_GPU_PROXY_ADDRESS_BYTES),
+                                  std::vector<uint8_t>(COLL_GPU_PROXY_ADDRESS_BYTES)};
+  for (int i = 0; i < 2; ++i) coll_gpu_proxy_address(p[i], addr[i].data());
+  coll_gpu_status_t st[2];
+  std::thread other([&] { st[1] = coll_gpu_proxy_connect(p[1], 0, addr[0].data(), 0, why[1], sizeof(why[1])); });
+  st[0] = coll_gpu_proxy_connect(p[0], 1, addr[1].data(), 0, why[0], sizeof(why[0]));
+  other.join();
+  ASSERT_EQ(st[0], COLL_GPU_SUCCESS) << why[0];
+  ASSERT_EQ(st[1], COLL_GPU_SUCCESS) << why[1];
+  const size_t slot = 4096;
+  const int depth = 2;
+  Conn k;  // rank 0's send FIFO and rank 1's receive FIFO
+  k.send_buf.assign(depth * slot, 0);
+  k.recv_buf.assign(depth * slot, 0);
+  coll_gpu_proxy_fifo_t s{COLL_GPU_PROXY_SEND, 1, 0, k.send_buf.data(), slot, depth, k.send_tail(), k.send_head(),
+                          k.send_sizes()};
+  coll_gpu_proxy_fifo_t r{COLL_GPU_PROXY_RECV, 0, 0, k.recv_buf.data(), slot, depth, k.recv_tail(), k.recv_head(),
+                          k.recv_sizes()};
+  ASSERT_EQ(coll_gpu_proxy_add(p[0], &s, why[0], sizeof(why[0])), COLL_GPU_SUCCESS) << why[0];
+  ASSERT_EQ(coll_gpu_proxy_add(p[1], &r, why[1], sizeof(why[1])), COLL_GPU_SUCCESS) << why[1];
+  sleep(3);
+  const uint64_t word = fresh_seed();
+  memcpy(k.send_buf.data(), &word, sizeof(word));
+  k.send_sizes()[0] = sizeof(word);
+  const uint64_t t0 = coll_gpu_now_ns();
+  store_release(k.send_tail(), 1);
+  coll_gpu_proxy_wake(p[0], 0, 1);  // the sender's launch; the receiver launched long ago
+  while (load_acquire(k.recv_tail()) < 1 && coll_gpu_now_ns() - t0 < 60000000000ull) usleep(100);
+  const double ms = (double)(coll_gpu_now_ns() - t0) / 1e6;
+  ASSERT_EQ(load_acquire(k.recv_tail()), 1u) << "the step never arrived";
+  uint64_t got = 0;
+  memcpy(&got, k.recv_buf.data(), sizeof(got));
+  EXPECT_EQ(got, word);
+  EXPECT_EQ(k.recv_sizes()[0], sizeof(word));
+  EXPECT_LT(ms, 250.0) << "the receiving thread slept on after the step arrived";
+  for (int i = 0; i < 2; ++i) coll_gpu_proxy_destroy(p[i]);
 }
 
 // A peer whose proxy moves steps over the other network (UCX here, sockets there, and the other way) is
