@@ -452,6 +452,19 @@ TEST(Proxy, ThreadsRunOnTheGivenCpus) {
   coll_gpu_proxy_destroy(p);
 }
 
+// Rank `rank` of 2 in one process: one thread over `net` (the sockets on loopback), polling 1 ms, sleeping 1 ms.
+coll_gpu_proxy_config_t pair_config(int rank, coll_gpu_proxy_net_t net) {
+  coll_gpu_proxy_config_t cfg{};
+  cfg.rank = rank;
+  cfg.nranks = 2;
+  cfg.threads = 1;
+  cfg.spin_ns = 1000000;
+  cfg.sleep_ns = 1000000;
+  cfg.net = net;
+  cfg.ifname = "lo";
+  return cfg;
+}
+
 // Over the sockets a sleeping proxy thread is woken by a peer's message: a step sent 3 s after both proxies
 // last moved (their threads sleeping, each sleep twice the one before from 10 us, up to 30 s) reaches the
 // receiver, whose proxy nobody wakes, at once. Slept through, it would arrive when the receiving thread's
@@ -460,14 +473,8 @@ TEST(Proxy, ASleepingThreadSeesAPeersLateStepOverTheSockets) {
   char why[2][512] = {"", ""};
   coll_gpu_proxy_t *p[2] = {nullptr, nullptr};
   for (int i = 0; i < 2; ++i) {
-    coll_gpu_proxy_config_t cfg{};
-    cfg.rank = i;
-    cfg.nranks = 2;
-    cfg.threads = 1;
-    cfg.spin_ns = 1000000;
+    coll_gpu_proxy_config_t cfg = pair_config(i, COLL_GPU_PROXY_NET_SOCKET);
     cfg.sleep_ns = 30000000000ull;
-    cfg.net = COLL_GPU_PROXY_NET_SOCKET;
-    cfg.ifname = "lo";
     ASSERT_EQ(coll_gpu_proxy_create(&cfg, &p[i], why[i], sizeof(why[i])), COLL_GPU_SUCCESS) << why[i];
   }
   std::vector<uint8_t> addr[2] = {std::vector<uint8_t>(COLL_GPU_PROXY_ADDRESS_BYTES),
@@ -514,13 +521,7 @@ TEST(Proxy, RefusesAPeerOfTheOtherNetwork) {
   char why[512] = "";
   coll_gpu_proxy_t *p[2] = {nullptr, nullptr};
   for (int i = 0; i < 2; ++i) {
-    coll_gpu_proxy_config_t cfg{};
-    cfg.rank = i;
-    cfg.nranks = 2;
-    cfg.spin_ns = 1000000;
-    cfg.sleep_ns = 1000000;
-    cfg.net = i == 0 ? COLL_GPU_PROXY_NET_UCX : COLL_GPU_PROXY_NET_SOCKET;
-    cfg.ifname = "lo";
+    const coll_gpu_proxy_config_t cfg = pair_config(i, i == 0 ? COLL_GPU_PROXY_NET_UCX : COLL_GPU_PROXY_NET_SOCKET);
     ASSERT_EQ(coll_gpu_proxy_create(&cfg, &p[i], why, sizeof(why)), COLL_GPU_SUCCESS) << why;
   }
   std::vector<uint8_t> a0(COLL_GPU_PROXY_ADDRESS_BYTES), a1(COLL_GPU_PROXY_ADDRESS_BYTES);
