@@ -122,8 +122,8 @@ int channels(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, size_t bytes
  * same bound up to kNetNarrowChainBytes only. On the mini-cluster's 2 hosts x 2 (4 H200, two runs of each),
  * 8 channels took bcast and reduce of 64 to 256 KiB 0.86-0.96x the time of 16 (bcast of 64 KiB 58-61 us
  * against 69; the means of the two runs), from 512 KiB to 2 MiB 0.93-1.02x; at 4 MiB the runs disagreed
- * (bcast 0.88 and 1.20x). Earlier, runs of 8 against 16 had disagreed from 256 KiB to 2 MiB (bcast 1.08-1.27x the time in
- * one, 0.73-0.93x in another). */
+ * (bcast 0.88 and 1.20x). Earlier, runs of 8 against 16 had disagreed from 256 KiB to 2 MiB (bcast
+ * 1.08-1.27x the time in one, 0.73-0.93x in another). */
 constexpr size_t kNetWideStepBytes = (size_t)16 << 20;
 constexpr size_t kNetNarrowChainBytes = (size_t)256 << 10;
 int net_ring_bound(const coll_gpu_tune_config_t *c, int nchannels, size_t step, size_t wide = kNetWideStepBytes) {

@@ -305,9 +305,9 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                "tuning model choose by size (inside a node every ring channel, but 64 where each link carries more "
                "than 512 MiB in one call; across nodes a channel per 4 KiB of a ring step, up to 16, and "
                "MPI_Allreduce, MPI_Allgather and MPI_Reduce_scatter at most one per proxy thread while a step is "
-               "below 16 MiB, MPI_Bcast and MPI_Reduce up to 256 KiB). The ring takes at most coll_gpu_max_channels (the 2-rank MPI_Alltoall "
-               "at most 64), two-shot at most 128; where up to k ranks share a GPU (MPS), at most (its "
-               "multiprocessors - 1) / k blocks a kernel",
+               "below 16 MiB, MPI_Bcast and MPI_Reduce up to 256 KiB). The ring takes at most coll_gpu_max_channels "
+               "(the 2-rank MPI_Alltoall at most 64), two-shot at most 128; where up to k ranks share a GPU (MPS), "
+               "at most (its multiprocessors - 1) / k blocks a kernel",
                0, 0, COLL_GPU_MAX_CHANNELS, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->nchannels);
   /* 128 channels of 256 KiB slots (256 MiB per rank, as 64 of 512 KiB before): on 2 H200 at 256 MiB, bcast
    * 742 us, reduce 742, allgather 765, reduce-scatter 775, allreduce 777, against 765, 785, 818, 818 and 832
