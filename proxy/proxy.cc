@@ -21,6 +21,7 @@
  */
 #include "proxy/proxy.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -119,8 +120,7 @@ struct Worker {
   pthread_t thread;
   bool started = false;
   pthread_mutex_t mu;
-  pthread_cond_t wake_cv;  // the thread sleeps on it, or on wake_fd where its net has a descriptor
-  int wake_fd = -1;        // an eventfd: written to end a sleep in poll
+  int wake_fd = -1;        // an eventfd the thread sleeps on (with its net's descriptor): written to end a sleep
   pthread_cond_t done_cv;  // callers wait on it for their command (and the proxy for the set-up)
 
   // a command for the thread, under mu
@@ -156,7 +156,7 @@ struct Worker {
   void failed_op(Fifo *q, const char *what, uint64_t step);
   void sleep(uint64_t ns);
   void wake();
-  void rouse_fd();
+  void rouse();
   void teardown();
   coll_gpu_status_t post(Command c, char *why, size_t len);
 };
@@ -247,18 +247,11 @@ namespace coll_gpu {
 
 Worker::Worker() {
   pthread_mutex_init(&mu, nullptr);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&wake_cv, &ca);
-  pthread_condattr_destroy(&ca);
   pthread_cond_init(&done_cv, nullptr);
-  wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);  // none: the thread sleeps on wake_cv only
 }
 
 Worker::~Worker() {
   shutdown();
-  pthread_cond_destroy(&wake_cv);
   pthread_cond_destroy(&done_cv);
   pthread_mutex_destroy(&mu);
   if (wake_fd >= 0) ::close(wake_fd);
@@ -270,10 +263,7 @@ Worker::~Worker() {
 void Worker::shutdown() {
   if (started) {
     stop.store(true, std::memory_order_release);
-    pthread_mutex_lock(&mu);
-    pthread_cond_signal(&wake_cv);
-    pthread_mutex_unlock(&mu);
-    rouse_fd();
+    rouse();
     pthread_join(thread, nullptr);
     started = false;
   }
@@ -282,6 +272,12 @@ void Worker::shutdown() {
 
 // Starts the thread and waits for its UCX set-up.
 coll_gpu_status_t Worker::start(char *why, size_t len) {
+  wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd < 0) {
+    coll_gpu_say(why, len, "cannot create network proxy thread %d's wake-up descriptor (eventfd): %s", index,
+                 strerror(errno));
+    return COLL_GPU_SYSTEM_ERROR;
+  }
   const int rc = pthread_create(
       &thread, nullptr,
       [](void *arg) -> void * {
@@ -457,49 +453,29 @@ bool Worker::move_recv(Fifo *q) {
   return moved;
 }
 
-// Sleeps up to ns, until a wake, a command or the stop; where the net has a descriptor (the sockets), also
-// until a peer's message arrives. Either way sleeping is set before the flags are read, and a waker sets its
-// flag before it reads sleeping: one of the two sees the other.
+// Sleeps up to ns in ppoll, until a wake, a command or the stop (wake_fd), or a peer's message where the net
+// has a descriptor for it (the sockets; a negative descriptor is left out of the poll). sleeping is set before
+// the flags are read, and a waker sets its flag before it reads sleeping: one of the two sees the other, and
+// the eventfd counts, so a write before the poll ends it too.
 void Worker::sleep(uint64_t ns) {
-  const int net_fd = wake_fd >= 0 ? net.event_fd() : -1;
-  if (net_fd >= 0) {
-    sleeping.store(true);
-    if (!woken.load() && !cmd_pending.load() && !stop.load()) {
-      struct pollfd fds[2] = {{wake_fd, POLLIN, 0}, {net_fd, POLLIN, 0}};
-      const struct timespec t = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
-      (void)ppoll(fds, 2, &t, nullptr);
-    }
-    uint64_t count;
-    (void)!read(wake_fd, &count, sizeof(count));  // a wake written meanwhile, if any (non-blocking)
-    sleeping.store(false);
-    return;
-  }
-  pthread_mutex_lock(&mu);
   sleeping.store(true);
   if (!woken.load() && !cmd_pending.load() && !stop.load()) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    const uint64_t at = (uint64_t)t.tv_nsec + ns;
-    t.tv_sec += (time_t)(at / 1000000000ull);
-    t.tv_nsec = (long)(at % 1000000000ull);
-    pthread_cond_timedwait(&wake_cv, &mu, &t);
+    struct pollfd fds[2] = {{wake_fd, POLLIN, 0}, {net.event_fd(), POLLIN, 0}};
+    const struct timespec t = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+    (void)ppoll(fds, 2, &t, nullptr);
   }
+  uint64_t count;
+  (void)!read(wake_fd, &count, sizeof(count));  // a wake written meanwhile, if any (non-blocking)
   sleeping.store(false);
-  pthread_mutex_unlock(&mu);
 }
 
 void Worker::wake() {
   woken.store(true);
-  if (sleeping.load()) {
-    pthread_mutex_lock(&mu);
-    pthread_cond_signal(&wake_cv);
-    pthread_mutex_unlock(&mu);
-    rouse_fd();
-  }
+  if (sleeping.load()) rouse();
 }
 
-// Ends a sleep in poll (sleep): the eventfd counts, so a write before the poll ends it too.
-void Worker::rouse_fd() {
+// Ends the thread's sleep, or its next one.
+void Worker::rouse() {
   const uint64_t one = 1;
   if (wake_fd >= 0) (void)!write(wake_fd, &one, sizeof(one));
 }
@@ -596,8 +572,7 @@ coll_gpu_status_t Worker::post(Command c, char *why, size_t len) {
   cmd_why = why;
   cmd_len = len;
   cmd_pending.store(true);
-  pthread_cond_signal(&wake_cv);
-  rouse_fd();
+  rouse();
   while (cmd_pending.load()) pthread_cond_wait(&done_cv, &mu);
   const coll_gpu_status_t s = cmd_status;
   pthread_mutex_unlock(&mu);
