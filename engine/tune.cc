@@ -126,8 +126,8 @@ int channels(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, size_t bytes
  * 1.08-1.27x the time in one, 0.73-0.93x in another). */
 constexpr size_t kNetWideStepBytes = (size_t)16 << 20;
 constexpr size_t kNetNarrowChainBytes = (size_t)256 << 10;
-int net_ring_bound(const coll_gpu_tune_config_t *c, int nchannels, size_t step, size_t wide = kNetWideStepBytes) {
-  if (!c->net || c->nchannels > 0 || c->net_ring_channels <= 0 || step >= wide) return nchannels;
+int net_ring_bound(const coll_gpu_tune_config_t *c, int nchannels, size_t step) {
+  if (!c->net || c->nchannels > 0 || c->net_ring_channels <= 0 || step >= kNetWideStepBytes) return nchannels;
   return nchannels < c->net_ring_channels ? nchannels : c->net_ring_channels;
 }
 
@@ -249,8 +249,8 @@ coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, col
     const size_t link = coll == COLL_GPU_COLL_ALLTOALL ? 0 : blocks ? (size_t)(nranks - 1) * bytes : bytes;
     ch.nchannels = channels(c, best, bytes, bytes, link);
     if (blocks) ch.nchannels = net_ring_bound(c, ch.nchannels, bytes);
-    if (coll == COLL_GPU_COLL_BCAST || coll == COLL_GPU_COLL_REDUCE)
-      ch.nchannels = net_ring_bound(c, ch.nchannels, bytes, kNetNarrowChainBytes + 1);
+    if ((coll == COLL_GPU_COLL_BCAST || coll == COLL_GPU_COLL_REDUCE) && bytes <= kNetNarrowChainBytes)
+      ch.nchannels = net_ring_bound(c, ch.nchannels, bytes);
     /* the 2-rank alltoall runs a sending and a receiving block per channel, and a sender waits for the
      * peer's receiver of its channel: every GPU must hold more blocks at once than there are channels
      * (one ring block per multiprocessor at the worst) */
