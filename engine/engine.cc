@@ -63,10 +63,10 @@ constexpr int kNetChannels = 16;
 // (coll_gpu_rings_rotate_nodes): kNetChannels channels a turn, a run of them on each turn's ring, and
 // kNetMaxChannels in all, so 2 turns (a bcast from or a reduce to rank 0 finds its rings; a turn per rank
 // would leave 8 ranks a node 4 channels a turn). A call takes at most kNetChannels of them: a bcast or
-// reduce those of the rings whose chain crosses between nodes once per node, the others those of the first
-// ring (as before the turns). Across 2 hosts x 2 H100, a bcast on the 8 channels of one turn, where 16 had
-// taken turns channel by channel, took 1.17-1.76x the time of 16 from 512 KiB, a reduce up to 1.48x from 16
-// MiB (docs/benchmarks.md).
+// reduce those of the rings whose chain crosses between nodes once per node, the others the first
+// kNetChannels (the first ring's where the search gave one, as before the turns). Across 2 hosts x 2 H100,
+// a bcast on the 8 channels of one turn, where 16 had taken turns channel by channel, took 1.17-1.76x the
+// time of 16 from 512 KiB, a reduce up to 1.48x from 16 MiB (docs/benchmarks.md).
 constexpr int kNetMaxChannels = 32;
 // The proxy threads a rank starts unless coll_gpu_proxy_threads says: its share of the CPUs near its GPU,
 // less one, and at most 8. Every thread polls while its channels move: 4 ranks of 16 threads on 64 cores
