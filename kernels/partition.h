@@ -49,24 +49,29 @@ COLL_GPU_PART_FN size_t coll_gpu_ring_rounds(size_t count, int nranks, size_t sl
  * threads (channel c on thread c mod threads). */
 COLL_GPU_PART_FN int coll_gpu_channel_ring(int c, int nrings, int span) { return c / span % nrings; }
 /* The ring channels a call runs on: a call whose rings are a mask of them (bit i: ring i; 0 for every ring)
- * runs on the channels of those rings only, its block b on the b-th such channel in channel order. A bcast
- * or reduce across nodes takes the rings whose chain enters and leaves each node once (engine/rings.h,
+ * runs on the channels of those rings only. Its blocks go round the mask's rings: block b, at place
+ * o = b mod span of the t-th (t = b / span) round of span blocks, runs the ((t + o) mod per)-th ring of the
+ * mask (per rings in it), on channel o of that ring's run number t / per. So where span is 1, or the mask
+ * holds one ring, block b runs the b-th channel of the mask's rings in channel order (channel b for every
+ * ring on one node); where a call across nodes takes several rings, consecutive blocks take turns at them at
+ * consecutive places of their runs, so on consecutive proxy threads (channel c on thread c mod threads). A
+ * bcast or reduce across nodes takes the rings whose chain enters and leaves each node once (engine/rings.h,
  * coll_gpu_rings_chain). */
 COLL_GPU_PART_FN int coll_gpu_work_channel(unsigned rings, int nrings, int span, int b) {
-  if (rings == 0) return b;
-  int per = 0; /* rings in the mask: each round of nrings runs has one run of each */
-  for (int i = 0; i < nrings; ++i) per += (int)((rings >> i) & 1u);
-  const int run = b / span; /* of the mask's runs, in channel order */
-  int j = run % per, i = 0;
+  const unsigned all = nrings >= 32 ? ~0u : (1u << nrings) - 1u;
+  const unsigned mask = rings == 0 ? all : rings & all;
+  int per = 0; /* rings in the mask */
+  for (int i = 0; i < nrings; ++i) per += (int)((mask >> i) & 1u);
+  const int o = b % span, t = b / span;
+  int j = (t + o) % per, i = 0;
   for (; i < nrings; ++i)
-    if (((rings >> i) & 1u) && j-- == 0) break;
-  return ((run / per) * nrings + i) * span + b % span;
+    if (((mask >> i) & 1u) && j-- == 0) break;
+  return ((t / per) * nrings + i) * span + o;
 }
-/* How many of the first nchannels channels run a ring of the mask (0: every ring). */
+/* How many of a call's first blocks run on channels below nchannels (the longest such run of blocks). */
 COLL_GPU_PART_FN int coll_gpu_work_channels(unsigned rings, int nrings, int span, int nchannels) {
-  if (rings == 0) return nchannels;
   int n = 0;
-  for (int c = 0; c < nchannels; ++c) n += (int)((rings >> coll_gpu_channel_ring(c, nrings, span)) & 1u);
+  while (n < nchannels && coll_gpu_work_channel(rings, nrings, span, n) < nchannels) ++n;
   return n;
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "kernels/allreduce.h"
@@ -197,26 +198,47 @@ TEST(Partition, RingRoundsCoverTheChannel) {
       }
 }
 
-// A call's blocks on the channels of its rings: channel c runs ring (c / span) mod nrings, and block b goes
-// on the b-th channel (in channel order) whose ring is in the mask, every such channel below nchannels once;
-// the mask 0 is every ring.
-TEST(Partition, BlocksTakeTheChannelsOfTheirRings) {
+// A call's blocks on the channels of its rings: channel c runs ring (c / span) mod nrings. Block b takes a
+// channel of a ring in the mask (0: every ring), no two blocks the same, at place b mod span of its run; where
+// span is 1 or the mask holds one ring, block b takes the b-th such channel in channel order; consecutive
+// blocks of a run's length take turns at the mask's rings; the first per x span x rounds blocks (per rings in
+// the mask) take exactly the mask's channels of the first rounds x nrings runs; the blocks counted for
+// nchannels are the longest first run of them below nchannels.
+TEST(Partition, BlocksTakeTurnsAtTheChannelsOfTheirRings) {
   for (int trial = 0; trial < 3000; ++trial) {
     const int nrings = 1 + (int)(rng()() % COLL_GPU_MAX_RINGS);
-    const int span = 1 + (int)(rng()() % 20);
+    const int span = trial % 3 == 0 ? 1 : 1 + (int)(rng()() % 20);
     const int nchannels = 1 + (int)(rng()() % COLL_GPU_MAX_CHANNELS);
     const unsigned mask = trial % 5 == 0 ? 0u : (unsigned)(rng()() & ((1ull << nrings) - 1));
-    std::vector<int> want;  // the channels of the mask's rings, in order
-    int ring = 0;           // channel c's, counted out: runs of span channels, the rings in turn
-    for (int c = 0; c < nchannels; ++c) {
+    if (mask == 0 && trial % 5 != 0) continue;
+    const unsigned rings = mask == 0 ? (unsigned)((1ull << nrings) - 1) : mask;
+    const int per = __builtin_popcount(rings);
+    const int rounds = 1 + (int)(rng()() % 3), first = per * span * rounds;
+    std::vector<int> theirs;  // the channels of the mask's rings, in order
+    int ring = 0;             // channel c's, counted out: runs of span channels, the rings in turn
+    for (int c = 0; c < (rounds + 1) * nrings * span; ++c) {
       if (c > 0 && c % span == 0) ring = (ring + 1) % nrings;
       ASSERT_EQ(ring, coll_gpu_channel_ring(c, nrings, span)) << "channel " << c << ", span " << span;
-      if (mask == 0 || ((mask >> ring) & 1u)) want.push_back(c);
+      if ((rings >> ring) & 1u) theirs.push_back(c);
     }
-    ASSERT_EQ((int)want.size(), coll_gpu_work_channels(mask, nrings, span, nchannels))
-        << "mask " << mask << ", " << nrings << " rings, span " << span << ", " << nchannels << " channels";
-    for (int b = 0; b < (int)want.size(); ++b)
-      ASSERT_EQ(want[b], coll_gpu_work_channel(mask, nrings, span, b)) << "block " << b << ", mask " << mask;
+    std::set<int> taken, want;
+    for (int b = 0; b < first; ++b) {
+      const int c = coll_gpu_work_channel(mask, nrings, span, b);
+      ASSERT_TRUE((rings >> coll_gpu_channel_ring(c, nrings, span)) & 1u) << "block " << b << ", mask " << mask;
+      ASSERT_TRUE(taken.insert(c).second) << "two blocks on channel " << c;
+      ASSERT_EQ(b % span, c % span) << "block " << b;
+      if (span == 1 || per == 1) ASSERT_EQ(theirs[b], c) << "block " << b << ", mask " << mask;
+      if (per > 1 && b % span != span - 1)
+        ASSERT_NE(coll_gpu_channel_ring(c, nrings, span),
+                  coll_gpu_channel_ring(coll_gpu_work_channel(mask, nrings, span, b + 1), nrings, span))
+            << "blocks " << b << " and " << b + 1 << " on one ring";
+    }
+    for (int c : theirs)
+      if (c < rounds * nrings * span) want.insert(c);
+    ASSERT_EQ(want, taken) << "mask " << mask << ", " << nrings << " rings, span " << span;
+    int prefix = 0;
+    while (prefix < nchannels && coll_gpu_work_channel(mask, nrings, span, prefix) < nchannels) ++prefix;
+    ASSERT_EQ(prefix, coll_gpu_work_channels(mask, nrings, span, nchannels)) << "mask " << mask;
   }
 }
 
