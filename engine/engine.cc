@@ -63,8 +63,9 @@ constexpr int kNetChannels = 16;
 // (coll_gpu_rings_rotate_nodes): kNetChannels channels a turn, a run of them on each turn's ring, and
 // kNetMaxChannels in all, so 2 turns (a bcast from or a reduce to rank 0 finds its rings; a turn per rank
 // would leave 8 ranks a node 4 channels a turn). A call takes at most kNetChannels of them: a bcast or
-// reduce those of the rings whose chain crosses between nodes once per node, the others the first
-// kNetChannels (the first ring's where the search gave one, as before the turns). Across 2 hosts x 2 H100,
+// reduce those of the rings whose chain crosses between nodes once per node, the others every ring's, taking
+// turns (kernels/partition.h): allgather and reduce-scatter then move each rank's block on the ring where it
+// starts or ends its node's run, where every rank has one (coll_gpu_rings_run_turns). Across 2 hosts x 2 H100,
 // a bcast on the 8 channels of one turn, where 16 had taken turns channel by channel, took 1.17-1.76x the
 // time of 16 from 512 KiB, a reduce up to 1.48x from 16 MiB (docs/benchmarks.md).
 constexpr int kNetMaxChannels = 32;
@@ -156,9 +157,10 @@ struct coll_gpu_engine {
   coll_gpu::HostPtr<uint8_t[]> gone;        // a wait's scratch: the ranks found gone
   coll_gpu::HostPtr<char[]> nodes_scratch;  // COLL_GPU_NODES_SCRATCH: allocated before the collective steps
   bool multinode = false;                   // the ranks span nodes: NET connections between them
-  coll_gpu::Ipc ipc;                        // the transports (engine/transport.h): this node's peers
-  coll_gpu::Net net;                        // and other nodes' ranks
-  coll_gpu::Transport transports[2];        // those of this communicator: NET with several nodes, IPC
+  int run_turns = 0;  // coll_gpu_work_t's run for a ring allgather or reduce-scatter on every ring, or 0
+  coll_gpu::Ipc ipc;  // the transports (engine/transport.h): this node's peers
+  coll_gpu::Net net;  // and other nodes' ranks
+  coll_gpu::Transport transports[2];  // those of this communicator: NET with several nodes, IPC
   int ntransports = 0;
   // sharing (engine.h): under registry_lock, the communicators that hold it; in one word, the one whose calls
   // count on it now and how many (owner << 32 | count; a count of 0: free, whatever owner says)
@@ -654,6 +656,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     const int turns =
         coll_gpu_rings_rotate_nodes(&e->rings, e->node.get(), kNetMaxChannels / kNetChannels, e->nodes_scratch.get());
     e->bound_channels(kNetChannels * turns);
+    e->run_turns = coll_gpu_rings_run_turns(&e->rings, e->node.get(), e->nodes_scratch.get());
   }
   e->link_neighbours();
 
@@ -877,9 +880,10 @@ coll_gpu_status_t coll_gpu_engine::wait_flight(char *why, size_t why_len) {
 void coll_gpu_engine::trace(const coll_gpu_work_t &p, size_t part, size_t bytes,
                             const coll_gpu_choice_t &choice) const {
   if (cfg.log != nullptr)
-    cfg.log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "comm %s: %s seq %llu, %zu of %zu bytes: %s/%s, %d channels",
+    cfg.log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "comm %s: %s seq %llu, %zu of %zu bytes: %s/%s, %d channels%s",
             cfg.name, coll_gpu_coll_name(p.coll), (unsigned long long)p.seq, part, bytes,
-            coll_gpu_algo_name(choice.algo), coll_gpu_proto_name(choice.proto), choice.nchannels);
+            coll_gpu_algo_name(choice.algo), coll_gpu_proto_name(choice.proto), choice.nchannels,
+            p.run > 0 ? ", each block on the ring where its rank starts or ends its node's run" : "");
 }
 
 namespace {
@@ -916,8 +920,27 @@ class Parts {
     choice_ = c == COLL_GPU_COLL_ALLREDUCE ? coll_gpu_tune_choose(&tune, e.nranks, end_ * size_)
                                            : coll_gpu_tune_choose_move(&tune, c, e.nranks, end_ * size_);
     piece_ = c != COLL_GPU_COLL_ALLREDUCE && choice_.algo == COLL_GPU_ALGO_ONESHOT ? e.layout.ll_bytes / size_ : end_;
+    // an allgather across nodes sends each rank's block into every other node once, on the ring where the rank
+    // starts its node's run, and a reduce-scatter reduces it there where the rank ends it, where the call's
+    // blocks reach every ring; not a reduce-scatter in place, whose result one ring's blocks would write over
+    // input that another ring's still read (on one ring, each block writes only what it has read)
+    const bool in_place = c == COLL_GPU_COLL_REDUCE_SCATTER && overlap(a, total_ * size_, e.rank);
+    if ((c == COLL_GPU_COLL_ALLGATHER || c == COLL_GPU_COLL_REDUCE_SCATTER) && choice_.algo == COLL_GPU_ALGO_RING &&
+        e.run_turns > 0 && rings_ == 0 && !in_place) {
+      unsigned reached = 0;
+      for (int b = 0; b < choice_.nchannels; ++b)
+        reached |= 1u << coll_gpu_channel_ring(coll_gpu_work_channel(0, e.rings.nrings, e.rings.span, b),
+                                               e.rings.nrings, e.rings.span);
+      if (reached == (1u << e.rings.nrings) - 1) run_ = e.run_turns;
+    }
   }
   const coll_gpu_choice_t &choice() const { return choice_; }
+  // Whether a reduce-scatter's result (this rank's block in recvbuf) overlaps its input (`in` bytes of sendbuf).
+  static bool overlap(const coll_gpu_args_t &a, size_t in, int rank) {
+    const size_t out = (a.counts != nullptr ? a.counts[rank] : a.count) * coll_gpu_dtype_size(a.type);
+    const uintptr_t s = (uintptr_t)a.sendbuf, r = (uintptr_t)a.recvbuf;
+    return r < s + in && s < r + out;
+  }
   // Whether a lingering kernel may take the parts: reduce-scatter's per-rank blocks do not fit its call record.
   bool linger() const { return a_.coll != COLL_GPU_COLL_REDUCE_SCATTER; }
   // Whether the call is one part.
@@ -940,6 +963,7 @@ class Parts {
     }
     if (moves_ || a_.coll == COLL_GPU_COLL_REDUCE) p->root = a_.root;
     if (choice_.algo == COLL_GPU_ALGO_RING) p->rings = rings_;
+    p->run = run_;
     size_t part = n * size_;
     if (a_.coll == COLL_GPU_COLL_REDUCE_SCATTER && a_.counts == nullptr) {
       // equal blocks: part `off` of each, one block's length apart
@@ -966,6 +990,7 @@ class Parts {
   const coll_gpu_args_t &a_;
   coll_gpu_choice_t choice_;
   unsigned rings_;  // the rings whose channels run a ring call (coll_gpu_work_t's rings)
+  int run_ = 0;     // coll_gpu_work_t's run
   bool moves_;      // bcast, allgather or alltoall: bytes, no type or op
   size_t size_;     // bytes per element (1 for the moves)
   size_t end_;      // elements to go through: the longest block for reduce-scatter

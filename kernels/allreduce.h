@@ -247,7 +247,11 @@ typedef struct {
   int root;       /* bcast, reduce */
   int nchannels;  /* ring and two-shot: blocks */
   unsigned rings; /* ring: the rings whose channels run the call, a mask (kernels/partition.h's
-                     coll_gpu_work_channel); 0: every ring, block b on channel b */
+                     coll_gpu_work_channel); 0: every ring */
+  int run;        /* ring allgather and reduce-scatter across nodes: 0, or the ranks of every node's run on
+                     every ring (the rings taking turns, engine/rings.h's coll_gpu_rings_run_turns): a rank's
+                     block then travels only on the ring where it starts its node's run (allgather) or ends it
+                     (reduce-scatter), split among that ring's blocks, and enters each other node once */
   const void *sendbuf;
   void *recvbuf;
   size_t count;

@@ -11,7 +11,10 @@
  *   bcast, at distance d from the root along the ring: d = 0 send; 0 < d < n - 1 recvCopySend; d = n - 1
  *   recv (copy out);
  *   allgather: step 0 send my block (and copy it into my recvbuf); steps 1..n-2 recvCopySend the block of
- *   the rank s before me; step n-1 recv the block of the rank after me;
+ *   the rank s before me; step n-1 recv the block of the rank after me. Across nodes on rings that take
+ *   turns (coll_gpu_work_t's run k): on each ring only the blocks of the ranks at positions 0, k, 2k, ... go
+ *   round, each rank taking the steps above of the s that are its place in its node's run mod k, the ring's
+ *   blocks sharing the ring's ranks' blocks;
  *   alltoall, 2 ranks: two blocks on each channel, one sending my block for the peer through the
  *   channel's send connection, one receiving (copying out) the peer's block for me through its receive
  *   connection, so that both directions move at once; the receiving block first copies its share of my
@@ -58,8 +61,10 @@ __global__ void __launch_bounds__(kRingThreads) move_ring(const __grid_constant_
   const bool sender = (int)blockIdx.x < nch;
   RingChannel<Bytes, OpSum<Bytes>, Align> c(comm, p, aligned, ch);
   const int n = c.nranks;
-  const size_t slot = p.chunk;  // bytes per step
-  const coll_gpu_range_t part = coll_gpu_part(p.count, nch, ch, kPack);
+  const size_t slot = p.chunk;   // bytes per step
+  int share = ch, shares = nch;  // the allgather on every ring (p.run): the blocks of my ring share its ranks' blocks
+  if (p.run > 0) coll_gpu_work_ring_share(p.rings, comm.nrings, comm.span, nch, ch, &share, &shares);
+  const coll_gpu_range_t part = coll_gpu_part(p.count, shares, share, kPack);
   const char *in = (const char *)p.sendbuf;
   char *out = (char *)p.recvbuf;
   bool ok = true;
@@ -74,6 +79,19 @@ __global__ void __launch_bounds__(kRingThreads) move_ring(const __grid_constant_
         ok = c.template step<kRecv | kCopyOut | kSend>(nullptr, out + off, len);
       else  // the last GPU of the chain: keep it
         ok = c.template step<kRecv | kCopyOut>(nullptr, out + off, len);
+    }
+  } else if (p.coll == COLL_GPU_COLL_ALLGATHER && p.run > 0) {
+    // the blocks of the ranks at positions 0, k, 2k, ... (those that start their node's run on this ring) go
+    // round it, n - 1 hops each: a rank i places into its run receives the ones s = i (mod k) hops from their
+    // start and pushes each on, but the one n - 1 hops from it (i = k - 1: the block of the rank after me)
+    auto block = [&](int ring_pos) { return out + (size_t)c.rank_at(ring_pos) * p.block; };
+    const int k = p.run, i = c.pos % k;
+    for (size_t off = part.begin; ok && off < part.begin + part.count; off += slot) {
+      const size_t len = coll_gpu_min(slot, part.begin + part.count - off);
+      if (i == 0) ok = c.template step<kSend | kCopyOut>(in + off, block(c.pos) + off, len);
+      for (int s = i == 0 ? k : i; ok && s < n - 1; s += k)
+        ok = c.template step<kRecv | kCopyOut | kSend>(nullptr, block(c.pos - s) + off, len);
+      if (ok && i == k - 1) ok = c.template step<kRecv | kCopyOut>(nullptr, block(c.pos + 1) + off, len);
     }
   } else if (p.coll == COLL_GPU_COLL_ALLGATHER) {
     auto block = [&](int ring_pos) { return out + (size_t)c.rank_at(ring_pos) * p.block; };

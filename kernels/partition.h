@@ -75,6 +75,19 @@ COLL_GPU_PART_FN int coll_gpu_work_channels(unsigned rings, int nrings, int span
   return n;
 }
 
+/* Block b of a call of nblocks blocks among the call's blocks on the same ring as it: the index'th of count. */
+COLL_GPU_PART_FN void coll_gpu_work_ring_share(unsigned rings, int nrings, int span, int nblocks, int b, int *index,
+                                               int *count) {
+  const int ring = coll_gpu_channel_ring(coll_gpu_work_channel(rings, nrings, span, b), nrings, span);
+  *index = 0;
+  *count = 0;
+  for (int x = 0; x < nblocks; ++x)
+    if (coll_gpu_channel_ring(coll_gpu_work_channel(rings, nrings, span, x), nrings, span) == ring) {
+      *index += x < b;
+      ++*count;
+    }
+}
+
 #ifdef __cplusplus
 }
 #endif

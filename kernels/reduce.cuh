@@ -24,7 +24,10 @@
  *   reduce-scatter (NCCL's ring): step 0 send the block of the rank before me; steps 1..n-2 recvReduceSend
  *   the block of the rank s + 1 before me; step n-1 recvReduceCopy my own block into recvbuf. Blocks of
  *   different lengths (MPI_Reduce_scatter) take steps of 0 bytes past their end, so every rank takes the
- *   same steps.
+ *   same steps. Across nodes on rings that take turns (coll_gpu_work_t's run k): on each ring only the
+ *   blocks of the ranks at positions k - 1, 2k - 1, ... are reduced along it, each rank taking the steps
+ *   above of the s that are its place in its node's run mod k, the ring's blocks sharing the ring's ranks'
+ *   blocks.
  */
 #ifndef COLL_GPU_KERNELS_REDUCE_CUH
 #define COLL_GPU_KERNELS_REDUCE_CUH
@@ -120,16 +123,35 @@ __global__ void __launch_bounds__(kRingThreads) reduce_ring(const __grid_constan
     struct Seg {
       size_t send, at, count;
     };
+    // on every ring (p.run): the blocks of my ring share its ranks' blocks
+    int share = (int)blockIdx.x, shares = (int)gridDim.x;
+    if (p.run > 0) coll_gpu_work_ring_share(p.rings, comm.nrings, comm.span, shares, share, &share, &shares);
     auto seg = [&](int pos, size_t off) {
       const coll_gpu_range_t block = rs_block(p, c.rank_at(pos));
-      const coll_gpu_range_t part = coll_gpu_part(block.count, gridDim.x, blockIdx.x, pack);
+      const coll_gpu_range_t part = coll_gpu_part(block.count, shares, share, pack);
       const size_t b = coll_gpu_min(off, part.count);
       return Seg{block.begin + part.begin + b, part.begin + b, coll_gpu_min(slot, part.count - b)};
     };
-    size_t longest = p.each != 0 ? coll_gpu_part(p.count, gridDim.x, blockIdx.x, pack).count : 0;
+    size_t longest = p.each != 0 ? coll_gpu_part(p.count, shares, share, pack).count : 0;
     for (int q = 0; p.each == 0 && q < n; ++q)
-      longest = coll_gpu_max(longest, coll_gpu_part(rs_block(p, q).count, gridDim.x, blockIdx.x, pack).count);
-    for (size_t off = 0; ok && off < longest; off += slot) {
+      longest = coll_gpu_max(longest, coll_gpu_part(rs_block(p, q).count, shares, share, pack).count);
+    // the blocks of the ranks at positions k - 1, 2k - 1, ... (those that end their node's run on this ring)
+    // are reduced along it, from the rank after their owner, n - 1 hops each: a rank i places into its run
+    // takes the ones s = i (mod k) hops from their start; s = 0 sends, s = n - 1 is my own block
+    const int k = p.run, i = k > 0 ? c.pos % k : 0;
+    for (size_t off = 0; ok && k > 0 && off < longest; off += slot) {
+      for (int s = i; ok && s < n; s += k) {
+        const Seg g = seg(c.pos - 1 - s, off);
+        if (s == 0)
+          ok = c.template step<kSend>(in + g.send * sizeof(T), nullptr, g.count * sizeof(T));
+        else if (s < n - 1)
+          ok = c.template step<kRecv | kReduce | kSend>(in + g.send * sizeof(T), nullptr, g.count * sizeof(T));
+        else
+          ok = c.template step<kRecv | kReduce | kCopyOut>(in + g.send * sizeof(T), out + g.at * sizeof(T),
+                                                           g.count * sizeof(T));
+      }
+    }
+    for (size_t off = 0; ok && k == 0 && off < longest; off += slot) {
       // step 0: push the block of the rank before me
       Seg s = seg(c.pos - 1, off);
       ok = c.template step<kSend>(in + s.send * sizeof(T), nullptr, s.count * sizeof(T));

@@ -444,6 +444,125 @@ TEST(Nodes, RingsTurnEachNodesRanksAndChainsCrossOncePerNode) {
   }
 }
 
+// The allgather on turned rings (coll_gpu_rings_run_turns): offered exactly where every node has the same
+// k >= 2 ranks on 2 or more nodes and one base ring took k turns; then, following the steps the kernel takes (on
+// each ring the blocks of positions 0, k, 2k, ... go round, a rank i places into its node's run receiving
+// those s = i mod k hops from their start and pushing each on below n - 1 hops), every rank's block reaches
+// every other rank once, enters each other node once, and each rank receives on every ring the blocks its
+// previous rank pushes, in the order it pushes them; and, following the reduce-scatter's steps, every rank's
+// block sums every rank's part once, is kept by its rank, and crosses between nodes nodes - 1 times.
+TEST(Nodes, AllgatherAndReduceScatterOnTurnedRingsEnterEachNodeOnce) {
+  std::mt19937 gen((unsigned)time(nullptr));
+  int offered = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    int n = 0, nnodes = 0;
+    std::vector<int> node;
+    if (trial % 2 == 0) {  // nodes of k ranks each
+      const int k = 1 + (int)(gen() % 5), hosts = 1 + (int)(gen() % (trial % 10 == 0 ? 128 : 8));
+      n = k * hosts;
+      std::vector<uint64_t> host(n);
+      for (int r = 0; r < n; ++r) host[r] = gen() % 2 ? (uint64_t)(r / k) : 0;  // blocks or interleaved
+      if (host[0] == 0 && host[n - 1] == 0)
+        for (int r = 0; r < n; ++r) host[r] = (uint64_t)(r % hosts);
+      node = nodes_of(host, 0, &nnodes);
+    } else {
+      n = 1 + (int)(gen() % 24);
+      node = random_nodes(gen, n, &nnodes);
+    }
+    std::vector<uint16_t> node16(node.begin(), node.end());
+    std::map<int, int> size;
+    for (int r = 0; r < n; ++r) ++size[node[r]];
+    coll_gpu_rings_t rings{};
+    ASSERT_EQ(coll_gpu_rings_alloc(&rings, n), COLL_GPU_SUCCESS);
+    rings.nrings = gen() % 3 == 0 ? 1 + (int)(gen() % 4) : 1;
+    for (int i = 0; i < rings.nrings; ++i) {
+      uint16_t *ring = coll_gpu_ring(&rings, i);
+      for (int r = 0; r < n; ++r) ring[r] = (uint16_t)r;
+      std::shuffle(ring, ring + n, gen);
+    }
+    std::vector<char> scratch(COLL_GPU_NODES_SCRATCH(n));
+    coll_gpu_rings_by_node(&rings, node16.data(), scratch.data());
+    const int most_turns = 1 + (int)(gen() % 6);
+    const int turns = coll_gpu_rings_rotate_nodes(&rings, node16.data(), most_turns, scratch.data());
+    const int k = size.begin()->second;
+    bool equal = true;
+    for (const auto &ns : size) equal &= ns.second == k;
+    const int want = equal && nnodes > 1 && k > 1 && turns == k && rings.nrings == k ? k : 0;
+    const int got = coll_gpu_rings_run_turns(&rings, node16.data(), scratch.data());
+    ASSERT_EQ(want, got) << n << " ranks, " << nnodes << " nodes, " << rings.nrings << " rings";
+    if (got == 0) {
+      coll_gpu_rings_free(&rings);
+      continue;
+    }
+    ++offered;
+    std::vector<std::vector<int>> has(n, std::vector<int>(n, 0));      // [rank][owner]: copies received
+    std::vector<std::vector<int>> entered(n, std::vector<int>(n, 0));  // [owner][node]: times entered
+    for (int t = 0; t < rings.nrings; ++t) {
+      const uint16_t *ring = coll_gpu_ring(&rings, t);
+      std::vector<std::vector<int>> pushed(n), received(n);  // by position: owners, in step order
+      for (int pos = 0; pos < n; ++pos) {
+        const int i = pos % k, me = ring[pos];
+        if (i == 0) {
+          pushed[pos].push_back(me);
+          ++has[me][me];
+        }
+        for (int s = i == 0 ? k : i; s <= n - 1; s += k) {
+          const int owner = ring[(pos - s + n) % n];
+          received[pos].push_back(owner);
+          ++has[me][owner];
+          if (s < n - 1) pushed[pos].push_back(owner);
+        }
+      }
+      for (int pos = 0; pos < n; ++pos) {
+        ASSERT_EQ(pushed[(pos + n - 1) % n], received[pos]) << "ring " << t << ", position " << pos;
+        const int from = ring[(pos + n - 1) % n], to = ring[pos];
+        if (node[from] != node[to])
+          for (int owner : received[pos]) ++entered[owner][node[to]];
+      }
+    }
+    for (int r = 0; r < n; ++r)
+      for (int q = 0; q < n; ++q) {
+        ASSERT_EQ(1, has[r][q]) << "rank " << r << " holds rank " << q << "'s block " << has[r][q] << " times";
+        if (node[q] != node[r]) ASSERT_EQ(1, entered[q][node[r]]) << "rank " << q << "'s block, node " << node[r];
+        if (node[q] == node[r]) ASSERT_EQ(0, entered[q][node[r]]) << "rank " << q << "'s block came back home";
+      }
+    // the reduce-scatter: on each ring the blocks of positions k - 1, 2k - 1, ... are reduced along n - 1 hops
+    // from the rank after their owner, a rank i places into its run taking those s = i mod k hops from their
+    // start (s = 0 sends its own data, s = n - 1 keeps the sum)
+    std::vector<std::vector<int>> sum(n, std::vector<int>(n, 0));  // [owner][rank]: times added in
+    std::vector<int> crossed(n, 0), kept(n, 0);                    // by owner: hops to another node; sums kept
+    for (int t = 0; t < rings.nrings; ++t) {
+      const uint16_t *ring = coll_gpu_ring(&rings, t);
+      std::vector<std::vector<int>> pushed(n), received(n);  // by position: owners, in step order
+      for (int pos = 0; pos < n; ++pos) {
+        const int i = pos % k, me = ring[pos];
+        for (int s = i; s < n; s += k) {
+          const int owner = ring[(pos - 1 - s + 2 * n) % n];
+          ++sum[owner][me];
+          if (s > 0) received[pos].push_back(owner);
+          if (s < n - 1) pushed[pos].push_back(owner);
+          if (s == n - 1) {
+            ASSERT_EQ(owner, me) << "ring " << t << ": the sum ends at another rank";
+            ++kept[me];
+          }
+        }
+      }
+      for (int pos = 0; pos < n; ++pos) {
+        ASSERT_EQ(pushed[(pos + n - 1) % n], received[pos]) << "reduce-scatter, ring " << t << ", position " << pos;
+        if (node[ring[(pos + n - 1) % n]] != node[ring[pos]])
+          for (int owner : received[pos]) ++crossed[owner];
+      }
+    }
+    for (int q = 0; q < n; ++q) {
+      ASSERT_EQ(1, kept[q]) << "rank " << q << " keeps its block's sum " << kept[q] << " times";
+      ASSERT_EQ(nnodes - 1, crossed[q]) << "rank " << q << "'s block crosses between nodes " << crossed[q] << " times";
+      for (int r = 0; r < n; ++r) ASSERT_EQ(1, sum[q][r]) << "rank " << r << " adds into rank " << q << "'s block";
+    }
+    coll_gpu_rings_free(&rings);
+  }
+  EXPECT_GT(offered, 0);
+}
+
 // Which ranks' hops to other nodes a ring call moves data over: against the hops each collective uses,
 // written out (a bcast's n - 1 hops from its root along the ring, a reduce's from the rank after its root to
 // the root, every hop for the others), on random rings over random nodes with random roots.

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <random>
 #include <set>
 #include <vector>
@@ -203,7 +204,8 @@ TEST(Partition, RingRoundsCoverTheChannel) {
 // span is 1 or the mask holds one ring, block b takes the b-th such channel in channel order; consecutive
 // blocks of a run's length take turns at the mask's rings; the first per x span x rounds blocks (per rings in
 // the mask) take exactly the mask's channels of the first rounds x nrings runs; the blocks counted for
-// nchannels are the longest first run of them below nchannels.
+// nchannels are the longest first run of them below nchannels; and a block's share of its ring is its place
+// among the blocks of that ring.
 TEST(Partition, BlocksTakeTurnsAtTheChannelsOfTheirRings) {
   for (int trial = 0; trial < 3000; ++trial) {
     const int nrings = 1 + (int)(rng()() % COLL_GPU_MAX_RINGS);
@@ -239,6 +241,17 @@ TEST(Partition, BlocksTakeTurnsAtTheChannelsOfTheirRings) {
     int prefix = 0;
     while (prefix < nchannels && coll_gpu_work_channel(mask, nrings, span, prefix) < nchannels) ++prefix;
     ASSERT_EQ(prefix, coll_gpu_work_channels(mask, nrings, span, nchannels)) << "mask " << mask;
+    const int nblocks = 1 + (int)(rng()() % 32);
+    std::map<int, int> seen;  // by ring: blocks so far
+    for (int b = 0; b < nblocks; ++b) {
+      const int r = coll_gpu_channel_ring(coll_gpu_work_channel(mask, nrings, span, b), nrings, span);
+      int index = -1, count = -1, all = 0;
+      for (int x = 0; x < nblocks; ++x)
+        all += coll_gpu_channel_ring(coll_gpu_work_channel(mask, nrings, span, x), nrings, span) == r;
+      coll_gpu_work_ring_share(mask, nrings, span, nblocks, b, &index, &count);
+      ASSERT_EQ(seen[r]++, index) << "block " << b;
+      ASSERT_EQ(all, count) << "block " << b;
+    }
   }
 }
 
