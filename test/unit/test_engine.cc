@@ -445,10 +445,11 @@ TEST(Nodes, RingsTurnEachNodesRanksAndChainsCrossOncePerNode) {
 }
 
 // The allgather on turned rings (coll_gpu_rings_run_turns): offered exactly where every node has the same
-// k >= 2 ranks on 2 or more nodes and one base ring took k turns; then, following the steps the kernel takes (on
-// each ring the blocks of positions 0, k, 2k, ... go round, a rank i places into its node's run receiving
-// those s = i mod k hops from their start and pushing each on below n - 1 hops), every rank's block reaches
-// every other rank once, enters each other node once, and each rank receives on every ring the blocks its
+// k >= 2 ranks on 2 or more nodes and the k rings are made of runs of a node's k ranks from position 0, every
+// rank starting one (always where one base ring took k turns; by chance with several base rings); then, following the
+// steps the kernel takes (on each ring the blocks of positions 0, k, 2k, ... go round, a rank i places into its node's
+// run receiving those s = i mod k hops from their start and pushing each on below n - 1 hops), every rank's block
+// reaches every other rank once, enters each other node once, and each rank receives on every ring the blocks its
 // previous rank pushes, in the order it pushes them; and, following the reduce-scatter's steps, every rank's
 // block sums every rank's part once, is kept by its rank, and crosses between nodes nodes - 1 times.
 TEST(Nodes, AllgatherAndReduceScatterOnTurnedRingsEnterEachNodeOnce) {
@@ -487,7 +488,22 @@ TEST(Nodes, AllgatherAndReduceScatterOnTurnedRingsEnterEachNodeOnce) {
     const int k = size.begin()->second;
     bool equal = true;
     for (const auto &ns : size) equal &= ns.second == k;
-    const int want = equal && nnodes > 1 && k > 1 && turns == k && rings.nrings == k ? k : 0;
+    // where one base ring took k turns, or the search's rings happen to do as turns would: k rings of runs of
+    // k ranks of one node each from position 0, on which the ranks at positions 0, k, 2k, ... are every rank
+    bool runs = equal && nnodes > 1 && k > 1 && rings.nrings == k;
+    std::multiset<int> firsts;
+    for (int t = 0; runs && t < rings.nrings; ++t) {
+      const uint16_t *ring = coll_gpu_ring(&rings, t);
+      for (int at = 0; at < n; at += k) {
+        firsts.insert(ring[at]);
+        for (int j = 1; j < k; ++j) runs &= node[ring[at + j]] == node[ring[at]];
+        runs &= node[ring[(at + k) % n]] != node[ring[at]];
+      }
+    }
+    for (int r = 0; runs && r < n; ++r) runs &= firsts.count(r) == 1;
+    const int want = runs ? k : 0;
+    if (turns == k && k > 1 && rings.nrings == k && equal && nnodes > 1)
+      ASSERT_EQ(want, k) << "k turns of one base ring";
     const int got = coll_gpu_rings_run_turns(&rings, node16.data(), scratch.data());
     ASSERT_EQ(want, got) << n << " ranks, " << nnodes << " nodes, " << rings.nrings << " rings";
     if (got == 0) {
