@@ -58,9 +58,12 @@ class ProxyNet {
   void cancel(NetOp *op) { socket_ ? sock_.cancel(op) : ucx_.cancel(op); }
   void release(NetOp *op) { socket_ ? sock_.release(op) : ucx_.release(op); }
   unsigned progress() { return socket_ ? sock_.progress() : ucx_.progress(); }
-  // A descriptor that polls readable when progress() has a peer's message to take (sockets), or -1 (UCX, or
-  // the sockets while frames wait for room): a sleeping thread then sees a late peer's step at once.
-  int event_fd() const { return socket_ ? sock_.event_fd() : -1; }
+  // Before a sleep: a descriptor that polls readable when progress() has a peer's message to take (the sockets'
+  // epoll set, UCX's worker armed for its events), so that a sleeping thread sees a late peer's step at once;
+  // -1 where there is none (the sockets while frames wait for room, a UCX without wakeup: sleep the time out),
+  // or kEventsWaiting where a message is already there (UCX: do not sleep, progress).
+  static constexpr int kEventsWaiting = UcxNet::kEventsWaiting;
+  int event_fd() { return socket_ ? sock_.event_fd() : ucx_.arm(); }
   const char *last_error() const { return socket_ ? sock_.last_error() : ucs_status_string(ucx_.last_error()); }
   void close_endpoints() { socket_ ? sock_.close_endpoints() : ucx_.close_endpoints(); }
   void close() {

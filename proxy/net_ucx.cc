@@ -57,7 +57,9 @@ coll_gpu_status_t UcxNet::init(int nranks, size_t eager_max, FailFn fail, void *
   }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-  params.features = UCP_FEATURE_TAG;
+  // the wakeup: a sleeping proxy thread wakes when a peer's message arrives (ucp_worker_arm, then a poll on
+  // the worker's descriptor), not when its sleep ends, up to 1 ms later
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
   params.mt_workers_shared = 0;
   s = ucp_init(&params, config, &context_);
   ucp_config_release(config);
@@ -73,12 +75,20 @@ coll_gpu_status_t UcxNet::init(int nranks, size_t eager_max, FailFn fail, void *
     coll_gpu_say(why, len, "UCX worker (ucp_worker_create): %s", ucs_status_string(s));
     return COLL_GPU_SYSTEM_ERROR;
   }
+  if (ucp_worker_get_efd(worker_, &efd_) != UCS_OK) efd_ = -1;  // then timed sleeps, as without the feature
   s = ucp_worker_get_address(worker_, &addr_, &addr_bytes_);
   if (s != UCS_OK) {
     coll_gpu_say(why, len, "UCX worker address (ucp_worker_get_address): %s", ucs_status_string(s));
     return COLL_GPU_SYSTEM_ERROR;
   }
   return COLL_GPU_SUCCESS;
+}
+
+int UcxNet::arm() {
+  if (efd_ < 0) return -1;
+  const ucs_status_t s = ucp_worker_arm(worker_);
+  if (s == UCS_OK) return efd_;
+  return s == UCS_ERR_BUSY ? kEventsWaiting : -1;
 }
 
 void UcxNet::on_ep_error(void *arg, ucp_ep_h /*ep*/, ucs_status_t status) {
@@ -220,6 +230,7 @@ void UcxNet::close() {
   addr_ = nullptr;
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
   worker_ = nullptr;
+  efd_ = -1;
   if (context_ != nullptr) ucp_cleanup(context_);
   context_ = nullptr;
 }

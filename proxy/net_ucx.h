@@ -56,6 +56,10 @@ class UcxNet {
   void release(NetOp *op);
   // Moves UCX's work; the number of events it saw.
   unsigned progress() { return worker_ != nullptr ? ucp_worker_progress(worker_) : 0; }
+  // Arms the worker for a sleep: its event descriptor, which polls readable when a message arrives;
+  // kEventsWaiting where events are already there (progress again, do not sleep); -1 without one.
+  static constexpr int kEventsWaiting = -2;
+  int arm();
   // The status of the last failed op (for the message).
   ucs_status_t last_error() const { return last_error_; }
   // Closes every endpoint, forcibly: the sends in flight end. Then close() gives back the worker.
@@ -73,6 +77,7 @@ class UcxNet {
 
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
+  int efd_ = -1;  // the worker's event descriptor (UCP_FEATURE_WAKEUP), or -1
   ucp_address_t *addr_ = nullptr;
   size_t addr_bytes_ = 0;
   Peer *peers_ = nullptr;

@@ -14,10 +14,10 @@
  * command the API posted (connect, add), progress UCX, move every FIFO. While something moves, or spin_ns
  * after it last did or after a wake, it polls, yielding the CPU after each poll that found nothing (to a
  * rank or another proxy thread, where busy threads outnumber CPUs); then it sleeps in steps that grow from
- * 10 us to sleep_ns, so an idle communicator costs about nothing. A wake, a command, or over the sockets a
- * peer's message (their epoll descriptor polls readable) ends a sleep at once; so a peer's late step is seen
- * as it arrives over the sockets, within sleep_ns over UCX. What the threads share is the first failure,
- * which stops them all.
+ * 10 us to sleep_ns, so an idle communicator costs about nothing. A wake, a command, or a peer's message
+ * (the sockets' epoll descriptor, or UCX's worker armed for its events, polls readable) ends a sleep at once;
+ * so a peer's late step is seen as it arrives. What the threads share is the first failure, which stops them
+ * all.
  */
 #include "proxy/proxy.h"
 
@@ -454,13 +454,15 @@ bool Worker::move_recv(Fifo *q) {
 }
 
 // Sleeps up to ns in ppoll, until a wake, a command or the stop (wake_fd), or a peer's message where the net
-// has a descriptor for it (the sockets; a negative descriptor is left out of the poll). sleeping is set before
+// has a descriptor for it (a negative descriptor is left out of the poll); not at all where the net has
+// events waiting (UCX's worker would not arm). sleeping is set before
 // the flags are read, and a waker sets its flag before it reads sleeping: one of the two sees the other, and
 // the eventfd counts, so a write before the poll ends it too.
 void Worker::sleep(uint64_t ns) {
   sleeping.store(true);
-  if (!woken.load() && !cmd_pending.load() && !stop.load()) {
-    struct pollfd fds[2] = {{wake_fd, POLLIN, 0}, {net.event_fd(), POLLIN, 0}};
+  const int fd = net.event_fd();
+  if (fd != ProxyNet::kEventsWaiting && !woken.load() && !cmd_pending.load() && !stop.load()) {
+    struct pollfd fds[2] = {{wake_fd, POLLIN, 0}, {fd, POLLIN, 0}};
     const struct timespec t = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
     (void)ppoll(fds, 2, &t, nullptr);
   }

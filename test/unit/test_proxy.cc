@@ -465,15 +465,17 @@ coll_gpu_proxy_config_t pair_config(int rank, coll_gpu_proxy_net_t net) {
   return cfg;
 }
 
-// Over the sockets a sleeping proxy thread is woken by a peer's message: a step sent 3 s after both proxies
-// last moved (their threads sleeping, each sleep twice the one before from 10 us, up to 30 s) reaches the
-// receiver, whose proxy nobody wakes, at once. Slept through, it would arrive when the receiving thread's
-// sleep ended: the one that began 2.6 s into the idle time, 2.2 s later.
-TEST(Proxy, ASleepingThreadSeesAPeersLateStepOverTheSockets) {
+// A sleeping proxy thread is woken by a peer's message, over the sockets and over UCX: a step sent 3 s after
+// both proxies last moved (their threads sleeping, each sleep twice the one before from 10 us, up to 30 s)
+// reaches the receiver, whose proxy nobody wakes, at once. Slept through, it would arrive when the receiving
+// thread's sleep ended: the one that began 2.6 s into the idle time, 2.2 s later.
+class ASleepingThread : public ::testing::TestWithParam<coll_gpu_proxy_net_t> {};
+
+TEST_P(ASleepingThread, SeesAPeersLateStep) {
   char why[2][512] = {"", ""};
   coll_gpu_proxy_t *p[2] = {nullptr, nullptr};
   for (int i = 0; i < 2; ++i) {
-    coll_gpu_proxy_config_t cfg = pair_config(i, COLL_GPU_PROXY_NET_SOCKET);
+    coll_gpu_proxy_config_t cfg = pair_config(i, GetParam());
     cfg.sleep_ns = 30000000000ull;
     ASSERT_EQ(coll_gpu_proxy_create(&cfg, &p[i], why[i], sizeof(why[i])), COLL_GPU_SUCCESS) << why[i];
   }
@@ -514,6 +516,11 @@ TEST(Proxy, ASleepingThreadSeesAPeersLateStepOverTheSockets) {
   EXPECT_LT(ms, 250.0) << "the receiving thread slept on after the step arrived";
   for (int i = 0; i < 2; ++i) coll_gpu_proxy_destroy(p[i]);
 }
+
+INSTANTIATE_TEST_SUITE_P(Proxy, ASleepingThread, ::testing::Values(COLL_GPU_PROXY_NET_SOCKET, COLL_GPU_PROXY_NET_UCX),
+                         [](const ::testing::TestParamInfo<coll_gpu_proxy_net_t> &i) {
+                           return std::string(i.param == COLL_GPU_PROXY_NET_UCX ? "Ucx" : "Sockets");
+                         });
 
 // A peer whose proxy moves steps over the other network (UCX here, sockets there, and the other way) is
 // refused, saying so, before either network reads the other's address.
