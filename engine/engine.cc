@@ -157,10 +157,10 @@ struct coll_gpu_engine {
   coll_gpu::HostPtr<uint8_t[]> gone;        // a wait's scratch: the ranks found gone
   coll_gpu::HostPtr<char[]> nodes_scratch;  // COLL_GPU_NODES_SCRATCH: allocated before the collective steps
   bool multinode = false;                   // the ranks span nodes: NET connections between them
-  int run_turns = 0;  // coll_gpu_work_t's run for a ring allgather or reduce-scatter on every ring, or 0
-  coll_gpu::Ipc ipc;  // the transports (engine/transport.h): this node's peers
-  coll_gpu::Net net;  // and other nodes' ranks
-  coll_gpu::Transport transports[2];  // those of this communicator: NET with several nodes, IPC
+  int run_turns = 0;                        // coll_gpu_rings_run_turns: the ring calls' run, or 0
+  coll_gpu::Ipc ipc;                        // the transports (engine/transport.h): this node's peers
+  coll_gpu::Net net;                        // and other nodes' ranks
+  coll_gpu::Transport transports[2];        // those of this communicator: NET with several nodes, IPC
   int ntransports = 0;
   // sharing (engine.h): under registry_lock, the communicators that hold it; in one word, the one whose calls
   // count on it now and how many (owner << 32 | count; a count of 0: free, whatever owner says)
