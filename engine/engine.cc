@@ -158,6 +158,7 @@ struct coll_gpu_engine {
   coll_gpu::HostPtr<char[]> nodes_scratch;  // COLL_GPU_NODES_SCRATCH: allocated before the collective steps
   bool multinode = false;                   // the ranks span nodes: NET connections between them
   int run_turns = 0;                        // coll_gpu_rings_run_turns: the ring calls' run, or 0
+  int run_blocks = 0;                       // with run_turns: the fewest first blocks of a call on every ring
   coll_gpu::Ipc ipc;                        // the transports (engine/transport.h): this node's peers
   coll_gpu::Net net;                        // and other nodes' ranks
   coll_gpu::Transport transports[2];        // those of this communicator: NET with several nodes, IPC
@@ -665,6 +666,12 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   const coll_gpu_status_t allocated = e->alloc_scratch(why, why_len);
   if (e->multinode) {
     e->rings.span = std::max(1, e->layout.nchannels / e->rings.nrings);  // a run of channels a ring
+    // a call runs on every ring (coll_gpu_work_t's run) from as many blocks as its first reach them all
+    const int nrings = e->rings.nrings, span = e->rings.span;
+    unsigned reached = 0;
+    while (e->run_turns > 0 && reached != (1u << nrings) - 1 && e->run_blocks < e->layout.nchannels)
+      reached |= 1u << coll_gpu_channel_ring(coll_gpu_work_channel(0, nrings, span, e->run_blocks++), nrings, span);
+    if (reached != (1u << nrings) - 1) e->run_turns = 0;
     int most = e->layout.nchannels < COLL_GPU_ENGINE_MAX_PROXY_THREADS ? e->layout.nchannels
                                                                        : COLL_GPU_ENGINE_MAX_PROXY_THREADS;
     if (cfg->proxy_threads > 0 && cfg->proxy_threads < most) most = cfg->proxy_threads;
@@ -924,15 +931,10 @@ class Parts {
     // starts its node's run, and a reduce-scatter reduces it there where the rank ends it, where the call's
     // blocks reach every ring; not a reduce-scatter in place, whose result one ring's blocks would write over
     // input that another ring's still read (on one ring, each block writes only what it has read)
-    const bool in_place = c == COLL_GPU_COLL_REDUCE_SCATTER && overlap(a, total_ * size_, e.rank);
     if ((c == COLL_GPU_COLL_ALLGATHER || c == COLL_GPU_COLL_REDUCE_SCATTER) && choice_.algo == COLL_GPU_ALGO_RING &&
-        e.run_turns > 0 && rings_ == 0 && !in_place) {
-      unsigned reached = 0;
-      for (int b = 0; b < choice_.nchannels; ++b)
-        reached |= 1u << coll_gpu_channel_ring(coll_gpu_work_channel(0, e.rings.nrings, e.rings.span, b),
-                                               e.rings.nrings, e.rings.span);
-      if (reached == (1u << e.rings.nrings) - 1) run_ = e.run_turns;
-    }
+        e.run_turns > 0 && choice_.nchannels >= e.run_blocks &&
+        (c == COLL_GPU_COLL_ALLGATHER || !overlap(a, total_ * size_, e.rank)))
+      run_ = e.run_turns;
   }
   const coll_gpu_choice_t &choice() const { return choice_; }
   // Whether a reduce-scatter's result (this rank's block in recvbuf) overlaps its input (`in` bytes of sendbuf).

@@ -68,8 +68,10 @@ COLL_GPU_PART_FN int coll_gpu_work_channel(unsigned rings, int nrings, int span,
     if (((mask >> i) & 1u) && j-- == 0) break;
   return ((t / per) * nrings + i) * span + o;
 }
-/* How many of a call's first blocks run on channels below nchannels (the longest such run of blocks). */
+/* How many of a call's first blocks run on channels below nchannels (the longest such run of blocks): all of
+ * them on one node (every ring, span 1: block b on channel b), counted out otherwise. */
 COLL_GPU_PART_FN int coll_gpu_work_channels(unsigned rings, int nrings, int span, int nchannels) {
+  if (rings == 0 && span == 1) return nchannels;
   int n = 0;
   while (n < nchannels && coll_gpu_work_channel(rings, nrings, span, n) < nchannels) ++n;
   return n;
