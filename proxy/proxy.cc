@@ -455,9 +455,9 @@ bool Worker::move_recv(Fifo *q) {
 
 // Sleeps up to ns in ppoll, until a wake, a command or the stop (wake_fd), or a peer's message where the net
 // has a descriptor for it (a negative descriptor is left out of the poll); not at all where the net has
-// events waiting (UCX's worker would not arm). sleeping is set before
-// the flags are read, and a waker sets its flag before it reads sleeping: one of the two sees the other, and
-// the eventfd counts, so a write before the poll ends it too.
+// events waiting (UCX's worker would not arm). sleeping is set before the flags are read, and a waker sets
+// its flag before it reads sleeping: one of the two sees the other, and the eventfd counts, so a write before
+// the poll ends it too.
 void Worker::sleep(uint64_t ns) {
   sleeping.store(true);
   const int fd = net.event_fd();
