@@ -14,7 +14,7 @@
  *   the rank s before me; step n-1 recv the block of the rank after me. Across nodes on rings that take
  *   turns (coll_gpu_work_t's run k): on each ring only the blocks of the ranks at positions 0, k, 2k, ... go
  *   round, each rank taking the steps above of the s that are its place in its node's run mod k, the ring's
- *   blocks sharing the ring's ranks' blocks;
+ *   blocks sharing the ring's ranks' blocks (one loop serves both: the plain ring is k = 1);
  *   alltoall, 2 ranks: two blocks on each channel, one sending my block for the peer through the
  *   channel's send connection, one receiving (copying out) the peer's block for me through its receive
  *   connection, so that both directions move at once; the receiving block first copies its share of my
@@ -80,30 +80,20 @@ __global__ void __launch_bounds__(kRingThreads) move_ring(const __grid_constant_
       else  // the last GPU of the chain: keep it
         ok = c.template step<kRecv | kCopyOut>(nullptr, out + off, len);
     }
-  } else if (p.coll == COLL_GPU_COLL_ALLGATHER && p.run > 0) {
-    // the blocks of the ranks at positions 0, k, 2k, ... (those that start their node's run on this ring) go
-    // round it, n - 1 hops each: a rank i places into its run receives the ones s = i (mod k) hops from their
-    // start and pushes each on, but the one n - 1 hops from it (i = k - 1: the block of the rank after me)
+  } else if (p.coll == COLL_GPU_COLL_ALLGATHER) {
+    // the blocks of the ranks at positions 0, k, 2k, ... go round the ring, n - 1 hops each: on the plain ring
+    // (k = 1) every rank's; on rings that take turns (k = p.run) those of the ranks that start their node's run
+    // on this one. A rank i places into its run (mod k) pushes its own block (i = 0), then receives the blocks
+    // s = i (mod k) hops from their start and pushes each on, but the one n - 1 hops from it (i = k - 1: the
+    // block of the rank after me), which it only keeps
     auto block = [&](int ring_pos) { return out + (size_t)c.rank_at(ring_pos) * p.block; };
-    const int k = p.run, i = c.pos % k;
+    const int k = p.run > 0 ? p.run : 1, i = c.pos % k;
     for (size_t off = part.begin; ok && off < part.begin + part.count; off += slot) {
       const size_t len = coll_gpu_min(slot, part.begin + part.count - off);
       if (i == 0) ok = c.template step<kSend | kCopyOut>(in + off, block(c.pos) + off, len);
       for (int s = i == 0 ? k : i; ok && s < n - 1; s += k)
         ok = c.template step<kRecv | kCopyOut | kSend>(nullptr, block(c.pos - s) + off, len);
       if (ok && i == k - 1) ok = c.template step<kRecv | kCopyOut>(nullptr, block(c.pos + 1) + off, len);
-    }
-  } else if (p.coll == COLL_GPU_COLL_ALLGATHER) {
-    auto block = [&](int ring_pos) { return out + (size_t)c.rank_at(ring_pos) * p.block; };
-    for (size_t off = part.begin; ok && off < part.begin + part.count; off += slot) {
-      const size_t len = coll_gpu_min(slot, part.begin + part.count - off);
-      // step 0: push my block to the next GPU, and keep it
-      ok = c.template step<kSend | kCopyOut>(in + off, block(c.pos) + off, len);
-      // steps 1..n-2: keep the block of the rank s before me, push it on
-      for (int s = 1; ok && s < n - 1; ++s)
-        ok = c.template step<kRecv | kCopyOut | kSend>(nullptr, block(c.pos - s) + off, len);
-      // step n-1: keep the block of the rank after me
-      if (ok) ok = c.template step<kRecv | kCopyOut>(nullptr, block(c.pos + 1) + off, len);
     }
   } else {  // alltoall, 2 ranks: the peer is both next and previous
     const size_t mine = (size_t)comm.rank * p.block, theirs = (size_t)c.next * p.block;

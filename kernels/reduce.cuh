@@ -27,7 +27,7 @@
  *   same steps. Across nodes on rings that take turns (coll_gpu_work_t's run k): on each ring only the
  *   blocks of the ranks at positions k - 1, 2k - 1, ... are reduced along it, each rank taking the steps
  *   above of the s that are its place in its node's run mod k, the ring's blocks sharing the ring's ranks'
- *   blocks.
+ *   blocks (one loop serves both: the plain ring is k = 1).
  */
 #ifndef COLL_GPU_KERNELS_REDUCE_CUH
 #define COLL_GPU_KERNELS_REDUCE_CUH
@@ -135,11 +135,13 @@ __global__ void __launch_bounds__(kRingThreads) reduce_ring(const __grid_constan
     size_t longest = p.each != 0 ? coll_gpu_part(p.count, shares, share, pack).count : 0;
     for (int q = 0; p.each == 0 && q < n; ++q)
       longest = coll_gpu_max(longest, coll_gpu_part(rs_block(p, q).count, shares, share, pack).count);
-    // the blocks of the ranks at positions k - 1, 2k - 1, ... (those that end their node's run on this ring)
-    // are reduced along it, from the rank after their owner, n - 1 hops each: a rank i places into its run
-    // takes the ones s = i (mod k) hops from their start; s = 0 sends, s = n - 1 is my own block
-    const int k = p.run, i = k > 0 ? c.pos % k : 0;
-    for (size_t off = 0; ok && k > 0 && off < longest; off += slot) {
+    // the blocks of the ranks at positions k - 1, 2k - 1, ... are reduced along the ring, from the rank after
+    // their owner, n - 1 hops each: on the plain ring (k = 1) every rank's; on rings that take turns (k = p.run)
+    // those of the ranks that end their node's run on this one. A rank i places into its run (mod k) takes the
+    // ones s = i (mod k) hops from their start: s = 0 sends my part of it, 0 < s < n - 1 adds mine to what
+    // arrived and pushes it on, s = n - 1 is my own block, complete here: kept
+    const int k = p.run > 0 ? p.run : 1, i = c.pos % k;
+    for (size_t off = 0; ok && off < longest; off += slot) {
       for (int s = i; ok && s < n; s += k) {
         const Seg g = seg(c.pos - 1 - s, off);
         if (s == 0)
@@ -150,21 +152,6 @@ __global__ void __launch_bounds__(kRingThreads) reduce_ring(const __grid_constan
           ok = c.template step<kRecv | kReduce | kCopyOut>(in + g.send * sizeof(T), out + g.at * sizeof(T),
                                                            g.count * sizeof(T));
       }
-    }
-    for (size_t off = 0; ok && k == 0 && off < longest; off += slot) {
-      // step 0: push the block of the rank before me
-      Seg s = seg(c.pos - 1, off);
-      ok = c.template step<kSend>(in + s.send * sizeof(T), nullptr, s.count * sizeof(T));
-      // steps 1..n-2: add mine to what arrived, push it on
-      for (int j = 1; ok && j < n - 1; ++j) {
-        s = seg(c.pos - 1 - j, off);
-        ok = c.template step<kRecv | kReduce | kSend>(in + s.send * sizeof(T), nullptr, s.count * sizeof(T));
-      }
-      // step n-1: my own block is complete here: keep it
-      s = seg(c.pos, off);
-      if (ok)
-        ok = c.template step<kRecv | kReduce | kCopyOut>(in + s.send * sizeof(T), out + s.at * sizeof(T),
-                                                         s.count * sizeof(T));
     }
   }
   c.save();
