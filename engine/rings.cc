@@ -412,18 +412,21 @@ unsigned coll_gpu_rings_chain(const coll_gpu_rings_t *rings, const uint16_t *nod
 int coll_gpu_rings_run_turns(const coll_gpu_rings_t *rings, const uint16_t *node, void *scratch) {
   const int n = rings->n, k = rings->nrings;
   if (k < 2 || n % k != 0 || n == k) return 0;
-  uint8_t *starts = (uint8_t *)scratch;  // by rank: the rings on which it starts its node's run
-  memset(starts, 0, (size_t)n);
+  // by rank: the rings on which it starts its node's run, and those on which it ends it (beyond 2 turns, a
+  // rank that starts it once may end it on several rings and another on none)
+  uint8_t *starts = (uint8_t *)scratch, *ends = starts + n;
+  memset(starts, 0, 2 * (size_t)n);
   for (int i = 0; i < k; ++i) {
     const uint16_t *ring = coll_gpu_ring(rings, i);
     for (int p = 0; p < n; ++p) {
       const bool first = node[ring[p]] != node[ring[(p + n - 1) % n]];
       if (first != (p % k == 0)) return 0;  // a run of another length
       if (first && ++starts[ring[p]] > 1) return 0;
+      if (p % k == k - 1 && ++ends[ring[p]] > 1) return 0;
     }
   }
   for (int r = 0; r < n; ++r)
-    if (starts[r] != 1) return 0;
+    if (starts[r] != 1 || ends[r] != 1) return 0;
   return k;
 }
 

@@ -446,13 +446,29 @@ TEST(Nodes, RingsTurnEachNodesRanksAndChainsCrossOncePerNode) {
 
 // The allgather on turned rings (coll_gpu_rings_run_turns): offered exactly where every node has the same
 // k >= 2 ranks on 2 or more nodes and the k rings are made of runs of a node's k ranks from position 0, every
-// rank starting one (always where one base ring took k turns; by chance with several base rings); then, following the
+// rank starting one and ending one (always where one base ring took k turns; by chance with several base rings: beyond
+// 2 ranks a node, ranks that start once may not end once, as in the case written out first); then, following the
 // steps the kernel takes (on each ring the blocks of positions 0, k, 2k, ... go round, a rank i places into its node's
 // run receiving those s = i mod k hops from their start and pushing each on below n - 1 hops), every rank's block
 // reaches every other rank once, enters each other node once, and each rank receives on every ring the blocks its
 // previous rank pushes, in the order it pushes them; and, following the reduce-scatter's steps, every rank's
 // block sums every rank's part once, is kept by its rank, and crosses between nodes nodes - 1 times.
 TEST(Nodes, AllgatherAndReduceScatterOnTurnedRingsEnterEachNodeOnce) {
+  {  // 2 nodes of 3 ranks, 3 rings of runs of 3: turns of one base ring, then rings where every rank starts its
+     // node's run once but ranks 2 and 5 end it twice (and 1 and 4 never: their blocks would have no sum)
+    const uint16_t node6[] = {0, 0, 0, 1, 1, 1};
+    const uint16_t turned[3][6] = {{0, 1, 2, 3, 4, 5}, {1, 2, 0, 4, 5, 3}, {2, 0, 1, 5, 3, 4}};
+    const uint16_t unequal[3][6] = {{0, 1, 2, 3, 4, 5}, {1, 0, 2, 4, 3, 5}, {2, 1, 0, 5, 4, 3}};
+    std::vector<char> scratch(COLL_GPU_NODES_SCRATCH(6));
+    for (const auto *set : {turned, unequal}) {
+      coll_gpu_rings_t rings{};
+      ASSERT_EQ(coll_gpu_rings_alloc(&rings, 6), COLL_GPU_SUCCESS);
+      rings.nrings = 3;
+      for (int i = 0; i < 3; ++i) std::copy(set[i], set[i] + 6, coll_gpu_ring(&rings, i));
+      EXPECT_EQ(set == turned ? 3 : 0, coll_gpu_rings_run_turns(&rings, node6, scratch.data()));
+      coll_gpu_rings_free(&rings);
+    }
+  }
   std::mt19937 gen((unsigned)time(nullptr));
   int offered = 0;
   for (int trial = 0; trial < 2000; ++trial) {
@@ -489,18 +505,20 @@ TEST(Nodes, AllgatherAndReduceScatterOnTurnedRingsEnterEachNodeOnce) {
     bool equal = true;
     for (const auto &ns : size) equal &= ns.second == k;
     // where one base ring took k turns, or the search's rings happen to do as turns would: k rings of runs of
-    // k ranks of one node each from position 0, on which the ranks at positions 0, k, 2k, ... are every rank
+    // k ranks of one node each from position 0, on which the ranks at positions 0, k, 2k, ... are every rank,
+    // and so are those at positions k - 1, 2k - 1, ...
     bool runs = equal && nnodes > 1 && k > 1 && rings.nrings == k;
-    std::multiset<int> firsts;
+    std::multiset<int> firsts, lasts;
     for (int t = 0; runs && t < rings.nrings; ++t) {
       const uint16_t *ring = coll_gpu_ring(&rings, t);
       for (int at = 0; at < n; at += k) {
         firsts.insert(ring[at]);
+        lasts.insert(ring[at + k - 1]);
         for (int j = 1; j < k; ++j) runs &= node[ring[at + j]] == node[ring[at]];
         runs &= node[ring[(at + k) % n]] != node[ring[at]];
       }
     }
-    for (int r = 0; runs && r < n; ++r) runs &= firsts.count(r) == 1;
+    for (int r = 0; runs && r < n; ++r) runs &= firsts.count(r) == 1 && lasts.count(r) == 1;
     const int want = runs ? k : 0;
     if (turns == k && k > 1 && rings.nrings == k && equal && nnodes > 1)
       ASSERT_EQ(want, k) << "k turns of one base ring";
