@@ -11,12 +11,9 @@
  *
  * usage: test_agree [-N K]
  * -N K: nodes of K consecutive ranks (on one host, or on the hosts of the mini-cluster), each with tables of its
- *       own; the posts of the other nodes' ranks travel as MPI messages (MPI_Isend, its buffer kept until it
- *       completes, and MPI_Improbe with MPI_Mrecv, on a communicator per handle), as the component sends them
- *       over Open MPI's point-to-point layer.
+ *       own; the posts of the other nodes' ranks travel as MPI messages (test/mpi/agree_wire.h), as the component
+ *       sends them over Open MPI's point-to-point layer.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,55 +27,10 @@
 #include "test/mpi/mpi_bootstrap.h"
 
 static int rank, nranks, failures;
+/* its sends count their failures as EXPECT does: after the counters */
+#include "test/mpi/agree_wire.h"
+
 static int node_size; /* -N: ranks per node; 0: one node */
-
-/* The messages of one handle to and from the ranks of other nodes. */
-typedef struct {
-  MPI_Comm comm;
-} wire_t;
-enum { kWireTag = 77 };
-
-/* Sends in flight, each with its buffer; reaped at the next send. */
-typedef struct sent_s {
-  struct sent_s *next;
-  uint64_t msg[2];
-  MPI_Request req;
-} sent_t;
-static sent_t *in_flight;
-
-static void wire_send(void *ctx, int to, uint64_t instance, uint64_t word) {
-  for (sent_t **at = &in_flight; *at != NULL;) {
-    int done = 0;
-    MPI_Test(&(*at)->req, &done, MPI_STATUS_IGNORE);
-    if (!done) {
-      at = &(*at)->next;
-      continue;
-    }
-    sent_t *s = *at;
-    *at = s->next;
-    free(s);
-  }
-  sent_t *s = malloc(sizeof(*s));
-  s->msg[0] = instance;
-  s->msg[1] = word;
-  EXPECT(MPI_Isend(s->msg, 2, MPI_UINT64_T, to, kWireTag, ((wire_t *)ctx)->comm, &s->req) == MPI_SUCCESS,
-         "a post sent");
-  s->next = in_flight;
-  in_flight = s;
-}
-
-static void wire_poll(void *ctx, coll_gpu_agree_t *a) {
-  for (;;) {
-    int found = 0;
-    MPI_Message m;
-    MPI_Status st;
-    MPI_Improbe(MPI_ANY_SOURCE, kWireTag, ((wire_t *)ctx)->comm, &found, &m, &st);
-    if (!found) return;
-    uint64_t msg[2];
-    MPI_Mrecv(msg, 2, MPI_UINT64_T, &m, MPI_STATUS_IGNORE);
-    coll_gpu_agree_deliver(a, st.MPI_SOURCE, msg[0], msg[1]);
-  }
-}
 
 static wire_t wires[8];
 static int nwires;
@@ -287,10 +239,8 @@ int main(int argc, char **argv) {
            r);
 
   /* the tables: files in a directory of rank 0's, opened by every rank without any exchange but its name */
-  char dir[64] = "/tmp/coll_gpu_test_agree.XXXXXX", path[128], path2[128];
-  if (rank == 0 && mkdtemp(dir) == NULL) MPI_Abort(MPI_COMM_WORLD, 2);
-  MPI_Bcast(dir, sizeof(dir), MPI_CHAR, 0, comm);
-  if (mkdir(dir, 0700) != 0 && errno != EEXIST) MPI_Abort(MPI_COMM_WORLD, 2); /* on another host's /tmp */
+  char dir[64], path[128], path2[128];
+  if (!agree_dir_make(comm, dir)) MPI_Abort(MPI_COMM_WORLD, 2);
   const int node = node_size > 0 ? rank / node_size : 0;
   snprintf(path, sizeof(path), "%s/%s.%d", dir, COLL_GPU_AGREE_TABLE_NAME, node);
   snprintf(path2, sizeof(path2), "%s/second.%d", dir, node);
@@ -373,12 +323,7 @@ int main(int argc, char **argv) {
   }
   MPI_Barrier(comm);
   rmdir(dir); /* the last one to look finds it empty; the others find it gone or not empty */
-  while (in_flight != NULL) {
-    sent_t *s = in_flight;
-    in_flight = s->next;
-    MPI_Wait(&s->req, MPI_STATUS_IGNORE);
-    free(s);
-  }
+  wire_drain();
   for (int i = 0; i < nwires; ++i) MPI_Comm_free(&wires[i].comm);
 
   int all_failures = 0;
