@@ -116,12 +116,13 @@ unsigned coll_gpu_rings_chain(const coll_gpu_rings_t *rings, const uint16_t *nod
 /* Where an allgather can send each rank's block into every other node once, and a reduce-scatter reduce it
  * entering every node once: the ranks of each node's run on every ring (k, at least 2), where every ring is
  * made of runs of k ranks of one node from its first position on, there are k rings, and every rank starts
- * its node's run on one of them and ends it on one of them (as coll_gpu_rings_rotate_nodes with a turn per rank
- * of one base ring makes them; beyond 2 turns the first does not give the second); 0 otherwise. On ring t the blocks of the ranks that start their node's run there
- * go round from rank to rank, n - 1 hops each (allgather), and those of the ranks that end it are reduced
- * along n - 1 hops into them (reduce-scatter): so every block crosses into each other node once (2 hosts x 2:
- * half the bytes between the nodes each way, where the plain ring moves three quarters), the ranks of a node
- * take turns at sending into the next, and each rank moves `nodes` blocks a ring, not n.
+ * its node's run on one of them and ends it on one of them (as coll_gpu_rings_rotate_nodes with a turn per
+ * rank of one base ring makes them; with more than 2 ranks a node the first does not give the second); 0
+ * otherwise. On ring t the blocks of the ranks that start their node's run there go round from rank to rank,
+ * n - 1 hops each (allgather), and those of the ranks that end it are reduced along n - 1 hops into them
+ * (reduce-scatter): so every block crosses into each other node once (2 hosts x 2: half the bytes between the
+ * nodes each way, where the plain ring moves three quarters), the ranks of a node take turns at sending into
+ * the next, and each rank moves `nodes` blocks a ring, not n.
  * scratch: COLL_GPU_NODES_SCRATCH. Time: n times the rings. */
 int coll_gpu_rings_run_turns(const coll_gpu_rings_t *rings, const uint16_t *node, void *scratch);
 /* Whether a call of `coll` (bcast and reduce: from or to `root`) moves data over `rank`'s hops to other
