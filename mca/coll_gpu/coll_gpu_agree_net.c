@@ -130,7 +130,8 @@ int mca_coll_gpu_agree_net(mca_coll_gpu_module_t *m, struct ompi_communicator_t 
   }
   COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
                "comm %s: %d of its %d ranks on other hosts: the path agreement reaches them through point-to-point "
-               "messages",
+               "messages, a trip between the hosts before each call on device buffers of coll_gpu_net_min_bytes or "
+               "more (coll_gpu_uniform_buffers=1 skips it where every rank always passes device memory)",
                comm->c_name, others, n);
   m->agree_net = calloc(1, sizeof(*m->agree_net));
   if (m->agree_net != NULL) m->agree_net->comm = comm;
