@@ -3,8 +3,8 @@
 /*
  * For the MPI programs that run the path agreement (engine/agree.h) on nodes of their own: the messages that carry
  * the posts of the other nodes' ranks (MPI_Isend, its buffer kept until it completes, and MPI_Improbe with
- * MPI_Mrecv, on a communicator per handle), as the component sends them over Open MPI's point-to-point layer; and
- * the directory of the nodes' tables. Include after mpi_bootstrap.h (EXPECT).
+ * MPI_Mrecv, on a communicator per handle), as the component sends them over Open MPI's point-to-point layer; a
+ * handle whose posts take them; and the directory of the nodes' tables. Include after mpi_bootstrap.h (EXPECT).
  */
 #ifndef COLL_GPU_TEST_MPI_AGREE_WIRE_H
 #define COLL_GPU_TEST_MPI_AGREE_WIRE_H
@@ -74,6 +74,34 @@ static void wire_drain(void) {
     MPI_Wait(&s->req, MPI_STATUS_IGNORE);
     free(s);
   }
+}
+
+/* This rank's handle of instance `instance` of the communicator `cid` of MPI_COMM_WORLD's ranks, in table t. With
+ * nodes of node_size consecutive ranks (0: one node) and a wire, the posts of the other nodes' ranks go through
+ * it, on a duplicate of MPI_COMM_WORLD made here (the caller frees wire->comm; MPI_COMM_NULL where the handle
+ * did not take the wire); without a wire, none do. */
+static coll_gpu_agree_t *agree_handle(coll_gpu_agree_table_t *t, uint32_t cid, uint64_t instance, int node_size,
+                                      wire_t *wire) {
+  int me, n;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  coll_gpu_agree_key_t key;
+  memset(&key, 0, sizeof(key));
+  key.cid = cid;
+  key.size = (uint32_t)n;
+  key.members = 1000 + (uint64_t)n;
+  coll_gpu_agree_t *a = NULL;
+  EXPECT(coll_gpu_agree_create(t, &key, instance, me, &a) == COLL_GPU_SUCCESS, "a handle");
+  if (wire != NULL) wire->comm = MPI_COMM_NULL;
+  if (node_size > 0 && a != NULL && wire != NULL) {
+    uint8_t *remote = calloc((size_t)n, 1);
+    for (int r = 0; r < n; ++r) remote[r] = r / node_size != me / node_size;
+    MPI_Comm_dup(MPI_COMM_WORLD, &wire->comm);
+    const coll_gpu_agree_net_t net = {wire, wire_send, wire_poll};
+    EXPECT(coll_gpu_agree_set_net(a, remote, &net) == COLL_GPU_SUCCESS, "the handle's messages");
+    free(remote);
+  }
+  return a;
 }
 
 /* The tables' directory (64 bytes): rank 0's, made on every host, opened by every rank without any exchange but

@@ -49,21 +49,8 @@ static void report(void *ctx, const uint8_t *late) {
 }
 
 static coll_gpu_agree_t *handle(coll_gpu_agree_table_t *t, uint32_t cid, uint64_t instance) {
-  coll_gpu_agree_key_t key;
-  memset(&key, 0, sizeof(key));
-  key.cid = cid;
-  key.size = (uint32_t)nranks;
-  key.members = 1000 + (uint64_t)nranks;
-  coll_gpu_agree_t *a = NULL;
-  EXPECT(coll_gpu_agree_create(t, &key, instance, rank, &a) == COLL_GPU_SUCCESS, "a handle");
-  if (node_size > 0 && a != NULL && nwires < 8) {
-    uint8_t remote[64];
-    for (int r = 0; r < nranks; ++r) remote[r] = r / node_size != rank / node_size;
-    wire_t *w = &wires[nwires++];
-    MPI_Comm_dup(MPI_COMM_WORLD, &w->comm);
-    const coll_gpu_agree_net_t net = {w, wire_send, wire_poll};
-    EXPECT(coll_gpu_agree_set_net(a, remote, &net) == COLL_GPU_SUCCESS, "the handle's messages");
-  }
+  coll_gpu_agree_t *a = agree_handle(t, cid, instance, node_size, nwires < 8 ? &wires[nwires] : NULL);
+  if (nwires < 8 && wires[nwires].comm != MPI_COMM_NULL) ++nwires;
   return a;
 }
 

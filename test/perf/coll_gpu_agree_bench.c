@@ -102,22 +102,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "rank %d: the table %s: %s\n", rank, path, why);
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
-  coll_gpu_agree_key_t key;
-  memset(&key, 0, sizeof(key));
-  key.cid = 11;
-  key.size = (uint32_t)nranks;
-  key.members = 2000 + (uint64_t)nranks;
-  coll_gpu_agree_t *a = NULL;
-  EXPECT(coll_gpu_agree_create(t, &key, 1, rank, &a) == COLL_GPU_SUCCESS, "a handle");
   wire_t wire;
-  MPI_Comm_dup(comm, &wire.comm);
-  if (node_size > 0 && a != NULL) {
-    uint8_t *remote = calloc((size_t)nranks, 1);
-    for (int r = 0; r < nranks; ++r) remote[r] = r / node_size != node;
-    const coll_gpu_agree_net_t net = {&wire, wire_send, wire_poll};
-    EXPECT(coll_gpu_agree_set_net(a, remote, &net) == COLL_GPU_SUCCESS, "the handle's messages");
-    free(remote);
-  }
+  coll_gpu_agree_t *a = agree_handle(t, 11, 1, node_size, &wire);
   /* waits as the component's: spinning 50 us before yielding (coll_gpu_spin_us), no progress hook needed here */
   const coll_gpu_agree_watch_t watch = {{50000, 30000000000ULL, NULL}, NULL, NULL};
   double agree_us = 0;
@@ -147,7 +133,7 @@ int main(int argc, char **argv) {
   MPI_Barrier(comm);
   rmdir(dir);
   wire_drain();
-  MPI_Comm_free(&wire.comm);
+  if (wire.comm != MPI_COMM_NULL) MPI_Comm_free(&wire.comm);
   int all_failures = 0;
   MPI_Reduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, 0, comm);
   if (rank == 0 && all_failures != 0) printf("coll_gpu_agree_bench: %d failed\n", all_failures);
