@@ -118,11 +118,13 @@ struct EngineId {
   bool none() const { return pid == 0; }
 };
 
-// What each rank says at step 0: the engine it offers (none: all zero), and who it is, for the name of a
-// new one.
+// What each rank says at step 0: the engine it offers (none: all zero), who it is, for the name of a
+// new one, and whether its process has any engine over the same members (offered or not).
 struct Offer {
   EngineId offer;
   EngineId self;
+  uint32_t known;
+  uint32_t pad;
 };
 
 std::atomic<uint32_t> creations{0};  // this process's engine creations, for their names
@@ -135,6 +137,8 @@ struct coll_gpu_engine {
   coll_gpu_meminfo_t mem;
   coll_gpu_ar_layout_t layout = {};
   coll_gpu::DeviceMemory scratch;
+  coll_gpu::DeviceMemory bounce;  // coll_gpu_engine_bounce: device memory for a rank that joins a call through it
+  size_t bounce_bytes = 0;
   coll_gpu::Stream stream;         // blocking: after the work queued on the legacy default stream, as staging is
   coll_gpu::Stream linger_stream;  // non-blocking: a lingering kernel holds up no other work
   coll_gpu::HostMappedMemory status_mem;
@@ -167,6 +171,7 @@ struct coll_gpu_engine {
   // count on it now and how many (owner << 32 | count; a count of 0: free, whatever owner says)
   EngineId id = {};
   uint64_t members = 0;  // 0: never offered
+  bool own = false;      // its communicator's alone, never offered (coll_gpu_engine_own)
   uint64_t config = 0;   // config_hash of the parameters it was made with
   int refs = 1;
   std::atomic<uint64_t> claim{0};
@@ -204,6 +209,7 @@ struct coll_gpu_engine {
     stream.reset();
     waiting_mem.reset();
     status_mem.reset();
+    bounce.reset();
     scratch.reset();
     coll_gpu_rings_free(&rings);
   }
@@ -264,7 +270,7 @@ coll_gpu_engine *registry_offer(const coll_gpu_engine_share_t &share, const coll
   pthread_mutex_lock(&registry_lock);
   coll_gpu_engine *best = nullptr;
   for (coll_gpu_engine *e = registry; e != nullptr; e = e->next_shared)
-    if (e->members == share.members && e->rank == b->rank && e->nranks == b->size && e->config == config &&
+    if (e->members == share.members && !e->own && e->rank == b->rank && e->nranks == b->size && e->config == config &&
         coll_gpu_engine_owns(e, &mem) && (uint32_t)e->claim.load() == 0 && !e->failed.load() &&
         (best == nullptr || id_before(e->id, best->id)))
       best = e;
@@ -274,6 +280,15 @@ coll_gpu_engine *registry_offer(const coll_gpu_engine_share_t &share, const coll
     best = nullptr;  // a claim came first
   pthread_mutex_unlock(&registry_lock);
   return best;
+}
+
+// Whether this process has an engine over these members, offered or its communicator's own.
+bool registry_knows(uint64_t members) {
+  pthread_mutex_lock(&registry_lock);
+  coll_gpu_engine *e = registry;
+  while (e != nullptr && e->members != members) e = e->next_shared;
+  pthread_mutex_unlock(&registry_lock);
+  return e != nullptr;
 }
 
 // The offer ends: taken (the communicator holds a reference and its claims) or not (claims as before: none).
@@ -540,6 +555,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   coll_gpu_engine *offered = may_share ? registry_offer(*share, b, config_hash(*cfg), *mem) : nullptr;
   Offer mine = {};
   if (offered != nullptr) mine.offer = offered->id;
+  mine.known = may_share && registry_knows(share->members);
   mine.self = {coll_gpu_host_id(), (uint32_t)getpid(), creations.fetch_add(1) + 1};
   coll_gpu::HostPtr<Offer[]> offers = coll_gpu::make_host_array<Offer>(b->size);
   if (offers == nullptr || b->allgather(b->ctx, &mine, offers.get(), sizeof(Offer)) != 0) {
@@ -549,6 +565,8 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   }
   bool same = !offers[0].offer.none();
   for (int r = 1; r < b->size && same; ++r) same = offers[r].offer == offers[0].offer;
+  bool first = may_share;  // no rank's process has an engine over these members yet
+  for (int r = 0; r < b->size && first; ++r) first = offers[r].known == 0;
   registry_settle(offered, share, same);
   if (same) {
     if (cfg->log != nullptr)
@@ -623,6 +641,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     for (int c = 0; c < COLL_GPU_NCOLLS; ++c) e->cfg.tune.move_algorithm[c] = COLL_GPU_ALGO_RING;
   }
   if (e->multinode) {  // on a few channels (the rings' turns below tell how many)
+    e->own = first;
     e->cfg.tune.net = 1;
     e->bound_channels(kNetMaxChannels);
   }
@@ -696,6 +715,11 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     return COLL_GPU_UNAVAILABLE;
   }
   e->log_channels(me);
+  if (e->own && cfg->log != nullptr)
+    cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
+             "comm %s: GPU resources of its own (the first over its processes): blocking calls on them need no path "
+             "agreement",
+             cfg->name);
   e->id = id;
   e->config = me.config_hash;
   registry_add(e.get(), may_share ? share : nullptr);
@@ -746,6 +770,32 @@ int coll_gpu_engine_refs(const coll_gpu_engine_t *e) {
   const int refs = e->refs;
   pthread_mutex_unlock(&registry_lock);
   return refs;
+}
+
+int coll_gpu_engine_own(const coll_gpu_engine_t *e) { return e->own; }
+
+coll_gpu_status_t coll_gpu_engine_bounce(coll_gpu_engine_t *e, size_t bytes, void **dev, char *why, size_t len) {
+  if (bytes > e->bounce_bytes) {
+    constexpr size_t kRound = (size_t)2 << 20;  // grown in steps of 2 MiB, not by every larger call
+    ContextScope ctx(e->mem);
+    COLL_GPU_CHECK(entered(ctx, e->mem, why, len));
+    e->bounce.reset();
+    e->bounce_bytes = 0;
+    const size_t want = (bytes + kRound - 1) / kRound * kRound;
+    CUDA_CHECK(coll_gpu_dev_alloc(e->bounce.out(), want), why, len);
+    e->bounce_bytes = want;
+  }
+  *dev = e->bounce.get();
+  return COLL_GPU_SUCCESS;
+}
+
+coll_gpu_status_t coll_gpu_engine_copy(coll_gpu_engine_t *e, void *dst, const void *src, size_t bytes, char *why,
+                                       size_t len) {
+  if (bytes == 0) return COLL_GPU_SUCCESS;
+  ContextScope ctx(e->mem);
+  COLL_GPU_CHECK(entered(ctx, e->mem, why, len));
+  CUDA_CHECK(coll_gpu_staging_copy(dst, src, bytes), why, len);
+  return COLL_GPU_SUCCESS;
 }
 
 int coll_gpu_engine_owns(const coll_gpu_engine_t *e, const coll_gpu_meminfo_t *mem) {

@@ -19,6 +19,13 @@
  * path agreement). So the engine runs one communicator's calls at a time, in the same order on every rank:
  * a call is on the GPUs only where every rank held the claim for it. The last communicator to release the
  * engine frees it.
+ *
+ * Over several nodes, the first communicator over a set of processes (no rank's process has an engine over
+ * them yet) gets an engine of its own, never offered (coll_gpu_engine_own): no other communicator's call ever
+ * runs on it, so the glue runs its blocking calls without agreeing on their path first (a trip between the
+ * hosts a call). A rank whose buffers it cannot take as they are joins such a call through device memory of
+ * the engine's (coll_gpu_engine_bounce, coll_gpu_engine_copy). Later communicators over the same processes
+ * share another engine.
  */
 #ifndef COLL_GPU_ENGINE_H
 #define COLL_GPU_ENGINE_H
@@ -98,6 +105,15 @@ int coll_gpu_engine_claim(coll_gpu_engine_t *e, uint32_t owner);
 void coll_gpu_engine_unclaim(coll_gpu_engine_t *e, uint32_t owner);
 /* The communicators that hold a reference to the engine. */
 int coll_gpu_engine_refs(const coll_gpu_engine_t *e);
+/* Whether the engine is its communicator's own (engine.h above): the same answer on every rank. */
+int coll_gpu_engine_own(const coll_gpu_engine_t *e);
+/* Device memory of the engine's, at least `bytes`, for a rank that joins a call through it: kept for the
+ * next call (grown as needed), freed with the engine. */
+coll_gpu_status_t coll_gpu_engine_bounce(coll_gpu_engine_t *e, size_t bytes, void **dev, char *why, size_t len);
+/* Copies `bytes` between any two of host, device and managed memory, in the engine's context; returns once
+ * the copy is complete (ordered after the work on the legacy default stream). */
+coll_gpu_status_t coll_gpu_engine_copy(coll_gpu_engine_t *e, void *dst, const void *src, size_t bytes, char *why,
+                                       size_t len);
 /* Whether buffer memory `mem` can go through this engine (its device and context). */
 int coll_gpu_engine_owns(const coll_gpu_engine_t *e, const coll_gpu_meminfo_t *mem);
 /* One collective's arguments:
@@ -113,7 +129,9 @@ int coll_gpu_engine_owns(const coll_gpu_engine_t *e, const coll_gpu_meminfo_t *m
  *   alltoall: block q of sendbuf (count bytes) to block r of rank q's recvbuf (not in place). Its Simple
  *     algorithm ("ring") goes around the ring with 2 ranks and pairwise over point-to-point connections
  *     with more, up to COLL_GPU_MAX_DIRECT ranks (beyond, no alltoall runs on the GPUs).
- * type and op: the reductions'. root: bcast's and reduce's. */
+ * type and op: the reductions'. root: bcast's and reduce's. How the engine runs a call depends on its
+ * buffers only through whether a reduce-scatter's result overlaps its input (in place, or not): every rank
+ * must pass that alike, as MPI_IN_PLACE is. */
 typedef struct {
   coll_gpu_coll_t coll;
   const void *sendbuf;
