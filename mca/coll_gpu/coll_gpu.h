@@ -238,6 +238,34 @@ int mca_coll_gpu_reduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_c
 /* The path bits of the agreement: what a rank's buffers allow. */
 enum { COLL_GPU_PATH_HOST = 1, COLL_GPU_PATH_GPU = 2, COLL_GPU_PATH_STAGE = 4 };
 
+/* `count` elements of dt at buf, as the user passed them (buf NULL: none). The engine's memory holds them
+ * packed, or where `laid`, as they lie in buf (a reduction's elements, whose layout the kernels read as it
+ * is: a pair type's padding between them too, which is never written back). */
+typedef struct {
+  const void *buf;
+  struct ompi_datatype_t *dt;
+  size_t count;
+  int laid;
+} mca_coll_gpu_ubuf_t;
+
+/* How a rank whose buffers the engine cannot take as they are joins a call through device memory of the
+ * engine's (coll_gpu_join.c): `in` packed into it at in_at, the call run there with its send buffer at
+ * send_at and its receive buffer at recv_at (SIZE_MAX: none), the result unpacked into `out` from out_at. */
+typedef struct {
+  mca_coll_gpu_ubuf_t in, out;
+  size_t in_at, out_at, send_at, recv_at;
+  size_t bytes; /* of device memory */
+} mca_coll_gpu_join_t;
+/* Where `count` elements of dt start, when they are one contiguous run of bytes; NULL otherwise. Open MPI
+ * answers for an int count, and any count above 1 has the layout of 2 (a type without gaps), so a count of
+ * 2^31 elements or more (an allgather of 4 blocks of 512 MiB) is asked as 2. */
+char *mca_coll_gpu_contiguous(const void *buf, struct ompi_datatype_t *dt, size_t count);
+/* Copies a join's input into dev (the engine's device memory), or its output back from it; 0, or -1 with
+ * why said. Host, device and managed memory of any process's GPU, any datatype: contiguous data is copied
+ * as it is, other layouts are packed on the host (device memory staged there first). */
+int mca_coll_gpu_join_in(coll_gpu_engine_t *e, const mca_coll_gpu_join_t *j, char *dev, char *why, size_t len);
+int mca_coll_gpu_join_out(coll_gpu_engine_t *e, const mca_coll_gpu_join_t *j, const char *dev, char *why, size_t len);
+
 /* One call with a GPU path, as this rank sees it: its path bit, and what the engine would run. */
 typedef struct {
   uint32_t mine;
@@ -246,6 +274,8 @@ typedef struct {
   size_t counts[COLL_GPU_MAX_DIRECT]; /* reduce-scatter's blocks: args.counts */
   const char *name;                   /* the MPI function, for messages */
   size_t bytes;
+  int any_memory;           /* from facts alike on every rank: any rank can join whatever memory it passes */
+  mca_coll_gpu_join_t join; /* how, where mine is not COLL_GPU_PATH_GPU */
 } mca_coll_gpu_plan_t;
 
 /* A nonblocking entry's arguments, saved for a start that comes later (coll_gpu_wrap.h makes them):

@@ -128,11 +128,13 @@ int mca_coll_gpu_agree_net(mca_coll_gpu_module_t *m, struct ompi_communicator_t 
     free(remote);
     return 1;
   }
-  COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
-               "comm %s: %d of its %d ranks on other hosts: the path agreement reaches them through point-to-point "
-               "messages, a trip between the hosts before each call on device buffers of coll_gpu_net_min_bytes or "
-               "more (coll_gpu_uniform_buffers=1 skips it where every rank always passes device memory)",
-               comm->c_name, others, n);
+  COLL_GPU_LOG(
+      COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
+      "comm %s: %d of its %d ranks on other hosts: the path agreement reaches them through point-to-point "
+      "messages, a trip between the hosts before each call on device buffers of coll_gpu_net_min_bytes or "
+      "more, but blocking calls once the communicator has GPU resources of its own (coll_gpu_uniform_buffers=1 "
+      "skips it for every call where every rank always passes device memory)",
+      comm->c_name, others, n);
   m->agree_net = calloc(1, sizeof(*m->agree_net));
   if (m->agree_net != NULL) m->agree_net->comm = comm;
   const coll_gpu_agree_net_t net = {m->agree_net, net_send, net_poll};

@@ -28,6 +28,12 @@
  * with other communicators over the same ranks (engine/engine.h): while another communicator's calls hold
  * it, the rank posts STAGE, and the call stages everywhere.
  *
+ * A communicator across nodes whose engine is its own (the first over its processes, engine/engine.h) makes no
+ * agreement for its blocking calls once the engine exists: whether a call can run on the GPUs then follows from
+ * arguments alike on every rank of a correct program (the collective, its size, a reduction's type and op,
+ * MPI_IN_PLACE), and a rank whose buffers the engine cannot take as they are joins through the engine's device
+ * memory (coll_gpu_join.c). Nonblocking and persistent calls still agree.
+ *
  * The engine's set-up (the first call on the GPUs) exchanges through the previous module's nonblocking
  * collectives, completed by driving progress: it may run inside progress (a queued nonblocking call), and
  * a nested blocking wait would wait on itself with threads.
@@ -485,17 +491,35 @@ static int plan_reduction(const mca_coll_gpu_reduction_t *rd, struct ompi_commun
   const int leaf = rd->coll == COLL_GPU_COLL_REDUCE && me != rd->root; /* only its send buffer counts */
   coll_gpu_dtype_t type = COLL_GPU_NTYPES;
   coll_gpu_redop_t redop = COLL_GPU_NOPS;
-  pl->mine = COLL_GPU_PATH_STAGE;
-  /* no GPU path on this rank (it failed, or was told to stage): the others still get an answer */
   const int algorithm = rd->coll == COLL_GPU_COLL_ALLREDUCE ? c->allreduce_algorithm : c->move_algorithm[rd->coll];
-  if (m->engine_state != COLL_GPU_STATE_OFF && algorithm != COLL_GPU_NALGOS)
-    pl->mine = (uint32_t)local_path(leaf ? MPI_IN_PLACE : rd->sbuf, leaf ? (void *)rd->sbuf : rd->rbuf, rd->dtype,
-                                    rd->op, m, &pl->mem, &type, &redop);
   /* in place, a rank's result would overwrite input a later block of another length still reads; beyond
    * COLL_GPU_MAX_DIRECT ranks the kernels take equal blocks only */
-  if (pl->mine == COLL_GPU_PATH_GPU && rd->coll == COLL_GPU_COLL_REDUCE_SCATTER && !equal &&
-      (rd->sbuf == MPI_IN_PLACE || n > COLL_GPU_MAX_DIRECT))
-    pl->mine = COLL_GPU_PATH_STAGE;
+  const int blocks_ok =
+      !(rd->coll == COLL_GPU_COLL_REDUCE_SCATTER && !equal && (rd->sbuf == MPI_IN_PLACE || n > COLL_GPU_MAX_DIRECT));
+  /* every argument here is the same on every rank of a correct program */
+  pl->any_memory = m->engine_state != COLL_GPU_STATE_OFF && algorithm != COLL_GPU_NALGOS && blocks_ok &&
+                   !OMPI_COMM_IS_INTER(comm) && map_type(rd->dtype, &type) && map_op(rd->op, &redop) &&
+                   coll_gpu_op_supported(type, redop);
+  pl->mine = COLL_GPU_PATH_STAGE;
+  /* no GPU path on this rank (it failed, or was told to stage): the others still get an answer */
+  if (m->engine_state != COLL_GPU_STATE_OFF && algorithm != COLL_GPU_NALGOS && blocks_ok)
+    pl->mine = (uint32_t)local_path(leaf ? MPI_IN_PLACE : rd->sbuf, leaf ? (void *)rd->sbuf : rd->rbuf, rd->dtype,
+                                    rd->op, m, &pl->mem, &type, &redop);
+  /* joining through the engine's memory: the input at 0, the result over it, or after it for a reduce-scatter
+   * not in place (in place it stays in place: the engine runs one another way, as the other ranks' do); the
+   * elements as they lie (a pair type's padding too), as the kernels read them */
+  const size_t esize = pl->any_memory ? coll_gpu_dtype_size(type) : 0;
+  const size_t mine =
+      rd->coll != COLL_GPU_COLL_REDUCE_SCATTER ? total : (size_t)(rd->rcounts != NULL ? rd->rcounts[me] : rd->count);
+  const size_t out_at = rd->coll == COLL_GPU_COLL_REDUCE_SCATTER && rd->sbuf != MPI_IN_PLACE ? total * esize : 0;
+  const mca_coll_gpu_join_t join = {{rd->sbuf == MPI_IN_PLACE ? rd->rbuf : rd->sbuf, rd->dtype, total, 1},
+                                    {leaf ? NULL : rd->rbuf, rd->dtype, mine, 1},
+                                    0,
+                                    out_at,
+                                    0,
+                                    leaf ? SIZE_MAX : out_at,
+                                    out_at + (out_at == 0 ? total : mine) * esize};
+  pl->join = join;
   pl->bytes = total * dsize;
   pl->name = rd->name;
   /* reduce-scatter: counts per rank, or beyond COLL_GPU_MAX_DIRECT ranks none (equal blocks of `each`) */
@@ -531,10 +555,40 @@ static int run_claimed(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm
   return 1;
 }
 
+/* A blocking call on a communicator with an engine of its own (engine/engine.h): on the GPUs on every rank
+ * alike, without an agreement; a rank whose buffers the engine cannot take joins through its device memory.
+ * A rank that cannot join (no device memory left for it, a copy failed) fails the call, naming why. */
+static int run_own(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
+  const int joins = pl->mine != COLL_GPU_PATH_GPU;
+  const char *where = joins ? "while it joined through the GPU's memory" : "on the GPU";
+  char why[256] = "an earlier call failed on the GPU";
+  pl->mine = COLL_GPU_PATH_GPU;
+  const int claimed = mca_coll_gpu_claim(m, pl); /* refused only where the engine failed */
+  if (claimed && !coll_gpu_engine_idle(m->engine)) mca_coll_gpu_drain(m, 1);
+  int ok = claimed && m->engine_state != COLL_GPU_STATE_OFF; /* the call in flight failed */
+  coll_gpu_args_t args = pl->args;
+  char *dev = NULL;
+  if (ok && joins) {
+    const mca_coll_gpu_join_t *j = &pl->join;
+    ok = coll_gpu_engine_bounce(m->engine, j->bytes, (void **)&dev, why, sizeof(why)) == COLL_GPU_SUCCESS &&
+         mca_coll_gpu_join_in(m->engine, j, dev, why, sizeof(why)) == 0;
+    args.sendbuf = dev + j->send_at;
+    args.recvbuf = j->recv_at == SIZE_MAX ? NULL : dev + j->recv_at;
+  }
+  ok = ok && coll_gpu_engine_run(m->engine, &args, why, sizeof(why)) == COLL_GPU_SUCCESS;
+  ok = ok && (!joins || mca_coll_gpu_join_out(m->engine, &pl->join, dev, why, sizeof(why)) == 0);
+  if (claimed) mca_coll_gpu_unclaim(m);
+  *rc = ok ? OMPI_SUCCESS : mca_coll_gpu_failed(m, comm, pl->name, pl->bytes, where, why);
+  return 1;
+}
+
 /* A blocking call with a plan: in order after the calls still queued, its agreement, then the GPUs; it
- * posts the GPU path only under a claim on the engine. */
+ * posts the GPU path only under a claim on the engine. On an engine of the communicator's own, no
+ * agreement. */
 static int run_blocking(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
   if (m->queue != NULL) mca_coll_gpu_drain(m, 0);
+  if (pl->any_memory && m->engine != NULL && m->engine_state == COLL_GPU_STATE_READY && coll_gpu_engine_own(m->engine))
+    return run_own(pl, comm, m, rc);
   const int claimed = mca_coll_gpu_claim(m, pl);
   const int handled = run_claimed(pl, comm, m, rc);
   if (claimed) mca_coll_gpu_unclaim(m);
@@ -562,16 +616,6 @@ int mca_coll_gpu_preduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_
 
 /* ------------------------------------------------------------------ the moves: bcast, allgather, alltoall */
 
-/* Where `count` elements of dt start, when they are one contiguous run of bytes; NULL otherwise. Open MPI
- * answers for an int count, and any count above 1 has the layout of 2 (a type without gaps), so a count of
- * 2^31 elements or more (an allgather of 4 blocks of 512 MiB) is asked as 2. */
-static char *contiguous(const void *buf, struct ompi_datatype_t *dt, size_t count) {
-  if (!ompi_datatype_is_contiguous_memory_layout(dt, count > 2 ? 2 : (int32_t)count)) return NULL;
-  ptrdiff_t lb, extent;
-  ompi_datatype_get_true_extent(dt, &lb, &extent);
-  return (char *)buf + lb;
-}
-
 /* Whether a buffer's memory can go through the engine this rank has or would create on mem. */
 static int on_engine(const mca_coll_gpu_module_t *m, const coll_gpu_meminfo_t *b, const coll_gpu_meminfo_t *mem) {
   if (b->kind != COLL_GPU_MEM_DEVICE || b->device != mem->device || b->ctx != mem->ctx) return 0;
@@ -589,12 +633,13 @@ static int plan_move(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *
   const size_t blocks = mv->coll == COLL_GPU_COLL_BCAST ? 1 : (size_t)n;
   coll_gpu_meminfo_t smem;
   const char *src = NULL;
-  char *dst = contiguous(mv->rbuf, mv->rdtype, (size_t)mv->rcount * blocks);
+  char *dst = mca_coll_gpu_contiguous(mv->rbuf, mv->rdtype, (size_t)mv->rcount * blocks);
   coll_gpu_mem_classify(mv->rbuf, &pl->mem);
   smem = pl->mem;
   if (mv->coll != COLL_GPU_COLL_BCAST && mv->sbuf != MPI_IN_PLACE) {
     coll_gpu_mem_classify(mv->sbuf, &smem);
-    src = contiguous(mv->sbuf, mv->sdtype, (size_t)mv->scount * (mv->coll == COLL_GPU_COLL_ALLTOALL ? blocks : 1));
+    src = mca_coll_gpu_contiguous(mv->sbuf, mv->sdtype,
+                                  (size_t)mv->scount * (mv->coll == COLL_GPU_COLL_ALLTOALL ? blocks : 1));
   } else if (mv->coll == COLL_GPU_COLL_ALLGATHER && dst != NULL) {
     src = dst + (size_t)me * bytes; /* in place: my block of recvbuf */
   } else if (mv->coll == COLL_GPU_COLL_BCAST) {
@@ -607,6 +652,37 @@ static int plan_move(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *
            src != NULL && on_engine(m, &pl->mem, &pl->mem) && on_engine(m, &smem, &pl->mem) &&
            (mv->coll != COLL_GPU_COLL_ALLTOALL || n <= COLL_GPU_MAX_DIRECT))
     pl->mine = COLL_GPU_PATH_GPU; /* in-place alltoall has no src, and more ranks no pairwise connections: staged */
+  /* every argument here is the same on every rank of a correct program (MPI_IN_PLACE in alltoall too) */
+  pl->any_memory = m->engine_state != COLL_GPU_STATE_OFF && c->move_algorithm[mv->coll] != COLL_GPU_NALGOS &&
+                   !OMPI_COMM_IS_INTER(comm) &&
+                   (mv->coll != COLL_GPU_COLL_ALLTOALL || (n <= COLL_GPU_MAX_DIRECT && mv->sbuf != MPI_IN_PLACE));
+  /* joining through the engine's memory: the blocks in rank order; alltoall's received ones after the sent */
+  mca_coll_gpu_join_t *j = &pl->join;
+  memset(j, 0, sizeof(*j));
+  const mca_coll_gpu_ubuf_t all = {mv->rbuf, mv->rdtype, (size_t)mv->rcount * blocks};
+  if (mv->coll == COLL_GPU_COLL_BCAST) {
+    if (me == mv->root)
+      j->in = all;
+    else
+      j->out = all;
+    j->bytes = bytes;
+  } else if (mv->coll == COLL_GPU_COLL_ALLGATHER) {
+    ptrdiff_t lb, extent;
+    ompi_datatype_get_extent(mv->rdtype, &lb, &extent);
+    const mca_coll_gpu_ubuf_t own = {(const char *)mv->rbuf + (ptrdiff_t)me * mv->rcount * extent, mv->rdtype,
+                                     (size_t)mv->rcount};
+    const mca_coll_gpu_ubuf_t sent = {mv->sbuf, mv->sdtype, (size_t)mv->scount};
+    j->in = mv->sbuf == MPI_IN_PLACE ? own : sent;
+    j->in_at = j->send_at = (size_t)me * bytes;
+    j->out = all;
+    j->bytes = blocks * bytes;
+  } else {
+    const mca_coll_gpu_ubuf_t sent = {mv->sbuf, mv->sdtype, (size_t)mv->scount * blocks};
+    j->in = sent;
+    j->out = all;
+    j->recv_at = j->out_at = blocks * bytes;
+    j->bytes = 2 * blocks * bytes;
+  }
   pl->bytes = bytes;
   pl->name = coll_gpu_coll_mpi_name(mv->coll);
   const coll_gpu_args_t args = {mv->coll, src, dst, bytes, NULL, COLL_GPU_UINT8, COLL_GPU_SUM, mv->root};

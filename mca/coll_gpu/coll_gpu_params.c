@@ -408,7 +408,9 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                 "Assert that in every collective call all ranks pass the same kind of memory (all host, or all "
                 "device memory of one GPU per rank). Skips the agreement on the path each call takes (a few "
                 "stores and one cache line read per peer and call; across hosts a 16-byte message to each rank of "
-                "the other hosts and a wait for theirs, a trip between the hosts each call). If a rank breaks the "
+                "the other hosts and a wait for theirs, a trip between the hosts each call; not for blocking calls "
+                "on a communicator across hosts with GPU resources of its own, the first over its processes, where "
+                "every rank joins the GPU path whatever memory it passes). If a rank breaks the "
                 "assertion, the ranks that passed device memory wait for it on the GPU, with a watchdog line naming "
                 "it after coll_gpu_timeout seconds",
                 false, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->uniform_buffers);

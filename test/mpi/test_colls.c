@@ -6,12 +6,16 @@
  * derived datatypes (holes, negative lower bound), in place and not, counts 0, 1 and more, every root.
  * Outputs are poisoned first; receive images are compared byte for byte, holes included.
  *
- * usage: test_colls [-m host|device|managed|pinned|pool|mixed] [-s seed] [-v] [-L] [-F] [-G] [-r GAP_US]
+ * usage: test_colls [-m host|device|managed|pinned|pool|mixed] [-s seed] [-v] [-L] [-F] [-G] [-W] [-r GAP_US]
  * -F makes odd ranks stage every buffer (coll_gpu_force_staging through MPI_T) and even ranks not, as
  *    ranks that loaded CUDA beside ranks that did not.
- * -G (device memory; across hosts with coll_gpu_net_min_bytes 0) also checks that the blocking reductions
- *    with a GPU path stage no buffer for the types the kernels take (coll/gpu's MPI_T counter
+ * -G (device memory, or any with -W over several nodes; across hosts with coll_gpu_net_min_bytes 0) also checks that
+ * the blocking reductions with a GPU path stage no buffer for the types the kernels take (coll/gpu's MPI_T counter
  *    coll_gpu_staged_buffers): a staged call gives the same bytes, so only the counter tells the GPU path ran.
+ * -W first runs one allreduce of 1 MiB on device memory on every rank, whatever -m says, so that the GPU
+ *    path's engine is made; the cases after run on a communicator that has one (over several nodes: its
+ *    own, where every blocking call takes the GPU path and ranks whose buffers are not device memory join
+ *    it through the engine's memory).
  * -r GAP_US makes each rank wait a random 0 to GAP_US microseconds before each collective: with GAP_US
  *    about twice coll_gpu_oneshot_linger_us, coll/gpu's lingering kernel leaves just as calls arrive.
  * -L runs only a broadcast of more than 2^31 bytes and, on GPU memory, an allgather and an alltoall of more
@@ -53,6 +57,28 @@ static void test_nonblocking_progress(void) {
   int want[64];
   for (int i = 0; i < 64; ++i) want[i] = nranks * (nranks - 1) / 2 + nranks * i;
   buf_check("iallreduce then point-to-point", &rb, want);
+  buf_free(&sb);
+  buf_free(&rb);
+}
+
+/* -W: an allreduce every rank passes device memory to, checked. */
+static void test_warm_up(void) {
+  const int count = (1 << 20) / sizeof(int);
+  const tbuf_kind_t was = kind;
+  kind = TBUF_DEVICE;
+  buf_t sb = buf_new(count * sizeof(int)), rb = buf_new(count * sizeof(int));
+  kind = was;
+  int *want = malloc(count * sizeof(int));
+  for (int i = 0; i < count; ++i) {
+    ((int *)sb.img)[i] = rank * 7 + i;
+    want[i] = 7 * nranks * (nranks - 1) / 2 + nranks * i;
+  }
+  buf_push(&sb);
+  checks++;
+  if (MPI_Allreduce(sb.dev, rb.dev, count, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
+    fail("warm-up allreduce", "returned an error");
+  buf_check("warm-up allreduce on device memory", &rb, want);
+  free(want);
   buf_free(&sb);
   buf_free(&rb);
 }
@@ -145,8 +171,9 @@ int main(int argc, char **argv) {
   if (getenv("TEST_SEED")) s = strtoull(getenv("TEST_SEED"), NULL, 0);
   int opt;
   bool large = false;
-  bool split_staging = false;
-  while ((opt = getopt(argc, argv, "m:s:vLFGr:")) != -1) {
+  bool split_staging = false, warm_up = false;
+  while ((opt = getopt(argc, argv, "m:s:vLFGWr:")) != -1) {
+    if (opt == 'W') warm_up = true;
     if (opt == 'L') large = true;
     if (opt == 'G') gpu_path = true;
     if (opt == 'F') split_staging = true;
@@ -171,6 +198,7 @@ int main(int argc, char **argv) {
   seed = s;
   alarm(600); /* a hang becomes a failure, never a stuck test run */
   make_layouts();
+  if (warm_up) test_warm_up();
   if (large) {
     test_large();
     if (kind != TBUF_HOST) test_large_moves(); /* the GPU path's element counts (host memory: 16 GiB) */
