@@ -269,7 +269,8 @@ int mca_coll_gpu_join_out(coll_gpu_engine_t *e, const mca_coll_gpu_join_t *j, co
 /* One call with a GPU path, as this rank sees it: its path bit, and what the engine would run. */
 typedef struct {
   uint32_t mine;
-  coll_gpu_meminfo_t mem; /* where the engine lives or would */
+  coll_gpu_meminfo_t mem;  /* where the engine lives or would: the receive buffer's memory */
+  coll_gpu_meminfo_t smem; /* the send buffer's (with mine COLL_GPU_PATH_GPU) */
   coll_gpu_args_t args;
   size_t counts[COLL_GPU_MAX_DIRECT]; /* reduce-scatter's blocks: args.counts */
   const char *name;                   /* the MPI function, for messages */

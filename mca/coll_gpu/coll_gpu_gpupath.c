@@ -330,19 +330,18 @@ void mca_coll_gpu_agree_unlock(mca_coll_gpu_module_t *m) {
 
 /* This rank's path bit, and the memory the engine would run on. */
 static int local_path(const void *sbuf, void *rbuf, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                      const mca_coll_gpu_module_t *m, coll_gpu_meminfo_t *mem, coll_gpu_dtype_t *type,
-                      coll_gpu_redop_t *redop) {
-  coll_gpu_meminfo_t smem;
+                      const mca_coll_gpu_module_t *m, coll_gpu_meminfo_t *mem, coll_gpu_meminfo_t *smem,
+                      coll_gpu_dtype_t *type, coll_gpu_redop_t *redop) {
   coll_gpu_mem_classify(rbuf, mem);
   if (sbuf == MPI_IN_PLACE)
-    smem = *mem;
+    *smem = *mem;
   else
-    coll_gpu_mem_classify(sbuf, &smem);
-  if (mem->kind == COLL_GPU_MEM_HOST && smem.kind == COLL_GPU_MEM_HOST) return COLL_GPU_PATH_HOST;
-  if (mem->kind != COLL_GPU_MEM_DEVICE || smem.kind != COLL_GPU_MEM_DEVICE || smem.device != mem->device)
+    coll_gpu_mem_classify(sbuf, smem);
+  if (mem->kind == COLL_GPU_MEM_HOST && smem->kind == COLL_GPU_MEM_HOST) return COLL_GPU_PATH_HOST;
+  if (mem->kind != COLL_GPU_MEM_DEVICE || smem->kind != COLL_GPU_MEM_DEVICE || smem->device != mem->device)
     return COLL_GPU_PATH_STAGE;
   if (!map_type(dtype, type) || !map_op(op, redop) || !coll_gpu_op_supported(*type, *redop)) return COLL_GPU_PATH_STAGE;
-  if (m->engine != NULL && !(coll_gpu_engine_owns(m->engine, mem) && coll_gpu_engine_owns(m->engine, &smem)))
+  if (m->engine != NULL && !(coll_gpu_engine_owns(m->engine, mem) && coll_gpu_engine_owns(m->engine, smem)))
     return COLL_GPU_PATH_STAGE;
   return COLL_GPU_PATH_GPU;
 }
@@ -504,7 +503,7 @@ static int plan_reduction(const mca_coll_gpu_reduction_t *rd, struct ompi_commun
   /* no GPU path on this rank (it failed, or was told to stage): the others still get an answer */
   if (m->engine_state != COLL_GPU_STATE_OFF && algorithm != COLL_GPU_NALGOS && blocks_ok)
     pl->mine = (uint32_t)local_path(leaf ? MPI_IN_PLACE : rd->sbuf, leaf ? (void *)rd->sbuf : rd->rbuf, rd->dtype,
-                                    rd->op, m, &pl->mem, &type, &redop);
+                                    rd->op, m, &pl->mem, &pl->smem, &type, &redop);
   /* joining through the engine's memory: the input at 0, the result over it, or after it for a reduce-scatter
    * not in place (in place it stays in place: the engine runs one another way, as the other ranks' do); the
    * elements as they lie (a pair type's padding too), as the kernels read them */
@@ -587,6 +586,10 @@ static int run_own(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mc
  * agreement. */
 static int run_blocking(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
   if (m->queue != NULL) mca_coll_gpu_drain(m, 0);
+  /* a queued call's start may have made the engine meanwhile: this rank's buffers must be its memory */
+  if (pl->mine == COLL_GPU_PATH_GPU && m->engine != NULL &&
+      !(coll_gpu_engine_owns(m->engine, &pl->mem) && coll_gpu_engine_owns(m->engine, &pl->smem)))
+    pl->mine = COLL_GPU_PATH_STAGE;
   if (pl->any_memory && m->engine != NULL && m->engine_state == COLL_GPU_STATE_READY && coll_gpu_engine_own(m->engine))
     return run_own(pl, comm, m, rc);
   const int claimed = mca_coll_gpu_claim(m, pl);
@@ -683,6 +686,7 @@ static int plan_move(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *
     j->recv_at = j->out_at = blocks * bytes;
     j->bytes = 2 * blocks * bytes;
   }
+  pl->smem = smem;
   pl->bytes = bytes;
   pl->name = coll_gpu_coll_mpi_name(mv->coll);
   const coll_gpu_args_t args = {mv->coll, src, dst, bytes, NULL, COLL_GPU_UINT8, COLL_GPU_SUM, mv->root};
