@@ -238,8 +238,8 @@ int mca_coll_gpu_reduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_c
 /* The path bits of the agreement: what a rank's buffers allow. */
 enum { COLL_GPU_PATH_HOST = 1, COLL_GPU_PATH_GPU = 2, COLL_GPU_PATH_STAGE = 4 };
 
-/* `count` elements of dt at buf, as the user passed them (buf NULL: none). The engine's memory holds them
- * packed, or where `laid`, as they lie in buf (a reduction's elements, whose layout the kernels read as it
+/* `count` elements of dt at buf, as the user passed them (dt NULL: none; buf may be MPI_BOTTOM). The engine's memory
+ * holds them packed, or where `laid`, as they lie in buf (a reduction's elements, whose layout the kernels read as it
  * is: a pair type's padding between them too, which is never written back). */
 typedef struct {
   const void *buf;

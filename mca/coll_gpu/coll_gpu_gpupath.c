@@ -512,7 +512,7 @@ static int plan_reduction(const mca_coll_gpu_reduction_t *rd, struct ompi_commun
       rd->coll != COLL_GPU_COLL_REDUCE_SCATTER ? total : (size_t)(rd->rcounts != NULL ? rd->rcounts[me] : rd->count);
   const size_t out_at = rd->coll == COLL_GPU_COLL_REDUCE_SCATTER && rd->sbuf != MPI_IN_PLACE ? total * esize : 0;
   const mca_coll_gpu_join_t join = {{rd->sbuf == MPI_IN_PLACE ? rd->rbuf : rd->sbuf, rd->dtype, total, 1},
-                                    {leaf ? NULL : rd->rbuf, rd->dtype, mine, 1},
+                                    {rd->rbuf, leaf ? NULL : rd->dtype, mine, 1},
                                     0,
                                     out_at,
                                     0,

@@ -49,7 +49,7 @@ static int host_move(const mca_coll_gpu_ubuf_t *u, void *image, char *host, size
 
 /* One buffer's bytes to dev (in) or back from it (out). */
 static int join_one(coll_gpu_engine_t *e, const mca_coll_gpu_ubuf_t *u, char *dev, int in, char *why, size_t len) {
-  if (u->buf == NULL || u->count == 0) return 0;
+  if (u->dt == NULL || u->count == 0) return 0;
   size_t data; /* the elements' bytes, without holes */
   coll_gpu_span_t span = mca_coll_gpu_span(u->dt, u->count, &data);
   const size_t bytes = u->laid ? span.len : data; /* in the engine's memory (laid: a predefined type, lb 0) */
