@@ -120,9 +120,10 @@ static coll_gpu_piece_t *sparse_pieces(coll_gpu_span_t span, size_t *n) {
 int mca_coll_gpu_stage(coll_gpu_stage_t *st, const void *buf, coll_gpu_span_t span, size_t bytes, coll_gpu_dir_t dir,
                        void **host) {
   *host = (void *)buf;
-  if (buf == NULL || buf == MPI_IN_PLACE || span.len == 0) return OMPI_SUCCESS;
+  if (buf == MPI_IN_PLACE || span.len == 0) return OMPI_SUCCESS;
+  /* the memory of the first byte the call touches: with MPI_BOTTOM (NULL) the datatype's addresses are absolute */
   coll_gpu_meminfo_t mem;
-  coll_gpu_mem_classify(buf, &mem);
+  coll_gpu_mem_classify((const char *)buf + span.lo, &mem);
   const coll_gpu_copy_engine_t *engine = &coll_gpu_cuda_engine;
   if (mem.kind == COLL_GPU_MEM_HOST) {
     if (!mca_coll_gpu_component.force_staging || mca_coll_gpu_nesting > 0) return OMPI_SUCCESS;

@@ -96,5 +96,6 @@ void test_reductions(void);
 void make_layouts(void);
 void free_layouts(void);
 void test_moves(void);
+void test_bottom(void);
 
 #endif

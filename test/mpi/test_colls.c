@@ -205,6 +205,7 @@ int main(int argc, char **argv) {
   } else {
     test_reductions();
     test_moves();
+    test_bottom();
     test_nonblocking_progress();
   }
   long totals[2] = {checks, failures}, all[2];
