@@ -4,12 +4,14 @@
 # coll/gpu across the hosts of a mini-cluster (contrib/minicluster.sh) on one GPU machine, beside NCCL on
 # the same GPUs in the same run: HOSTS hosts of GPUS-PER-HOST GPUs, a rank per GPU, UCX and NCCL over tcp
 # on the cluster's bridge, nothing bound (--bind-to none). For each collective five runs:
-#   defaults:       coll/gpu at its defaults (the path agreed between the hosts: the GPU path, NET hops between
-#                   hosts) beside NCCL at its defaults;
+#   defaults:       coll/gpu at its defaults (the GPU path, NET hops between hosts: the first call agreed
+#                   between the hosts, the blocking calls after it not, on the communicator's own engine)
+#                   beside NCCL at its defaults;
 #   defaults-nccl4: the same beside NCCL with NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4;
-#   gpu:            coll_gpu_net_min_bytes=0 (the GPU path at every size, the agreement with it), without NCCL;
-#   uniform:        the same with coll_gpu_uniform_buffers=1 (no agreement), without NCCL: against gpu, the
-#                   agreement's cost;
+#   gpu:            coll_gpu_net_min_bytes=0 (the GPU path at every size, as the defaults take it), without
+#                   NCCL;
+#   uniform:        the same with coll_gpu_uniform_buffers=1 (no agreement even for the first call), without
+#                   NCCL;
 #   staged:         coll_gpu_force_staging=1 (every buffer through host memory), without NCCL;
 #   sockets:        the defaults with coll_gpu_proxy_net=sockets (the proxy over its own sockets instead of
 #                   UCX's tcp), without NCCL;
