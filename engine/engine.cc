@@ -41,6 +41,7 @@
 
 #include "engine/net.h"
 #include "engine/owning.h"
+#include "engine/stage.h"
 #include "kernels/staging.h"
 
 using coll_gpu::ContextScope;
@@ -791,10 +792,7 @@ coll_gpu_status_t coll_gpu_engine_bounce(coll_gpu_engine_t *e, size_t bytes, voi
 
 coll_gpu_status_t coll_gpu_engine_copy(coll_gpu_engine_t *e, void *dst, const void *src, size_t bytes, char *why,
                                        size_t len) {
-  if (bytes == 0) return COLL_GPU_SUCCESS;
-  ContextScope ctx(e->mem);
-  COLL_GPU_CHECK(entered(ctx, e->mem, why, len));
-  CUDA_CHECK(coll_gpu_staging_copy(dst, src, bytes), why, len);
+  CUDA_CHECK(coll_gpu_cuda_engine.copy(dst, src, bytes, &e->mem), why, len);  // staging's copy, in the engine's context
   return COLL_GPU_SUCCESS;
 }
 

@@ -329,9 +329,8 @@ void mca_coll_gpu_agree_unlock(mca_coll_gpu_module_t *m) {
 /* ------------------------------------------------------------------ the decision */
 
 /* This rank's path bit, and the memory the engine would run on. */
-static int local_path(const void *sbuf, void *rbuf, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                      const mca_coll_gpu_module_t *m, coll_gpu_meminfo_t *mem, coll_gpu_meminfo_t *smem,
-                      coll_gpu_dtype_t *type, coll_gpu_redop_t *redop) {
+static int local_path(const void *sbuf, void *rbuf, int typed, const mca_coll_gpu_module_t *m, coll_gpu_meminfo_t *mem,
+                      coll_gpu_meminfo_t *smem) {
   coll_gpu_mem_classify(rbuf, mem);
   if (sbuf == MPI_IN_PLACE)
     *smem = *mem;
@@ -340,7 +339,7 @@ static int local_path(const void *sbuf, void *rbuf, struct ompi_datatype_t *dtyp
   if (mem->kind == COLL_GPU_MEM_HOST && smem->kind == COLL_GPU_MEM_HOST) return COLL_GPU_PATH_HOST;
   if (mem->kind != COLL_GPU_MEM_DEVICE || smem->kind != COLL_GPU_MEM_DEVICE || smem->device != mem->device)
     return COLL_GPU_PATH_STAGE;
-  if (!map_type(dtype, type) || !map_op(op, redop) || !coll_gpu_op_supported(*type, *redop)) return COLL_GPU_PATH_STAGE;
+  if (!typed) return COLL_GPU_PATH_STAGE;
   if (m->engine != NULL && !(coll_gpu_engine_owns(m->engine, mem) && coll_gpu_engine_owns(m->engine, smem)))
     return COLL_GPU_PATH_STAGE;
   return COLL_GPU_PATH_GPU;
@@ -495,15 +494,16 @@ static int plan_reduction(const mca_coll_gpu_reduction_t *rd, struct ompi_commun
    * COLL_GPU_MAX_DIRECT ranks the kernels take equal blocks only */
   const int blocks_ok =
       !(rd->coll == COLL_GPU_COLL_REDUCE_SCATTER && !equal && (rd->sbuf == MPI_IN_PLACE || n > COLL_GPU_MAX_DIRECT));
-  /* every argument here is the same on every rank of a correct program */
-  pl->any_memory = m->engine_state != COLL_GPU_STATE_OFF && algorithm != COLL_GPU_NALGOS && blocks_ok &&
-                   !OMPI_COMM_IS_INTER(comm) && map_type(rd->dtype, &type) && map_op(rd->op, &redop) &&
-                   coll_gpu_op_supported(type, redop);
+  /* a type and op the kernels implement; then, every argument here being the same on every rank of a correct
+   * program, whether any rank can join the call whatever memory it passes */
+  const int typed = map_type(rd->dtype, &type) && map_op(rd->op, &redop) && coll_gpu_op_supported(type, redop);
+  const int usable = m->engine_state != COLL_GPU_STATE_OFF && algorithm != COLL_GPU_NALGOS && blocks_ok;
+  pl->any_memory = usable && typed && !OMPI_COMM_IS_INTER(comm);
   pl->mine = COLL_GPU_PATH_STAGE;
   /* no GPU path on this rank (it failed, or was told to stage): the others still get an answer */
-  if (m->engine_state != COLL_GPU_STATE_OFF && algorithm != COLL_GPU_NALGOS && blocks_ok)
-    pl->mine = (uint32_t)local_path(leaf ? MPI_IN_PLACE : rd->sbuf, leaf ? (void *)rd->sbuf : rd->rbuf, rd->dtype,
-                                    rd->op, m, &pl->mem, &pl->smem, &type, &redop);
+  if (usable)
+    pl->mine = (uint32_t)local_path(leaf ? MPI_IN_PLACE : rd->sbuf, leaf ? (void *)rd->sbuf : rd->rbuf, typed, m,
+                                    &pl->mem, &pl->smem);
   /* joining through the engine's memory: the input at 0, the result over it, or after it for a reduce-scatter
    * not in place (in place it stays in place: the engine runs one another way, as the other ranks' do); the
    * elements as they lie (a pair type's padding too), as the kernels read them */
@@ -535,65 +535,62 @@ static int plan_reduction(const mca_coll_gpu_reduction_t *rd, struct ompi_commun
   return 1;
 }
 
-/* run_blocking's agreement and run, the claim taken. */
-static int run_claimed(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
-  uint32_t all;
-  const int agreed = agree_path(m, comm, pl->mine, pl->name, pl->bytes, &all, rc);
-  if (agreed != 0) return agreed > 0;
-  if (all != COLL_GPU_PATH_GPU) return 0;
+/* The call on the engine; a rank that joins (its buffers are not the engine's memory) copies its input into the
+ * engine's device memory before and its result back after (coll_gpu_join.c). 1 when it ran, 0 with why said. */
+static int run_engine(mca_coll_gpu_module_t *m, const mca_coll_gpu_plan_t *pl, int joins, char *why, size_t len) {
+  if (!joins) return coll_gpu_engine_run(m->engine, &pl->args, why, len) == COLL_GPU_SUCCESS;
+  const mca_coll_gpu_join_t *j = &pl->join;
+  char *dev = NULL;
+  if (coll_gpu_engine_bounce(m->engine, j->bytes, (void **)&dev, why, len) != COLL_GPU_SUCCESS ||
+      mca_coll_gpu_join_in(m->engine, j, dev, why, len) != 0)
+    return 0;
+  coll_gpu_args_t args = pl->args;
+  args.sendbuf = dev + j->send_at;
+  args.recvbuf = j->recv_at == SIZE_MAX ? NULL : dev + j->recv_at;
+  return coll_gpu_engine_run(m->engine, &args, why, len) == COLL_GPU_SUCCESS &&
+         mca_coll_gpu_join_out(m->engine, j, dev, why, len) == 0;
+}
+
+/* run_blocking's agreement (none on an engine of the communicator's own) and run, the claim taken. */
+static int run_claimed(mca_coll_gpu_plan_t *pl, int own, int joins, struct ompi_communicator_t *comm,
+                       mca_coll_gpu_module_t *m, int *rc) {
+  uint32_t all = COLL_GPU_PATH_GPU;
+  if (!own) {
+    const int agreed = agree_path(m, comm, pl->mine, pl->name, pl->bytes, &all, rc);
+    if (agreed != 0) return agreed > 0;
+    if (all != COLL_GPU_PATH_GPU) return 0;
+  }
   if (m->engine == NULL && !mca_coll_gpu_create_engine(m, comm, &pl->mem)) return 0;
   if (!coll_gpu_engine_idle(m->engine)) mca_coll_gpu_drain(m, 1);
   char why[256];
   if (m->engine_state == COLL_GPU_STATE_OFF) /* the call in flight failed */
     snprintf(why, sizeof(why), "an earlier nonblocking call failed on the GPU");
-  else if (coll_gpu_engine_run(m->engine, &pl->args, why, sizeof(why)) == COLL_GPU_SUCCESS) {
+  else if (run_engine(m, pl, joins, why, sizeof(why))) {
     *rc = OMPI_SUCCESS;
     return 1;
   }
-  *rc = mca_coll_gpu_failed(m, comm, pl->name, pl->bytes, "on the GPU", why);
-  return 1;
-}
-
-/* A blocking call on a communicator with an engine of its own (engine/engine.h): on the GPUs on every rank
- * alike, without an agreement; a rank whose buffers the engine cannot take joins through its device memory.
- * A rank that cannot join (no device memory left for it, a copy failed) fails the call, naming why. */
-static int run_own(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
-  const int joins = pl->mine != COLL_GPU_PATH_GPU;
-  const char *where = joins ? "while it joined through the GPU's memory" : "on the GPU";
-  char why[256] = "an earlier call failed on the GPU";
-  pl->mine = COLL_GPU_PATH_GPU;
-  const int claimed = mca_coll_gpu_claim(m, pl); /* refused only where the engine failed */
-  if (claimed && !coll_gpu_engine_idle(m->engine)) mca_coll_gpu_drain(m, 1);
-  int ok = claimed && m->engine_state != COLL_GPU_STATE_OFF; /* the call in flight failed */
-  coll_gpu_args_t args = pl->args;
-  char *dev = NULL;
-  if (ok && joins) {
-    const mca_coll_gpu_join_t *j = &pl->join;
-    ok = coll_gpu_engine_bounce(m->engine, j->bytes, (void **)&dev, why, sizeof(why)) == COLL_GPU_SUCCESS &&
-         mca_coll_gpu_join_in(m->engine, j, dev, why, sizeof(why)) == 0;
-    args.sendbuf = dev + j->send_at;
-    args.recvbuf = j->recv_at == SIZE_MAX ? NULL : dev + j->recv_at;
-  }
-  ok = ok && coll_gpu_engine_run(m->engine, &args, why, sizeof(why)) == COLL_GPU_SUCCESS;
-  ok = ok && (!joins || mca_coll_gpu_join_out(m->engine, &pl->join, dev, why, sizeof(why)) == 0);
-  if (claimed) mca_coll_gpu_unclaim(m);
-  *rc = ok ? OMPI_SUCCESS : mca_coll_gpu_failed(m, comm, pl->name, pl->bytes, where, why);
+  *rc = mca_coll_gpu_failed(m, comm, pl->name, pl->bytes,
+                            joins ? "while it joined through the GPU's memory" : "on the GPU", why);
   return 1;
 }
 
 /* A blocking call with a plan: in order after the calls still queued, its agreement, then the GPUs; it
- * posts the GPU path only under a claim on the engine. On an engine of the communicator's own, no
- * agreement. */
+ * posts the GPU path only under a claim on the engine. On an engine of the communicator's own
+ * (engine/engine.h), every rank takes the GPU path without an agreement, and one whose buffers the engine
+ * cannot take joins through its device memory; one that cannot join (no device memory left for it, a copy
+ * failed) fails the call, naming why. */
 static int run_blocking(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
   if (m->queue != NULL) mca_coll_gpu_drain(m, 0);
   /* a queued call's start may have made the engine meanwhile: this rank's buffers must be its memory */
   if (pl->mine == COLL_GPU_PATH_GPU && m->engine != NULL &&
       !(coll_gpu_engine_owns(m->engine, &pl->mem) && coll_gpu_engine_owns(m->engine, &pl->smem)))
     pl->mine = COLL_GPU_PATH_STAGE;
-  if (pl->any_memory && m->engine != NULL && m->engine_state == COLL_GPU_STATE_READY && coll_gpu_engine_own(m->engine))
-    return run_own(pl, comm, m, rc);
-  const int claimed = mca_coll_gpu_claim(m, pl);
-  const int handled = run_claimed(pl, comm, m, rc);
+  const int own =
+      pl->any_memory && m->engine != NULL && m->engine_state == COLL_GPU_STATE_READY && coll_gpu_engine_own(m->engine);
+  const int joins = own && pl->mine != COLL_GPU_PATH_GPU;
+  if (own) pl->mine = COLL_GPU_PATH_GPU;
+  const int claimed = mca_coll_gpu_claim(m, pl); /* on an engine of its own, refused only where it failed */
+  const int handled = run_claimed(pl, own, joins, comm, m, rc);
   if (claimed) mca_coll_gpu_unclaim(m);
   return handled;
 }

@@ -6,9 +6,9 @@
  * together, whatever memory it passes. A rank whose buffers the engine cannot take as they are (host or
  * managed memory, another GPU's, a layout with holes) copies its input into the engine's device memory
  * before the call and its output back after: a move's data packed, a reduction's elements as they lie (the
- * kernels' layout). Contiguous bytes are copied as they are; other layouts go through the host (device
- * memory staged there first, engine/stage.h), packed by Open MPI's convertor, and only the data of a layout
- * with holes is written back.
+ * kernels' layout; copied in whole). Contiguous bytes are copied as they are; other layouts go through the
+ * host (device memory staged there first, engine/stage.h), packed by Open MPI's convertor, and only the data
+ * of a layout with holes is written back.
  */
 #include "coll_gpu.h"
 #include "ompi/datatype/ompi_datatype.h"
@@ -36,14 +36,10 @@ static int convert(const mca_coll_gpu_ubuf_t *u, void *image, char *packed, size
   return rc >= 0 && moved == bytes ? 0 : -1;
 }
 
-/* Between the host image of u's buffer and `host`, which holds its bytes as the engine's memory does
- * (packed, or as they lie: then only the elements' bytes are written into the image). */
+/* Between the host image of u's buffer and `host`, which holds its bytes as the engine's memory does: packed,
+ * or as they lie (out only: then only the elements' bytes are written into the image). */
 static int host_move(const mca_coll_gpu_ubuf_t *u, void *image, char *host, size_t bytes, int in) {
   if (!u->laid) return convert(u, image, host, bytes, in);
-  if (in) {
-    memcpy(host, image, bytes);
-    return 0;
-  }
   return ompi_datatype_copy_content_same_ddt(u->dt, u->count, image, host) == OMPI_SUCCESS ? 0 : -1;
 }
 
@@ -53,7 +49,8 @@ static int join_one(coll_gpu_engine_t *e, const mca_coll_gpu_ubuf_t *u, char *de
   size_t data; /* the elements' bytes, without holes */
   coll_gpu_span_t span = mca_coll_gpu_span(u->dt, u->count, &data);
   const size_t bytes = u->laid ? span.len : data; /* in the engine's memory (laid: a predefined type, lb 0) */
-  char *flat = mca_coll_gpu_contiguous(u->buf, u->dt, u->count);
+  /* elements that go in as they lie are copied whole, holes too; contiguous bytes either way */
+  char *flat = u->laid && in ? (char *)u->buf : mca_coll_gpu_contiguous(u->buf, u->dt, u->count);
   if (flat != NULL)
     return coll_gpu_engine_copy(e, in ? dev : flat, in ? flat : dev, bytes, why, len) == COLL_GPU_SUCCESS ? 0 : -1;
   coll_gpu_stage_t st;
