@@ -69,7 +69,9 @@ typedef struct {
   int timeout;         /* seconds: the watchdog reports a wait this long */
   int spin_us;         /* a wait spins this long before it yields */
   bool uniform_buffers;
-  size_t net_min_bytes; /* across hosts, calls below this stage without an agreement */
+  size_t net_min_bytes;                           /* across hosts, calls below this stage without an agreement */
+  char *net_blocking_min;                         /* coll_gpu_net_blocking_min_bytes as given */
+  size_t net_blocking_min_bytes[COLL_GPU_NCOLLS]; /* its figures; SIZE_MAX where it gives none */
   char *topo_file;      /* NCCL-format topology of the node instead of the probe; NULL or "" for none */
   char *topo_dump_file; /* where rank 0 of each GPU communicator writes the topology it used; NULL or "" */
   int output;           /* opal_output stream */

@@ -32,7 +32,9 @@
  * agreement for its blocking calls once the engine exists: whether a call can run on the GPUs then follows from
  * arguments alike on every rank of a correct program (the collective, its size, a reduction's type and op,
  * MPI_IN_PLACE), and a rank whose buffers the engine cannot take as they are joins through the engine's device
- * memory (coll_gpu_join.c). Nonblocking and persistent calls still agree.
+ * memory (coll_gpu_join.c); such blocking calls take the GPU path from the collective's figure in
+ * coll_gpu_net_blocking_min_bytes where that is below coll_gpu_net_min_bytes (net_min). Nonblocking and
+ * persistent calls still agree.
  *
  * The engine's set-up (the first call on the GPUs) exchanges through the previous module's nonblocking
  * collectives, completed by driving progress: it may run inside progress (a queued nonblocking call), and
@@ -299,14 +301,26 @@ void mca_coll_gpu_agree_report(void *ctx, const uint8_t *late) {
                w->comm->c_name, w->call, w->bytes, mca_coll_gpu_component.timeout, ranks);
 }
 
-/* Whether a call of `bytes` stages at once, on every rank alike: across hosts, below coll_gpu_net_min_bytes. */
-static int staged_across_hosts(size_t bytes, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m) {
-  return bytes < mca_coll_gpu_component.net_min_bytes && mca_coll_gpu_spans_hosts(m, comm);
+/* Whether a call of `bytes` stages at once, on every rank alike: across hosts, below `min`. */
+static int staged_across_hosts(size_t bytes, size_t min, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m) {
+  return bytes < min && mca_coll_gpu_spans_hosts(m, comm);
+}
+
+/* Across hosts, the fewest bytes a call takes the GPU path with: coll_gpu_net_min_bytes, or for a blocking
+ * call the collective's lower figure in coll_gpu_net_blocking_min_bytes, which holds where the communicator's
+ * engine is its own (run_blocking stages the others below coll_gpu_net_min_bytes after all). Alike on every
+ * rank: the collective and whether the call blocks are. */
+static size_t net_min(coll_gpu_coll_t coll, int blocking) {
+  const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
+  return blocking && c->net_blocking_min_bytes[coll] < c->net_min_bytes ? c->net_blocking_min_bytes[coll]
+                                                                        : c->net_min_bytes;
 }
 
 void mca_coll_gpu_path_host(size_t bytes, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m) {
   /* the calls the others make no agreement for: nothing to post, and nothing to count */
-  if (bytes == 0 || mca_coll_gpu_component.uniform_buffers || staged_across_hosts(bytes, comm, m)) return;
+  if (bytes == 0 || mca_coll_gpu_component.uniform_buffers ||
+      staged_across_hosts(bytes, mca_coll_gpu_component.net_min_bytes, comm, m))
+    return;
   coll_gpu_agree_t *a = mca_coll_gpu_agreement(m, comm);
   if (a == NULL) return;
   mca_coll_gpu_agree_lock(m);
@@ -465,7 +479,7 @@ static int agree_path(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm
 
 /* The plan of a reduction; 0 when the call takes no part in the agreement (no GPU path on this
  * communicator, nothing to reduce, or across hosts too few bytes: the same on every rank). */
-static int plan_reduction(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
+static int plan_reduction(const mca_coll_gpu_reduction_t *rd, int blocking, struct ompi_communicator_t *comm,
                           mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
   if (m->agree_state == COLL_GPU_STATE_OFF) return 0; /* from here on, 2 to COLL_GPU_MAX_COMM_RANKS ranks */
@@ -485,7 +499,7 @@ static int plan_reduction(const mca_coll_gpu_reduction_t *rd, struct ompi_commun
   if (total == 0) return 0;
   size_t dsize = 0;
   ompi_datatype_type_size(rd->dtype, &dsize);
-  if (staged_across_hosts(total * dsize, comm, m)) return 0;
+  if (staged_across_hosts(total * dsize, net_min(rd->coll, blocking), comm, m)) return 0;
   const int leaf = rd->coll == COLL_GPU_COLL_REDUCE && me != rd->root; /* only its send buffer counts */
   coll_gpu_dtype_t type = COLL_GPU_NTYPES;
   coll_gpu_redop_t redop = COLL_GPU_NOPS;
@@ -587,6 +601,8 @@ static int run_blocking(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *com
     pl->mine = COLL_GPU_PATH_STAGE;
   const int own =
       pl->any_memory && m->engine != NULL && m->engine_state == COLL_GPU_STATE_READY && coll_gpu_engine_own(m->engine);
+  /* planned below coll_gpu_net_min_bytes for an engine of its own, which it has not (alike now: drained) */
+  if (!own && staged_across_hosts(pl->bytes, mca_coll_gpu_component.net_min_bytes, comm, m)) return 0;
   const int joins = own && pl->mine != COLL_GPU_PATH_GPU;
   if (own) pl->mine = COLL_GPU_PATH_GPU;
   const int claimed = mca_coll_gpu_claim(m, pl); /* on an engine of its own, refused only where it failed */
@@ -598,20 +614,20 @@ static int run_blocking(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *com
 int mca_coll_gpu_reduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
                                mca_coll_gpu_module_t *m, int *rc) {
   mca_coll_gpu_plan_t pl;
-  return plan_reduction(rd, comm, m, &pl) && run_blocking(&pl, comm, m, rc);
+  return plan_reduction(rd, 1, comm, m, &pl) && run_blocking(&pl, comm, m, rc);
 }
 
 int mca_coll_gpu_ireduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
                                 mca_coll_gpu_module_t *m, const mca_coll_gpu_saved_t *saved, ompi_request_t **request,
                                 int *rc) {
   mca_coll_gpu_plan_t pl;
-  return plan_reduction(rd, comm, m, &pl) && mca_coll_gpu_icall(&pl, comm, m, saved, request, rc);
+  return plan_reduction(rd, 0, comm, m, &pl) && mca_coll_gpu_icall(&pl, comm, m, saved, request, rc);
 }
 
 int mca_coll_gpu_preduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
                                 mca_coll_gpu_module_t *m, ompi_request_t **request) {
   mca_coll_gpu_plan_t pl;
-  return plan_reduction(rd, comm, m, &pl) ? mca_coll_gpu_pcall(&pl, comm, m, request) : OMPI_SUCCESS;
+  return plan_reduction(rd, 0, comm, m, &pl) ? mca_coll_gpu_pcall(&pl, comm, m, request) : OMPI_SUCCESS;
 }
 
 /* ------------------------------------------------------------------ the moves: bcast, allgather, alltoall */
@@ -622,14 +638,16 @@ static int on_engine(const mca_coll_gpu_module_t *m, const coll_gpu_meminfo_t *b
   return m->engine == NULL || coll_gpu_engine_owns(m->engine, b);
 }
 
-static int plan_move(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
-                     mca_coll_gpu_plan_t *pl) {
+static int plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_communicator_t *comm,
+                     mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
   const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
   size_t rsize = 0;
   ompi_datatype_type_size(mv->rdtype, &rsize);
   const size_t bytes = (size_t)mv->rcount * rsize; /* per block: the same on every rank */
-  if (m->agree_state == COLL_GPU_STATE_OFF || bytes == 0 || staged_across_hosts(bytes, comm, m)) return 0;
+  if (m->agree_state == COLL_GPU_STATE_OFF || bytes == 0 ||
+      staged_across_hosts(bytes, net_min(mv->coll, blocking), comm, m))
+    return 0;
   const size_t blocks = mv->coll == COLL_GPU_COLL_BCAST ? 1 : (size_t)n;
   coll_gpu_meminfo_t smem;
   const char *src = NULL;
@@ -694,17 +712,17 @@ static int plan_move(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *
 int mca_coll_gpu_move_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
                           int *rc) {
   mca_coll_gpu_plan_t pl;
-  return plan_move(mv, comm, m, &pl) && run_blocking(&pl, comm, m, rc);
+  return plan_move(mv, 1, comm, m, &pl) && run_blocking(&pl, comm, m, rc);
 }
 
 int mca_coll_gpu_imove_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
                            const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc) {
   mca_coll_gpu_plan_t pl;
-  return plan_move(mv, comm, m, &pl) && mca_coll_gpu_icall(&pl, comm, m, saved, request, rc);
+  return plan_move(mv, 0, comm, m, &pl) && mca_coll_gpu_icall(&pl, comm, m, saved, request, rc);
 }
 
 int mca_coll_gpu_pmove_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
                            ompi_request_t **request) {
   mca_coll_gpu_plan_t pl;
-  return plan_move(mv, comm, m, &pl) ? mca_coll_gpu_pcall(&pl, comm, m, request) : OMPI_SUCCESS;
+  return plan_move(mv, 0, comm, m, &pl) ? mca_coll_gpu_pcall(&pl, comm, m, request) : OMPI_SUCCESS;
 }

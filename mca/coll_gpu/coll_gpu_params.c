@@ -121,6 +121,40 @@ static bool well_formed(const char *text, bool is_signed) {
   return *end == '\0';
 }
 
+/* A size as Open MPI reads one (well_formed, unsigned): k, m or g multiply by 2^10, 2^20, 2^30. */
+static size_t size_value(const char *text) {
+  char *end = NULL;
+  unsigned long long v = strtoull(text, &end, 0);
+  const char *units = "kmg";
+  const char *unit = *end != '\0' ? strchr(units, tolower((unsigned char)*end)) : NULL;
+  if (unit != NULL) v <<= 10 * (unit - units + 1);
+  return (size_t)v;
+}
+
+/* Parses coll_gpu_net_blocking_min_bytes: COLL:BYTES entries, comma-separated, COLL a collective's name as
+ * coll_gpu_<COLL>_algorithm has it. Fills min (SIZE_MAX for a collective it does not name); -1 on an entry
+ * that is not one. */
+static int parse_blocking_min(const char *s, size_t min[COLL_GPU_NCOLLS]) {
+  for (int k = 0; k < COLL_GPU_NCOLLS; ++k) min[k] = SIZE_MAX;
+  while (s != NULL && *s != '\0') {
+    const size_t n = strcspn(s, ","), name = strcspn(s, ":");
+    char value[32];
+    if (name >= n || n - name - 1 >= sizeof(value)) return -1;
+    int coll = -1;
+    for (int k = 0; k < COLL_GPU_NCOLLS; ++k) {
+      const char *known = coll_gpu_coll_name((coll_gpu_coll_t)k);
+      if (strlen(known) == name && strncasecmp(s, known, name) == 0) coll = k;
+    }
+    memcpy(value, s + name + 1, n - name - 1);
+    value[n - name - 1] = '\0';
+    if (coll < 0 || !well_formed(value, false)) return -1;
+    min[coll] = size_value(value);
+    s += n;
+    if (*s == ',' && *++s == '\0') return -1;
+  }
+  return 0;
+}
+
 /* Checks a registered integer value: a value given as text that is no integer, or one outside [min, max]
  * or not a multiple of `multiple`, is reported (quoted as given) and replaced by the default. */
 static bool check_value(const char *name, long long value, bool is_signed, long long min, unsigned long long max,
@@ -424,6 +458,31 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                 "(staged), without the path agreement, which is faster there than the GPU path over the network "
                 "proxy; 0: every call takes the GPU path where it can",
                 32 << 10, 0, (size_t)1 << 40, 1, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->net_min_bytes);
+  /* 2 hosts x 2 H100 of the mini-cluster, blocking calls on the communicator's own engine (no agreement) against
+   * staged (docs/benchmarks.md): bcast 16.6-18.1 us from 8 B to 16 KiB against 22-45 staged on one machine, and
+   * 25-39 us staged at 8 and 16 KiB on another (16-19 on the GPUs at 32 and 64 KiB); reduce 16.6-18.4 against
+   * 23-49 at 8 and 16 KiB. Below 8 KiB staging took 15-23 us on the second machine, and a rank whose buffers
+   * are host memory joins the GPU path through copies (6-7 us each way) where it would pass straight through
+   * staged. Allgather and reduce-scatter came within a few us of staging up to 16 KiB, and allreduce was
+   * slower (75-90 us against 38-90) */
+  static const char *blocking_min = "bcast:8k,reduce:8k";
+  c->net_blocking_min = (char *)blocking_min;
+  mca_base_component_var_register(
+      component(), "net_blocking_min_bytes",
+      "Across hosts, per collective, a lower coll_gpu_net_min_bytes for blocking calls on a communicator whose GPU "
+      "resources are its own (the first over its processes, once a call has made them: its blocking calls run "
+      "without the path agreement): COLL:BYTES entries, comma-separated, COLL one of allreduce, bcast, allgather, "
+      "alltoall, reduce, reduce_scatter, BYTES as coll_gpu_net_min_bytes counts them (k, m, g allowed). The "
+      "smaller of the two figures applies; collectives not named, and every other call, take "
+      "coll_gpu_net_min_bytes. Empty: none lower",
+      MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->net_blocking_min);
+  if (parse_blocking_min(c->net_blocking_min, c->net_blocking_min_bytes) != 0) {
+    bad_value("coll_gpu_net_blocking_min_bytes", c->net_blocking_min,
+              "empty, or COLL:BYTES entries separated by commas (COLL one of allreduce, bcast, allgather, "
+              "alltoall, reduce, reduce_scatter)",
+              blocking_min);
+    (void)parse_blocking_min(blocking_min, c->net_blocking_min_bytes);
+  }
 }
 
 static int get_staged_buffers(const struct mca_base_pvar_t *pvar, void *value, void *obj) {

@@ -8,12 +8,14 @@
 #    coll_gpu_net_min_bytes 0: small calls would stage), every result right; memory kinds mixed across hosts
 #    (small calls staged, as at the defaults), right; and after an allreduce on device memory has made the
 #    communicator's engine (its own: the first over its processes), mixed memory kinds join the GPU path
-#    through the engine's memory, right, no reduction staged;
+#    through the engine's memory, right, no reduction staged, also where only the blocking reductions take the
+#    GPU path below coll_gpu_net_min_bytes (coll_gpu_net_blocking_min_bytes);
 #  - a rank killed inside the GPU path: the survivor gets an error, found by the network proxy;
 #  - the same two (every collective, a rank killed) with the proxy over its own sockets (coll_gpu_proxy_net);
 #  - 2 + 1 ranks at the defaults: nonblocking and persistent calls on the GPUs across the hosts;
 #  - with 4 GPUs, 2 hosts of 2 and 4 hosts of 1 at the defaults: every collective on the GPUs, right, and
-#    memory kinds mixed across the hosts (staged, and joining the GPU path after the engine is made);
+#    memory kinds mixed across the hosts after the engine is made (at the defaults, where blocking bcasts and
+#    reduces from 8 KiB join the GPU path and other calls below 32 KiB stage, and with every call joining it);
 #  - 4 hosts of 4 ranks (16), a GPU each (modulo the GPUs present), under an MPS daemon per host, at the
 #    defaults: every collective on the GPUs, right (skipped without MPS).
 # Skipped without a GPU, and where namespaces cannot be made.
@@ -41,6 +43,10 @@ out=$(run 1 2 --mca coll_gpu_net_min_bytes 0 --mca coll_gpu_verbose info --mca c
 check "an engine of its own: blocking calls without an agreement" "$out" 2 "comm MPI_COMM_WORLD: GPU resources of its own"
 check "an engine of its own: memory kinds mixed across the hosts join the GPU path, right, nothing staged" "$out" 1 \
   '^test_colls: 2 ranks, mixed memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
+out=$(run 1 2 --mca coll_gpu_net_min_bytes 1m --mca coll_gpu_net_blocking_min_bytes allreduce:0,reduce:0,reduce_scatter:0 \
+  ./test/gpu/test_gpu_colls -m mixed -W -G)
+check "an engine of its own, per collective: blocking reductions on the GPUs at every size, the rest staged, right" \
+  "$out" 1 '^test_colls: 2 ranks, mixed memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
 out=$(run 1 2 --enable-recovery --mca coll_gpu_timeout 2 --mca coll_gpu_uniform_buffers 1 \
   ./test/gpu/test_gpu_late -m device -k -c 1000000)
 check "a rank killed on the GPU path: the survivor's error" "$out" 1 '^survivor rank 0: error after [0-9.]+ s$'
@@ -63,7 +69,7 @@ if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 4 ]; then
       ./test/gpu/test_gpu_colls -m device -G)
     check "$1 hosts x $2, defaults: on the GPUs, across the hosts over NET" "$out" 4 "comm MPI_COMM_WORLD: $1 nodes[^;]*; $1 of each ring's 4 hops over NET"
     check "$1 hosts x $2, defaults: every result right, nothing staged" "$out" 1 '^test_colls: 4 ranks, device memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
-    out=$(run "$3" 4 ./test/gpu/test_gpu_colls -m mixed)
+    out=$(run "$3" 4 ./test/gpu/test_gpu_colls -m mixed -W)
     check "$1 hosts x $2, defaults: memory kinds mixed across the hosts, right" "$out" 1 '^test_colls: 4 ranks, mixed memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
     out=$(run "$3" 4 --mca coll_gpu_net_min_bytes 0 ./test/gpu/test_gpu_colls -m mixed -W -G)
     check "$1 hosts x $2, an engine of its own: memory kinds mixed join the GPU path, right, nothing staged" "$out" 1 \
