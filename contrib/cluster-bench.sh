@@ -23,7 +23,10 @@
 #   tree:DIR:       the defaults with the component of another built tree DIR (an earlier commit's), without
 #                   NCCL: "this tree:DIR this tree:DIR" alternates the two builds on one cluster, and
 #                   contrib/cluster-ab.sh then compares them size by size.
-# (The defaults stage below coll_gpu_net_min_bytes.) RUNS picks some of them (default: the first five).
+# (The defaults stage below coll_gpu_net_min_bytes, and below coll_gpu_net_blocking_min_bytes' lower figures where
+# a communicator has its own GPU resources.) Every run starts with one allreduce of 1 MiB on device memory (the
+# benchmark's -E), as an application's first large call, so that the communicator has them from the first size
+# on. RUNS picks some of them (default: the first five).
 # MIN sets the first size (default 8 B).
 # CPUS=own gives each host CPUs of its own (contrib/minicluster.sh start ... cpus), as real hosts have:
 # the ranks' threads, NCCL's and the proxies', then compete only within their host.
@@ -48,7 +51,7 @@ run() { # label coll bench-option mpirun-args...
   timeout 300 sh "$top/contrib/minicluster.sh" mpirun $name "$gpus" -np "$np" --bind-to none \
     --mca mca_base_component_path "$libs:$sysdir" --mca coll gpu,tuned,libnbc,basic,self,inter \
     --mca btl self,vader,tcp -x NCCL_NVLS_ENABLE -x NCCL_SOCKET_IFNAME=eth0 "${@:4}" \
-    "$tree/test/perf/coll_gpu_allreduce_bench" -C "$2" -d cuda -c -m "${MIN:-8}" -M "$max" $3 2>&1
+    "$tree/test/perf/coll_gpu_allreduce_bench" -C "$2" -d cuda -c -E -m "${MIN:-8}" -M "$max" $3 2>&1
 }
 for coll in $colls; do
   for what in ${RUNS:-defaults defaults-nccl4 gpu uniform staged}; do

@@ -5,7 +5,7 @@
  * MPI_Bcast (root 0), MPI_Allgather, MPI_Alltoall, MPI_Reduce (root 0) or MPI_Reduce_scatter_block.
  *
  * usage: coll_gpu_allreduce_bench [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter] [-d host|cuda]
- *                                 [-m MIN] [-M MAX] [-i ITERS] [-c] [-N] [-I | -P] [-O ROUNDS]
+ *                                 [-m MIN] [-M MAX] [-i ITERS] [-c] [-N] [-E] [-I | -P] [-O ROUNDS]
  *                                 [-D COMMS]
  *        coll_gpu_allreduce_bench --help | --version   (without MPI)
  *   -C  the collective (default allreduce; the reductions take MPI_FLOAT MPI_SUM, the moves MPI_BYTE).
@@ -18,6 +18,10 @@
  *   -c  validate every size (the reductions: float sums of small integers, exact; the moves: a byte
  *       pattern per sender and receiver), with the calls of the mode (-I, -P: each started on new contents)
  *   -N  no NCCL beside it (NCCL takes one rank per GPU)
+ *   -E  first one MPI_Allreduce of 1 MiB on the buffers' memory, before anything is timed, as an application's
+ *       first large call: across hosts, at the defaults, it makes the communicator's GPU resources (its own),
+ *       whose blocking calls below coll_gpu_net_min_bytes may then take the GPU path
+ *       (coll_gpu_net_blocking_min_bytes), where without it every call below stays staged
  *   -I  nonblocking (MPI_Iallreduce, ...) as OSU's osu_i* benchmarks measure it: per size the blocking
  *       call's latency, the pure communication (post, then MPI_Wait), and, with computation as long as
  *       that in between (a busy loop on the CPU, no MPI call in it), the overall time, the computation's
@@ -452,7 +456,7 @@ static int finish(tbuf_kind_t kind, void *s, void *r, float *hs, float *hr, int 
 static void usage(FILE *to, const char *argv0) {
   fprintf(to,
           "usage: %s [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter] [-d host|cuda] [-m MIN] "
-          "[-M MAX] [-i ITERS] [-c] [-N] [-I | -P] [-O ROUNDS] [-D COMMS]\n",
+          "[-M MAX] [-i ITERS] [-c] [-N] [-E] [-I | -P] [-O ROUNDS] [-D COMMS]\n",
           argv0);
 }
 
@@ -484,9 +488,9 @@ int main(int argc, char **argv) {
   bool check = false;
   int rounds = 0, ncomms = 0;
   int coll = 0;
-  bool with_nccl = true;
+  bool with_nccl = true, engine_first = false;
   int mode = BLOCKING, opt;
-  while ((opt = getopt(argc, argv, "C:d:m:M:i:cNIPO:D:")) != -1) {
+  while ((opt = getopt(argc, argv, "C:d:m:M:i:cNEIPO:D:")) != -1) {
     switch (opt) {
       case 'C':
         for (coll = 0; coll < NCOLLS && strcmp(optarg, coll_names[coll]) != 0; ++coll) continue;
@@ -516,6 +520,9 @@ int main(int argc, char **argv) {
         break;
       case 'N':
         with_nccl = false;
+        break;
+      case 'E':
+        engine_first = true;
         break;
       case 'I':
         mode = NONBLOCKING;
@@ -591,6 +598,13 @@ int main(int argc, char **argv) {
   int bad_total = 0;
   if (min <= max) {
     MPI_Request req = MPI_REQUEST_NULL;
+    if (engine_first) {
+      const size_t big = (size_t)1 << 20;
+      void *bs = tbuf_alloc(kind, big), *br = tbuf_alloc(kind, big);
+      MPI_Allreduce(bs, br, (int)(big / sizeof(float)), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      tbuf_free(kind, bs);
+      tbuf_free(kind, br);
+    }
     warm_up(coll, s, r, min, n, &req, 0.5, nccl);
   }
   for (size_t bytes = min; bytes <= max; bytes *= 2) {
