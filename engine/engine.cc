@@ -637,8 +637,11 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   int here = 0;  // ranks on this host: they share its CPUs
   for (int r = 0; r < b->size; ++r) here += peers[r].host == peers[b->rank].host;
   if (e->multinode || b->size > COLL_GPU_MAX_DIRECT) {
-    // ring algorithms only: the direct ones write into every peer's scratch
-    e->cfg.tune.algorithm = COLL_GPU_ALGO_RING;
+    // ring algorithms only: the direct ones write into every peer's scratch; across nodes, an allreduce's choice
+    // between the ring and the chain of a reduce and a bcast stays the tuning's, or the user's
+    const int forced = e->cfg.tune.algorithm;
+    e->cfg.tune.algorithm =
+        e->multinode && (forced < 0 || forced == COLL_GPU_ALGO_CHAIN) ? forced : (int)COLL_GPU_ALGO_RING;
     for (int c = 0; c < COLL_GPU_NCOLLS; ++c) e->cfg.tune.move_algorithm[c] = COLL_GPU_ALGO_RING;
   }
   if (e->multinode) {  // on a few channels (the rings' turns below tell how many)
@@ -1069,8 +1072,40 @@ coll_gpu_status_t runnable(const coll_gpu_engine_t *e, const coll_gpu_args_t *ar
   return COLL_GPU_INTERNAL_ERROR;
 }
 
+// Whether an allreduce runs as the chain of a reduce to rank 0 and a bcast from it (COLL_GPU_ALGO_CHAIN, tune.h):
+// then `half` holds the two calls, the bcast's buffer the allreduce's result. In place, the root reduces in place
+// as MPI_Reduce does; every rank's reduce has read its input before its bcast writes the result over it.
+bool chained(const coll_gpu_engine_t *e, const coll_gpu_args_t &a, coll_gpu_args_t half[2]) {
+  if (a.coll != COLL_GPU_COLL_ALLREDUCE || !e->multinode) return false;
+  const size_t bytes = a.count * coll_gpu_dtype_size(a.type);
+  if (coll_gpu_tune_choose(&e->cfg.tune, e->nranks, bytes).algo != COLL_GPU_ALGO_CHAIN) return false;
+  if (e->cfg.log != nullptr)
+    e->cfg.log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL,
+               "comm %s: allreduce of %zu bytes: chain (a reduce to rank 0, "
+               "then a bcast from it)",
+               e->cfg.name, bytes);
+  half[0] = a;
+  half[0].coll = COLL_GPU_COLL_REDUCE;
+  half[0].root = 0;
+  half[0].recvbuf = e->rank == 0 ? a.recvbuf : nullptr;
+  half[1] = a;
+  half[1].coll = COLL_GPU_COLL_BCAST;
+  half[1].sendbuf = a.recvbuf;
+  half[1].count = bytes;
+  half[1].counts = nullptr;
+  half[1].type = COLL_GPU_UINT8;
+  half[1].op = COLL_GPU_SUM;
+  half[1].root = 0;
+  return true;
+}
+
 coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
   COLL_GPU_CHECK(runnable(e, args, why, why_len));
+  coll_gpu_args_t half[2];
+  if (chained(e, *args, half)) {
+    COLL_GPU_CHECK(run(e, &half[0], why, why_len));
+    return run(e, &half[1], why, why_len);
+  }
   Parts parts(*e, *args);
   coll_gpu_work_t p;
   while (parts.next(*e, &p)) {
@@ -1084,6 +1119,11 @@ coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *w
 // once, kernels of their own that run one after another: the host need not come back between parts.
 coll_gpu_status_t start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
   COLL_GPU_CHECK(runnable(e, args, why, why_len));
+  coll_gpu_args_t half[2];
+  if (chained(e, *args, half)) { /* both on the stream, one after the other, as a call's parts */
+    COLL_GPU_CHECK(start(e, &half[0], why, why_len));
+    return start(e, &half[1], why, why_len);
+  }
   Parts parts(*e, *args);
   const bool linger = parts.linger() && parts.single();
   coll_gpu_work_t p;

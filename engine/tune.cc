@@ -59,10 +59,12 @@ double coll_gpu_tune_time_us(coll_gpu_algo_t algo, int nranks, size_t bytes, int
 
 int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, size_t bytes) {
   switch (algo) {
-    case COLL_GPU_ALGO_ONESHOT:
-      return bytes <= c->oneshot_max_bytes;
+    case COLL_GPU_ALGO_ONESHOT: /* the direct algorithms write into every peer's scratch: one node only */
+      return !c->net && bytes <= c->oneshot_max_bytes;
     case COLL_GPU_ALGO_TWOSHOT:
-      return bytes <= c->twoshot_max_bytes;
+      return !c->net && bytes <= c->twoshot_max_bytes;
+    case COLL_GPU_ALGO_CHAIN:
+      return c->net;
     default:
       return 1;
   }
@@ -133,10 +135,22 @@ int net_ring_bound(const coll_gpu_tune_config_t *c, int nchannels, size_t step) 
 
 }  // namespace
 
+/* Across nodes an allreduce up to kNetChainBytes runs as a reduce to rank 0 and a bcast from it along their chains
+ * (CHAIN): between 2 nodes two hops over the network in all, where each of the ring's 2 (n - 1) steps waits on one,
+ * but each chain's latency is all its hops in a row. Across 2 hosts x 2 GPUs of the mini-cluster (4 H100, one
+ * machine, two runs of each alternated, coll_gpu_allreduce_algorithm=ring against the chain; docs/benchmarks.md)
+ * the chain took 0.90x the ring's time at 32 KiB, 0.96x at 64 KiB, 1.00x at 128 KiB, 0.94x at 256 KiB, 1.02x at
+ * 512 KiB and 1.21x at 1 MiB. (The sums of separate bcast and reduce runs had promised half the ring's time: a
+ * bcast's or reduce's calls back to back overlap, since only the root waits for the data, so their time a call is
+ * below a chain's latency.) */
+constexpr size_t kNetChainBytes = (size_t)256 << 10;
+
 coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, int nranks, size_t bytes) {
   coll_gpu_algo_t best = COLL_GPU_ALGO_RING;
   if (c->algorithm >= 0 && coll_gpu_tune_fits(c, (coll_gpu_algo_t)c->algorithm, bytes)) {
     best = (coll_gpu_algo_t)c->algorithm;
+  } else if (c->net) {
+    best = bytes <= kNetChainBytes ? COLL_GPU_ALGO_CHAIN : COLL_GPU_ALGO_RING;
   } else {
     double best_t = 1e31;
     for (int pass = 0; pass < 2 && best_t > 1e30; ++pass) {
@@ -151,6 +165,10 @@ coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, int nran
         }
       }
     }
+  }
+  if (best == COLL_GPU_ALGO_CHAIN) { /* its reduce and bcast choose their own channels */
+    const coll_gpu_choice_t chain = {best, coll_gpu_algo_proto(best), 0, 0};
+    return chain;
   }
   /* a ring step moves a rank's share of the buffer; each link carries 2 (n - 1) shares */
   const size_t share = bytes / (size_t)nranks;
@@ -305,7 +323,7 @@ const char *coll_gpu_coll_mpi_name(coll_gpu_coll_t coll) {
 }
 
 const char *coll_gpu_algo_name(coll_gpu_algo_t algo) {
-  static const char *names[] = {"oneshot", "twoshot", "ring"};
+  static const char *names[] = {"oneshot", "twoshot", "ring", "chain"};
   return algo >= 0 && algo < COLL_GPU_NALGOS ? names[algo] : "?";
 }
 

@@ -90,7 +90,15 @@ int coll_gpu_op_supported(coll_gpu_dtype_t type, coll_gpu_redop_t op);
 int coll_gpu_reduce_host(coll_gpu_dtype_t type, coll_gpu_redop_t op, void *dst, const void *a, const void *b,
                          size_t count);
 
-typedef enum { COLL_GPU_ALGO_ONESHOT, COLL_GPU_ALGO_TWOSHOT, COLL_GPU_ALGO_RING, COLL_GPU_NALGOS } coll_gpu_algo_t;
+/* CHAIN is an allreduce across nodes run as a reduce to rank 0, then a bcast from it, each a RING call along its
+ * chain: the engine runs the two (engine/engine.cc); no kernel takes CHAIN. */
+typedef enum {
+  COLL_GPU_ALGO_ONESHOT,
+  COLL_GPU_ALGO_TWOSHOT,
+  COLL_GPU_ALGO_RING,
+  COLL_GPU_ALGO_CHAIN,
+  COLL_GPU_NALGOS
+} coll_gpu_algo_t;
 
 /* The collectives the kernels run. The moves (bcast, allgather, alltoall) copy bytes: their calls give
  * count in bytes, type COLL_GPU_UINT8 and no op; kernels/move.cu runs them. The reductions other than

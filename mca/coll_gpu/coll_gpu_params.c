@@ -284,6 +284,7 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                                                          {COLL_GPU_ALGO_ONESHOT, "oneshot"},
                                                          {COLL_GPU_ALGO_TWOSHOT, "twoshot"},
                                                          {COLL_GPU_ALGO_RING, "ring"},
+                                                         {COLL_GPU_ALGO_CHAIN, "chain"},
                                                          {COLL_GPU_NALGOS, "staged"},
                                                          {0, NULL}};
   static const mca_base_var_enum_value_t protocols[] = {
@@ -291,10 +292,11 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
   register_enum("allreduce_algorithm",
                 "Algorithm of MPI_Allreduce on device buffers: auto (the tuning model picks by size and ranks), "
                 "oneshot (every rank reads all data, up to coll_gpu_oneshot_max_bytes), twoshot (reduce-scatter "
-                "and all-gather in one hop each, up to coll_gpu_twoshot_max_bytes), ring, or staged (through "
-                "host memory and the next coll component). A forced algorithm that does not fit the message "
-                "falls back to auto; communicators of more than 8 ranks or over several nodes run the ring whatever "
-                "is forced",
+                "and all-gather in one hop each, up to coll_gpu_twoshot_max_bytes), ring, chain (over several "
+                "nodes only: a reduce to rank 0, then a bcast from it, each along its chain of the ranks; auto takes "
+                "it there up to 256 KiB), or staged (through host memory and the next coll component). A forced "
+                "algorithm that does not fit the message falls back to auto; communicators of more than 8 ranks "
+                "run the ring, and over several nodes the ring or the chain, whatever is forced",
                 algorithms, -1, &c->allreduce_algorithm);
   register_enum(
       "allreduce_protocol",

@@ -207,6 +207,33 @@ TEST(Tune, RingChunk) {
   EXPECT_EQ(0u, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_BCAST, 2, 8).chunk);  // one-shot: no ring step
 }
 
+// Across nodes an allreduce up to 256 KiB runs as the chain of a reduce and a bcast (CHAIN), the ring above; a
+// forced ring or chain holds there, and no direct algorithm fits; inside a node CHAIN never fits.
+TEST(Tune, NetAllreduceChain) {
+  coll_gpu_tune_config_t c = defaults();
+  const size_t kib = 1024, mib = kib * kib;
+  for (int algorithm : {-1, (int)COLL_GPU_ALGO_ONESHOT, (int)COLL_GPU_ALGO_TWOSHOT, (int)COLL_GPU_ALGO_CHAIN}) {
+    c.algorithm = algorithm;
+    c.net = 0;
+    for (size_t bytes = 8; bytes <= 256 * mib; bytes *= 4)
+      EXPECT_NE(COLL_GPU_ALGO_CHAIN, coll_gpu_tune_choose(&c, 4, bytes).algo) << algorithm << " " << bytes;
+    c.net = 1;
+    for (int n : {2, 4, 16, 1024}) {
+      for (size_t bytes = 8; bytes <= 256 * mib; bytes *= 2) {
+        const coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, n, bytes);
+        const bool chain = algorithm == COLL_GPU_ALGO_CHAIN || bytes <= 256 * kib;
+        EXPECT_EQ(chain ? COLL_GPU_ALGO_CHAIN : COLL_GPU_ALGO_RING, ch.algo) << algorithm << " " << n << " " << bytes;
+        EXPECT_EQ(COLL_GPU_PROTO_SIMPLE, ch.proto);
+      }
+    }
+  }
+  c.algorithm = COLL_GPU_ALGO_RING;
+  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, 4, 8).algo);
+  EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_ALGO_ONESHOT, 8));
+  EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_ALGO_TWOSHOT, 8));
+  EXPECT_STREQ("chain", coll_gpu_algo_name(COLL_GPU_ALGO_CHAIN));
+}
+
 // Over the network the chains' steps grow with each channel's part: 32 KiB up to 128 KiB a channel, 128
 // KiB up to 1 MiB, 256 KiB beyond; the other collectives keep whole slots, the parameter overrides.
 TEST(Tune, NetChainChunk) {
