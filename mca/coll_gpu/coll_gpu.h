@@ -71,7 +71,7 @@ typedef struct {
   bool uniform_buffers;
   size_t net_min_bytes;                           /* across hosts, calls below this stage without an agreement */
   char *net_blocking_min;                         /* coll_gpu_net_blocking_min_bytes as given */
-  size_t net_blocking_min_bytes[COLL_GPU_NCOLLS]; /* its figures; SIZE_MAX where it gives none */
+  size_t net_blocking_min_bytes[COLL_GPU_NCOLLS]; /* its figures, net_min_bytes where it gives none or more */
   char *topo_file;      /* NCCL-format topology of the node instead of the probe; NULL or "" for none */
   char *topo_dump_file; /* where rank 0 of each GPU communicator writes the topology it used; NULL or "" */
   int output;           /* opal_output stream */
@@ -278,7 +278,7 @@ typedef struct {
   const char *name;                   /* the MPI function, for messages */
   size_t bytes;
   int any_memory;           /* from facts alike on every rank: any rank can join whatever memory it passes */
-  mca_coll_gpu_join_t join; /* how, where mine is not COLL_GPU_PATH_GPU */
+  mca_coll_gpu_join_t join; /* how, where mine is not COLL_GPU_PATH_GPU (worked out for blocking calls that may join) */
 } mca_coll_gpu_plan_t;
 
 /* A nonblocking entry's arguments, saved for a start that comes later (coll_gpu_wrap.h makes them):

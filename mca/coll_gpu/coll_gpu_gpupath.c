@@ -307,13 +307,19 @@ static int staged_across_hosts(size_t bytes, size_t min, struct ompi_communicato
 }
 
 /* Across hosts, the fewest bytes a call takes the GPU path with: coll_gpu_net_min_bytes, or for a blocking
- * call the collective's lower figure in coll_gpu_net_blocking_min_bytes, which holds where the communicator's
- * engine is its own (run_blocking stages the others below coll_gpu_net_min_bytes after all). Alike on every
- * rank: the collective and whether the call blocks are. */
+ * call the collective's figure of coll_gpu_net_blocking_min_bytes, which holds where the communicator's engine
+ * is its own (run_blocking stages the others below coll_gpu_net_min_bytes after all). Alike on every rank: the
+ * collective and whether the call blocks are. */
 static size_t net_min(coll_gpu_coll_t coll, int blocking) {
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
-  return blocking && c->net_blocking_min_bytes[coll] < c->net_min_bytes ? c->net_blocking_min_bytes[coll]
-                                                                        : c->net_min_bytes;
+  return blocking ? c->net_blocking_min_bytes[coll] : c->net_min_bytes;
+}
+
+/* Whether a blocking call planned now may join its engine through the engine's memory (run_blocking): only on an
+ * engine of the communicator's own, so not once the communicator has another (a module's engine, once made, stays).
+ * The join's layout is worked out only then, off the path of every other call. */
+static int may_join(int blocking, const mca_coll_gpu_plan_t *pl, const mca_coll_gpu_module_t *m) {
+  return blocking && pl->any_memory && (m->engine == NULL || coll_gpu_engine_own(m->engine));
 }
 
 void mca_coll_gpu_path_host(size_t bytes, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m) {
@@ -521,18 +527,20 @@ static int plan_reduction(const mca_coll_gpu_reduction_t *rd, int blocking, stru
   /* joining through the engine's memory: the input at 0, the result over it, or after it for a reduce-scatter
    * not in place (in place it stays in place: the engine runs one another way, as the other ranks' do); the
    * elements as they lie (a pair type's padding too), as the kernels read them */
-  const size_t esize = pl->any_memory ? coll_gpu_dtype_size(type) : 0;
-  const size_t mine =
-      rd->coll != COLL_GPU_COLL_REDUCE_SCATTER ? total : (size_t)(rd->rcounts != NULL ? rd->rcounts[me] : rd->count);
-  const size_t out_at = rd->coll == COLL_GPU_COLL_REDUCE_SCATTER && rd->sbuf != MPI_IN_PLACE ? total * esize : 0;
-  const mca_coll_gpu_join_t join = {{rd->sbuf == MPI_IN_PLACE ? rd->rbuf : rd->sbuf, rd->dtype, total, 1},
-                                    {rd->rbuf, leaf ? NULL : rd->dtype, mine, 1},
-                                    0,
-                                    out_at,
-                                    0,
-                                    leaf ? SIZE_MAX : out_at,
-                                    out_at + (out_at == 0 ? total : mine) * esize};
-  pl->join = join;
+  if (may_join(blocking, pl, m)) {
+    const size_t esize = coll_gpu_dtype_size(type);
+    const size_t mine =
+        rd->coll != COLL_GPU_COLL_REDUCE_SCATTER ? total : (size_t)(rd->rcounts != NULL ? rd->rcounts[me] : rd->count);
+    const size_t out_at = rd->coll == COLL_GPU_COLL_REDUCE_SCATTER && rd->sbuf != MPI_IN_PLACE ? total * esize : 0;
+    const mca_coll_gpu_join_t join = {{rd->sbuf == MPI_IN_PLACE ? rd->rbuf : rd->sbuf, rd->dtype, total, 1},
+                                      {rd->rbuf, leaf ? NULL : rd->dtype, mine, 1},
+                                      0,
+                                      out_at,
+                                      0,
+                                      leaf ? SIZE_MAX : out_at,
+                                      out_at + (out_at == 0 ? total : mine) * esize};
+    pl->join = join;
+  }
   pl->bytes = total * dsize;
   pl->name = rd->name;
   /* reduce-scatter: counts per rank, or beyond COLL_GPU_MAX_DIRECT ranks none (equal blocks of `each`) */
@@ -638,6 +646,36 @@ static int on_engine(const mca_coll_gpu_module_t *m, const coll_gpu_meminfo_t *b
   return m->engine == NULL || coll_gpu_engine_owns(m->engine, b);
 }
 
+/* How a rank joins a move through the engine's memory: the blocks in rank order; alltoall's received ones after
+ * the sent. */
+static void move_join(const mca_coll_gpu_move_t *mv, int me, size_t bytes, size_t blocks, mca_coll_gpu_join_t *j) {
+  memset(j, 0, sizeof(*j));
+  const mca_coll_gpu_ubuf_t all = {mv->rbuf, mv->rdtype, (size_t)mv->rcount * blocks};
+  if (mv->coll == COLL_GPU_COLL_BCAST) {
+    if (me == mv->root)
+      j->in = all;
+    else
+      j->out = all;
+    j->bytes = bytes;
+  } else if (mv->coll == COLL_GPU_COLL_ALLGATHER) {
+    ptrdiff_t lb, extent;
+    ompi_datatype_get_extent(mv->rdtype, &lb, &extent);
+    const mca_coll_gpu_ubuf_t own = {(const char *)mv->rbuf + (ptrdiff_t)me * mv->rcount * extent, mv->rdtype,
+                                     (size_t)mv->rcount};
+    const mca_coll_gpu_ubuf_t sent = {mv->sbuf, mv->sdtype, (size_t)mv->scount};
+    j->in = mv->sbuf == MPI_IN_PLACE ? own : sent;
+    j->in_at = j->send_at = (size_t)me * bytes;
+    j->out = all;
+    j->bytes = blocks * bytes;
+  } else {
+    const mca_coll_gpu_ubuf_t sent = {mv->sbuf, mv->sdtype, (size_t)mv->scount * blocks};
+    j->in = sent;
+    j->out = all;
+    j->recv_at = j->out_at = blocks * bytes;
+    j->bytes = 2 * blocks * bytes;
+  }
+}
+
 static int plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_communicator_t *comm,
                      mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
@@ -674,33 +712,7 @@ static int plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_co
   pl->any_memory = m->engine_state != COLL_GPU_STATE_OFF && c->move_algorithm[mv->coll] != COLL_GPU_NALGOS &&
                    !OMPI_COMM_IS_INTER(comm) &&
                    (mv->coll != COLL_GPU_COLL_ALLTOALL || (n <= COLL_GPU_MAX_DIRECT && mv->sbuf != MPI_IN_PLACE));
-  /* joining through the engine's memory: the blocks in rank order; alltoall's received ones after the sent */
-  mca_coll_gpu_join_t *j = &pl->join;
-  memset(j, 0, sizeof(*j));
-  const mca_coll_gpu_ubuf_t all = {mv->rbuf, mv->rdtype, (size_t)mv->rcount * blocks};
-  if (mv->coll == COLL_GPU_COLL_BCAST) {
-    if (me == mv->root)
-      j->in = all;
-    else
-      j->out = all;
-    j->bytes = bytes;
-  } else if (mv->coll == COLL_GPU_COLL_ALLGATHER) {
-    ptrdiff_t lb, extent;
-    ompi_datatype_get_extent(mv->rdtype, &lb, &extent);
-    const mca_coll_gpu_ubuf_t own = {(const char *)mv->rbuf + (ptrdiff_t)me * mv->rcount * extent, mv->rdtype,
-                                     (size_t)mv->rcount};
-    const mca_coll_gpu_ubuf_t sent = {mv->sbuf, mv->sdtype, (size_t)mv->scount};
-    j->in = mv->sbuf == MPI_IN_PLACE ? own : sent;
-    j->in_at = j->send_at = (size_t)me * bytes;
-    j->out = all;
-    j->bytes = blocks * bytes;
-  } else {
-    const mca_coll_gpu_ubuf_t sent = {mv->sbuf, mv->sdtype, (size_t)mv->scount * blocks};
-    j->in = sent;
-    j->out = all;
-    j->recv_at = j->out_at = blocks * bytes;
-    j->bytes = 2 * blocks * bytes;
-  }
+  if (may_join(blocking, pl, m)) move_join(mv, me, bytes, blocks, &pl->join);
   pl->smem = smem;
   pl->bytes = bytes;
   pl->name = coll_gpu_coll_mpi_name(mv->coll);

@@ -485,6 +485,8 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
               blocking_min);
     (void)parse_blocking_min(blocking_min, c->net_blocking_min_bytes);
   }
+  for (int k = 0; k < COLL_GPU_NCOLLS; ++k) /* the smaller of the two applies */
+    if (c->net_blocking_min_bytes[k] > c->net_min_bytes) c->net_blocking_min_bytes[k] = c->net_min_bytes;
 }
 
 static int get_staged_buffers(const struct mca_base_pvar_t *pvar, void *value, void *obj) {
