@@ -241,7 +241,9 @@ struct coll_gpu_engine {
     uint64_t since = 0;       // when a test first found it pending
     uint64_t next_check = 0;  // when a test next checks the peers' processes
     bool reported = false;    // the watchdog line was written
+    bool chained = false;     // a part of an allreduce's chain (its messages name the allreduce)
   } flight;
+  bool chaining = false;  // the parts launched now are an allreduce's chain (chained below)
   void wake_proxy(const coll_gpu_work_t &p);
   coll_gpu_status_t launch(const coll_gpu_work_t &p, coll_gpu_proto_t proto, bool linger, char *why, size_t why_len);
   coll_gpu_status_t wait_flight(char *why, size_t why_len);
@@ -316,13 +318,17 @@ void registry_add(coll_gpu_engine *e, const coll_gpu_engine_share_t *share) {
 }
 
 // What a call is, for messages only (never on a call's way). call: NULL for the lingering kernel's exit.
-void describe(const coll_gpu_work_t *call, coll_gpu_proto_t proto, char *what, size_t len) {
+// chained: call is a part of an allreduce's chain, named after the allreduce, the call the user made.
+void describe(const coll_gpu_work_t *call, coll_gpu_proto_t proto, bool chained, char *what, size_t len) {
   if (call == nullptr) {
     snprintf(what, len, "the exit of the lingering one-shot kernel");
     return;
   }
-  snprintf(what, len, "%s seq %llu (%zu bytes, %s/%s)", coll_gpu_coll_mpi_name(call->coll),
-           (unsigned long long)call->seq, call->count * coll_gpu_dtype_size(call->type), coll_gpu_algo_name(call->algo),
+  char part[32] = "";
+  if (chained) snprintf(part, sizeof(part), "chain: its %s, ", coll_gpu_coll_name(call->coll));
+  snprintf(what, len, "%s seq %llu (%zu bytes, %s%s/%s)",
+           coll_gpu_coll_mpi_name(chained ? COLL_GPU_COLL_ALLREDUCE : call->coll), (unsigned long long)call->seq,
+           call->count * coll_gpu_dtype_size(call->type), part, coll_gpu_algo_name(call->algo),
            coll_gpu_proto_name(proto));
 }
 
@@ -337,7 +343,7 @@ void coll_gpu_engine::watchdog(const coll_gpu_work_t *call, coll_gpu_proto_t pro
     for (int r = 0; r < nranks; ++r) late[r] = waiting[r];
     coll_gpu_append_ranks(ranks, sizeof(ranks), late.get(), nranks);
   }
-  describe(call, proto, what, sizeof(what));
+  describe(call, proto, call == &flight.p && flight.chained, what, sizeof(what));
   cfg.log(COLL_GPU_LVL_WATCHDOG, COLL_GPU_LOG_COLL,
           "comm %s: %s has waited %.0f s on the GPU for rank(s)%s, whose processes are alive: still waiting "
           "(reported once per call, after coll_gpu_timeout)",
@@ -405,7 +411,7 @@ bool CallWait::wait(const volatile uint64_t *word, uint64_t value) {
 
 void CallWait::say_gone(bool stopped, char *why, size_t len) const {
   char what[128];
-  describe(call_, proto_, what, sizeof(what));
+  describe(call_, proto_, call_ == &e_.flight.p && e_.flight.chained, what, sizeof(what));
   if (net_why_[0] != '\0') {
     coll_gpu_say(why, len, "%s: %s; the kernels were aborted%s", what, net_why_,
                  stopped ? "" : " and did not stop within 10 s");
@@ -891,6 +897,7 @@ coll_gpu_status_t coll_gpu_engine::launch(const coll_gpu_work_t &p, coll_gpu_pro
   flight.proto = proto;
   flight.since = 0;
   flight.reported = false;
+  flight.chained = chaining;
   int blocks = coll_gpu_ar_blocks(&comm, &p);
   if (multinode) wake_proxy(p);
   ContextScope ctx(mem);
@@ -1103,8 +1110,11 @@ coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *w
   COLL_GPU_CHECK(runnable(e, args, why, why_len));
   coll_gpu_args_t half[2];
   if (chained(e, *args, half)) {
-    COLL_GPU_CHECK(run(e, &half[0], why, why_len));
-    return run(e, &half[1], why, why_len);
+    e->chaining = true;
+    coll_gpu_status_t st = run(e, &half[0], why, why_len);
+    if (st == COLL_GPU_SUCCESS) st = run(e, &half[1], why, why_len);
+    e->chaining = false;
+    return st;
   }
   Parts parts(*e, *args);
   coll_gpu_work_t p;
@@ -1121,8 +1131,11 @@ coll_gpu_status_t start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char 
   COLL_GPU_CHECK(runnable(e, args, why, why_len));
   coll_gpu_args_t half[2];
   if (chained(e, *args, half)) { /* both on the stream, one after the other, as a call's parts */
-    COLL_GPU_CHECK(start(e, &half[0], why, why_len));
-    return start(e, &half[1], why, why_len);
+    e->chaining = true;
+    coll_gpu_status_t st = start(e, &half[0], why, why_len);
+    if (st == COLL_GPU_SUCCESS) st = start(e, &half[1], why, why_len);
+    e->chaining = false;
+    return st;
   }
   Parts parts(*e, *args);
   const bool linger = parts.linger() && parts.single();
