@@ -126,6 +126,7 @@ struct Offer {
   EngineId self;
   uint32_t known;
   uint32_t pad;
+  uint64_t unagreed;  // an engine of its own offered: its calls without an agreement so far
 };
 
 std::atomic<uint32_t> creations{0};  // this process's engine creations, for their names
@@ -171,9 +172,11 @@ struct coll_gpu_engine {
   // sharing (engine.h): under registry_lock, the communicators that hold it; in one word, the one whose calls
   // count on it now and how many (owner << 32 | count; a count of 0: free, whatever owner says)
   EngineId id = {};
-  uint64_t members = 0;  // 0: never offered
-  bool own = false;      // its communicator's alone, never offered (coll_gpu_engine_own)
-  uint64_t config = 0;   // config_hash of the parameters it was made with
+  uint64_t members = 0;                // 0: never offered
+  bool own = false;                    // made by the first communicator over its processes (coll_gpu_engine_own)
+  std::atomic<bool> own_taken{false};  // by another communicator: every call on it agrees from then on
+  std::atomic<uint64_t> unagreed{0};   // its first communicator's calls without an agreement
+  uint64_t config = 0;                 // config_hash of the parameters it was made with
   int refs = 1;
   std::atomic<uint64_t> claim{0};
   std::atomic<bool> failed{false};
@@ -266,16 +269,26 @@ bool id_before(const EngineId &a, const EngineId &b) {
 
 uint64_t claim_word(uint32_t owner, uint64_t count) { return count == 0 ? 0 : (uint64_t)owner << 32 | count; }
 
-// Step 0: the engine this rank offers (the first by name, so that ranks holding the same ones offer the same),
-// claimed for the offer (once) so that no other communicator takes it meanwhile; nullptr: none.
+// Which of two engines a rank offers: an engine of its own first (there is one at most over the same
+// processes), then the first by name, so that ranks holding the same ones offer the same.
+bool offer_before(const coll_gpu_engine *e, const coll_gpu_engine *best) {
+  if (best == nullptr) return true;
+  if (e->own != best->own) return e->own;
+  return id_before(e->id, best->id);
+}
+
+// Step 0: the engine this rank offers, claimed for the offer (once) so that no other communicator takes it
+// meanwhile; nullptr: none. One no call counts on: an engine of its own only where share.own_ok, so that its
+// first communicator's calls do not overlap the offer, and they do not come after it on one rank and before it
+// on another (the offers then say how many there were).
 coll_gpu_engine *registry_offer(const coll_gpu_engine_share_t &share, const coll_gpu_bootstrap_t *b, uint64_t config,
                                 const coll_gpu_meminfo_t &mem) {
   pthread_mutex_lock(&registry_lock);
   coll_gpu_engine *best = nullptr;
   for (coll_gpu_engine *e = registry; e != nullptr; e = e->next_shared)
-    if (e->members == share.members && !e->own && e->rank == b->rank && e->nranks == b->size && e->config == config &&
-        coll_gpu_engine_owns(e, &mem) && (uint32_t)e->claim.load() == 0 && !e->failed.load() &&
-        (best == nullptr || id_before(e->id, best->id)))
+    if (e->members == share.members && (!e->own || share.own_ok) && e->rank == b->rank && e->nranks == b->size &&
+        e->config == config && coll_gpu_engine_owns(e, &mem) && (uint32_t)e->claim.load() == 0 && !e->failed.load() &&
+        offer_before(e, best))
       best = e;
   uint64_t free_word = best != nullptr ? best->claim.load() : 0;
   if (best != nullptr &&
@@ -299,6 +312,7 @@ void registry_settle(coll_gpu_engine *e, const coll_gpu_engine_share_t *share, b
   if (e == nullptr) return;
   pthread_mutex_lock(&registry_lock);
   if (taken) ++e->refs;
+  if (taken && e->own) e->own_taken.store(true);
   e->claim.store(taken ? claim_word(share->owner, share->claims) : 0);  // only the offer's claim was on it
   pthread_mutex_unlock(&registry_lock);
 }
@@ -562,6 +576,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   coll_gpu_engine *offered = may_share ? registry_offer(*share, b, config_hash(*cfg), *mem) : nullptr;
   Offer mine = {};
   if (offered != nullptr) mine.offer = offered->id;
+  if (offered != nullptr) mine.unagreed = offered->unagreed.load();
   mine.known = may_share && registry_knows(share->members);
   mine.self = {coll_gpu_host_id(), (uint32_t)getpid(), creations.fetch_add(1) + 1};
   coll_gpu::HostPtr<Offer[]> offers = coll_gpu::make_host_array<Offer>(b->size);
@@ -571,15 +586,21 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     return COLL_GPU_UNAVAILABLE;
   }
   bool same = !offers[0].offer.none();
-  for (int r = 1; r < b->size && same; ++r) same = offers[r].offer == offers[0].offer;
+  for (int r = 1; r < b->size && same; ++r)
+    same = offers[r].offer == offers[0].offer && offers[r].unagreed == offers[0].unagreed;
   bool first = may_share;  // no rank's process has an engine over these members yet
   for (int r = 0; r < b->size && first; ++r) first = offers[r].known == 0;
+  const bool takes_own = same && coll_gpu_engine_own(offered);
   registry_settle(offered, share, same);
   if (same) {
     if (cfg->log != nullptr)
       cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
                "comm %s: shares the GPU resources of comm %s (scratch, streams, network proxy): %d communicators",
                cfg->name, offered->name, coll_gpu_engine_refs(offered));
+    if (takes_own && cfg->log != nullptr)
+      cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
+               "comm %s: GPU resources shared with comm %s from now on: its blocking calls agree on their path too",
+               offered->name, cfg->name);
     *out = offered;
     return COLL_GPU_SUCCESS;
   }
@@ -782,7 +803,13 @@ int coll_gpu_engine_refs(const coll_gpu_engine_t *e) {
   return refs;
 }
 
-int coll_gpu_engine_own(const coll_gpu_engine_t *e) { return e->own; }
+int coll_gpu_engine_own(const coll_gpu_engine_t *e) { return e->own && !e->own_taken.load(); }
+
+int coll_gpu_engine_unagreed(coll_gpu_engine_t *e) {
+  if (!coll_gpu_engine_own(e)) return 0;
+  e->unagreed.fetch_add(1);
+  return 1;
+}
 
 coll_gpu_status_t coll_gpu_engine_bounce(coll_gpu_engine_t *e, size_t bytes, void **dev, char *why, size_t len) {
   if (bytes > e->bounce_bytes) {

@@ -21,11 +21,14 @@
  * engine frees it.
  *
  * Over several nodes, the first communicator over a set of processes (no rank's process has an engine over
- * them yet) gets an engine of its own, never offered (coll_gpu_engine_own): no other communicator's call ever
- * runs on it, so the glue runs its blocking calls without agreeing on their path first (a trip between the
- * hosts a call). A rank whose buffers it cannot take as they are joins such a call through device memory of
- * the engine's (coll_gpu_engine_bounce, coll_gpu_engine_copy). Later communicators over the same processes
- * share another engine.
+ * them yet) gets an engine of its own (coll_gpu_engine_own): while no other communicator's call runs on it,
+ * the glue runs its blocking calls without agreeing on their path first (a trip between the hosts a call). A
+ * rank whose buffers it cannot take as they are joins such a call through device memory of the engine's
+ * (coll_gpu_engine_bounce, coll_gpu_engine_copy). Where no two communicators' calls can overlap on a rank
+ * (share->own_ok: a process below MPI_THREAD_MULTIPLE), a later communicator over the same processes takes it
+ * as any shared engine, where on every rank no call counts on it and its first communicator has made as many
+ * calls without an agreement (coll_gpu_engine_unagreed): from then on every call on it agrees, its first
+ * communicator's too. Otherwise, and with threads, later communicators share another engine.
  */
 #ifndef COLL_GPU_ENGINE_H
 #define COLL_GPU_ENGINE_H
@@ -85,6 +88,8 @@ typedef struct {
   uint64_t members; /* its processes in rank order, hashed; 0: it shares no engine (one of its own, never offered) */
   uint32_t owner;   /* the communicator, by a number of its own in this process (not 0): the claims below are its */
   uint64_t claims;  /* its calls that count on the engine from the start (the creating call among them) */
+  int own_ok;       /* no call of another communicator's can overlap one of this one's on a rank (below
+                       MPI_THREAD_MULTIPLE): another communicator's engine of its own may be offered too */
 } coll_gpu_engine_share_t;
 
 /* Collective over b. On COLL_GPU_UNAVAILABLE (its only failure) every rank got the same answer; why holds
@@ -105,8 +110,12 @@ int coll_gpu_engine_claim(coll_gpu_engine_t *e, uint32_t owner);
 void coll_gpu_engine_unclaim(coll_gpu_engine_t *e, uint32_t owner);
 /* The communicators that hold a reference to the engine. */
 int coll_gpu_engine_refs(const coll_gpu_engine_t *e);
-/* Whether the engine is its communicator's own (engine.h above): the same answer on every rank. */
+/* Whether the engine is its communicator's own and no other communicator has taken it (engine.h above): the
+ * same answer on every rank before the same call of its communicator. */
 int coll_gpu_engine_own(const coll_gpu_engine_t *e);
+/* Before a blocking call of the communicator that made e: whether the call may run without a path agreement
+ * (coll_gpu_engine_own); counted when it may. */
+int coll_gpu_engine_unagreed(coll_gpu_engine_t *e);
 /* Device memory of the engine's, at least `bytes`, for a rank that joins a call through it: kept for the
  * next call (grown as needed), freed with the engine. */
 coll_gpu_status_t coll_gpu_engine_bounce(coll_gpu_engine_t *e, size_t bytes, void **dev, char *why, size_t len);

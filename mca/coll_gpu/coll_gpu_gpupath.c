@@ -407,7 +407,10 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
   cfg.topo.log = mca_coll_gpu_engine_log;
   cfg.topo.warn = topo_warn;
   cfg.topo.name = comm->c_name;
-  const coll_gpu_engine_share_t share = {share_members(m), m->claim_tag, __atomic_load_n(&m->claims, __ATOMIC_ACQUIRE)};
+  /* another communicator's engine of its own may be offered where no call of another communicator's can overlap
+   * one of this one's (engine/engine.h) */
+  const coll_gpu_engine_share_t share = {share_members(m), m->claim_tag, __atomic_load_n(&m->claims, __ATOMIC_ACQUIRE),
+                                         !opal_using_threads()};
   char why[256];
   if (coll_gpu_engine_create(&b, &cfg, mem, &share, &m->engine, why, sizeof(why)) == COLL_GPU_SUCCESS) {
     __atomic_store_n(&m->claims, 0, __ATOMIC_RELEASE); /* the engine counts them now */
@@ -597,18 +600,20 @@ static int run_claimed(mca_coll_gpu_plan_t *pl, int own, int joins, struct ompi_
 }
 
 /* A blocking call with a plan: in order after the calls still queued, its agreement, then the GPUs; it
- * posts the GPU path only under a claim on the engine. On an engine of the communicator's own
- * (engine/engine.h), every rank takes the GPU path without an agreement, and one whose buffers the engine
- * cannot take joins through its device memory; one that cannot join (no device memory left for it, a copy
- * failed) fails the call, naming why. */
+ * posts the GPU path only under a claim on the engine. On an engine of the communicator's own that no other
+ * communicator has taken (engine/engine.h; decided after the drain, where a creation in progress may have
+ * taken it: alike, since it is taken only where every rank counted as many calls without an agreement), every
+ * rank takes the GPU path without an agreement, and one whose buffers the engine cannot take joins through its
+ * device memory; one that cannot join (no device memory left for it, a copy failed) fails the call, naming
+ * why. */
 static int run_blocking(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
   if (m->queue != NULL) mca_coll_gpu_drain(m, 0);
   /* a queued call's start may have made the engine meanwhile: this rank's buffers must be its memory */
   if (pl->mine == COLL_GPU_PATH_GPU && m->engine != NULL &&
       !(coll_gpu_engine_owns(m->engine, &pl->mem) && coll_gpu_engine_owns(m->engine, &pl->smem)))
     pl->mine = COLL_GPU_PATH_STAGE;
-  const int own =
-      pl->any_memory && m->engine != NULL && m->engine_state == COLL_GPU_STATE_READY && coll_gpu_engine_own(m->engine);
+  const int own = pl->any_memory && m->engine != NULL && m->engine_state == COLL_GPU_STATE_READY &&
+                  coll_gpu_engine_unagreed(m->engine);
   /* planned below coll_gpu_net_min_bytes for an engine of its own, which it has not (alike now: drained) */
   if (!own && staged_across_hosts(pl->bytes, mca_coll_gpu_component.net_min_bytes, comm, m)) return 0;
   const int joins = own && pl->mine != COLL_GPU_PATH_GPU;

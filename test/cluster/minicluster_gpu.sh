@@ -10,6 +10,10 @@
 #    communicator's engine (its own: the first over its processes), mixed memory kinds join the GPU path
 #    through the engine's memory, right, no reduction staged, also where only the blocking reductions take the
 #    GPU path below coll_gpu_net_min_bytes (coll_gpu_net_blocking_min_bytes);
+#  - 20 duplicates of MPI_COMM_WORLD, an allreduce on each: the later ones share the first's engine of its
+#    own (the verbose lines say so, and that its blocking calls agree from then on), right, in at most 1.25x
+#    the device memory of one; 4 duplicates' nonblocking calls in each rank's own order with blocking calls on
+#    MPI_COMM_WORLD between them (2 hosts of 1, and of 2 with 4 GPUs), right;
 #  - a rank killed inside the GPU path: the survivor gets an error, found by the network proxy;
 #  - the same two (every collective, a rank killed) with the proxy over its own sockets (coll_gpu_proxy_net);
 #  - 2 + 1 ranks at the defaults: nonblocking and persistent calls on the GPUs across the hosts;
@@ -47,6 +51,17 @@ out=$(run 1 2 --mca coll_gpu_net_min_bytes 1m --mca coll_gpu_net_blocking_min_by
   ./test/gpu/test_gpu_colls -m mixed -W -G)
 check "an engine of its own, per collective: blocking reductions on the GPUs at every size, the rest staged, right" \
   "$out" 1 '^test_colls: 2 ranks, mixed memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
+out=$(run 1 2 --mca coll_gpu_verbose info --mca coll_gpu_verbose_subsys INIT \
+  ./test/perf/coll_gpu_allreduce_bench -d cuda -m 1048576 -M 1048576 -D 20)
+check "20 duplicates: the later 19 share the first's engine of its own" "$out" 38 \
+  "comm MPI COMMUNICATOR [0-9]+ DUP FROM 0: shares the GPU resources of comm MPI COMMUNICATOR [0-9]+ DUP FROM 0"
+check "20 duplicates: from the second on, the first's blocking calls agree too" "$out" 2 \
+  "GPU resources shared with comm [^:]*from now on: its blocking calls agree on their path too"
+check "20 duplicates: every result right" "$out" 1 '; every result right$'
+check "20 duplicates: at most 1.25x the device memory of one" "$out" 1 '^all 20 against one: (0\.9[5-9]|1\.([01][0-9]|2[0-5]))x$'
+out=$(run 1 2 --mca coll_gpu_net_min_bytes 0 ./test/gpu/test_gpu_nonblocking -m device -i 10 -c 4)
+check "duplicates: nonblocking calls in each rank's own order, blocking ones between them on another, right" "$out" 1 \
+  '^test_nonblocking: 2 ranks, device memory, 10 rounds, [0-9]+ checks: 0 failed$'
 out=$(run 1 2 --enable-recovery --mca coll_gpu_timeout 2 --mca coll_gpu_uniform_buffers 1 \
   ./test/gpu/test_gpu_late -m device -k -c 1000000)
 check "a rank killed on the GPU path: the survivor's error" "$out" 1 '^survivor rank 0: error after [0-9.]+ s$'
@@ -74,6 +89,9 @@ if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 4 ]; then
     out=$(run "$3" 4 --mca coll_gpu_net_min_bytes 0 ./test/gpu/test_gpu_colls -m mixed -W -G)
     check "$1 hosts x $2, an engine of its own: memory kinds mixed join the GPU path, right, nothing staged" "$out" 1 \
       '^test_colls: 4 ranks, mixed memory, seed [0-9]+: [0-9]+ checks, 0 failed$'
+    out=$(run "$3" 4 --mca coll_gpu_net_min_bytes 0 ./test/gpu/test_gpu_nonblocking -m device -i 10 -c 4)
+    check "$1 hosts x $2, duplicates: nonblocking calls in each rank's order, blocking ones between, right" "$out" 1 \
+      '^test_nonblocking: 4 ranks, device memory, 10 rounds, [0-9]+ checks: 0 failed$'
   done
 fi
 if sh "$top/contrib/mps.sh" have; then
