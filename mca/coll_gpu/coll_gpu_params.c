@@ -98,13 +98,13 @@ static void bad_value(const char *name, const char *value, const char *allowed, 
            at > 0 ? "\n" : "", name, value, origin, allowed, used);
 }
 
-/* Registers a string parameter (this process's own value). The variable system owns the string: storage may
- * hold NULL for an empty value, and must never be pointed elsewhere. */
+/* Registers a string parameter. The variable system owns the string: storage may hold NULL for an empty value,
+ * and must never be pointed elsewhere. */
 static void register_string(const char *name, const char *description, const char *def, mca_base_var_info_lvl_t level,
-                            char **storage) {
+                            mca_base_var_scope_t scope, char **storage) {
   *storage = (char *)def;
-  mca_base_component_var_register(component(), name, description, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, level,
-                                  MCA_BASE_VAR_SCOPE_LOCAL, storage);
+  mca_base_component_var_register(component(), name, description, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, level, scope,
+                                  storage);
 }
 
 /* Whether text is an integer as Open MPI reads one (decimal, 0x hex or 0 octal, then k, m or g for
@@ -269,14 +269,14 @@ static void register_topology(mca_coll_gpu_component_t *c) {
                   "NVLinks from NVML. Empty: probe. It must be a regular file (a FIFO or device is refused, never "
                   "waited on). A file that cannot be opened or read is reported (with the line at fault) when a "
                   "communicator first takes the GPU path, and the probe is used",
-                  "", OPAL_INFO_LVL_5, &c->topo_file);
+                  "", OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &c->topo_file);
   register_string("topo_dump_file",
                   "File that rank 0 of each communicator of up to 8 ranks taking the GPU path writes the topology "
                   "to, as every rank merged it (NCCL's XML format, GPUs carrying their rank; larger communicators "
                   "exchange no topology and write none), as a new file renamed over the name "
                   "(a symbolic link there is replaced, never written through): read it back with coll_gpu_topo "
                   "--xml or coll_gpu_topo_file. Empty: none",
-                  "", OPAL_INFO_LVL_5, &c->topo_dump_file);
+                  "", OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &c->topo_dump_file);
 }
 
 static void register_allreduce(mca_coll_gpu_component_t *c) {
@@ -413,7 +413,7 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                   "Network interfaces whose IPv4 addresses the proxy's sockets are reached on, as NCCL_SOCKET_IFNAME: "
                   "name prefixes, comma-separated (eth,ib), a leading ^ to exclude them instead. Empty: every "
                   "interface that is up but loopback, docker* and virbr* (none: loopback, one host only)",
-                  "", OPAL_INFO_LVL_5, &c->socket_ifname);
+                  "", OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &c->socket_ifname);
   register_size("ring_chunk_bytes",
                 "Bytes a ring channel moves per step, up to coll_gpu_ring_slot_bytes (larger values take a whole "
                 "slot): smaller steps fill a chain's pipeline sooner, larger ones pay the per-step flags less "
@@ -440,16 +440,18 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                "in steps of up to 50 us. Not used (no spinning) where Open MPI yields when idle, as with more "
                "ranks than cores (0-1000000)",
                50, 0, 1000000, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL, &c->spin_us);
-  register_bool("uniform_buffers",
-                "Assert that in every collective call all ranks pass the same kind of memory (all host, or all "
-                "device memory of one GPU per rank). Skips the agreement on the path each call takes (a few "
-                "stores and one cache line read per peer and call; across hosts a 16-byte message to each rank of "
-                "the other hosts and a wait for theirs, a trip between the hosts each call; not for blocking calls "
-                "on a communicator across hosts with GPU resources of its own, the first over its processes, where "
-                "every rank joins the GPU path whatever memory it passes). If a rank breaks the "
-                "assertion, the ranks that passed device memory wait for it on the GPU, with a watchdog line naming "
-                "it after coll_gpu_timeout seconds",
-                false, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->uniform_buffers);
+  register_bool(
+      "uniform_buffers",
+      "Assert that in every collective call all ranks pass the same kind of memory (all host, or all "
+      "device memory of one GPU per rank). Skips the agreement on the path each call takes (a few "
+      "stores and one cache line read per peer and call; across hosts a 16-byte message to each rank of "
+      "the other hosts and a wait for theirs, a trip between the hosts each call; not for blocking calls "
+      "on a communicator across hosts with GPU resources of its own, the first over its processes, until another "
+      "communicator over them shares them, where "
+      "every rank joins the GPU path whatever memory it passes). If a rank breaks the "
+      "assertion, the ranks that passed device memory wait for it on the GPU, with a watchdog line naming "
+      "it after coll_gpu_timeout seconds",
+      false, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->uniform_buffers);
   /* 2 hosts x 2 H100 of the mini-cluster, tcp between them (docs/benchmarks.md): allreduce on the GPU path
    * without the agreement 64-80 us up to 64 KiB against 39-102 us staged, as fast at 8 KiB (70.7 against
    * 70.4), faster from 16 KiB (73 against 78 us), 9-15x faster from 16 MiB; 2 hosts x 1 H100: staged faster
@@ -468,16 +470,15 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
    * staged. Allgather and reduce-scatter came within a few us of staging up to 16 KiB, and allreduce was
    * slower (75-90 us against 38-90) */
   static const char *blocking_min = "bcast:8k,reduce:8k";
-  c->net_blocking_min = (char *)blocking_min;
-  mca_base_component_var_register(
-      component(), "net_blocking_min_bytes",
+  register_string(
+      "net_blocking_min_bytes",
       "Across hosts, per collective, a lower coll_gpu_net_min_bytes for blocking calls on a communicator whose GPU "
       "resources are its own (the first over its processes, once a call has made them: its blocking calls run "
       "without the path agreement): COLL:BYTES entries, comma-separated, COLL one of allreduce, bcast, allgather, "
       "alltoall, reduce, reduce_scatter, BYTES as coll_gpu_net_min_bytes counts them (k, m, g allowed). The "
       "smaller of the two figures applies; collectives not named, and every other call, take "
       "coll_gpu_net_min_bytes. Empty: none lower",
-      MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->net_blocking_min);
+      blocking_min, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->net_blocking_min);
   if (parse_blocking_min(c->net_blocking_min, c->net_blocking_min_bytes) != 0) {
     bad_value("coll_gpu_net_blocking_min_bytes", c->net_blocking_min,
               "empty, or COLL:BYTES entries separated by commas (COLL one of allreduce, bcast, allgather, "
@@ -533,7 +534,7 @@ int mca_coll_gpu_register_params(void) {
                   "Subsystems that coll_gpu_verbose reports, comma-separated: INIT (component and communicator "
                   "set-up), COLL (collective calls), STAGE (staging through host memory), TOPO (topology and "
                   "rings), PROXY (the network proxy), or all; a leading ^ reports all but the ones listed",
-                  "all", OPAL_INFO_LVL_9, &c->verbose_subsys);
+                  "all", OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL, &c->verbose_subsys);
   c->subsys_mask = parse_subsys(c->verbose_subsys);
   if (c->subsys_mask < 0) {
     bad_value("coll_gpu_verbose_subsys", c->verbose_subsys,
