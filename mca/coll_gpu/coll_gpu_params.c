@@ -473,7 +473,8 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
   register_string(
       "net_blocking_min_bytes",
       "Across hosts, per collective, a lower coll_gpu_net_min_bytes for blocking calls on a communicator whose GPU "
-      "resources are its own (the first over its processes, once a call has made them: its blocking calls run "
+      "resources are its own (the first over its processes, once a call has made them and until another communicator "
+      "over them shares them: its blocking calls run "
       "without the path agreement): COLL:BYTES entries, comma-separated, COLL one of allreduce, bcast, allgather, "
       "alltoall, reduce, reduce_scatter, BYTES as coll_gpu_net_min_bytes counts them (k, m, g allowed). The "
       "smaller of the two figures applies; collectives not named, and every other call, take "
