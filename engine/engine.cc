@@ -1106,23 +1106,24 @@ coll_gpu_status_t runnable(const coll_gpu_engine_t *e, const coll_gpu_args_t *ar
   return COLL_GPU_INTERNAL_ERROR;
 }
 
-// Whether an allreduce runs as the chain of a reduce to rank 0 and a bcast from it (COLL_GPU_ALGO_CHAIN, tune.h):
-// then `half` holds the two calls, the bcast's buffer the allreduce's result. In place, the root reduces in place
-// as MPI_Reduce does; every rank's reduce has read its input before its bcast writes the result over it.
-bool chained(const coll_gpu_engine_t *e, const coll_gpu_args_t &a, coll_gpu_args_t half[2]) {
-  if (a.coll != COLL_GPU_COLL_ALLREDUCE || !e->multinode) return false;
+// run or start: a call's blocking or nonblocking way onto the GPUs.
+using Step = coll_gpu_status_t (*)(coll_gpu_engine_t *, const coll_gpu_args_t *, char *, size_t);
+
+// An allreduce as the chain of a reduce to rank 0 and a bcast from it (COLL_GPU_ALGO_CHAIN, tune.h), each by
+// `step`, the bcast's buffer the allreduce's result: run, one after the other; start, both on the stream as a
+// call's parts. In place, the root reduces in place as MPI_Reduce does; every rank's reduce has read its input
+// before its bcast writes the result over it.
+coll_gpu_status_t chain(coll_gpu_engine_t *e, const coll_gpu_args_t &a, Step step, char *why, size_t why_len) {
   const size_t bytes = a.count * coll_gpu_dtype_size(a.type);
-  if (coll_gpu_tune_choose(&e->cfg.tune, e->nranks, bytes).algo != COLL_GPU_ALGO_CHAIN) return false;
   if (e->cfg.log != nullptr)
     e->cfg.log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL,
                "comm %s: allreduce of %zu bytes: chain (a reduce to rank 0, "
                "then a bcast from it)",
                e->cfg.name, bytes);
-  half[0] = a;
+  coll_gpu_args_t half[2] = {a, a};
   half[0].coll = COLL_GPU_COLL_REDUCE;
   half[0].root = 0;
   half[0].recvbuf = e->rank == 0 ? a.recvbuf : nullptr;
-  half[1] = a;
   half[1].coll = COLL_GPU_COLL_BCAST;
   half[1].sendbuf = a.recvbuf;
   half[1].count = bytes;
@@ -1130,20 +1131,17 @@ bool chained(const coll_gpu_engine_t *e, const coll_gpu_args_t &a, coll_gpu_args
   half[1].type = COLL_GPU_UINT8;
   half[1].op = COLL_GPU_SUM;
   half[1].root = 0;
-  return true;
+  e->chaining = true;
+  coll_gpu_status_t st = step(e, &half[0], why, why_len);
+  if (st == COLL_GPU_SUCCESS) st = step(e, &half[1], why, why_len);
+  e->chaining = false;
+  return st;
 }
 
 coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
   COLL_GPU_CHECK(runnable(e, args, why, why_len));
-  coll_gpu_args_t half[2];
-  if (chained(e, *args, half)) {
-    e->chaining = true;
-    coll_gpu_status_t st = run(e, &half[0], why, why_len);
-    if (st == COLL_GPU_SUCCESS) st = run(e, &half[1], why, why_len);
-    e->chaining = false;
-    return st;
-  }
   Parts parts(*e, *args);
+  if (parts.choice().algo == COLL_GPU_ALGO_CHAIN) return chain(e, *args, run, why, why_len);
   coll_gpu_work_t p;
   while (parts.next(*e, &p)) {
     COLL_GPU_CHECK(e->launch(p, parts.choice().proto, parts.linger(), why, why_len));
@@ -1156,15 +1154,8 @@ coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *w
 // once, kernels of their own that run one after another: the host need not come back between parts.
 coll_gpu_status_t start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
   COLL_GPU_CHECK(runnable(e, args, why, why_len));
-  coll_gpu_args_t half[2];
-  if (chained(e, *args, half)) { /* both on the stream, one after the other, as a call's parts */
-    e->chaining = true;
-    coll_gpu_status_t st = start(e, &half[0], why, why_len);
-    if (st == COLL_GPU_SUCCESS) st = start(e, &half[1], why, why_len);
-    e->chaining = false;
-    return st;
-  }
   Parts parts(*e, *args);
+  if (parts.choice().algo == COLL_GPU_ALGO_CHAIN) return chain(e, *args, start, why, why_len);
   const bool linger = parts.linger() && parts.single();
   coll_gpu_work_t p;
   while (parts.next(*e, &p)) COLL_GPU_CHECK(e->launch(p, parts.choice().proto, linger, why, why_len));
