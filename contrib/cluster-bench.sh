@@ -28,6 +28,8 @@
 # benchmark's -E), as an application's first large call, so that the communicator has them from the first size
 # on. RUNS picks some of them (default: the first five).
 # MIN sets the first size (default 8 B).
+# TRACE=1 records every run's step timestamps (COLL_GPU_STEP_TRACE, proxy/trace.h) and prints where its calls' time
+# went (test/perf/coll_gpu_step_trace): give it one size (MIN = MAX_BYTES), and runs without NCCL.
 # CPUS=own gives each host CPUs of its own (contrib/minicluster.sh start ... cpus), as real hosts have:
 # the ranks' threads, NCCL's and the proxies', then compete only within their host.
 # usage: bash contrib/cluster-bench.sh BUILT-TREE [HOSTS [GPUS-PER-HOST [COLLS [MAX_BYTES]]]]
@@ -48,10 +50,16 @@ np=$((hosts * gpus))
 libs=$tree/.libs
 run() { # label coll bench-option mpirun-args...
   echo "== $2, $hosts hosts x $gpus GPU(s), $1"
+  trace=""
+  [ -n "${TRACE:-}" ] && trace=$(mktemp -d /tmp/coll_gpu_trace.XXXXXX)
   timeout 300 sh "$top/contrib/minicluster.sh" mpirun $name "$gpus" -np "$np" --bind-to none \
     --mca mca_base_component_path "$libs:$sysdir" --mca coll gpu,tuned,libnbc,basic,self,inter \
-    --mca btl self,vader,tcp -x NCCL_NVLS_ENABLE -x NCCL_SOCKET_IFNAME=eth0 "${@:4}" \
-    "$tree/test/perf/coll_gpu_allreduce_bench" -C "$2" -d cuda -c -E -m "${MIN:-8}" -M "$max" $3 2>&1
+    --mca btl self,vader,tcp -x NCCL_NVLS_ENABLE -x NCCL_SOCKET_IFNAME=eth0 ${trace:+-x COLL_GPU_STEP_TRACE=$trace} \
+    "${@:4}" "$tree/test/perf/coll_gpu_allreduce_bench" -C "$2" -d cuda -c -E -m "${MIN:-8}" -M "$max" $3 2>&1
+  if [ -n "$trace" ]; then
+    "$tree/test/perf/coll_gpu_step_trace" "$trace"
+    rm -rf "$trace"
+  fi
 }
 for coll in $colls; do
   for what in ${RUNS:-defaults defaults-nccl4 gpu uniform staged}; do

@@ -43,6 +43,7 @@
 #include "engine/owning.h"
 #include "engine/stage.h"
 #include "kernels/staging.h"
+#include "proxy/trace.h"
 
 using coll_gpu::ContextScope;
 using coll_gpu::entered;
@@ -774,7 +775,10 @@ void coll_gpu_engine_release(coll_gpu_engine_t *e) {
         break;
       }
   pthread_mutex_unlock(&registry_lock);
-  if (last) coll_gpu::HostDelete<coll_gpu_engine>()(e);
+  if (last) {
+    coll_gpu::HostDelete<coll_gpu_engine>()(e);
+    (void)coll_gpu_trace_write();  // its proxy stopped: the steps so far (proxy/trace.h), where recorded
+  }
 }
 
 // One compare-and-swap each, no lock: every call takes and ends a claim.
@@ -927,6 +931,7 @@ coll_gpu_status_t coll_gpu_engine::launch(const coll_gpu_work_t &p, coll_gpu_pro
   flight.chained = chaining;
   int blocks = coll_gpu_ar_blocks(&comm, &p);
   if (multinode) wake_proxy(p);
+  coll_gpu_trace('L', rank, p.coll, p.algo, p.seq);
   ContextScope ctx(mem);
   COLL_GPU_CHECK(entered(ctx, mem, why, why_len));
   if (linger && p.algo == COLL_GPU_ALGO_ONESHOT && cfg.linger_ns > 0 && blocks <= COLL_GPU_LINGER_MAX_BLOCKS &&
@@ -964,6 +969,7 @@ coll_gpu_status_t coll_gpu_engine::wait_flight(char *why, size_t why_len) {
     cw.say_gone(stopped, why, why_len);
     return COLL_GPU_PEER_GONE;
   }
+  coll_gpu_trace('D', rank, flight.p.coll, flight.p.algo, flight.p.seq);
   flight_end();
   return COLL_GPU_SUCCESS;
 }
@@ -1178,6 +1184,7 @@ coll_gpu_status_t coll_gpu_engine_test(coll_gpu_engine_t *e, int *done, char *wh
   *done = 1;
   if (e->flight.blocks == 0) return COLL_GPU_SUCCESS;
   if (e->flight_done()) {
+    coll_gpu_trace('D', e->rank, e->flight.p.coll, e->flight.p.algo, e->flight.p.seq);
     e->flight_end();
     return COLL_GPU_SUCCESS;
   }

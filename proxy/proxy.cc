@@ -38,6 +38,7 @@
 
 #include "engine/wait.h"
 #include "proxy/net.h"
+#include "proxy/trace.h"
 
 namespace coll_gpu {
 namespace {
@@ -360,6 +361,7 @@ bool Worker::complete(Fifo *q, volatile uint64_t *counter) {
       break;
     }
     op->state = kOpIdle;
+    coll_gpu_trace(q->f.dir == COLL_GPU_PROXY_RECV ? 'R' : 'H', proxy->cfg.rank, q->f.peer, q->f.id, q->done);
     if (q->f.dir == COLL_GPU_PROXY_RECV && q->f.sizes != nullptr) q->f.sizes[slot] = op->bytes;
     store_release(counter, ++q->done);
     moved = true;
@@ -402,6 +404,7 @@ bool Worker::move_send(Fifo *q) {
       return moved;
     }
     NetOp *op = &q->ops[slot];
+    coll_gpu_trace('S', rank, f.peer, f.id, q->posted);
     net.send(f.peer, step_tag(rank, f.id, q->posted), f.buff + (size_t)slot * f.slot_bytes, bytes, q->memh, op);
     if (op->state == kOpFailed) {
       failed_op(q, "sending step", q->posted);

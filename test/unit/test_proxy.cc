@@ -31,7 +31,9 @@
 
 #include "engine/wait.h"
 #include "proxy/proxy.h"
+#include "proxy/trace.h"
 #include "test/common/fd_io.h"
+#include "test/perf/step_trace.h"
 
 namespace {
 
@@ -58,6 +60,7 @@ struct Options {
   uint64_t die_after = 0;   // rank 1 kills itself once it has sent this many steps on connection 0 (0: never)
   bool consume = true;      // false: post everything, consume nothing, tear down at once
   bool same_host = false;   // connect as peers of one host (unwatched: UCX may use shared memory)
+  bool trace = false;       // each rank writes its step timestamps at the end (proxy/trace.h, started before)
   int threads[2] = {1, 1};  // each rank's proxy threads
   coll_gpu_proxy_net_t net = COLL_GPU_PROXY_NET_UCX;
 };
@@ -258,12 +261,14 @@ Pair run_pair(const Options &o) {
   if (pid == 0) {
     close(sv[0]);
     const Report r1 = run_rank(1, sv[1], o);
+    if (o.trace && coll_gpu_trace_write() != 0) fprintf(stderr, "rank 1: cannot write its step timestamps\n");
     if (r1.errors > 0) fprintf(stderr, "rank 1: %d errors, first: %s\n", r1.errors, r1.first.c_str());
     if (r1.failed_peer != -2) fprintf(stderr, "rank 1: proxy failed: %s\n", r1.failed_why.c_str());
     _exit(r1.errors > 0 ? 1 : r1.failed_peer != -2 ? 2 : 0);
   }
   close(sv[1]);
   out.r0 = run_rank(0, sv[0], o);
+  if (o.trace && coll_gpu_trace_write() != 0) out.r0.error("rank 0: cannot write its step timestamps");
   close(sv[0]);
   int status = 0;
   for (int i = 0; i < 300; ++i) {  // 30 s for the child to finish after rank 0 did
@@ -324,6 +329,55 @@ TEST_P(ProxyOver, StepsArriveInOrderOnManyConnections) {
   o.slot = 16 << 10;
   o.steps = 150;
   expect_clean(run_pair(o));
+}
+
+// With the step timestamps on (proxy/trace.h), every step of every connection is there at both ends: handed
+// to the network (S) and its send completed (H) at the sender, arrived (R) at the receiver, neither before S.
+TEST_P(ProxyOver, StepTimestampsCoverEveryStep) {
+  char dir[] = "/tmp/coll_gpu_trace.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  ASSERT_EQ(0, coll_gpu_trace_start(dir));
+  Options o = options();
+  o.channels = 3;
+  o.steps = 40;
+  o.trace = true;
+  expect_clean(run_pair(o));
+  coll_gpu_trace_stop();
+  using Key = std::tuple<char, int, int, int, uint64_t>;  // kind, rank, peer, connection, step
+  std::map<Key, uint64_t> seen;
+  int files = 0;
+  DIR *d = opendir(dir);
+  ASSERT_NE(d, nullptr);
+  while (struct dirent *ent = readdir(d)) {
+    if (strncmp(ent->d_name, "steps.", 6) != 0) continue;
+    ++files;
+    const std::string path = std::string(dir) + "/" + ent->d_name;
+    FILE *f = fopen(path.c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    char line[256];
+    step_trace::Event e;
+    while (fgets(line, sizeof(line), f) != nullptr) {
+      ASSERT_TRUE(step_trace::parse(line, &e)) << line;
+      EXPECT_TRUE(seen.emplace(Key(e.kind, e.rank, e.peer, e.conn, e.step), e.ns).second) << "twice: " << line;
+    }
+    fclose(f);
+    unlink(path.c_str());
+  }
+  closedir(d);
+  rmdir(dir);
+  EXPECT_EQ(2, files);
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < o.channels; ++c)
+      for (uint64_t st = 0; st < o.steps; ++st) {
+        auto s = seen.find(Key('S', r, 1 - r, c, st)), h = seen.find(Key('H', r, 1 - r, c, st)),
+             a = seen.find(Key('R', 1 - r, r, c, st));
+        ASSERT_NE(s, seen.end()) << r << " " << c << " " << st;
+        ASSERT_NE(h, seen.end()) << r << " " << c << " " << st;
+        ASSERT_NE(a, seen.end()) << r << " " << c << " " << st;
+        EXPECT_GE(h->second, s->second);
+        EXPECT_GE(a->second, s->second);
+      }
+  EXPECT_EQ((size_t)(3 * 2 * o.channels * o.steps), seen.size());  // nothing else
 }
 
 TEST_P(ProxyOver, LargeSlotsWholeAndPartial) {

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
+// What test/perf/coll_gpu_step_trace computes from the step timestamps of proxy/trace.h, header-only so that
+// the unit tests check it on events whose times they chose: where each call's time went, on every rank, as
+// distributions (median, 10th and 90th percentile).
+//   first send:  from a call's launch to its rank's proxy handing the call's first step to the network (the
+//                launch, the kernel's start and post, the proxy noticing it);
+//   one way:     from a proxy handing a step to the network to the receiving proxy publishing it (UCX or the
+//                sockets, both proxies' loops);
+//   sent:        from handing a step to the network to its send completing;
+//   last step -> done: from the last step to arrive at a rank during its call to the host seeing the call
+//                done (the kernel's poll of host memory, its end, the host's poll of the done words);
+//   call:        from launch to done, per rank;
+//   between:     from one call done to the next launch on the same rank (the MPI call's own path).
+// Events before `skip` of the traces' time span are left out (a benchmark's first calls and warm-up). The
+// events of one communicator: ranks, connections and steps are its own.
+#ifndef COLL_GPU_TEST_PERF_STEP_TRACE_H
+#define COLL_GPU_TEST_PERF_STEP_TRACE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <vector>
+
+namespace step_trace {
+
+struct Event {
+  char kind;
+  int rank, peer, conn;
+  uint64_t step, ns;
+};
+
+// One line of a trace file; false where it is not one.
+inline bool parse(const char *line, Event *e) {
+  unsigned long long step, ns;
+  char kind;
+  if (sscanf(line, " %c %d %d %d %llu %llu", &kind, &e->rank, &e->peer, &e->conn, &step, &ns) != 6) return false;
+  e->kind = kind;
+  e->step = step;
+  e->ns = ns;
+  return true;
+}
+
+struct Spread {
+  size_t n = 0;
+  double median_us = 0, p10_us = 0, p90_us = 0;
+};
+
+inline Spread spread(std::vector<uint64_t> v) {
+  Spread s;
+  s.n = v.size();
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.median_us = (double)v[v.size() / 2] / 1e3;
+  s.p10_us = (double)v[v.size() / 10] / 1e3;
+  s.p90_us = (double)v[9 * v.size() / 10] / 1e3;
+  return s;
+}
+
+struct Summary {
+  Spread first_send, one_way, sent, last_to_done, call, between;
+  size_t unmatched = 0;  // steps handed to the network whose arrival is not in the traces
+};
+
+inline Summary summarize(const std::vector<Event> &events, double skip) {
+  Summary out;
+  if (events.empty()) return out;
+  uint64_t t0 = events[0].ns, t1 = events[0].ns;
+  for (const Event &e : events) {
+    t0 = std::min(t0, e.ns);
+    t1 = std::max(t1, e.ns);
+  }
+  const uint64_t cut = t0 + (uint64_t)((double)(t1 - t0) * skip);
+  using Key = std::tuple<int, int, int, uint64_t>;  // sender, receiver, connection, step
+  std::map<Key, uint64_t> sends, arrivals, completions;
+  std::map<int, std::vector<std::pair<uint64_t, char>>> timeline;  // by rank: launches, dones, sends, arrivals
+  for (const Event &e : events) {
+    if (e.kind == 'S') sends[Key(e.rank, e.peer, e.conn, e.step)] = e.ns;
+    if (e.kind == 'R') arrivals[Key(e.peer, e.rank, e.conn, e.step)] = e.ns;
+    if (e.kind == 'H') completions[Key(e.rank, e.peer, e.conn, e.step)] = e.ns;
+    if (e.kind == 'L' || e.kind == 'D' || e.kind == 'S' || e.kind == 'R') timeline[e.rank].push_back({e.ns, e.kind});
+  }
+  std::vector<uint64_t> one_way, sent, first_send, last_to_done, call, between;
+  for (const auto &s : sends) {
+    if (s.second < cut) continue;
+    auto a = arrivals.find(s.first);
+    if (a == arrivals.end())
+      ++out.unmatched;
+    else
+      one_way.push_back(a->second - s.second);
+    auto c = completions.find(s.first);
+    if (c != completions.end()) sent.push_back(c->second - s.second);
+  }
+  for (auto &r : timeline) {
+    std::vector<std::pair<uint64_t, char>> &t = r.second;
+    std::sort(t.begin(), t.end());
+    uint64_t launch = 0, done = 0, arrived = 0;
+    bool in_call = false, sent_one = false;
+    for (const auto &e : t) {
+      const bool counted = e.first >= cut;
+      if (e.second == 'L') {
+        if (counted && done > 0 && !in_call) between.push_back(e.first - done);
+        launch = e.first;
+        in_call = true;
+        sent_one = false;
+        arrived = 0;
+      } else if (e.second == 'S' && in_call && !sent_one) {
+        sent_one = true;
+        if (counted) first_send.push_back(e.first - launch);
+      } else if (e.second == 'R' && in_call) {
+        arrived = e.first;
+      } else if (e.second == 'D' && in_call) {
+        in_call = false;
+        done = e.first;
+        if (counted) {
+          call.push_back(e.first - launch);
+          if (arrived > 0) last_to_done.push_back(e.first - arrived);
+        }
+      }
+    }
+  }
+  out.first_send = spread(first_send);
+  out.one_way = spread(one_way);
+  out.sent = spread(sent);
+  out.last_to_done = spread(last_to_done);
+  out.call = spread(call);
+  out.between = spread(between);
+  return out;
+}
+
+}  // namespace step_trace
+
+#endif
