@@ -106,7 +106,7 @@ coll_gpu_status_t create(Fake *f, coll_gpu_engine_t **e, char *why, size_t len) 
   mem.kind = COLL_GPU_MEM_HOST;
   mem.device = -1;
   *e = (coll_gpu_engine_t *)&cfg;  // poisoned: must come back NULL
-  const coll_gpu_engine_share_t share = {0x5eed, 1, 1};
+  const coll_gpu_engine_share_t share = {0x5eed, 1, 1, 0};
   return coll_gpu_engine_create(&b, &cfg, &mem, &share, e, why, len);
 }
 
@@ -520,8 +520,9 @@ TEST(Nodes, AllgatherAndReduceScatterOnTurnedRingsEnterEachNodeOnce) {
     }
     for (int r = 0; runs && r < n; ++r) runs &= firsts.count(r) == 1 && lasts.count(r) == 1;
     const int want = runs ? k : 0;
-    if (turns == k && k > 1 && rings.nrings == k && equal && nnodes > 1)
+    if (turns == k && k > 1 && rings.nrings == k && equal && nnodes > 1) {
       ASSERT_EQ(want, k) << "k turns of one base ring";
+    }
     const int got = coll_gpu_rings_run_turns(&rings, node16.data(), scratch.data());
     ASSERT_EQ(want, got) << n << " ranks, " << nnodes << " nodes, " << rings.nrings << " rings";
     if (got == 0) {
@@ -557,8 +558,11 @@ TEST(Nodes, AllgatherAndReduceScatterOnTurnedRingsEnterEachNodeOnce) {
     for (int r = 0; r < n; ++r)
       for (int q = 0; q < n; ++q) {
         ASSERT_EQ(1, has[r][q]) << "rank " << r << " holds rank " << q << "'s block " << has[r][q] << " times";
-        if (node[q] != node[r]) ASSERT_EQ(1, entered[q][node[r]]) << "rank " << q << "'s block, node " << node[r];
-        if (node[q] == node[r]) ASSERT_EQ(0, entered[q][node[r]]) << "rank " << q << "'s block came back home";
+        if (node[q] != node[r]) {
+          ASSERT_EQ(1, entered[q][node[r]]) << "rank " << q << "'s block, node " << node[r];
+        } else {
+          ASSERT_EQ(0, entered[q][node[r]]) << "rank " << q << "'s block came back home";
+        }
       }
     // the reduce-scatter: on each ring the blocks of positions k - 1, 2k - 1, ... are reduced along n - 1 hops
     // from the rank after their owner, a rank i places into its run taking those s = i mod k hops from their

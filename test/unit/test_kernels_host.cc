@@ -229,11 +229,14 @@ TEST(Partition, BlocksTakeTurnsAtTheChannelsOfTheirRings) {
       ASSERT_TRUE((rings >> coll_gpu_channel_ring(c, nrings, span)) & 1u) << "block " << b << ", mask " << mask;
       ASSERT_TRUE(taken.insert(c).second) << "two blocks on channel " << c;
       ASSERT_EQ(b % span, c % span) << "block " << b;
-      if (span == 1 || per == 1) ASSERT_EQ(theirs[b], c) << "block " << b << ", mask " << mask;
-      if (per > 1 && b % span != span - 1)
+      if (span == 1 || per == 1) {
+        ASSERT_EQ(theirs[b], c) << "block " << b << ", mask " << mask;
+      }
+      if (per > 1 && b % span != span - 1) {
         ASSERT_NE(coll_gpu_channel_ring(c, nrings, span),
                   coll_gpu_channel_ring(coll_gpu_work_channel(mask, nrings, span, b + 1), nrings, span))
             << "blocks " << b << " and " << b + 1 << " on one ring";
+      }
     }
     for (int c : theirs)
       if (c < rounds * nrings * span) want.insert(c);
