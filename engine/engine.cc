@@ -942,6 +942,7 @@ coll_gpu_status_t coll_gpu_engine::launch(const coll_gpu_work_t &p, coll_gpu_pro
     CUDA_CHECK(coll_gpu_ar_launch(&comm, &p, stream.get()), why, why_len);
   }
   flight.blocks = blocks;
+  coll_gpu_trace('A', rank, p.coll, p.algo, p.seq);
   return COLL_GPU_SUCCESS;
 }
 

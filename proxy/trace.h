@@ -8,6 +8,7 @@
  * DIR/steps.<pid>, a line an event: KIND RANK PEER CONN STEP NS, NS on CLOCK_MONOTONIC, the one clock of every
  * process of a machine (the hosts of the mini-cluster too). The kinds:
  *   L  the host launches call STEP (its seq) of rank RANK; PEER: its collective, CONN: its algorithm;
+ *   A  the launch returned (the call is on the GPU's stream, or with the lingering kernel);
  *   D  the host sees that call done;
  *   S  rank RANK's proxy hands step STEP of its connection CONN to rank PEER to the network;
  *   H  that send completed;

@@ -72,6 +72,7 @@ int main(int argc, char **argv) {
   }
   const step_trace::Summary s = step_trace::summarize(events, skip);
   printf("%zu events from %d processes, us:\n", events.size(), files);
+  print("launch -> the launch returned", s.launched);
   print("launch -> its first step to the network", s.first_send);
   print("step to the network -> published at the receiver", s.one_way);
   print("step to the network -> its send completed", s.sent);

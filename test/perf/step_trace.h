@@ -3,6 +3,7 @@
 // What test/perf/coll_gpu_step_trace computes from the step timestamps of proxy/trace.h, header-only so that
 // the unit tests check it on events whose times they chose: where each call's time went, on every rank, as
 // distributions (median, 10th and 90th percentile).
+//   launched:    from a call's launch to the launch returning (the host's part of the launch);
 //   first send:  from a call's launch to its rank's proxy handing the call's first step to the network (the
 //                launch, the kernel's start and post, the proxy noticing it);
 //   one way:     from a proxy handing a step to the network to the receiving proxy publishing it (UCX or the
@@ -61,7 +62,7 @@ inline Spread spread(std::vector<uint64_t> v) {
 }
 
 struct Summary {
-  Spread first_send, one_way, sent, last_to_done, call, between;
+  Spread launched, first_send, one_way, sent, last_to_done, call, between;
   size_t unmatched = 0;  // steps handed to the network whose arrival is not in the traces
 };
 
@@ -81,9 +82,10 @@ inline Summary summarize(const std::vector<Event> &events, double skip) {
     if (e.kind == 'S') sends[Key(e.rank, e.peer, e.conn, e.step)] = e.ns;
     if (e.kind == 'R') arrivals[Key(e.peer, e.rank, e.conn, e.step)] = e.ns;
     if (e.kind == 'H') completions[Key(e.rank, e.peer, e.conn, e.step)] = e.ns;
-    if (e.kind == 'L' || e.kind == 'D' || e.kind == 'S' || e.kind == 'R') timeline[e.rank].push_back({e.ns, e.kind});
+    if (e.kind == 'L' || e.kind == 'A' || e.kind == 'D' || e.kind == 'S' || e.kind == 'R')
+      timeline[e.rank].push_back({e.ns, e.kind});
   }
-  std::vector<uint64_t> one_way, sent, first_send, last_to_done, call, between;
+  std::vector<uint64_t> one_way, sent, launched, first_send, last_to_done, call, between;
   for (const auto &s : sends) {
     if (s.second < cut) continue;
     auto a = arrivals.find(s.first);
@@ -107,6 +109,8 @@ inline Summary summarize(const std::vector<Event> &events, double skip) {
         in_call = true;
         sent_one = false;
         arrived = 0;
+      } else if (e.second == 'A' && in_call) {
+        if (counted) launched.push_back(e.first - launch);
       } else if (e.second == 'S' && in_call && !sent_one) {
         sent_one = true;
         if (counted) first_send.push_back(e.first - launch);
@@ -122,6 +126,7 @@ inline Summary summarize(const std::vector<Event> &events, double skip) {
       }
     }
   }
+  out.launched = spread(launched);
   out.first_send = spread(first_send);
   out.one_way = spread(one_way);
   out.sent = spread(sent);

@@ -63,10 +63,10 @@ TEST(StepTrace, EveryThreadsEventsWrittenOnceWhileStarted) {
   for (auto &c : conns)
     for (int i = 0; i < each; ++i) c.push_back((int)(rng() % 64));
   std::vector<std::thread> ts;
-  const char kinds[] = "LDSHR";
+  const char kinds[] = "LADSHR";
   for (int t = 0; t < threads; ++t)
     ts.emplace_back([&, t] {
-      for (int i = 0; i < each; ++i) coll_gpu_trace(kinds[i % 5], t, t + 100, conns[t][i], (uint64_t)i);
+      for (int i = 0; i < each; ++i) coll_gpu_trace(kinds[i % 6], t, t + 100, conns[t][i], (uint64_t)i);
     });
   for (auto &t : ts) t.join();
   ASSERT_EQ(0, coll_gpu_trace_write());
@@ -80,7 +80,7 @@ TEST(StepTrace, EveryThreadsEventsWrittenOnceWhileStarted) {
     ASSERT_LT(e.rank, threads);
     const int i = next[e.rank]++;
     EXPECT_EQ((uint64_t)i, e.step);
-    EXPECT_EQ(kinds[i % 5], e.kind);
+    EXPECT_EQ(kinds[i % 6], e.kind);
     EXPECT_EQ(e.rank + 100, e.peer);
     EXPECT_EQ(conns[e.rank][i], e.conn);
     EXPECT_GE(e.ns, last[e.rank]);
@@ -99,7 +99,7 @@ TEST(StepTrace, SummaryFindsEachPartAsGiven) {
   std::mt19937_64 rng(std::random_device{}());
   auto draw = [&](uint64_t lo, uint64_t hi) { return lo + rng() % (hi - lo); };
   std::vector<step_trace::Event> ev;
-  std::vector<uint64_t> first, one_way, sent, to_done, call, between;
+  std::vector<uint64_t> launched, first, one_way, sent, to_done, call, between;
   uint64_t t = 1000000;
   uint64_t done_at[2] = {0, 0};
   const int calls = 300;
@@ -110,6 +110,9 @@ TEST(StepTrace, SummaryFindsEachPartAsGiven) {
       if (i > 0) between.push_back(launch[r] - done_at[r]);
       const uint64_t a = draw(8000, 12000);  // below the quickest arrival: no rank done before it sent
       send[r] = launch[r] + a;
+      const uint64_t back = draw(2000, 7000);  // the launch returns before the step leaves
+      launched.push_back(back);
+      ev.push_back({'A', r, 3, 2, (uint64_t)(100 + i), launch[r] + back});
       first.push_back(a);
       const uint64_t c = draw(3000, 7000);
       sent.push_back(c);
@@ -141,6 +144,7 @@ TEST(StepTrace, SummaryFindsEachPartAsGiven) {
     EXPECT_DOUBLE_EQ(w.p10_us, got.p10_us) << what;
     EXPECT_DOUBLE_EQ(w.p90_us, got.p90_us) << what;
   };
+  same(s.launched, launched, "launched");
   same(s.first_send, first, "first send");
   same(s.one_way, one_way, "one way");
   same(s.sent, sent, "sent");
