@@ -29,7 +29,9 @@
 # on. RUNS picks some of them (default: the first five).
 # MIN sets the first size (default 8 B).
 # TRACE=1 records every run's step timestamps (COLL_GPU_STEP_TRACE, proxy/trace.h) and prints where its calls' time
-# went (test/perf/coll_gpu_step_trace): give it one size (MIN = MAX_BYTES), and runs without NCCL.
+# went (test/perf/coll_gpu_step_trace): give it one size (MIN = MAX_BYTES) and runs on the GPU path without NCCL
+# (gpu, or mca:coll_gpu_net_min_bytes=0,...): a staged call leaves no events, and the few calls left (the first
+# allreduce) would be all the summary has.
 # CPUS=own gives each host CPUs of its own (contrib/minicluster.sh start ... cpus), as real hosts have:
 # the ranks' threads, NCCL's and the proxies', then compete only within their host.
 # usage: bash contrib/cluster-bench.sh BUILT-TREE [HOSTS [GPUS-PER-HOST [COLLS [MAX_BYTES]]]]
