@@ -255,6 +255,7 @@ struct coll_gpu_engine {
   void flight_end();
   void trace(const coll_gpu_work_t &p, size_t part, size_t bytes, const coll_gpu_choice_t &choice) const;
   void watchdog(const coll_gpu_work_t *call, coll_gpu_proto_t proto, double seconds) const;
+  void describe(const coll_gpu_work_t *call, coll_gpu_proto_t proto, char *what, size_t len) const;
 };
 
 namespace {
@@ -332,9 +333,12 @@ void registry_add(coll_gpu_engine *e, const coll_gpu_engine_share_t *share) {
   pthread_mutex_unlock(&registry_lock);
 }
 
-// What a call is, for messages only (never on a call's way). call: NULL for the lingering kernel's exit.
-// chained: call is a part of an allreduce's chain, named after the allreduce, the call the user made.
-void describe(const coll_gpu_work_t *call, coll_gpu_proto_t proto, bool chained, char *what, size_t len) {
+}  // namespace
+
+// What a call is, for messages only (never on a call's way). call: NULL for the lingering kernel's exit. The
+// call in flight that is a part of an allreduce's chain is named after the allreduce, the call the user made.
+void coll_gpu_engine::describe(const coll_gpu_work_t *call, coll_gpu_proto_t proto, char *what, size_t len) const {
+  const bool chained = call == &flight.p && flight.chained;
   if (call == nullptr) {
     snprintf(what, len, "the exit of the lingering one-shot kernel");
     return;
@@ -347,8 +351,6 @@ void describe(const coll_gpu_work_t *call, coll_gpu_proto_t proto, bool chained,
            coll_gpu_proto_name(proto));
 }
 
-}  // namespace
-
 // The watchdog line, once per call: whom the kernels wait for (they flag it after the timeout).
 void coll_gpu_engine::watchdog(const coll_gpu_work_t *call, coll_gpu_proto_t proto, double seconds) const {
   if (cfg.log == nullptr) return;
@@ -358,7 +360,7 @@ void coll_gpu_engine::watchdog(const coll_gpu_work_t *call, coll_gpu_proto_t pro
     for (int r = 0; r < nranks; ++r) late[r] = waiting[r];
     coll_gpu_append_ranks(ranks, sizeof(ranks), late.get(), nranks);
   }
-  describe(call, proto, call == &flight.p && flight.chained, what, sizeof(what));
+  describe(call, proto, what, sizeof(what));
   cfg.log(COLL_GPU_LVL_WATCHDOG, COLL_GPU_LOG_COLL,
           "comm %s: %s has waited %.0f s on the GPU for rank(s)%s, whose processes are alive: still waiting "
           "(reported once per call, after coll_gpu_timeout)",
@@ -426,7 +428,7 @@ bool CallWait::wait(const volatile uint64_t *word, uint64_t value) {
 
 void CallWait::say_gone(bool stopped, char *why, size_t len) const {
   char what[128];
-  describe(call_, proto_, call_ == &e_.flight.p && e_.flight.chained, what, sizeof(what));
+  e_.describe(call_, proto_, what, sizeof(what));
   if (net_why_[0] != '\0') {
     coll_gpu_say(why, len, "%s: %s; the kernels were aborted%s", what, net_why_,
                  stopped ? "" : " and did not stop within 10 s");
@@ -576,8 +578,10 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   const bool may_share = share != nullptr && share->members != 0 && b->size >= 2 && b->size <= COLL_GPU_MAX_COMM_RANKS;
   coll_gpu_engine *offered = may_share ? registry_offer(*share, b, config_hash(*cfg), *mem) : nullptr;
   Offer mine = {};
-  if (offered != nullptr) mine.offer = offered->id;
-  if (offered != nullptr) mine.unagreed = offered->unagreed.load();
+  if (offered != nullptr) {
+    mine.offer = offered->id;
+    mine.unagreed = offered->unagreed.load();
+  }
   mine.known = may_share && registry_knows(share->members);
   mine.self = {coll_gpu_host_id(), (uint32_t)getpid(), creations.fetch_add(1) + 1};
   coll_gpu::HostPtr<Offer[]> offers = coll_gpu::make_host_array<Offer>(b->size);
