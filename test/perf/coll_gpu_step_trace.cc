@@ -9,7 +9,6 @@
 // For example, an 8-byte alltoall across the mini-cluster's 2 hosts x 2 (docs/benchmarks.md):
 //   COLL_GPU_STEP_TRACE=/tmp/t contrib/minicluster.sh mpirun NAME 2 -np 4 -x COLL_GPU_STEP_TRACE ...
 //     coll_gpu_allreduce_bench -C alltoall -m 8 -M 8 -N; coll_gpu_step_trace /tmp/t
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,31 +46,19 @@ int main(int argc, char **argv) {
     return 2;
   }
   const std::string dir = argv[optind];
-  DIR *d = opendir(dir.c_str());
-  if (d == nullptr) {
+  if (access(dir.c_str(), R_OK | X_OK) != 0) {
     perror(dir.c_str());
     return 1;
   }
-  std::vector<step_trace::Event> events;
-  int files = 0;
-  while (struct dirent *ent = readdir(d)) {
-    if (strncmp(ent->d_name, "steps.", 6) != 0) continue;
-    FILE *f = fopen((dir + "/" + ent->d_name).c_str(), "r");
-    if (f == nullptr) continue;
-    ++files;
-    char line[256];
-    step_trace::Event e;
-    while (fgets(line, sizeof(line), f) != nullptr)
-      if (step_trace::parse(line, &e)) events.push_back(e);
-    fclose(f);
-  }
-  closedir(d);
+  std::vector<std::string> files;
+  size_t bad = 0;
+  const std::vector<step_trace::Event> events = step_trace::read_dir(dir, &files, &bad);
   if (events.empty()) {
-    fprintf(stderr, "coll_gpu_step_trace: no events in %s (steps.* files: %d)\n", dir.c_str(), files);
+    fprintf(stderr, "coll_gpu_step_trace: no events in %s (steps.* files: %zu)\n", dir.c_str(), files.size());
     return 1;
   }
   const step_trace::Summary s = step_trace::summarize(events, skip);
-  printf("%zu events from %d processes, us:\n", events.size(), files);
+  printf("%zu events from %zu processes, us:\n", events.size(), files.size());
   print("launch -> the launch returned", s.launched);
   print("launch -> its first step to the network", s.first_send);
   print("step to the network -> published at the receiver", s.one_way);

@@ -18,11 +18,14 @@
 #ifndef COLL_GPU_TEST_PERF_STEP_TRACE_H
 #define COLL_GPU_TEST_PERF_STEP_TRACE_H
 
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <algorithm>
 #include <map>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -43,6 +46,33 @@ inline bool parse(const char *line, Event *e) {
   e->step = step;
   e->ns = ns;
   return true;
+}
+
+// The events of every trace file (steps.*) in dir, in file order; *paths gets the files' paths, *bad the lines
+// that are not events.
+inline std::vector<Event> read_dir(const std::string &dir, std::vector<std::string> *paths, size_t *bad) {
+  std::vector<Event> events;
+  paths->clear();
+  *bad = 0;
+  DIR *d = opendir(dir.c_str());
+  if (d == nullptr) return events;
+  while (struct dirent *ent = readdir(d)) {
+    if (strncmp(ent->d_name, "steps.", 6) != 0) continue;
+    paths->push_back(dir + "/" + ent->d_name);
+    FILE *f = fopen(paths->back().c_str(), "r");
+    if (f == nullptr) continue;
+    char line[256];
+    Event e;
+    while (fgets(line, sizeof(line), f) != nullptr) {
+      if (parse(line, &e))
+        events.push_back(e);
+      else
+        ++*bad;
+    }
+    fclose(f);
+  }
+  closedir(d);
+  return events;
 }
 
 struct Spread {

@@ -345,27 +345,15 @@ TEST_P(ProxyOver, StepTimestampsCoverEveryStep) {
   coll_gpu_trace_stop();
   using Key = std::tuple<char, int, int, int, uint64_t>;  // kind, rank, peer, connection, step
   std::map<Key, uint64_t> seen;
-  int files = 0;
-  DIR *d = opendir(dir);
-  ASSERT_NE(d, nullptr);
-  while (struct dirent *ent = readdir(d)) {
-    if (strncmp(ent->d_name, "steps.", 6) != 0) continue;
-    ++files;
-    const std::string path = std::string(dir) + "/" + ent->d_name;
-    FILE *f = fopen(path.c_str(), "r");
-    ASSERT_NE(f, nullptr);
-    char line[256];
-    step_trace::Event e;
-    while (fgets(line, sizeof(line), f) != nullptr) {
-      ASSERT_TRUE(step_trace::parse(line, &e)) << line;
-      EXPECT_TRUE(seen.emplace(Key(e.kind, e.rank, e.peer, e.conn, e.step), e.ns).second) << "twice: " << line;
-    }
-    fclose(f);
-    unlink(path.c_str());
-  }
-  closedir(d);
+  std::vector<std::string> paths;
+  size_t bad = 0;
+  for (const step_trace::Event &e : step_trace::read_dir(dir, &paths, &bad))
+    EXPECT_TRUE(seen.emplace(Key(e.kind, e.rank, e.peer, e.conn, e.step), e.ns).second)
+        << "twice: " << e.kind << " " << e.rank << " " << e.peer << " " << e.conn << " " << e.step;
+  EXPECT_EQ(0u, bad);
+  for (const std::string &p : paths) unlink(p.c_str());
   rmdir(dir);
-  EXPECT_EQ(2, files);
+  EXPECT_EQ(2u, paths.size());
   for (int r = 0; r < 2; ++r)
     for (int c = 0; c < o.channels; ++c)
       for (uint64_t st = 0; st < o.steps; ++st) {

@@ -3,7 +3,6 @@
 // The step timestamps (proxy/trace.h): off unless started; while started every event of every thread is written,
 // once; stopped, none. And their summary (test/perf/step_trace.h) on traces whose times the test chose: each
 // part of a call found as given, joined across the ranks by step.
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,27 +21,14 @@
 
 namespace {
 
-// The events of every steps.* file in dir (removed after reading).
+// The events of every steps.* file in dir, each line one, the files removed after reading.
 std::vector<step_trace::Event> read_all(const char *dir, int *files) {
-  std::vector<step_trace::Event> out;
-  *files = 0;
-  DIR *d = opendir(dir);
-  if (d == nullptr) return out;
-  while (struct dirent *ent = readdir(d)) {
-    if (strncmp(ent->d_name, "steps.", 6) != 0) continue;
-    ++*files;
-    const std::string path = std::string(dir) + "/" + ent->d_name;
-    FILE *f = fopen(path.c_str(), "r");
-    char line[256];
-    step_trace::Event e;
-    while (f != nullptr && fgets(line, sizeof(line), f) != nullptr) {
-      EXPECT_TRUE(step_trace::parse(line, &e)) << line;
-      out.push_back(e);
-    }
-    if (f != nullptr) fclose(f);
-    unlink(path.c_str());
-  }
-  closedir(d);
+  std::vector<std::string> paths;
+  size_t bad = 0;
+  std::vector<step_trace::Event> out = step_trace::read_dir(dir, &paths, &bad);
+  EXPECT_EQ(0u, bad);
+  for (const std::string &p : paths) unlink(p.c_str());
+  *files = (int)paths.size();
   return out;
 }
 
