@@ -9,10 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
+
+#include "engine/wait.h"
 
 namespace {
 
@@ -27,12 +28,6 @@ std::atomic<int> state{0};
 std::atomic<uint32_t> used{0};
 Event *events = nullptr;
 char where[PATH_MAX];
-
-uint64_t now_ns() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 // The first call: COLL_GPU_STEP_TRACE decides (one thread does; the others see off until it has).
 void from_environment() {
@@ -66,7 +61,7 @@ extern "C" void coll_gpu_trace(char kind, int rank, int peer, int conn, uint64_t
   }
   if (s != 2) return;
   const uint32_t i = used.fetch_add(1, std::memory_order_relaxed);
-  if (i < COLL_GPU_TRACE_MAX_EVENTS) events[i] = Event{now_ns(), step, rank, peer, conn, kind};
+  if (i < COLL_GPU_TRACE_MAX_EVENTS) events[i] = Event{coll_gpu_now_ns(), step, rank, peer, conn, kind};
 }
 
 extern "C" int coll_gpu_trace_write(void) {
