@@ -23,10 +23,13 @@
  *   as each GPU holds more blocks at once than the call has channels; the tuning model keeps the channels
  *   below the fewest multiprocessors among the ranks' GPUs (132 on an H100 or H200).
  * Pairwise, Simple (alltoall of more than 2 ranks, large blocks), over point-to-point connections with
- * their own FIFOs (coll_gpu_dev_peer_t): block b serves peer distance k = 1 + b / C and connection
- * c = b mod C (C connections per peer): it sends part c of my block for rank + k and receives part c of
- * rank - k's block for me, a slot at a time, send before receive as above; every block copies a share of
- * my own block. Block b of rank + k is the one that receives what this block sends.
+ * their own FIFOs (coll_gpu_dev_peer_t), as the 2-rank alltoall a sending and a receiving block per
+ * connection, so that both directions move at once: of the P = (n - 1) C pairs of blocks (C connections
+ * per peer), pair b serves peer distance k = 1 + b / C and connection c = b mod C; its sending block b
+ * sends part c of my block for rank + k, its receiving block P + b receives part c of rank - k's block for
+ * me, a slot at a time, and first copies a share of my own block. Receiving block P + b of rank + k is the
+ * one that receives what sending block b sends; as for 2 ranks, a GPU must hold all the call's blocks at
+ * once (the tuning model bounds them where ranks share a GPU).
  * A bcast's root only sends: it announces its start and waits for every peer's (prims_ring.cuh).
  */
 #include <cuda_runtime.h>
@@ -118,15 +121,16 @@ __global__ void __launch_bounds__(kRingThreads) move_ring(const __grid_constant_
 template <int Align>
 __global__ void __launch_bounds__(kRingThreads) move_p2p(const __grid_constant__ coll_gpu_dev_comm_t comm,
                                                          const __grid_constant__ coll_gpu_work_t p, bool aligned) {
-  const int n = comm.nranks, conns = (int)gridDim.x / (n - 1);
-  const int k = 1 + (int)blockIdx.x / conns, conn = (int)blockIdx.x % conns;
+  const int n = comm.nranks, pairs = (int)gridDim.x / 2, conns = pairs / (n - 1);
+  const bool sender = (int)blockIdx.x < pairs;
+  const int b = (int)blockIdx.x % pairs, k = 1 + b / conns, conn = b % conns;
   const int to = (comm.rank + k) % n, from = (comm.rank + n - k) % n;
   RingChannel<uint8_t, OpSum<uint8_t>, Align> c(comm, p, aligned, to, from, conn);
   const char *in = (const char *)p.sendbuf;
   char *out = (char *)p.recvbuf;
   const size_t mine = (size_t)comm.rank * p.block;
-  if (in + mine != out + mine) {  // my share of my own block
-    const coll_gpu_range_t own = coll_gpu_part(p.count, gridDim.x, blockIdx.x, kPack);
+  if (!sender && in + mine != out + mine) {  // while the first step is on its way: my share of my own block
+    const coll_gpu_range_t own = coll_gpu_part(p.count, pairs, b, kPack);
     block_copy(c.aligned(), in + mine + own.begin, out + mine + own.begin, own.count);
   }
   const coll_gpu_range_t part = coll_gpu_part(p.count, conns, conn, kPack);
@@ -135,10 +139,12 @@ __global__ void __launch_bounds__(kRingThreads) move_p2p(const __grid_constant__
   bool ok = true;
   for (size_t off = part.begin; ok && off < part.begin + part.count; off += c.slot_bytes) {
     const size_t len = coll_gpu_min(c.slot_bytes, part.begin + part.count - off);
-    ok = c.template step<kSend>(src + off, nullptr, len);
-    if (ok) ok = c.template step<kRecv | kCopyOut>(nullptr, dst + off, len);
+    if (sender)
+      ok = c.template step<kSend>(src + off, nullptr, len);
+    else
+      ok = c.template step<kRecv | kCopyOut>(nullptr, dst + off, len);
   }
-  c.save();
+  c.save(sender, !sender);
   block_done(c.w.status, p.seq);
 }
 
@@ -155,8 +161,8 @@ static bool pairwise(int nranks, const coll_gpu_work_t &p) {
 
 int move_blocks(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p) {
   if (p.algo == COLL_GPU_ALGO_ONESHOT) return ll_blocks(p.count, comm.max_blocks);
-  if (pairwise(comm.nranks, p)) return (comm.nranks - 1) * p2p_conns(comm.nranks, p);
-  // 2 ranks: a sending and a receiving block on each channel
+  // alltoall: a sending and a receiving block on each channel (2 ranks) or connection (pairwise)
+  if (pairwise(comm.nranks, p)) return 2 * (comm.nranks - 1) * p2p_conns(comm.nranks, p);
   return p.coll == COLL_GPU_COLL_ALLTOALL ? 2 * p.nchannels : p.nchannels;
 }
 

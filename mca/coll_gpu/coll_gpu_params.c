@@ -320,9 +320,9 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                 moves, -1, &c->move_algorithm[COLL_GPU_COLL_ALLGATHER]);
   register_enum("alltoall_algorithm",
                 "Algorithm of MPI_Alltoall on device buffers: auto, oneshot (every rank writes each peer's block "
-                "as LL lines into that peer, in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol: "
-                "with 2 ranks a sending and a receiving block on each channel, pairwise through each peer's own "
-                "FIFOs with more), or staged. "
+                "as LL lines into that peer, in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol, a "
+                "sending and a receiving block on each channel with 2 ranks, and with more pairwise on each "
+                "connection to each peer, through that peer's own FIFOs), or staged. "
                 "In-place alltoall, and alltoall of more than 8 ranks, is always staged",
                 moves, -1, &c->move_algorithm[COLL_GPU_COLL_ALLTOALL]);
   register_enum("reduce_algorithm",

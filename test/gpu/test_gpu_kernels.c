@@ -341,9 +341,8 @@ static call_t draw(const comm_t *c) {
   const size_t cap = (bytes_cap < max_bytes ? bytes_cap : max_bytes) / sz;
   k.count = 1 + rnd_below(cap);
   k.block = k.count + (rnd_below(2) ? 0 : rnd_below(gap_max));
-  /* the 2-rank alltoall runs two blocks per channel */
-  const int ch_budget =
-      k.coll == COLL_GPU_COLL_ALLTOALL && n == 2 && k.algo == COLL_GPU_ALGO_RING ? budget / 2 : budget;
+  /* alltoall runs two blocks per channel (2 ranks) or per connection (pairwise: at most 2 x the channels) */
+  const int ch_budget = k.coll == COLL_GPU_COLL_ALLTOALL && k.algo == COLL_GPU_ALGO_RING ? budget / 2 : budget;
   int max_ch = ch_budget < c->layout.nchannels ? ch_budget : c->layout.nchannels;
   k.nchannels = 1 + (int)rnd_below((size_t)max_ch);
   k.chunk = rnd_below(2) ? 0 : 16 * (1 + rnd_below(c->layout.slot_bytes / 16));

@@ -341,8 +341,8 @@ TEST(Tune, AlltoallFitsTheGpu) {
   EXPECT_EQ(128, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 3, big).nchannels);
 }
 
-// Ranks sharing a GPU (max_blocks): no ring or two-shot kernel takes more blocks, forced or not; the 2-rank
-// alltoall's two blocks per channel count twice.
+// Ranks sharing a GPU (max_blocks): no ring or two-shot kernel takes more blocks, forced or not; alltoall's
+// two blocks per channel (2 ranks) or per connection (pairwise: at most as many as channels) count twice.
 TEST(Tune, SharedGpuBoundsTheBlocks) {
   coll_gpu_tune_config_t c = defaults();
   c.max_channels = 128;
@@ -355,7 +355,7 @@ TEST(Tune, SharedGpuBoundsTheBlocks) {
       for (int coll = 0; coll < COLL_GPU_NCOLLS; ++coll) {
         const coll_gpu_choice_t mv = coll_gpu_tune_choose_move(&c, (coll_gpu_coll_t)coll, n, bytes);
         if (mv.algo != COLL_GPU_ALGO_RING) continue;
-        EXPECT_LE(mv.nchannels * (coll == COLL_GPU_COLL_ALLTOALL && n == 2 ? 2 : 1), 32)
+        EXPECT_LE(mv.nchannels * (coll == COLL_GPU_COLL_ALLTOALL ? 2 : 1), 32)
             << coll_gpu_coll_name((coll_gpu_coll_t)coll) << ", " << n << " ranks, " << bytes << " bytes";
       }
     }
