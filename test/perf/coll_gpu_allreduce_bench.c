@@ -4,13 +4,14 @@
  * Collective latency and bandwidth, OSU style, on host or CUDA device buffers: MPI_Allreduce, and with -C
  * MPI_Bcast (root 0), MPI_Allgather, MPI_Alltoall, MPI_Reduce (root 0) or MPI_Reduce_scatter_block.
  *
- * usage: coll_gpu_allreduce_bench [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter] [-d host|cuda]
- *                                 [-m MIN] [-M MAX] [-i ITERS] [-c] [-N] [-E] [-I | -P] [-O ROUNDS]
- *                                 [-D COMMS]
+ * usage: coll_gpu_allreduce_bench [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter|allgatherv|
+ *                                 alltoallv] [-d host|cuda] [-m MIN] [-M MAX] [-i ITERS] [-c] [-N] [-E]
+ *                                 [-I | -P] [-O ROUNDS] [-D COMMS]
  *        coll_gpu_allreduce_bench --help | --version   (without MPI)
  *   -C  the collective (default allreduce; the reductions take MPI_FLOAT MPI_SUM, the moves MPI_BYTE).
- *       Sizes are per rank for allgather, alltoall and reduce_scatter (each rank's block), the whole
- *       buffer otherwise
+ *       Sizes are per rank for allgather, alltoall, reduce_scatter, allgatherv and alltoallv (each rank's
+ *       block), the whole buffer otherwise. allgatherv and alltoallv lay their blocks out as OSU's
+ *       osu_allgatherv and osu_alltoallv do: each of one count, one after another in rank order
  *   -d  buffer memory (default cuda when built with CUDA, else host)
  *   -m, -M  smallest and largest message in bytes (default 8 and 64 MiB), doubling
  *   -i  iterations per size (default 1000 up to 1 MiB, 100 above); a tenth of them warm up first, and before
@@ -39,11 +40,11 @@
  *       each rank's GPU (cudaMemGetInfo) before, after the first communicator and after the last, the most
  *       over the ranks; then frees them and prints it again
  * Prints per size the average latency (the slowest rank's mean), algbw and busbw as nccl-tests defines
- * them (algbw = total bytes / time, the total being n blocks for allgather, alltoall and reduce_scatter;
- * busbw = algbw times 2 (n - 1) / n for allreduce, (n - 1) / n for allgather, alltoall and reduce_scatter,
- * 1 for bcast and reduce). When built with NCCL and run on CUDA buffers, each size also runs NCCL's
- * counterpart on the same buffers (ncclAllReduce, ncclBroadcast, ncclAllGather, grouped ncclSend/ncclRecv
- * for alltoall, ncclReduce, ncclReduceScatter; each call followed by a stream synchronize, as OSU's NCCL
+ * them (algbw = total bytes / time, the total being n blocks for the collectives of a block per rank;
+ * busbw = algbw times 2 (n - 1) / n for allreduce, (n - 1) / n for those of a block per rank, 1 for bcast
+ * and reduce). When built with NCCL and run on CUDA buffers, each size also runs NCCL's counterpart on the
+ * same buffers (ncclAllReduce, ncclBroadcast, ncclAllGather for allgather(v), grouped ncclSend/ncclRecv for
+ * alltoall(v), ncclReduce, ncclReduceScatter; each call followed by a stream synchronize, as OSU's NCCL
  * benchmarks do) and prints NCCL's latency, busbw and the ratio ours/NCCL. NCCL is loaded at run time
  * (libnccl.so.2); where it is not found, coll/gpu is timed alone.
  */
@@ -122,7 +123,8 @@ static int nccl_init(int rank, int n) {
   return 1;
 }
 
-/* One NCCL call of collective `coll` (as in main) moving `bytes` (per block). */
+/* One NCCL call of collective `coll` (as in main) moving `bytes` (per block): allgatherv's and alltoallv's
+ * are allgather's and alltoall's, the same moves. */
 static void nccl_call(int coll, void *s, void *r, size_t bytes, int n) {
   switch (coll) {
     case 0:
@@ -132,6 +134,7 @@ static void nccl_call(int coll, void *s, void *r, size_t bytes, int n) {
       nccl_fn.Broadcast(s, s, bytes, ncclChar, 0, nccl_comm, nccl_stream);
       break;
     case 2:
+    case 6:
       nccl_fn.AllGather(s, r, bytes, ncclChar, nccl_comm, nccl_stream);
       break;
     case 4:
@@ -170,10 +173,17 @@ static double nccl_time(int coll, void *s, void *r, size_t bytes, int n, int ite
 #define WITH_NCCL 0
 #endif
 
-static const char *coll_names[] = {"allreduce", "bcast", "allgather", "alltoall", "reduce", "reduce_scatter"};
-#define NCOLLS 6
+static const char *coll_names[] = {"allreduce", "bcast",          "allgather",  "alltoall",
+                                   "reduce",    "reduce_scatter", "allgatherv", "alltoallv"};
+#define NCOLLS 8
 /* Whether a call's buffers hold a block per rank (its size is per rank). */
-static bool blocked(int coll) { return coll == 2 || coll == 3 || coll == 5; }
+static bool blocked(int coll) { return coll == 2 || coll == 3 || coll >= 5; }
+/* The collective whose data a call moves: allgatherv's are allgather's, alltoallv's alltoall's. */
+static int moves_as(int coll) { return coll == 6 ? 2 : coll == 7 ? 3 : coll; }
+
+/* allgatherv's and alltoallv's counts and displacements (a rank each, set in main): every block of the call's
+ * count, one after another in rank order. */
+static int *vcounts, *vdispls;
 /* Whether it reduces floats. */
 static bool reduces(int coll) { return coll == 0 || coll == 4 || coll == 5; }
 
@@ -212,6 +222,26 @@ static void post(int mode, int coll, void *s, void *r, size_t bytes, MPI_Request
              : mode == NONBLOCKING ? MPI_Ireduce_scatter_block(s, r, count, MPI_FLOAT, MPI_SUM, w, req)
                                    : MPIX_Reduce_scatter_block_init(s, r, count, MPI_FLOAT, MPI_SUM, w, info, req));
       break;
+    case 6:
+    case 7: {
+      int n;
+      MPI_Comm_size(w, &n);
+      for (int q = 0; q < n; ++q) {
+        vcounts[q] = nb;
+        vdispls[q] = q * nb;
+      }
+      if (coll == 6)
+        (void)(mode == BLOCKING ? MPI_Allgatherv(s, nb, MPI_BYTE, r, vcounts, vdispls, MPI_BYTE, w)
+               : mode == NONBLOCKING
+                   ? MPI_Iallgatherv(s, nb, MPI_BYTE, r, vcounts, vdispls, MPI_BYTE, w, req)
+                   : MPIX_Allgatherv_init(s, nb, MPI_BYTE, r, vcounts, vdispls, MPI_BYTE, w, info, req));
+      else
+        (void)(mode == BLOCKING ? MPI_Alltoallv(s, vcounts, vdispls, MPI_BYTE, r, vcounts, vdispls, MPI_BYTE, w)
+               : mode == NONBLOCKING
+                   ? MPI_Ialltoallv(s, vcounts, vdispls, MPI_BYTE, r, vcounts, vdispls, MPI_BYTE, w, req)
+                   : MPIX_Alltoallv_init(s, vcounts, vdispls, MPI_BYTE, r, vcounts, vdispls, MPI_BYTE, w, info, req));
+      break;
+    }
     default:
       (void)(mode == BLOCKING      ? MPI_Alltoall(s, nb, MPI_BYTE, r, nb, MPI_BYTE, w)
              : mode == NONBLOCKING ? MPI_Ialltoall(s, nb, MPI_BYTE, r, nb, MPI_BYTE, w, req)
@@ -307,9 +337,10 @@ static int validate(int mode, MPI_Request *req, tbuf_kind_t kind, int coll, void
     for (size_t i = 0; i < count; ++i) bad += hr[i] != (float)(n * (n + 1) / 2 + n * ((first + i) % 7));
     return bad;
   }
+  const bool a2a = moves_as(coll) == 3;
   for (size_t q = 0; q < blocks; ++q)
     for (size_t i = 0; i < bytes; ++i)
-      bs[q * bytes + i] = coll == 1 && rank != 0 ? 0xee : pattern(rank, coll == 3 ? (int)q : 0, i);
+      bs[q * bytes + i] = coll == 1 && rank != 0 ? 0xee : pattern(rank, a2a ? (int)q : 0, i);
   tbuf_put(kind, s, bs, blocks * bytes);
   memset(br, 0xee, blocks * bytes);
   tbuf_put(kind, r, br, blocks * bytes);
@@ -317,7 +348,7 @@ static int validate(int mode, MPI_Request *req, tbuf_kind_t kind, int coll, void
   tbuf_get(kind, br, coll == 1 ? s : r, blocks * bytes);
   for (size_t q = 0; q < blocks; ++q)
     for (size_t i = 0; i < bytes; ++i) {
-      const unsigned char want = coll == 1 ? pattern(0, 0, i) : pattern((int)q, coll == 3 ? rank : 0, i);
+      const unsigned char want = coll == 1 ? pattern(0, 0, i) : pattern((int)q, a2a ? rank : 0, i);
       bad += br[q * bytes + i] != want;
     }
   return bad;
@@ -449,14 +480,16 @@ static int finish(tbuf_kind_t kind, void *s, void *r, float *hs, float *hr, int 
   tbuf_free(kind, r);
   free(hs);
   free(hr);
+  free(vcounts);
+  free(vdispls);
   MPI_Finalize();
   return rc;
 }
 
 static void usage(FILE *to, const char *argv0) {
   fprintf(to,
-          "usage: %s [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter] [-d host|cuda] [-m MIN] "
-          "[-M MAX] [-i ITERS] [-c] [-N] [-E] [-I | -P] [-O ROUNDS] [-D COMMS]\n",
+          "usage: %s [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter|allgatherv|alltoallv] "
+          "[-d host|cuda] [-m MIN] [-M MAX] [-i ITERS] [-c] [-N] [-E] [-I | -P] [-O ROUNDS] [-D COMMS]\n",
           argv0);
 }
 
@@ -547,8 +580,10 @@ int main(int argc, char **argv) {
   TBUF_CHECK(cudaGetDeviceCount(&ndev));
   TBUF_CHECK(cudaSetDevice(rank % ndev));
 #endif
-  /* allgather, alltoall and reduce_scatter: n blocks of at most max */
+  /* the collectives of a block per rank: n blocks of at most max */
   const size_t room = blocked(coll) ? max * (size_t)n : max;
+  vcounts = malloc(sizeof(int) * (size_t)n);
+  vdispls = malloc(sizeof(int) * (size_t)n);
   float *hs = malloc(room), *hr = malloc(room);
   void *s = tbuf_alloc(kind, room), *r = tbuf_alloc(kind, room);
   if (ncomms > 0) {
@@ -582,6 +617,7 @@ int main(int argc, char **argv) {
            : coll == 1 ? "MPI_BYTE from root 0"
            : coll == 4 ? "MPI_FLOAT MPI_SUM to root 0"
            : coll == 5 ? "MPI_FLOAT MPI_SUM, sizes per rank"
+           : coll >= 6 ? "MPI_BYTE, sizes per rank, equal blocks in rank order"
                        : "MPI_BYTE, sizes per rank",
            check ? ", validated" : "", nccl ? "; NCCL on the same buffers" : "");
     if (mode == NONBLOCKING)
