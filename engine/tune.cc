@@ -270,12 +270,13 @@ coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, col
     if ((coll == COLL_GPU_COLL_BCAST || coll == COLL_GPU_COLL_REDUCE) && bytes <= kNetNarrowChainBytes)
       ch.nchannels = net_ring_bound(c, ch.nchannels, bytes);
     /* alltoall runs a sending and a receiving block per channel (2 ranks) or per connection (pairwise: at
-     * most 2 x the channels in all, kernels/move.cu), and a sender waits for the peer's receiver of its
-     * channel: every GPU must hold more blocks at once than there are channels (one ring block per
-     * multiprocessor at the worst), and where ranks share a GPU all their blocks */
+     * most as many connections as channels, kernels/move.cu), the senders first, and a sender waits for the
+     * peer's receiver of its channel or connection: every GPU must hold more blocks at once than there are
+     * channels (one ring block per multiprocessor at the worst), and where ranks share a GPU all their
+     * blocks */
     if (coll == COLL_GPU_COLL_ALLTOALL) {
       if (nranks == 2 && ch.nchannels > kAlltoallPairChannels) ch.nchannels = kAlltoallPairChannels;
-      if (nranks == 2 && c->min_sms > 1 && ch.nchannels >= c->min_sms) ch.nchannels = c->min_sms - 1;
+      if (c->min_sms > 1 && ch.nchannels >= c->min_sms) ch.nchannels = c->min_sms - 1;
       if (c->max_blocks > 0 && 2 * ch.nchannels > c->max_blocks)
         ch.nchannels = c->max_blocks > 1 ? c->max_blocks / 2 : 1;
     }

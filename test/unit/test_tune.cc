@@ -313,9 +313,9 @@ TEST(Tune, NetRingChannels) {
   EXPECT_EQ(16, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_REDUCE, 4, 128 * kib).nchannels);
 }
 
-// The 2-rank alltoall's two blocks per channel: fewer channels than the smallest GPU has multiprocessors,
-// so that every sender's receiver on the peer gets a multiprocessor; other collectives and rank counts
-// keep theirs.
+// Alltoall's two blocks per channel (2 ranks) or per connection (pairwise, at most a connection per
+// channel): fewer channels than the smallest GPU has multiprocessors, so that every sender's receiver on
+// the peer gets a multiprocessor; other collectives keep theirs.
 TEST(Tune, AlltoallFitsTheGpu) {
   coll_gpu_tune_config_t c = defaults();
   c.max_channels = 64;
@@ -327,7 +327,8 @@ TEST(Tune, AlltoallFitsTheGpu) {
   c.min_sms = 40;
   EXPECT_EQ(39, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
   EXPECT_EQ(64, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLGATHER, 2, big).nchannels);
-  EXPECT_EQ(64, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 3, big).nchannels);
+  EXPECT_EQ(39, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 3, big).nchannels);
+  EXPECT_EQ(39, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 8, big).nchannels);
   c.nchannels = 48;  // forced: still capped
   EXPECT_EQ(39, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
   c.min_sms = 1;  // no channel count fits one multiprocessor: left as it is
