@@ -61,6 +61,9 @@
 
 #include "test/common/tbuf.h"
 
+/* The collective whose data a call moves: allgatherv's are allgather's, alltoallv's alltoall's. */
+static int moves_as(int coll) { return coll == 6 ? 2 : coll == 7 ? 3 : coll; }
+
 #if defined(TEST_WITH_CUDA) && defined(COLL_GPU_HAVE_NCCL)
 #include <dlfcn.h>
 #include <nccl.h>
@@ -126,7 +129,7 @@ static int nccl_init(int rank, int n) {
 /* One NCCL call of collective `coll` (as in main) moving `bytes` (per block): allgatherv's and alltoallv's
  * are allgather's and alltoall's, the same moves. */
 static void nccl_call(int coll, void *s, void *r, size_t bytes, int n) {
-  switch (coll) {
+  switch (moves_as(coll)) {
     case 0:
       nccl_fn.AllReduce(s, r, bytes / sizeof(float), ncclFloat, ncclSum, nccl_comm, nccl_stream);
       break;
@@ -134,7 +137,6 @@ static void nccl_call(int coll, void *s, void *r, size_t bytes, int n) {
       nccl_fn.Broadcast(s, s, bytes, ncclChar, 0, nccl_comm, nccl_stream);
       break;
     case 2:
-    case 6:
       nccl_fn.AllGather(s, r, bytes, ncclChar, nccl_comm, nccl_stream);
       break;
     case 4:
@@ -178,12 +180,17 @@ static const char *coll_names[] = {"allreduce", "bcast",          "allgather",  
 #define NCOLLS 8
 /* Whether a call's buffers hold a block per rank (its size is per rank). */
 static bool blocked(int coll) { return coll == 2 || coll == 3 || coll >= 5; }
-/* The collective whose data a call moves: allgatherv's are allgather's, alltoallv's alltoall's. */
-static int moves_as(int coll) { return coll == 6 ? 2 : coll == 7 ? 3 : coll; }
 
-/* allgatherv's and alltoallv's counts and displacements (a rank each, set in main): every block of the call's
- * count, one after another in rank order. */
+/* allgatherv's and alltoallv's counts and displacements (a rank each, allocated in main): every block of
+ * `bytes`, one after another in rank order; set once per size, before its calls (persistent requests keep
+ * them). */
 static int *vcounts, *vdispls;
+static void set_layout(size_t bytes, int n) {
+  for (int q = 0; q < n; ++q) {
+    vcounts[q] = (int)bytes;
+    vdispls[q] = q * (int)bytes;
+  }
+}
 /* Whether it reduces floats. */
 static bool reduces(int coll) { return coll == 0 || coll == 4 || coll == 5; }
 
@@ -223,25 +230,17 @@ static void post(int mode, int coll, void *s, void *r, size_t bytes, MPI_Request
                                    : MPIX_Reduce_scatter_block_init(s, r, count, MPI_FLOAT, MPI_SUM, w, info, req));
       break;
     case 6:
-    case 7: {
-      int n;
-      MPI_Comm_size(w, &n);
-      for (int q = 0; q < n; ++q) {
-        vcounts[q] = nb;
-        vdispls[q] = q * nb;
-      }
-      if (coll == 6)
-        (void)(mode == BLOCKING ? MPI_Allgatherv(s, nb, MPI_BYTE, r, vcounts, vdispls, MPI_BYTE, w)
-               : mode == NONBLOCKING
-                   ? MPI_Iallgatherv(s, nb, MPI_BYTE, r, vcounts, vdispls, MPI_BYTE, w, req)
-                   : MPIX_Allgatherv_init(s, nb, MPI_BYTE, r, vcounts, vdispls, MPI_BYTE, w, info, req));
-      else
-        (void)(mode == BLOCKING ? MPI_Alltoallv(s, vcounts, vdispls, MPI_BYTE, r, vcounts, vdispls, MPI_BYTE, w)
-               : mode == NONBLOCKING
-                   ? MPI_Ialltoallv(s, vcounts, vdispls, MPI_BYTE, r, vcounts, vdispls, MPI_BYTE, w, req)
-                   : MPIX_Alltoallv_init(s, vcounts, vdispls, MPI_BYTE, r, vcounts, vdispls, MPI_BYTE, w, info, req));
+      (void)(mode == BLOCKING ? MPI_Allgatherv(s, nb, MPI_BYTE, r, vcounts, vdispls, MPI_BYTE, w)
+             : mode == NONBLOCKING
+                 ? MPI_Iallgatherv(s, nb, MPI_BYTE, r, vcounts, vdispls, MPI_BYTE, w, req)
+                 : MPIX_Allgatherv_init(s, nb, MPI_BYTE, r, vcounts, vdispls, MPI_BYTE, w, info, req));
       break;
-    }
+    case 7:
+      (void)(mode == BLOCKING ? MPI_Alltoallv(s, vcounts, vdispls, MPI_BYTE, r, vcounts, vdispls, MPI_BYTE, w)
+             : mode == NONBLOCKING
+                 ? MPI_Ialltoallv(s, vcounts, vdispls, MPI_BYTE, r, vcounts, vdispls, MPI_BYTE, w, req)
+                 : MPIX_Alltoallv_init(s, vcounts, vdispls, MPI_BYTE, r, vcounts, vdispls, MPI_BYTE, w, info, req));
+      break;
     default:
       (void)(mode == BLOCKING      ? MPI_Alltoall(s, nb, MPI_BYTE, r, nb, MPI_BYTE, w)
              : mode == NONBLOCKING ? MPI_Ialltoall(s, nb, MPI_BYTE, r, nb, MPI_BYTE, w, req)
@@ -641,9 +640,11 @@ int main(int argc, char **argv) {
       tbuf_free(kind, bs);
       tbuf_free(kind, br);
     }
+    set_layout(min, n);
     warm_up(coll, s, r, min, n, &req, 0.5, nccl);
   }
   for (size_t bytes = min; bytes <= max; bytes *= 2) {
+    set_layout(bytes, n);
     int iters = iters_arg > 0 ? iters_arg : bytes <= (1 << 20) ? 1000 : 100;
     MPI_Request req = MPI_REQUEST_NULL;
     double worst, us = timed(BLOCKING, coll, s, r, bytes, &req, iters), mode_worst = 0, sums[3] = {0, 0, 0};
