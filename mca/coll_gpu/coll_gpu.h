@@ -205,7 +205,9 @@ bool mca_coll_gpu_gpupath_possible(struct ompi_communicator_t *comm);
  * no process of the node may pass device memory, a count; then a few stores. Never a wait. */
 void mca_coll_gpu_path_host(size_t bytes, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m);
 /* The moves on the GPUs (bcast, allgather, alltoall; coll_gpu_gpupath.c), as mca_coll_gpu_reduction_gpu.
- * Contiguous datatypes on the engine's device, on every rank; in-place alltoall is staged. */
+ * Contiguous datatypes on the engine's device, on every rank; in-place alltoall is staged. MPI_Allgatherv and
+ * MPI_Alltoallv run as allgather and alltoall where every block has one count and the blocks lie one after
+ * another in rank order (coll_gpu_colls_move.c): `counted` names such a call. */
 typedef struct {
   coll_gpu_coll_t coll;
   const void *sbuf; /* allgather, alltoall: the send buffer or MPI_IN_PLACE */
@@ -214,7 +216,11 @@ typedef struct {
   void *rbuf; /* bcast: the buffer */
   int rcount; /* per block */
   struct ompi_datatype_t *rdtype;
-  int root; /* bcast */
+  int root;            /* bcast */
+  const char *counted; /* NULL, or the MPI function with counts this call is: it always agrees on its path (no
+                          rank joins an engine of its own without the agreement) */
+  int staged;          /* counted: staged on every rank alike, with no agreement */
+  int unlike;          /* counted: this rank's counts or displacements are not the allgather's or alltoall's */
 } mca_coll_gpu_move_t;
 int mca_coll_gpu_move_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
                           int *rc);

@@ -6,8 +6,8 @@
  * out; in place, the receive buffer goes in and out. Blocks are counted over the ranks a rank exchanges
  * with: the communicator's for an intra-communicator, the remote group's for an intercommunicator.
  * Arguments MPI leaves undefined (a non-root's receive buffer, a send count in place) are never read.
- * Blocking MPI_Bcast, MPI_Allgather and MPI_Alltoall run on the GPUs when every rank passes device memory
- * (coll_gpu_gpupath.c).
+ * MPI_Bcast, MPI_Allgather and MPI_Alltoall run on the GPUs when every rank passes device memory
+ * (coll_gpu_gpupath.c), and so do MPI_Allgatherv and MPI_Alltoallv of equal blocks in rank order (below).
  */
 #include "coll_gpu_wrap.h"
 
@@ -129,6 +129,72 @@ static int stage_scatterv(coll_gpu_stage_t *st, struct ompi_communicator_t *comm
 }
 COLL_GPU_ENTRIES(scatterv)
 
+/* ------------------------------------------------------------------ MPI_Allgatherv and MPI_Alltoallv on the GPUs */
+
+/* Where every block has one count and the blocks lie one after another in rank order (osu_allgatherv's and
+ * osu_alltoallv's layout), MPI_Allgatherv and MPI_Alltoallv run as MPI_Allgather and MPI_Alltoall from the
+ * first block on (mca_coll_gpu_move_t's counted). Which calls take part in the path agreement is decided
+ * from what is alike on every rank: allgatherv's counts (every rank's send count, the same list everywhere),
+ * the communicator, the parameters; then each rank says stage where its own layout (displacements,
+ * alltoallv's counts) is another. Across hosts, and with coll_gpu_uniform_buffers (no agreement to bring
+ * the layouts together), they stage. */
+static int equal_counts(const int *counts, size_t n) {
+  for (size_t i = 1; i < n; ++i)
+    if (counts[i] != counts[0]) return 0;
+  return 1;
+}
+
+/* Whether displs puts the blocks of `count` one after another in rank order. */
+static int in_order(const int *displs, int count, size_t n) {
+  for (size_t i = 1; i < n; ++i)
+    if ((long long)displs[i] != (long long)displs[0] + (long long)i * count) return 0;
+  return 1;
+}
+
+/* The buffer from displacement `displ` of dt on. */
+static void *displaced(const void *buf, int displ, struct ompi_datatype_t *dt) {
+  ptrdiff_t lb, extent;
+  ompi_datatype_get_extent(dt, &lb, &extent);
+  return (char *)buf + (ptrdiff_t)displ * extent;
+}
+
+/* Whether a call with counts stages on every rank alike, without the agreement. */
+static int counted_staged(struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m) {
+  return OMPI_COMM_IS_INTER(comm) || mca_coll_gpu_component.uniform_buffers || mca_coll_gpu_spans_hosts(m, comm);
+}
+
+static mca_coll_gpu_move_t allgatherv_move(struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, const void *sbuf,
+                                           int scount, struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                                           const int *displs, struct ompi_datatype_t *rdtype) {
+  const size_t n = peers(comm);
+  mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLGATHER, sbuf, scount, sdtype, rbuf, 0, rdtype, 0, "MPI_Allgatherv", 0, 0};
+  mv.staged = counted_staged(comm, m) || !equal_counts(rcounts, n) || rcounts[0] == 0;
+  if (mv.staged) return mv;
+  mv.rcount = rcounts[0];
+  mv.unlike = !in_order(displs, rcounts[0], n);
+  if (!mv.unlike) mv.rbuf = displaced(rbuf, displs[0], rdtype);
+  return mv;
+}
+
+static mca_coll_gpu_move_t alltoallv_move(struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, const void *sbuf,
+                                          const int *scounts, const int *sdispls, struct ompi_datatype_t *sdtype,
+                                          void *rbuf, const int *rcounts, const int *rdispls,
+                                          struct ompi_datatype_t *rdtype) {
+  const size_t n = peers(comm);
+  mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLTOALL, sbuf, 0, sdtype, rbuf, 0, rdtype, 0, "MPI_Alltoallv", 0, 0};
+  mv.staged = counted_staged(comm, m);
+  if (mv.staged) return mv;
+  /* in place (no send counts) the alltoall stages anyway */
+  mv.unlike = sbuf == MPI_IN_PLACE || !equal_counts(scounts, n) || !equal_counts(rcounts, n) ||
+              !in_order(sdispls, scounts[0], n) || !in_order(rdispls, rcounts[0], n);
+  if (mv.unlike) return mv;
+  mv.scount = scounts[0];
+  mv.rcount = rcounts[0];
+  mv.sbuf = displaced(sbuf, sdispls[0], sdtype);
+  mv.rbuf = displaced(rbuf, rdispls[0], rdtype);
+  return mv;
+}
+
 /* ------------------------------------------------------------------ MPI_Allgather(v): a block from every peer */
 
 #define PARAMS_allgather \
@@ -158,7 +224,9 @@ static int stage_allgatherv(coll_gpu_stage_t *st, struct ompi_communicator_t *co
   coll_gpu_span_t rspan = mca_coll_gpu_span_v(rdtype, (int)peers(comm), rcounts, displs, &rbytes);
   return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr);
 }
-COLL_GPU_ENTRIES(allgatherv)
+#define GPU_allgatherv allgatherv_move(comm, m, sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype)
+COLL_GPU_MOVE_ENTRIES(allgatherv,
+                      allgatherv_move(comm, m, sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype).staged ? 0 : 1)
 
 /* ------------------------------------------------------------------ MPI_Alltoall(v,w): a block to and from every peer
  */
@@ -190,7 +258,8 @@ static int stage_alltoallv(coll_gpu_stage_t *st, struct ompi_communicator_t *com
   coll_gpu_span_t rspan = mca_coll_gpu_span_v(rdtype, (int)peers(comm), rcounts, rdispls, &rbytes);
   return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr);
 }
-COLL_GPU_ENTRIES(alltoallv)
+#define GPU_alltoallv alltoallv_move(comm, m, sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype)
+COLL_GPU_MOVE_ENTRIES(alltoallv, counted_staged(comm, m) ? 0 : 1)
 
 #define PARAMS_alltoallw                                                                                        \
   const void *sbuf, const int *scounts, const int *sdispls, struct ompi_datatype_t *const *sdtypes, void *rbuf, \

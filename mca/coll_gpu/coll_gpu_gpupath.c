@@ -687,9 +687,9 @@ static int plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_co
   const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
   size_t rsize = 0;
   ompi_datatype_type_size(mv->rdtype, &rsize);
-  const size_t bytes = (size_t)mv->rcount * rsize; /* per block: the same on every rank */
-  if (m->agree_state == COLL_GPU_STATE_OFF || bytes == 0 ||
-      staged_across_hosts(bytes, net_min(mv->coll, blocking), comm, m))
+  const size_t bytes = (size_t)mv->rcount * rsize; /* per block: the same on every rank (but a counted unlike one) */
+  if (m->agree_state == COLL_GPU_STATE_OFF || mv->staged ||
+      (mv->counted == NULL && (bytes == 0 || staged_across_hosts(bytes, net_min(mv->coll, blocking), comm, m))))
     return 0;
   const size_t blocks = mv->coll == COLL_GPU_COLL_BCAST ? 1 : (size_t)n;
   coll_gpu_meminfo_t smem;
@@ -710,17 +710,18 @@ static int plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_co
   if (pl->mem.kind == COLL_GPU_MEM_HOST && smem.kind == COLL_GPU_MEM_HOST)
     pl->mine = COLL_GPU_PATH_HOST;
   else if (m->engine_state != COLL_GPU_STATE_OFF && c->move_algorithm[mv->coll] != COLL_GPU_NALGOS && dst != NULL &&
-           src != NULL && on_engine(m, &pl->mem, &pl->mem) && on_engine(m, &smem, &pl->mem) &&
-           (mv->coll != COLL_GPU_COLL_ALLTOALL || n <= COLL_GPU_MAX_DIRECT))
+           src != NULL && !mv->unlike && bytes > 0 && on_engine(m, &pl->mem, &pl->mem) &&
+           on_engine(m, &smem, &pl->mem) && (mv->coll != COLL_GPU_COLL_ALLTOALL || n <= COLL_GPU_MAX_DIRECT))
     pl->mine = COLL_GPU_PATH_GPU; /* in-place alltoall has no src, and more ranks no pairwise connections: staged */
-  /* every argument here is the same on every rank of a correct program (MPI_IN_PLACE in alltoall too) */
+  /* every argument here is the same on every rank of a correct program (MPI_IN_PLACE in alltoall too), but a
+   * counted call's layout, which only the agreement brings together */
   pl->any_memory = m->engine_state != COLL_GPU_STATE_OFF && c->move_algorithm[mv->coll] != COLL_GPU_NALGOS &&
-                   !OMPI_COMM_IS_INTER(comm) &&
+                   !OMPI_COMM_IS_INTER(comm) && mv->counted == NULL &&
                    (mv->coll != COLL_GPU_COLL_ALLTOALL || (n <= COLL_GPU_MAX_DIRECT && mv->sbuf != MPI_IN_PLACE));
   if (may_join(blocking, pl, m)) move_join(mv, me, bytes, blocks, &pl->join);
   pl->smem = smem;
   pl->bytes = bytes;
-  pl->name = coll_gpu_coll_mpi_name(mv->coll);
+  pl->name = mv->counted != NULL ? mv->counted : coll_gpu_coll_mpi_name(mv->coll);
   const coll_gpu_args_t args = {mv->coll, src, dst, bytes, NULL, COLL_GPU_UINT8, COLL_GPU_SUM, mv->root};
   pl->args = args;
   return 1;

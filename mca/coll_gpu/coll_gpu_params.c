@@ -316,14 +316,18 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                 moves, -1, &c->move_algorithm[COLL_GPU_COLL_BCAST]);
   register_enum("allgather_algorithm",
                 "Algorithm of MPI_Allgather on device buffers: auto, oneshot (every rank writes its block as LL "
-                "lines into every peer, in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol), or staged",
+                "lines into every peer, in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol), or staged; "
+                "also of MPI_Allgatherv on one host where every block has one count and the blocks lie one after "
+                "another in rank order (it stages otherwise)",
                 moves, -1, &c->move_algorithm[COLL_GPU_COLL_ALLGATHER]);
   register_enum("alltoall_algorithm",
                 "Algorithm of MPI_Alltoall on device buffers: auto, oneshot (every rank writes each peer's block "
                 "as LL lines into that peer, in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol, a "
                 "sending and a receiving block on each channel with 2 ranks, and with more pairwise on each "
                 "connection to each peer, through that peer's own FIFOs), or staged. "
-                "In-place alltoall, and alltoall of more than 8 ranks, is always staged",
+                "In-place alltoall, and alltoall of more than 8 ranks, is always staged. Also of MPI_Alltoallv on one "
+                "host where every block has one count and the blocks lie one after another in rank order (it "
+                "stages otherwise)",
                 moves, -1, &c->move_algorithm[COLL_GPU_COLL_ALLTOALL]);
   register_enum("reduce_algorithm",
                 "Algorithm of MPI_Reduce on device buffers: auto, oneshot (every rank writes its buffer as LL lines "

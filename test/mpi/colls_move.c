@@ -72,33 +72,70 @@ static int vcount(int c, int r) {
   return n < 0 ? 0 : n;
 }
 
-static void run_move(dcoll_t c, const layout_t *L, int count, bool inplace, bool nb, int root) {
+/* Other shapes of allgatherv's and alltoallv's counts and displacements, for their GPU path (every block of
+ * one count, one after another in rank order, from some displacement on) and for the calls that must stage
+ * on every rank although some ranks' layouts would take it. */
+typedef enum {
+  V_VARIED,   /* counts as vcount, a gap after each block */
+  V_EQUAL,    /* one count, blocks from displacement 1 on, no gaps */
+  V_GAPS_ODD, /* one count, a gap after each block on odd ranks only */
+  V_ONE_PAIR, /* one count but rank 1's block to rank 2 (to 0 with 2 ranks), one more; allgatherv: rank 1's */
+  V_SHAPES
+} vshape_t;
+static const char *vshape_names[] = {"", ", equal blocks", ", equal blocks with gaps on odd ranks",
+                                     ", equal blocks but one"};
+
+/* Elements rank s sends to rank d (alltoallv), or rank s's block (allgatherv: d < 0). */
+static int vcnt(vshape_t v, int c, int s, int d) {
+  if (v == V_VARIED) return vcount(c, d < 0 ? s : s + d);
+  if (v == V_ONE_PAIR) return c + (s == 1 && (d < 0 || d == (nranks > 2 ? 2 : 0)));
+  return c;
+}
+/* The gap after each block in rank r's buffers, and the first block's displacement. */
+static int vgap(vshape_t v, int r) { return v == V_VARIED || (v == V_GAPS_ODD && (r & 1)) ? 1 : 0; }
+static int vfirst(vshape_t v) { return v == V_VARIED ? 0 : 1; }
+
+/* Whether every rank runs on this host (the counted calls stage across hosts). */
+static bool one_host(void) {
+  static int known = -1;
+  if (known < 0) {
+    MPI_Comm node;
+    int size = 0;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &size);
+    MPI_Comm_free(&node);
+    known = size == nranks;
+  }
+  return known;
+}
+
+static void run_move(dcoll_t c, const layout_t *L, int count, bool inplace, bool nb, int root, vshape_t v) {
   char what[256];
-  snprintf(what, sizeof(what), "%s%s %s count %d%s root %d", nb ? "i" : "", dcoll_names[c], L->name, count,
-           inplace ? " in place" : "", root);
+  snprintf(what, sizeof(what), "%s%s %s count %d%s root %d%s", nb ? "i" : "", dcoll_names[c], L->name, count,
+           inplace ? " in place" : "", root, vshape_names[v]);
   if (verbose) fprintf(stderr, "[rank %d] %s\n", rank, what);
-  uint64_t salt = rnd(100 + c, count, (uint64_t)(L - layouts) * 7 + inplace);
+  uint64_t salt = rnd(100 + c, count, (uint64_t)(L - layouts) * 7 + inplace + 2 * v);
   int n = nranks;
   int *cnt = malloc(sizeof(int) * n), *dsp = malloc(sizeof(int) * n), *rcnt = malloc(sizeof(int) * n),
       *rdsp = malloc(sizeof(int) * n);
   MPI_Datatype *types = malloc(sizeof(MPI_Datatype) * n);
-  int vtotal = 0;
+  int vtotal = vfirst(v);
   for (int r = 0; r < n; ++r) {
-    cnt[r] = vcount(count, r);
+    cnt[r] = vcnt(v, count, r, -1);
     dsp[r] = vtotal;
-    vtotal += cnt[r] + 1;
+    vtotal += cnt[r] + vgap(v, rank);
     types[r] = L->type;
   }
-  /* alltoallv/w: rank s sends vcount(count, s + d) elements to d */
-  int stotal = 0, rtotal = 0;
+  /* alltoallv/w: rank s sends vcnt(v, count, s, d) elements to d */
+  int stotal = vfirst(v), rtotal = vfirst(v);
   int *scnt = malloc(sizeof(int) * n), *sdsp = malloc(sizeof(int) * n);
   for (int d = 0; d < n; ++d) {
-    scnt[d] = vcount(count, rank + d);
+    scnt[d] = vcnt(v, count, rank, d);
     sdsp[d] = stotal;
-    stotal += scnt[d] + 1;
-    rcnt[d] = vcount(count, d + rank);
+    stotal += scnt[d] + vgap(v, rank);
+    rcnt[d] = vcnt(v, count, d, rank);
     rdsp[d] = rtotal;
-    rtotal += rcnt[d] + 1;
+    rtotal += rcnt[d] + vgap(v, rank);
   }
   size_t selems = 0, relems = 0;
   switch (c) {
@@ -194,9 +231,9 @@ static void run_move(dcoll_t c, const layout_t *L, int count, bool inplace, bool
     case D_ALLTOALLV:
     case D_ALLTOALLW:
       for (int s = 0; s < n; ++s) {
-        /* rank s placed our block at its sdsp[rank] = sum over d < rank of (vcount(count, s + d) + 1) */
-        int off = 0;
-        for (int d = 0; d < rank; ++d) off += vcount(count, s + d) + 1;
+        /* rank s placed our block at its sdsp[rank] */
+        int off = vfirst(v);
+        for (int d = 0; d < rank; ++d) off += vcnt(v, count, s, d) + vgap(v, s);
         for (int e = 0; e < rcnt[s]; ++e) put_elem(L, wimg, rdsp[s] + e, s, off + e, salt);
       }
       break;
@@ -214,6 +251,11 @@ static void run_move(dcoll_t c, const layout_t *L, int count, bool inplace, bool
   MPI_Comm W = MPI_COMM_WORLD;
   MPI_Request req;
   int err = MPI_SUCCESS;
+  /* -G: blocking allgatherv and alltoallv of equal blocks one after another on ints stage nothing: they run as
+   * allgather and alltoall (on one host; alltoall of at most 8 ranks, not in place) */
+  const bool must_gpu = gpu_path && !nb && count > 0 && v == V_EQUAL && L == &layouts[0] &&
+                        (c == D_ALLGATHERV || (c == D_ALLTOALLV && !inplace && n <= 8)) && one_host();
+  const unsigned long long staged_before = must_gpu ? staged_count() : 0;
   random_gap(salt + 31 * (uint64_t)root + nb);
   switch (c) {
     case D_BCAST:
@@ -255,6 +297,10 @@ static void run_move(dcoll_t c, const layout_t *L, int count, bool inplace, bool
   if (err == MPI_SUCCESS && nb) err = MPI_Wait(&req, MPI_STATUS_IGNORE);
   checks++;
   if (err != MPI_SUCCESS) fail(what, "returned an error");
+  if (must_gpu) {
+    checks++;
+    if (staged_count() != staged_before) fail(what, "staged its buffers");
+  }
   buf_check(what, &rb, want);
   /* the send buffer is never written */
   memcpy(want, sb.img, sb.bytes);
@@ -282,7 +328,11 @@ void test_moves(void) {
         if (inplace && c == D_BCAST) continue;
         if (inplace && (c == D_ALLTOALLV || c == D_ALLTOALLW))
           continue; /* in place needs equal send and receive counts */
-        for (int k = 0; k < 4; ++k) run_move((dcoll_t)c, &layouts[l], counts[k], inplace, nb, (c + l + v + k) % nranks);
+        /* allgatherv's and alltoallv's other shapes: on ints (their GPU path) and a layout with holes */
+        const int shapes = (c == D_ALLGATHERV || c == D_ALLTOALLV) && l < 2 ? V_SHAPES : 1;
+        for (int k = 0; k < 4; ++k)
+          for (int sh = 0; sh < shapes; ++sh)
+            run_move((dcoll_t)c, &layouts[l], counts[k], inplace, nb, (c + l + v + k) % nranks, (vshape_t)sh);
       }
     }
   }
