@@ -24,7 +24,9 @@
  *   5. the layout: the kernels' view of the communicator (kernels/allreduce.h), each transport's
  *      connections in it (the peers' scratch on this node, NET FIFOs moved by the proxy to other nodes),
  *      uploaded into the scratch;
- *   6. allgather of the results of 4 and 5.
+ *   6. allgather of the results of 4 and 5;
+ *   7. on one node of at most COLL_GPU_MAX_DIRECT ranks, the node's mailbox of the zero-copy alltoall
+ *      (engine/mailbox.h; without it the alltoall goes through the FIFOs).
  * Per rank, the device memory (the scratch) grows with the ring orders' 2 bytes a rank only, the IPC
  * mappings and NET connections with the rings' neighbours; host bookkeeping keeps a few bytes a rank
  * (processes, nodes).
@@ -39,6 +41,8 @@
 #include <algorithm>
 #include <atomic>
 
+#include "engine/ipc_cache.h"
+#include "engine/mailbox.h"
 #include "engine/net.h"
 #include "engine/owning.h"
 #include "engine/stage.h"
@@ -105,7 +109,9 @@ uint64_t config_hash(const coll_gpu_engine_config_t &c) {
                         (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_REDUCE],
                         (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_REDUCE_SCATTER],
                         (uint64_t)c.virtual_nodes,
-                        (uint64_t)(int64_t)c.proxy_net};
+                        (uint64_t)(int64_t)c.proxy_net,
+                        c.zero_copy_min_bytes,
+                        c.zero_copy_map_bytes};
   return coll_gpu_hash(v, sizeof(v), 0);
 }
 
@@ -183,9 +189,15 @@ struct coll_gpu_engine {
   std::atomic<bool> failed{false};
   coll_gpu_engine *next_shared = nullptr;  // in the registry
   char name[64] = "";                      // the communicator that made it, for messages (cfg.name points here)
+  // the zero-copy alltoall (kernels/move.cu): the ranks' receive buffers, told through the node's mailbox and
+  // mapped through CUDA IPC once per allocation
+  coll_gpu::Mailbox mbox;
+  coll_gpu::IpcExports exports;
+  coll_gpu::IpcImports imports;
+  uint64_t zero_copy_calls = 0;  // its calls so far (two messages each)
 
   coll_gpu_engine(const coll_gpu_engine_config_t &c, int r, int n, const coll_gpu_meminfo_t &m)
-      : cfg(c), rank(r), nranks(n), mem(m) {
+      : cfg(c), rank(r), nranks(n), mem(m), imports(c.zero_copy_map_bytes) {
     snprintf(name, sizeof(name), "%s", c.name != nullptr ? c.name : "");
     cfg.name = name;
   }
@@ -209,6 +221,7 @@ struct coll_gpu_engine {
     ContextScope ctx(mem, mem.device >= 0);                    // no device: nothing was set up
     if (lingering) coll_gpu_stream_sync(linger_stream.get());  // it leaves within linger_ns
     net.reset();                                               // the proxy stops before its FIFOs go
+    imports.clear(coll_gpu::cuda_ipc_ops());
     ipc.reset();
     linger_stream.reset();
     stream.reset();
@@ -236,6 +249,8 @@ struct coll_gpu_engine {
   coll_gpu_status_t linger_start(coll_gpu_work_t *p, int *blocks, char *why, size_t why_len);
   void linger_stop();
   void call_init(coll_gpu_work_t *p, coll_gpu_coll_t coll, const coll_gpu_choice_t &choice);
+  coll_gpu_status_t mail_wait(uint64_t n, uint64_t (*words)[coll_gpu::kMailWords], char *why, size_t len);
+  coll_gpu_status_t zero_copy_exchange(const coll_gpu_args_t &a, void **peer_recv, bool *use, char *why, size_t len);
   // The call on the GPUs: at most one, the last part of the call started last. Its done words are polled
   // by coll_gpu_engine_test without waiting, by wait_flight with waiting.
   struct {
@@ -750,6 +765,12 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     if (connected) snprintf(why, why_len, "rank %d could not connect to its peers", bad);
     return COLL_GPU_UNAVAILABLE;
   }
+  // 7. the zero-copy alltoall's mailbox: without it (alike on every rank) the alltoall goes through the FIFOs
+  if (!e->multinode && b->size <= COLL_GPU_MAX_DIRECT && cfg->zero_copy_min_bytes > 0) {
+    char whynot[256];
+    if (e->mbox.create(b, whynot, sizeof(whynot)) != COLL_GPU_SUCCESS && cfg->log != nullptr)
+      cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT, "comm %s: no zero-copy alltoall (%s)", cfg->name, whynot);
+  }
   e->log_channels(me);
   if (e->own && cfg->log != nullptr)
     cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
@@ -923,6 +944,98 @@ void coll_gpu_engine::wake_proxy(const coll_gpu_work_t &p) {
     if (moves[i]) net.wake(ch, 1);
   }
   if (p.coll == COLL_GPU_COLL_ALLTOALL) net.wake(coll_gpu::Net::kP2pId, COLL_GPU_P2P_CONNS);
+}
+
+// Waits for every rank's message n of the mailbox, into words[rank]: as long as their processes exist, with the
+// watchdog's line once after the timeout.
+coll_gpu_status_t coll_gpu_engine::mail_wait(uint64_t n, uint64_t (*words)[coll_gpu::kMailWords], char *why,
+                                             size_t len) {
+  coll_gpu_wait_t w;
+  coll_gpu_wait_init(&w, &cfg.wait);
+  uint8_t *late = gone.get();  // one wait at a time
+  for (;;) {
+    int missing = 0;
+    for (int q = 0; q < nranks; ++q) {
+      late[q] = !mbox.read(q, n, words[q]);
+      missing += late[q];
+    }
+    if (missing == 0) return COLL_GPU_SUCCESS;
+    const int what = coll_gpu_wait_pause(&w);
+    if (what & COLL_GPU_WAIT_CHECK)
+      for (int q = 0; q < nranks; ++q)
+        if (late[q] && visible[q] && coll_gpu_pid_gone(pid[q])) {
+          coll_gpu_say(why, len, "MPI_Alltoall (zero-copy): the process of rank %d ended before it reached the call",
+                       q);
+          return COLL_GPU_PEER_GONE;
+        }
+    if ((what & COLL_GPU_WAIT_REPORT) && cfg.log != nullptr) {
+      char ranks[64] = "";
+      coll_gpu_append_ranks(ranks, sizeof(ranks), late, nranks);
+      cfg.log(COLL_GPU_LVL_WATCHDOG, COLL_GPU_LOG_COLL,
+              "comm %s: MPI_Alltoall (zero-copy) has waited %.0f s for rank(s)%s to reach it, whose processes are "
+              "alive: still waiting (reported once per call, after coll_gpu_timeout)",
+              cfg.name, coll_gpu_wait_seconds(&w), ranks);
+    }
+  }
+}
+
+// The zero-copy alltoall's exchange, two messages a call through the node's mailbox: the first tells where this
+// rank's receive buffer lies (its allocation's id and size, the buffer's offset in it, the allocation's IPC
+// handle: words 0-3 and 4-11), or that it cannot be exported (word 0 is 0: not cudaMalloc memory); the second
+// whether this rank has mapped every peer's. *use: every rank has (the same answer on every rank), with
+// peer_recv[q] rank q's receive buffer as mapped here; otherwise the call goes through the FIFOs.
+coll_gpu_status_t coll_gpu_engine::zero_copy_exchange(const coll_gpu_args_t &a, void **peer_recv, bool *use, char *why,
+                                                      size_t len) {
+  static_assert(4 + coll_gpu::kIpcHandleBytes / 8 <= coll_gpu::kMailWords, "a receive buffer fits a message");
+  *use = false;
+  const uint64_t call = ++zero_copy_calls;
+  ContextScope ctx(mem);
+  COLL_GPU_CHECK(entered(ctx, mem, why, len));
+  const coll_gpu::IpcOps ops = coll_gpu::cuda_ipc_ops();
+  uint64_t mine[coll_gpu::kMailWords] = {};
+  coll_gpu_alloc_t al;
+  if (coll_gpu_mem_alloc_of(a.recvbuf, &al) == 0 && al.exportable &&
+      exports.handle(ops, al.id, al.base, (unsigned char *)&mine[4]) == 0) {
+    mine[0] = 1;
+    mine[1] = al.id;
+    mine[2] = al.size;
+    mine[3] = (uint64_t)((char *)a.recvbuf - (char *)al.base);
+  }
+  coll_gpu::HostPtr<uint64_t[]> all = coll_gpu::make_host_array<uint64_t>((size_t)nranks * coll_gpu::kMailWords);
+  if (all == nullptr) {
+    coll_gpu_say(why, len, "out of host memory");
+    return COLL_GPU_SYSTEM_ERROR;
+  }
+  uint64_t(*words)[coll_gpu::kMailWords] = (uint64_t(*)[coll_gpu::kMailWords])all.get();
+  mbox.post(2 * call - 1, mine);
+  COLL_GPU_CHECK(mail_wait(2 * call - 1, words, why, len));
+  int cannot = -1;  // a rank whose receive buffer cannot be exported, or this one where a mapping failed
+  for (int q = 0; q < nranks && cannot < 0; ++q)
+    if (words[q][0] != 1) cannot = q;
+  for (int q = 0; q < nranks && cannot < 0; ++q) {
+    void *base = nullptr;
+    if (q == rank)
+      peer_recv[q] = a.recvbuf;
+    else if (imports.map(ops, q, words[q][1], words[q][2], (const unsigned char *)&words[q][4], call, &base) == 0)
+      peer_recv[q] = (char *)base + words[q][3];
+    else
+      cannot = rank;
+  }
+  uint64_t mapped[coll_gpu::kMailWords] = {cannot < 0 ? 1u : 0u};
+  mbox.post(2 * call, mapped);
+  COLL_GPU_CHECK(mail_wait(2 * call, words, why, len));
+  for (int q = 0; q < nranks && cannot < 0; ++q)
+    if (words[q][0] != 1) cannot = q;
+  *use = cannot < 0;
+  if (cfg.log != nullptr && *use)
+    cfg.log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL,
+            "comm %s: alltoall of %zu bytes a block: zero-copy, into the peers' receive buffers", cfg.name, a.count);
+  else if (cfg.log != nullptr)
+    cfg.log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL,
+            "comm %s: alltoall of %zu bytes a block: through the FIFOs (rank %d's receive buffer cannot be mapped: "
+            "not cudaMalloc memory, or a mapping failed)",
+            cfg.name, a.count, cannot);
+  return COLL_GPU_SUCCESS;
 }
 
 // Puts call p on the GPUs, on a lingering kernel when `linger` allows, as the call in flight (none is).
@@ -1101,6 +1214,13 @@ class Parts {
 
 namespace {
 
+// Whether a blocking alltoall goes straight into the peers' receive buffers (the zero-copy exchange decides
+// whether it can): alike on every rank.
+bool zero_copy_wanted(const coll_gpu_engine_t *e, const coll_gpu_args_t &a, const coll_gpu_choice_t &choice) {
+  return a.coll == COLL_GPU_COLL_ALLTOALL && choice.algo == COLL_GPU_ALGO_RING && e->mbox.ready() &&
+         e->cfg.zero_copy_min_bytes > 0 && a.count >= e->cfg.zero_copy_min_bytes;
+}
+
 // A call's status; a failure leaves the engine refusing every claim.
 coll_gpu_status_t ended(coll_gpu_engine_t *e, coll_gpu_status_t st) {
   if (st != COLL_GPU_SUCCESS) e->failed.store(true);
@@ -1153,8 +1273,13 @@ coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *w
   COLL_GPU_CHECK(runnable(e, args, why, why_len));
   Parts parts(*e, *args);
   if (parts.choice().algo == COLL_GPU_ALGO_CHAIN) return chain(e, *args, run, why, why_len);
+  void *peer_recv[COLL_GPU_MAX_DIRECT] = {};
+  bool zero_copy = false;
+  if (zero_copy_wanted(e, *args, parts.choice()))
+    COLL_GPU_CHECK(e->zero_copy_exchange(*args, peer_recv, &zero_copy, why, why_len));
   coll_gpu_work_t p;
   while (parts.next(*e, &p)) {
+    if (zero_copy) memcpy(p.peer_recv, peer_recv, sizeof(peer_recv));
     COLL_GPU_CHECK(e->launch(p, parts.choice().proto, parts.linger(), why, why_len));
     COLL_GPU_CHECK(e->wait_flight(why, why_len));
   }

@@ -272,7 +272,13 @@ typedef struct {
   coll_gpu_range_t blocks[COLL_GPU_MAX_DIRECT]; /* reduce-scatter: rank q's elements of sendbuf */
   size_t each; /* reduce-scatter of more than COLL_GPU_MAX_DIRECT ranks (equal blocks): rank q's elements of
                   sendbuf are [q * each, q * each + count), blocks unused; 0 otherwise */
+  /* the zero-copy alltoall (one node, algo RING): every rank's receive buffer as mapped here (this rank's own
+     recvbuf), written straight from sendbuf; NULL (all of them): through the FIFOs */
+  void *peer_recv[COLL_GPU_MAX_DIRECT];
 } coll_gpu_work_t;
+
+/* The zero-copy alltoall's parts of each block, a kernel block each (at most). */
+#define COLL_GPU_ZC_PARTS 16
 
 /* Launches call w of w->coll on communicator comm (its connections uploaded) on stream (a cudaStream_t). The blocks
  * that finish write seq into status->done[0..blocks); coll_gpu_ar_blocks says how many to wait for. */

@@ -134,6 +134,25 @@ void coll_gpu_mem_classify(const void *ptr, coll_gpu_meminfo_t *info) {
   info->ctx = ctx;
 }
 
+int coll_gpu_mem_alloc_of(const void *ptr, coll_gpu_alloc_t *a) {
+  memset(a, 0, sizeof(*a));
+  if (!coll_gpu_mem_cuda_loaded()) return (int)CUDA_ERROR_NOT_INITIALIZED;
+  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                 CU_POINTER_ATTRIBUTE_BUFFER_ID, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE};
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  unsigned long long id = 0;
+  int legacy = 0; /* a bool the driver writes: its low byte */
+  void *data[] = {&base, &size, &id, &legacy};
+  const CUresult rc = drv.get_attrs(4, attrs, data, (CUdeviceptr)(uintptr_t)ptr);
+  if (rc != CUDA_SUCCESS) return (int)rc;
+  a->base = (void *)(uintptr_t)base;
+  a->size = size;
+  a->id = id;
+  a->exportable = (legacy & 0xff) != 0;
+  return 0;
+}
+
 int coll_gpu_mem_ctx_enter(const coll_gpu_meminfo_t *info, void **saved) {
   CUcontext cur = NULL;
   *saved = NULL;

@@ -41,6 +41,19 @@ bool coll_gpu_mem_cuda_loaded(void);
 /* Classifies ptr. Host memory when CUDA is not loaded or not initialized. Never initializes CUDA. */
 void coll_gpu_mem_classify(const void *ptr, coll_gpu_meminfo_t *info);
 
+/* The allocation that holds a device pointer, for the node's other processes to map (CUDA IPC): its first byte
+ * and size, the id CUDA gives it (unique in this process over its life: memory freed and allocated again at the
+ * same address gets another), and whether cudaIpcGetMemHandle can export it (cudaMalloc memory: not that of a
+ * pool, of the virtual memory management API or managed memory). */
+typedef struct {
+  void *base;
+  size_t size;
+  unsigned long long id;
+  int exportable;
+} coll_gpu_alloc_t;
+/* 0, or a CUresult (also where CUDA is not loaded: CUDA_ERROR_NOT_INITIALIZED). */
+int coll_gpu_mem_alloc_of(const void *ptr, coll_gpu_alloc_t *a);
+
 /* Makes the context that owns `info`'s memory current on this thread; *saved receives what was
  * current, for coll_gpu_mem_ctx_leave. Returns 0 or a CUresult. */
 int coll_gpu_mem_ctx_enter(const coll_gpu_meminfo_t *info, void **saved);

@@ -43,7 +43,12 @@ struct Layout {
   // started[sender]: the last seq a sender began of the calls that end without hearing from every rank
   // (kernels/prims_ring.cuh, announce_start)
   COLL_GPU_HD size_t started(int sender) const { return flag(2, 0, 0) + (size_t)sender * kLine; }
-  COLL_GPU_HD size_t flags_end() const { return started(COLL_GPU_MAX_DIRECT); }
+  // copied[sender][part]: the last seq whose part `part` a sender has written into this rank's receive buffer
+  // (the zero-copy alltoall, kernels/move.cu)
+  COLL_GPU_HD size_t copied(int sender, int part) const {
+    return started(COLL_GPU_MAX_DIRECT) + ((size_t)sender * COLL_GPU_ZC_PARTS + part) * kLine;
+  }
+  COLL_GPU_HD size_t flags_end() const { return copied(COLL_GPU_MAX_DIRECT, 0); }
   // this rank's use only: each ring channel's step counters (kernels/prims_ring.cuh), and the call block 0
   // of a lingering one-shot kernel hands to its other blocks
   COLL_GPU_HD size_t steps(int ch) const { return align(flags_end()) + (size_t)ch * 2 * sizeof(uint64_t); }

@@ -70,6 +70,8 @@ typedef struct {
   int spin_us;         /* a wait spins this long before it yields */
   bool uniform_buffers;
   size_t net_min_bytes;                           /* across hosts, calls below this stage without an agreement */
+  size_t zero_copy_min_bytes;                     /* inside a node, alltoall blocks from this size zero-copy */
+  size_t zero_copy_map_bytes;                     /* the peers' allocations mapped for it, at most */
   char *net_blocking_min;                         /* coll_gpu_net_blocking_min_bytes as given */
   size_t net_blocking_min_bytes[COLL_GPU_NCOLLS]; /* its figures, net_min_bytes where it gives none or more */
   char *topo_file;      /* NCCL-format topology of the node instead of the probe; NULL or "" for none */

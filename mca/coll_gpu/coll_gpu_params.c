@@ -460,6 +460,18 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
    * without the agreement 64-80 us up to 64 KiB against 39-102 us staged, as fast at 8 KiB (70.7 against
    * 70.4), faster from 16 KiB (73 against 78 us), 9-15x faster from 16 MiB; 2 hosts x 1 H100: staged faster
    * up to 32 KiB (21-50 us against 38-57). The agreement adds a message's latency to the GPU path. */
+  /* not yet measured: 1 MiB a block, where the FIFOs' pairwise alltoall fell behind NCCL's on 4 H200 */
+  register_size("zero_copy_min_bytes",
+                "Inside a node, blocking MPI_Alltoall on device buffers with blocks of at least this many bytes "
+                "moves each block straight from the sender's buffer into the receiver's, mapped once per "
+                "allocation through CUDA IPC, where every rank's receive buffer is cudaMalloc memory (memory of "
+                "pools, of the virtual memory management API or managed memory goes through the FIFOs); 0: never",
+                1 << 20, 0, (size_t)1 << 40, 1, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->zero_copy_min_bytes);
+  register_size("zero_copy_map_bytes",
+                "The most bytes of the peers' allocations a rank keeps mapped for coll_gpu_zero_copy_min_bytes; "
+                "past it the mappings least recently used are closed (never one of the call in progress)",
+                (size_t)64 << 30, 1 << 20, (size_t)1 << 50, 1, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
+                &c->zero_copy_map_bytes);
   register_size("net_min_bytes",
                 "Across hosts, collectives on device buffers of fewer bytes than this (the message; a block per "
                 "rank for MPI_Allgather and MPI_Alltoall) go through Open MPI's own collective over host memory "

@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
+// The host side of the zero-copy calls: the IPC caches (engine/ipc_cache.h) over stand-in IPC calls that record
+// what is exported, opened and closed, and the node's mailbox (engine/mailbox.h) between threads of this process.
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "engine/ipc_cache.h"
+#include "engine/mailbox.h"
+
+namespace {
+
+using coll_gpu::IpcExports;
+using coll_gpu::IpcImports;
+using coll_gpu::IpcOps;
+using coll_gpu::kIpcHandleBytes;
+
+// Stand-in IPC: a handle names its base; open hands out a fresh address per open, and remembers which handle
+// each open mapping came from; errors on demand.
+struct FakeIpc {
+  int gets = 0;
+  std::map<void *, std::vector<unsigned char>> open;  // mapping -> handle
+  uintptr_t next = 0x100000;
+  int fail_open = 0;
+  int opened = 0;
+  static int get(void *ctx, void *base, unsigned char *h) {
+    auto *f = (FakeIpc *)ctx;
+    ++f->gets;
+    memset(h, 0, kIpcHandleBytes);
+    memcpy(h, &base, sizeof(base));
+    return 0;
+  }
+  static int opens(void *ctx, const unsigned char *h, void **mapped) {
+    auto *f = (FakeIpc *)ctx;
+    if (f->fail_open) return f->fail_open;
+    *mapped = (void *)(f->next += 0x1000);
+    ++f->opened;
+    f->open[*mapped] = std::vector<unsigned char>(h, h + kIpcHandleBytes);
+    return 0;
+  }
+  static int close(void *ctx, void *mapped) {
+    auto *f = (FakeIpc *)ctx;
+    return f->open.erase(mapped) == 1 ? 0 : 400;
+  }
+  IpcOps ops() { return IpcOps{this, get, opens, close}; }
+};
+
+std::vector<unsigned char> handle_of(uintptr_t base) {
+  std::vector<unsigned char> h(kIpcHandleBytes, 0);
+  memcpy(h.data(), &base, sizeof(base));
+  return h;
+}
+
+// An allocation is exported once, by its id: sub-allocations of it, and later calls, take the kept handle; a new
+// id at the same base (freed and allocated again) is exported again.
+TEST(IpcCache, ExportsOncePerAllocation) {
+  FakeIpc f;
+  IpcExports x;
+  unsigned char h[kIpcHandleBytes];
+  ASSERT_EQ(0, x.handle(f.ops(), 7, (void *)0x5000, h));
+  EXPECT_EQ(handle_of(0x5000), std::vector<unsigned char>(h, h + kIpcHandleBytes));
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(0, x.handle(f.ops(), 7, (void *)0x5000, h));
+  EXPECT_EQ(1, f.gets);
+  ASSERT_EQ(0, x.handle(f.ops(), 8, (void *)0x5000, h));
+  EXPECT_EQ(2, f.gets);
+  // more allocations than entries: the least recently used is dropped, and exported again when it comes back
+  for (unsigned long long id = 100; id < 100 + IpcExports::kEntries; ++id)
+    ASSERT_EQ(0, x.handle(f.ops(), id, (void *)(uintptr_t)(id << 12), h));
+  EXPECT_EQ(IpcExports::kEntries, x.count());
+  const int before = f.gets;
+  ASSERT_EQ(0, x.handle(f.ops(), 7, (void *)0x5000, h));
+  EXPECT_EQ(before + 1, f.gets);
+  EXPECT_EQ(handle_of(0x5000), std::vector<unsigned char>(h, h + kIpcHandleBytes));
+}
+
+// A peer's allocation is mapped once, by (peer, id): the same id of another peer, or another id of the same peer
+// at the same base, gets a mapping of its own, opened from its own handle.
+TEST(IpcCache, MapsOncePerPeerAndAllocation) {
+  FakeIpc f;
+  IpcImports m(1ul << 30);
+  void *a = nullptr, *b = nullptr, *c = nullptr, *d = nullptr;
+  const auto h1 = handle_of(0x1000), h2 = handle_of(0x2000), h3 = handle_of(0x1000);
+  ASSERT_EQ(0, m.map(f.ops(), 1, 5, 4096, h1.data(), 1, &a));
+  ASSERT_EQ(0, m.map(f.ops(), 1, 5, 4096, h1.data(), 2, &b));
+  EXPECT_EQ(a, b);
+  ASSERT_EQ(0, m.map(f.ops(), 2, 5, 4096, h2.data(), 2, &c));
+  EXPECT_NE(a, c);
+  ASSERT_EQ(0, m.map(f.ops(), 1, 6, 4096, h3.data(), 3, &d));  // freed and allocated again at the same base
+  EXPECT_NE(a, d);
+  EXPECT_EQ(3u, f.open.size());
+  EXPECT_EQ(h2, f.open[c]);
+  EXPECT_EQ(3, m.count());
+  EXPECT_EQ(3u * 4096, m.bytes());
+  m.clear(f.ops());
+  EXPECT_TRUE(f.open.empty());
+  EXPECT_EQ(0, m.count());
+  EXPECT_EQ(0u, m.bytes());
+}
+
+// Past the bound the least recently used mappings close first, never one of the current call (which may pass the
+// bound); an open that fails maps nothing; with every entry the current call's, kFull.
+TEST(IpcCache, BoundClosesLeastRecentlyUsedOfOtherCalls) {
+  FakeIpc f;
+  const size_t mib = 1 << 20;
+  IpcImports m(4 * mib);
+  void *p[8];
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(0, m.map(f.ops(), i, 10 + i, mib, handle_of(i).data(), 1, &p[i]));
+  EXPECT_EQ(4u, f.open.size());
+  // call 2 uses 0 and 2 again, then needs a fifth: 1 (least recently used, not call 2's) goes
+  void *q = nullptr;
+  ASSERT_EQ(0, m.map(f.ops(), 0, 10, mib, handle_of(0).data(), 2, &q));
+  ASSERT_EQ(0, m.map(f.ops(), 2, 12, mib, handle_of(2).data(), 2, &q));
+  ASSERT_EQ(0, m.map(f.ops(), 4, 14, mib, handle_of(4).data(), 2, &p[4]));
+  EXPECT_EQ(0u, f.open.count(p[1]));
+  EXPECT_EQ(1u, f.open.count(p[0]));
+  EXPECT_EQ(1u, f.open.count(p[3]));
+  EXPECT_EQ(4u * mib, m.bytes());
+  // a call larger than the bound keeps its own mappings open
+  for (int i = 0; i < 6; ++i) ASSERT_EQ(0, m.map(f.ops(), 10 + i, 20 + i, mib, handle_of(20 + i).data(), 3, &q));
+  EXPECT_EQ(6, m.count());
+  EXPECT_EQ(6u * mib, m.bytes());
+  // a failed open leaves nothing behind
+  f.fail_open = 217;
+  EXPECT_EQ(217, m.map(f.ops(), 30, 40, mib, handle_of(40).data(), 4, &q));
+  EXPECT_EQ((size_t)m.count(), f.open.size());
+  f.fail_open = 0;
+  // every entry the current call's
+  IpcImports full(1ul << 40);
+  for (int i = 0; i < IpcImports::kEntries; ++i)
+    ASSERT_EQ(0, full.map(f.ops(), i % 8, 1000 + i, 1, handle_of(1000 + i).data(), 9, &q));
+  EXPECT_EQ(IpcImports::kFull, full.map(f.ops(), 0, 5000, 1, handle_of(5000).data(), 9, &q));
+  ASSERT_EQ(0, full.map(f.ops(), 0, 5000, 1, handle_of(5000).data(), 10, &q));  // the next call may evict
+  EXPECT_EQ(IpcImports::kEntries, full.count());
+  full.clear(f.ops());
+  m.clear(f.ops());
+  EXPECT_TRUE(f.open.empty());
+}
+
+// Drawn calls against a reference of what must be mapped: every answer is the mapping of that peer's allocation
+// made from its handle, no mapping is closed while its call lasts, and after each open the bytes mapped pass the
+// bound only by the current call's (the bound is kept as mappings open).
+TEST(IpcCache, DrawnCallsKeepTheRules) {
+  FakeIpc f;
+  std::mt19937_64 rng(std::random_device{}());
+  const size_t bound = 64 << 10;
+  IpcImports m(bound);
+  for (uint64_t call = 1; call <= 2000; ++call) {
+    std::set<void *> mine;
+    size_t call_bytes = 0;
+    const int peers = 1 + (int)(rng() % 7);
+    for (int k = 0; k < peers; ++k) {
+      const int peer = (int)(rng() % 8);
+      const unsigned long long id = rng() % 24;
+      const size_t bytes = (1 + (size_t)(peer * 31 + id) % 16) << 10;  // an allocation's size is its own
+      const auto h = handle_of((uintptr_t)peer << 20 | id);
+      void *got = nullptr;
+      const int opened = f.opened;
+      ASSERT_EQ(0, m.map(f.ops(), peer, id, bytes, h.data(), call, &got));
+      ASSERT_EQ(1u, f.open.count(got));
+      ASSERT_EQ(h, f.open[got]);
+      for (void *x : mine) ASSERT_EQ(1u, f.open.count(x)) << "a mapping of the current call was closed";
+      if (mine.insert(got).second) call_bytes += bytes;
+      if (f.opened > opened) {
+        ASSERT_LE(m.bytes(), bound + call_bytes);
+      }
+      ASSERT_EQ((size_t)m.count(), f.open.size());
+    }
+  }
+  m.clear(f.ops());
+  EXPECT_TRUE(f.open.empty());
+}
+
+// ------------------------------------------------------------------ the mailbox
+
+std::string mbox_name() {
+  static int k = 0;
+  return "/coll_gpu_mbox_test." + std::to_string(getpid()) + "." + std::to_string(++k);
+}
+
+// n ranks' mailboxes (objects of this process): made by rank 0 under a fresh name, opened by the others, then
+// unlinked, as Mailbox::create does. The name, now gone from the host.
+std::string mailboxes(coll_gpu::Mailbox *box, int n) {
+  const std::string name = mbox_name();
+  char why[256];
+  EXPECT_EQ(COLL_GPU_SUCCESS, box[0].make(name.c_str(), n, 0, why, sizeof(why))) << why;
+  for (int r = 1; r < n; ++r) EXPECT_EQ(COLL_GPU_SUCCESS, box[r].open(name.c_str(), n, r, why, sizeof(why))) << why;
+  coll_gpu::Mailbox::unlink(name.c_str());
+  return name;
+}
+
+// Made by one rank and opened by the others, unlinked at once: each rank reads the others' messages as posted,
+// and none it has not posted yet.
+TEST(Mailbox, PostedMessagesReachEveryRank) {
+  const int n = 4;
+  coll_gpu::Mailbox box[n];
+  const std::string name = mailboxes(box, n);
+  for (int r = 0; r < n; ++r) ASSERT_TRUE(box[r].ready());
+  char why[256];
+  coll_gpu::Mailbox late;
+  EXPECT_NE(COLL_GPU_SUCCESS, late.open(name.c_str(), n, 1, why, sizeof(why)));  // nothing left on the host
+  uint64_t w[coll_gpu::kMailWords];
+  for (uint64_t msg = 1; msg <= 3 * coll_gpu::kMailSlots; ++msg) {
+    for (int r = 0; r < n; ++r) EXPECT_FALSE(box[(r + 1) % n].read(r, msg, w));
+    for (int r = 0; r < n; ++r) {
+      uint64_t mine[coll_gpu::kMailWords];
+      for (int k = 0; k < coll_gpu::kMailWords; ++k) mine[k] = msg * 1000 + (uint64_t)r * 100 + k;
+      box[r].post(msg, mine);
+    }
+    for (int r = 0; r < n; ++r)
+      for (int q = 0; q < n; ++q) {
+        ASSERT_TRUE(box[q].read(r, msg, w));
+        for (int k = 0; k < coll_gpu::kMailWords; ++k) ASSERT_EQ(msg * 1000 + (uint64_t)r * 100 + k, w[k]);
+      }
+  }
+  // a rank opening a mailbox of another size is refused
+  const std::string other = mbox_name();
+  coll_gpu::Mailbox a, b;
+  ASSERT_EQ(COLL_GPU_SUCCESS, a.make(other.c_str(), 2, 0, why, sizeof(why)));
+  EXPECT_NE(COLL_GPU_SUCCESS, b.open(other.c_str(), 3, 1, why, sizeof(why)));
+  coll_gpu::Mailbox::unlink(other.c_str());
+}
+
+// Threads as ranks, each posting its messages and waiting for every peer's before the next, as the zero-copy
+// calls do: every message read is whole (its words all of one message).
+struct MailRank {
+  coll_gpu::Mailbox *box;
+  int rank, n, messages;
+  int torn = 0;
+};
+
+void *mail_rank(void *arg) {
+  auto *m = (MailRank *)arg;
+  uint64_t w[coll_gpu::kMailWords], mine[coll_gpu::kMailWords];
+  for (uint64_t msg = 1; msg <= (uint64_t)m->messages; ++msg) {
+    for (int k = 0; k < coll_gpu::kMailWords; ++k) mine[k] = msg << 8 | (uint64_t)m->rank;
+    m->box->post(msg, mine);
+    for (int q = 0; q < m->n; ++q) {
+      while (!m->box->read(q, msg, w)) sched_yield();
+      for (int k = 0; k < coll_gpu::kMailWords; ++k) m->torn += w[k] != (msg << 8 | (uint64_t)q);
+    }
+  }
+  return nullptr;
+}
+
+TEST(Mailbox, RanksInStepReadWholeMessages) {
+  const int n = 3, messages = 500;
+  coll_gpu::Mailbox box[n];
+  mailboxes(box, n);
+  for (int r = 0; r < n; ++r) ASSERT_TRUE(box[r].ready());
+  MailRank ranks[n];
+  pthread_t t[n];
+  for (int r = 0; r < n; ++r) {
+    ranks[r] = MailRank{&box[r], r, n, messages};
+    ASSERT_EQ(0, pthread_create(&t[r], nullptr, mail_rank, &ranks[r]));
+  }
+  for (int r = 0; r < n; ++r) pthread_join(t[r], nullptr);
+  for (int r = 0; r < n; ++r) EXPECT_EQ(0, ranks[r].torn) << "rank " << r;
+}
+
+}  // namespace
