@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
+/*
+ * The zero-copy alltoall's buffers (engine/ipc_cache.h), blocking MPI_Alltoall on device memory, every block
+ * checked byte for byte and the bytes around the receive buffer left poisoned:
+ *   - sub-allocations of one large cudaMalloc at random offsets, odd ones included, as a caching allocator
+ *     hands them out (the allocation mapped once, the offsets told per call);
+ *   - a receive buffer freed and allocated again between calls, its new contents poisoned afresh (a new
+ *     allocation at the same address must get a new mapping: an old one would write into memory that is no
+ *     longer the buffer);
+ *   - more allocations in turn than coll_gpu_zero_copy_map_bytes holds, when the case sets it low (the
+ *     mappings of earlier calls closed, those of the current call kept).
+ * Run with coll_gpu_zero_copy_min_bytes low enough for the blocks drawn (the cases set 1): whether the calls
+ * went zero-copy the verbose lines tell (the cases count them).
+ *
+ * usage: test_gpu_zero_copy [-i CALLS] [-s SEED]
+ */
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test/common/tbuf.h"
+
+#define POISON 0xA5
+#define GUARD 64
+
+static int rank, nranks;
+static long checks, failures;
+
+static uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+/* Byte i of the block rank `from` sends to rank `to` in call `call`. */
+static unsigned char byte_of(uint64_t seed, int call, int from, int to, size_t i) {
+  return (unsigned char)(mix(seed ^ ((uint64_t)call << 40) ^ ((uint64_t)from << 24) ^ ((uint64_t)to << 16)) + i * 7);
+}
+
+static void fail(const char *what, const char *detail) {
+  ++failures;
+  if (failures <= 10) fprintf(stderr, "[rank %d] FAIL %s: %s\n", rank, what, detail);
+}
+
+/* One alltoall of `block` bytes a block from send to recv (device pointers; recv has GUARD bytes on each side
+ * inside its allocation), checked: every block, and the guards still poisoned. */
+static void one_call(const char *what, uint64_t seed, int call, char *send, char *recv, size_t block) {
+  const size_t all = block * (size_t)nranks;
+  unsigned char *h = malloc(all + 2 * GUARD);
+  for (int to = 0; to < nranks; ++to)
+    for (size_t i = 0; i < block; ++i) h[(size_t)to * block + i] = byte_of(seed, call, rank, to, i);
+  TBUF_CHECK(cudaMemcpy(send, h, all, cudaMemcpyHostToDevice));
+  memset(h, POISON, all + 2 * GUARD);
+  TBUF_CHECK(cudaMemcpy(recv - GUARD, h, all + 2 * GUARD, cudaMemcpyHostToDevice));
+  ++checks;
+  if (MPI_Alltoall(send, (int)block, MPI_BYTE, recv, (int)block, MPI_BYTE, MPI_COMM_WORLD) != MPI_SUCCESS)
+    fail(what, "returned an error");
+  TBUF_CHECK(cudaMemcpy(h, recv - GUARD, all + 2 * GUARD, cudaMemcpyDeviceToHost));
+  ++checks;
+  for (size_t i = 0; i < GUARD; ++i)
+    if (h[i] != POISON || h[GUARD + all + i] != POISON) {
+      fail(what, "a byte beside the receive buffer was written");
+      break;
+    }
+  ++checks;
+  for (int from = 0; from < nranks; ++from)
+    for (size_t i = 0; i < block; ++i)
+      if (h[GUARD + (size_t)from * block + i] != byte_of(seed, call, from, rank, i)) {
+        char d[160];
+        snprintf(d, sizeof(d), "call %d, block %zu bytes: byte %zu of rank %d's block wrong", call, block, i, from);
+        fail(what, d);
+        from = nranks;
+        break;
+      }
+  free(h);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  int calls = 24, opt;
+  uint64_t seed = (uint64_t)time(NULL) ^ (uint64_t)getpid();
+  while ((opt = getopt(argc, argv, "i:s:")) != -1) {
+    if (opt == 'i') calls = atoi(optarg);
+    if (opt == 's') seed = strtoull(optarg, NULL, 0);
+  }
+  MPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  tbuf_select_device(rank);
+  const size_t most = (size_t)1 << 20; /* a block, at most */
+  const size_t all = most * (size_t)nranks;
+
+  /* sub-allocations of one allocation at random offsets (the same draws on every rank: the block sizes must
+   * agree; the offsets differ by rank) */
+  char *pool;
+  const size_t pool_bytes = 2 * all + 8 * GUARD + 8192;
+  TBUF_CHECK(cudaMalloc((void **)&pool, pool_bytes));
+  for (int call = 0; call < calls; ++call) {
+    const uint64_t r = mix(seed + (uint64_t)call);
+    const size_t block = 1 + (size_t)(r % most);
+    const uint64_t mine = mix(r + (uint64_t)rank + 1);
+    const size_t send_at = GUARD + (size_t)(mine % 4096);
+    const size_t recv_at = send_at + all + 2 * GUARD + (size_t)((mine >> 16) % 4096);
+    one_call("alltoall of sub-allocations", seed, call, pool + send_at, pool + recv_at, block);
+  }
+  TBUF_CHECK(cudaFree(pool));
+
+  /* a receive buffer freed and allocated again between calls */
+  char *send;
+  TBUF_CHECK(cudaMalloc((void **)&send, all));
+  int reused = 0;
+  char *last = NULL;
+  for (int call = 0; call < calls; ++call) {
+    char *recv;
+    TBUF_CHECK(cudaMalloc((void **)&recv, all + 2 * GUARD));
+    reused += recv == last;
+    last = recv;
+    one_call("alltoall into a buffer allocated again", seed, 1000 + call, send, recv + GUARD,
+             most / 2 + (size_t)call * 16);
+    TBUF_CHECK(cudaFree(recv));
+  }
+
+  /* allocations in turn, more than a low coll_gpu_zero_copy_map_bytes maps at once */
+  enum { TURNS = 6 };
+  char *recvs[TURNS];
+  for (int k = 0; k < TURNS; ++k) TBUF_CHECK(cudaMalloc((void **)&recvs[k], all + 2 * GUARD));
+  for (int call = 0; call < calls; ++call)
+    one_call("alltoall into allocations in turn", seed, 2000 + call, send, recvs[call % TURNS] + GUARD, most);
+  for (int k = 0; k < TURNS; ++k) TBUF_CHECK(cudaFree(recvs[k]));
+  TBUF_CHECK(cudaFree(send));
+
+  long sums[2] = {checks, failures}, totals[2];
+  int reused_all = 0;
+  MPI_Reduce(sums, totals, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&reused, &reused_all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank == 0)
+    printf(
+        "test_gpu_zero_copy: %d ranks, seed %llu, %ld checks, %ld failed (%d buffers allocated again at the "
+        "address of the last)\n",
+        nranks, (unsigned long long)seed, totals[0], totals[1], reused_all);
+  MPI_Finalize();
+  return totals[1] == 0 || rank != 0 ? 0 : 1;
+}
