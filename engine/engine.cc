@@ -989,24 +989,21 @@ coll_gpu_status_t coll_gpu_engine::zero_copy_exchange(const coll_gpu_args_t &a, 
   static_assert(4 + coll_gpu::kIpcHandleBytes / 8 <= coll_gpu::kMailWords, "a receive buffer fits a message");
   *use = false;
   const uint64_t call = ++zero_copy_calls;
+  // every rank posts both messages whatever fails here (a peer waits for them): a failure only says "cannot"
   ContextScope ctx(mem);
-  COLL_GPU_CHECK(entered(ctx, mem, why, len));
+  char whynot[128];
+  const bool in_ctx = entered(ctx, mem, whynot, sizeof(whynot)) == COLL_GPU_SUCCESS;
   const coll_gpu::IpcOps ops = coll_gpu::cuda_ipc_ops();
   uint64_t mine[coll_gpu::kMailWords] = {};
   coll_gpu_alloc_t al;
-  if (coll_gpu_mem_alloc_of(a.recvbuf, &al) == 0 && al.exportable &&
+  if (in_ctx && coll_gpu_mem_alloc_of(a.recvbuf, &al) == 0 && al.exportable &&
       exports.handle(ops, al.id, al.base, (unsigned char *)&mine[4]) == 0) {
     mine[0] = 1;
     mine[1] = al.id;
     mine[2] = al.size;
     mine[3] = (uint64_t)((char *)a.recvbuf - (char *)al.base);
   }
-  coll_gpu::HostPtr<uint64_t[]> all = coll_gpu::make_host_array<uint64_t>((size_t)nranks * coll_gpu::kMailWords);
-  if (all == nullptr) {
-    coll_gpu_say(why, len, "out of host memory");
-    return COLL_GPU_SYSTEM_ERROR;
-  }
-  uint64_t(*words)[coll_gpu::kMailWords] = (uint64_t(*)[coll_gpu::kMailWords])all.get();
+  uint64_t words[COLL_GPU_MAX_DIRECT][coll_gpu::kMailWords];
   mbox.post(2 * call - 1, mine);
   COLL_GPU_CHECK(mail_wait(2 * call - 1, words, why, len));
   int cannot = -1;  // a rank whose receive buffer cannot be exported, or this one where a mapping failed
