@@ -56,11 +56,19 @@ __global__ void __launch_bounds__(kLLThreads)
   block_done(c.status, p.seq);
 }
 
-// A block's copy of `bytes` from src to dst.
+// A block's copy of `bytes` from src to dst, kUnroll packs in flight per thread (tile_packs).
 __device__ void block_copy(bool aligned, const char *src, char *dst, size_t bytes) {
-  for (size_t i = (size_t)threadIdx.x * kPack; i < bytes; i += (size_t)blockDim.x * kPack) {
-    const int n = (int)coll_gpu_min(kPack, bytes - i);
-    store_pack(aligned, dst + i, load_pack(aligned, src + i, n), n);
+  const size_t stride = (size_t)blockDim.x * kPack;
+  for (size_t tile = (size_t)threadIdx.x * kPack; tile < bytes; tile += kUnroll * stride) {
+    int n[kUnroll];
+    tile_packs(tile, stride, bytes, n);
+    uint4 v[kUnroll];
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k)
+      if (n[k] > 0) v[k] = load_pack(aligned, src + tile + k * stride, n[k]);
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k)
+      if (n[k] > 0) store_pack(aligned, dst + tile + k * stride, v[k], n[k]);
   }
 }
 
