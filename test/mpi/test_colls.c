@@ -6,7 +6,7 @@
  * derived datatypes (holes, negative lower bound), in place and not, counts 0, 1 and more, every root.
  * Outputs are poisoned first; receive images are compared byte for byte, holes included.
  *
- * usage: test_colls [-m host|device|managed|pinned|pool|mixed] [-s seed] [-v] [-L] [-F] [-G] [-W] [-r GAP_US]
+ * usage: test_colls [-m host|device|managed|pinned|pool|vmm|mixed] [-s seed] [-v] [-L] [-F] [-G] [-W] [-r GAP_US]
  * -F makes odd ranks stage every buffer (coll_gpu_force_staging through MPI_T) and even ranks not, as
  *    ranks that loaded CUDA beside ranks that did not.
  * -G (device memory, or any with -W over several nodes; across hosts with coll_gpu_net_min_bytes 0) also checks that

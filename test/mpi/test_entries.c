@@ -15,7 +15,7 @@
  * coll_gpu_staged_buffers tells: a buffer handed on unstaged works on host memory, so only this shows it
  * there.
  *
- * usage: test_entries [-m host|device|managed|pinned|pool|mixed] [-s seed] [-S]
+ * usage: test_entries [-m host|device|managed|pinned|pool|vmm|mixed] [-s seed] [-S]
  */
 #include <mpi.h>
 /* after mpi.h, which it needs: MPIX_*_init */
