@@ -27,12 +27,14 @@ namespace {
 std::atomic<uint32_t> made{0};  // this process's segments, for their names
 }
 
+size_t Mailbox::segment_bytes(int nranks) { return (size_t)nranks * kMailSlots * sizeof(Slot); }
+
 Mailbox::Slot *Mailbox::slot(int r, uint64_t n) const {
   return (Slot *)base_ + (size_t)r * kMailSlots + n % kMailSlots;
 }
 
 coll_gpu_status_t Mailbox::map(int fd, int nranks, int rank, char *why, size_t len) {
-  const size_t bytes = (size_t)nranks * kMailSlots * sizeof(Slot);
+  const size_t bytes = segment_bytes(nranks);
   void *m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   const int err = errno;
   close(fd);
@@ -42,7 +44,6 @@ coll_gpu_status_t Mailbox::map(int fd, int nranks, int rank, char *why, size_t l
   }
   base_ = m;
   bytes_ = bytes;
-  nranks_ = nranks;
   rank_ = rank;
   return COLL_GPU_SUCCESS;
 }
@@ -54,7 +55,7 @@ coll_gpu_status_t Mailbox::make(const char *name, int nranks, int rank, char *wh
     snprintf(why, len, "making the node's mailbox %s: %s", name, strerror(errno));
     return COLL_GPU_SYSTEM_ERROR;
   }
-  if (ftruncate(fd, (off_t)((size_t)nranks * kMailSlots * sizeof(Slot))) != 0) {  // zero: no message yet
+  if (ftruncate(fd, (off_t)segment_bytes(nranks)) != 0) {  // zero: no message yet
     snprintf(why, len, "sizing the node's mailbox %s: %s", name, strerror(errno));
     close(fd);
     shm_unlink(name);
@@ -71,7 +72,7 @@ coll_gpu_status_t Mailbox::open(const char *name, int nranks, int rank, char *wh
     return COLL_GPU_SYSTEM_ERROR;
   }
   struct stat st;
-  if (fstat(fd, &st) != 0 || (size_t)st.st_size != (size_t)nranks * kMailSlots * sizeof(Slot)) {
+  if (fstat(fd, &st) != 0 || (size_t)st.st_size != segment_bytes(nranks)) {
     snprintf(why, len, "the node's mailbox %s is not of %d ranks", name, nranks);
     close(fd);
     return COLL_GPU_SYSTEM_ERROR;

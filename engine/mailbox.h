@@ -49,11 +49,12 @@ class Mailbox {
 
  private:
   struct Slot;
+  static size_t segment_bytes(int nranks);  // the segment of nranks ranks' slots
   coll_gpu_status_t map(int fd, int nranks, int rank, char *why, size_t len);
   Slot *slot(int r, uint64_t n) const;
   void *base_ = nullptr;
   size_t bytes_ = 0;
-  int nranks_ = 0, rank_ = 0;
+  int rank_ = 0;
 };
 
 }  // namespace coll_gpu

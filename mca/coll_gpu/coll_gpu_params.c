@@ -460,7 +460,8 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
    * without the agreement 64-80 us up to 64 KiB against 39-102 us staged, as fast at 8 KiB (70.7 against
    * 70.4), faster from 16 KiB (73 against 78 us), 9-15x faster from 16 MiB; 2 hosts x 1 H100: staged faster
    * up to 32 KiB (21-50 us against 38-57). The agreement adds a message's latency to the GPU path. */
-  /* not yet measured: 1 MiB a block, where the FIFOs' pairwise alltoall fell behind NCCL's on 4 H200 */
+  /* 1 MiB a block: on 2 H200 the zero-copy alltoall took 0.91x the FIFOs' time at 1 MiB and 0.83-0.99x from 2 to
+   * 256 MiB (docs/benchmarks.md); below 1 MiB not timed (the LL one-shot kernel takes alltoall to 64 KiB) */
   register_size("zero_copy_min_bytes",
                 "Inside a node, blocking MPI_Alltoall on device buffers with blocks of at least this many bytes "
                 "moves each block straight from the sender's buffer into the receiver's, mapped once per "
