@@ -46,6 +46,7 @@
 #include "engine/net.h"
 #include "engine/owning.h"
 #include "engine/stage.h"
+#include "engine/zero_copy.h"
 #include "kernels/staging.h"
 #include "proxy/trace.h"
 
@@ -249,8 +250,10 @@ struct coll_gpu_engine {
   coll_gpu_status_t linger_start(coll_gpu_work_t *p, int *blocks, char *why, size_t why_len);
   void linger_stop();
   void call_init(coll_gpu_work_t *p, coll_gpu_coll_t coll, const coll_gpu_choice_t &choice);
-  coll_gpu_status_t mail_wait(uint64_t n, uint64_t (*words)[coll_gpu::kMailWords], char *why, size_t len);
-  coll_gpu_status_t zero_copy_exchange(const coll_gpu_args_t &a, void **peer_recv, bool *use, char *why, size_t len);
+  coll_gpu_status_t mail_wait(uint64_t n, const char *call, uint64_t (*words)[coll_gpu::kMailWords], char *why,
+                              size_t len);
+  coll_gpu_status_t zero_copy_exchange(const coll_gpu_args_t &a, void **peer_recv, coll_gpu_vblock_t *wants,
+                                       size_t *most, bool *use, char *why, size_t len);
   // The call on the GPUs: at most one, the last part of the call started last. Its done words are polled
   // by coll_gpu_engine_test without waiting, by wait_flight with waiting.
   struct {
@@ -947,9 +950,9 @@ void coll_gpu_engine::wake_proxy(const coll_gpu_work_t &p) {
 }
 
 // Waits for every rank's message n of the mailbox, into words[rank]: as long as their processes exist, with the
-// watchdog's line once after the timeout.
-coll_gpu_status_t coll_gpu_engine::mail_wait(uint64_t n, uint64_t (*words)[coll_gpu::kMailWords], char *why,
-                                             size_t len) {
+// watchdog's line once after the timeout (naming `call`, the MPI function).
+coll_gpu_status_t coll_gpu_engine::mail_wait(uint64_t n, const char *call, uint64_t (*words)[coll_gpu::kMailWords],
+                                             char *why, size_t len) {
   coll_gpu_wait_t w;
   coll_gpu_wait_init(&w, &cfg.wait);
   uint8_t *late = gone.get();  // one wait at a time
@@ -964,74 +967,97 @@ coll_gpu_status_t coll_gpu_engine::mail_wait(uint64_t n, uint64_t (*words)[coll_
     if (what & COLL_GPU_WAIT_CHECK)
       for (int q = 0; q < nranks; ++q)
         if (late[q] && visible[q] && coll_gpu_pid_gone(pid[q])) {
-          coll_gpu_say(why, len, "MPI_Alltoall (zero-copy): the process of rank %d ended before it reached the call",
-                       q);
+          coll_gpu_say(why, len, "%s (zero-copy): the process of rank %d ended before it reached the call", call, q);
           return COLL_GPU_PEER_GONE;
         }
     if ((what & COLL_GPU_WAIT_REPORT) && cfg.log != nullptr) {
       char ranks[64] = "";
       coll_gpu_append_ranks(ranks, sizeof(ranks), late, nranks);
       cfg.log(COLL_GPU_LVL_WATCHDOG, COLL_GPU_LOG_COLL,
-              "comm %s: MPI_Alltoall (zero-copy) has waited %.0f s for rank(s)%s to reach it, whose processes are "
-              "alive: still waiting (reported once per call, after coll_gpu_timeout)",
-              cfg.name, coll_gpu_wait_seconds(&w), ranks);
+              "comm %s: %s (zero-copy) has waited %.0f s for rank(s)%s to reach it, whose processes are alive: "
+              "still waiting (reported once per call, after coll_gpu_timeout)",
+              cfg.name, call, coll_gpu_wait_seconds(&w), ranks);
     }
   }
 }
 
-// The zero-copy alltoall's exchange, two messages a call through the node's mailbox: the first tells where this
-// rank's receive buffer lies (its allocation's id and size, the buffer's offset in it, the allocation's IPC
-// handle: words 0-3 and 4-11), or that it cannot be exported (word 0 is 0: not cudaMalloc memory); the second
-// whether this rank has mapped every peer's. *use: every rank has (the same answer on every rank), with
-// peer_recv[q] rank q's receive buffer as mapped here; otherwise the call goes through the FIFOs.
-coll_gpu_status_t coll_gpu_engine::zero_copy_exchange(const coll_gpu_args_t &a, void **peer_recv, bool *use, char *why,
+namespace {
+// The MPI function of a zero-copy call.
+const char *zero_copy_call(const coll_gpu_args_t &a) {
+  return a.v == nullptr ? "MPI_Alltoall" : a.coll == COLL_GPU_COLL_ALLGATHER ? "MPI_Allgatherv" : "MPI_Alltoallv";
+}
+}  // namespace
+
+// The zero-copy exchange of call a, two messages through the node's mailbox (engine/zero_copy.h): the first tells
+// where this rank's receive buffer lies, or that it cannot be exported (not cudaMalloc memory), and the largest
+// block this rank sends; the second whether this rank has mapped every peer's and, with counts, where it takes each
+// peer's block. *use: every rank has mapped every receive buffer (the same answer on every rank), with peer_recv[q]
+// rank q's as mapped here, wants[q] what q takes from this rank (with counts) and *most the largest block of any
+// rank; otherwise the alltoall goes through the FIFOs, and a call with counts is staged.
+coll_gpu_status_t coll_gpu_engine::zero_copy_exchange(const coll_gpu_args_t &a, void **peer_recv,
+                                                      coll_gpu_vblock_t *wants, size_t *most, bool *use, char *why,
                                                       size_t len) {
-  static_assert(4 + coll_gpu::kIpcHandleBytes / 8 <= coll_gpu::kMailWords, "a receive buffer fits a message");
+  using namespace coll_gpu;
   *use = false;
   const uint64_t call = ++zero_copy_calls;
+  const char *name = zero_copy_call(a);
   // every rank posts both messages whatever fails here (a peer waits for them): a failure only says "cannot"
   ContextScope ctx(mem);
   char whynot[128];
   const bool in_ctx = entered(ctx, mem, whynot, sizeof(whynot)) == COLL_GPU_SUCCESS;
-  const coll_gpu::IpcOps ops = coll_gpu::cuda_ipc_ops();
-  uint64_t mine[coll_gpu::kMailWords] = {};
+  const IpcOps ops = cuda_ipc_ops();
+  uint64_t mine[kMailWords] = {};
   coll_gpu_alloc_t al;
-  if (in_ctx && coll_gpu_mem_alloc_of(a.recvbuf, &al) == 0 && al.exportable &&
-      exports.handle(ops, al.id, al.base, (unsigned char *)&mine[4]) == 0) {
-    mine[0] = 1;
-    mine[1] = al.id;
-    mine[2] = al.size;
-    mine[3] = (uint64_t)((char *)a.recvbuf - (char *)al.base);
+  if (zc_receives_nothing(nranks, a)) {
+    mine[kZcCan] = kZcNothing;
+  } else if (in_ctx && coll_gpu_mem_alloc_of(a.recvbuf, &al) == 0 && al.exportable &&
+             exports.handle(ops, al.id, al.base, (unsigned char *)&mine[kZcHandle]) == 0) {
+    mine[kZcCan] = kZcExported;
+    mine[kZcId] = al.id;
+    mine[kZcSize] = al.size;
+    mine[kZcOffset] = (uint64_t)((char *)a.recvbuf - (char *)al.base);
   }
-  uint64_t words[COLL_GPU_MAX_DIRECT][coll_gpu::kMailWords];
+  mine[kZcMost] = zc_most(nranks, a);
+  uint64_t words[COLL_GPU_MAX_DIRECT][kMailWords];
   mbox.post(2 * call - 1, mine);
-  COLL_GPU_CHECK(mail_wait(2 * call - 1, words, why, len));
+  COLL_GPU_CHECK(mail_wait(2 * call - 1, name, words, why, len));
   int cannot = -1;  // a rank whose receive buffer cannot be exported, or this one where a mapping failed
-  for (int q = 0; q < nranks && cannot < 0; ++q)
-    if (words[q][0] != 1) cannot = q;
+  *most = 0;
+  for (int q = 0; q < nranks; ++q) {
+    if (words[q][kZcCan] != kZcExported && words[q][kZcCan] != kZcNothing && cannot < 0) cannot = q;
+    if (words[q][kZcMost] > *most) *most = words[q][kZcMost];
+  }
   for (int q = 0; q < nranks && cannot < 0; ++q) {
     void *base = nullptr;
     if (q == rank)
       peer_recv[q] = a.recvbuf;
-    else if (imports.map(ops, q, words[q][1], words[q][2], (const unsigned char *)&words[q][4], call, &base) == 0)
-      peer_recv[q] = (char *)base + words[q][3];
+    else if (words[q][kZcCan] == kZcNothing)
+      peer_recv[q] = nullptr;
+    else if (imports.map(ops, q, words[q][kZcId], words[q][kZcSize], (const unsigned char *)&words[q][kZcHandle], call,
+                         &base) == 0)
+      peer_recv[q] = (char *)base + words[q][kZcOffset];
     else
       cannot = rank;
   }
-  uint64_t mapped[coll_gpu::kMailWords] = {cannot < 0 ? 1u : 0u};
-  mbox.post(2 * call, mapped);
-  COLL_GPU_CHECK(mail_wait(2 * call, words, why, len));
+  uint64_t second[kMailWords];
+  zc_wants_post(rank, nranks, cannot < 0, a, second);
+  mbox.post(2 * call, second);
+  COLL_GPU_CHECK(mail_wait(2 * call, name, words, why, len));
   for (int q = 0; q < nranks && cannot < 0; ++q)
     if (words[q][0] != 1) cannot = q;
   *use = cannot < 0;
+  if (*use && a.v != nullptr)
+    for (int q = 0; q < nranks; ++q)
+      if (q != rank) wants[q] = zc_wants_of(q, rank, nranks, words[q]);
   if (cfg.log != nullptr && *use)
     cfg.log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL,
-            "comm %s: alltoall of %zu bytes a block: zero-copy, into the peers' receive buffers", cfg.name, a.count);
+            "comm %s: %s of %zu bytes a block at most: zero-copy, into the peers' receive buffers", cfg.name, name,
+            *most);
   else if (cfg.log != nullptr)
     cfg.log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL,
-            "comm %s: alltoall of %zu bytes a block: through the FIFOs (rank %d's receive buffer cannot be mapped: "
-            "not cudaMalloc memory, or a mapping failed)",
-            cfg.name, a.count, cannot);
+            "comm %s: %s of %zu bytes a block at most: %s (rank %d's receive buffer cannot be mapped: not cudaMalloc "
+            "memory, or a mapping failed)",
+            cfg.name, name, *most, a.v == nullptr ? "through the FIFOs" : "staged", cannot);
   return COLL_GPU_SUCCESS;
 }
 
@@ -1266,17 +1292,60 @@ coll_gpu_status_t chain(coll_gpu_engine_t *e, const coll_gpu_args_t &a, Step ste
   return st;
 }
 
+// An allgatherv or alltoallv (args.v): zero-copy on one node, or COLL_GPU_UNAVAILABLE on every rank alike, nothing
+// moved, where it cannot be (the communicator spans nodes or has no mailbox, or some rank's receive buffer cannot be
+// mapped).
+coll_gpu_status_t run_counted(coll_gpu_engine_t *e, const coll_gpu_args_t &a, char *why, size_t why_len) {
+  const char *name = zero_copy_call(a);
+  if (e->multinode || e->nranks > COLL_GPU_MAX_DIRECT || !e->mbox.ready()) {
+    coll_gpu_say(why, why_len, "%s runs on the GPUs on one node of at most %d ranks that has a mailbox", name,
+                 COLL_GPU_MAX_DIRECT);
+    return COLL_GPU_UNAVAILABLE;
+  }
+  void *peer_recv[COLL_GPU_MAX_DIRECT] = {};
+  coll_gpu_vblock_t wants[COLL_GPU_MAX_DIRECT] = {};
+  size_t most = 0;
+  bool use = false;
+  COLL_GPU_CHECK(e->zero_copy_exchange(a, peer_recv, wants, &most, &use, why, why_len));
+  if (!use) {
+    coll_gpu_say(why, why_len, "%s: a rank's receive buffer cannot be mapped (not cudaMalloc memory)", name);
+    return COLL_GPU_UNAVAILABLE;
+  }
+  const coll_gpu_choice_t choice = {COLL_GPU_ALGO_RING, COLL_GPU_PROTO_SIMPLE, 0, 0};
+  coll_gpu_work_t p;
+  e->call_init(&p, a.coll, choice);
+  p.sendbuf = a.sendbuf;
+  p.recvbuf = a.recvbuf;
+  p.type = COLL_GPU_UINT8;
+  p.count = most;
+  p.zc_parts = coll_gpu::zc_parts(e->cfg.tune, e->nranks, most);
+  const int bad = coll_gpu::zc_blocks(e->rank, e->nranks, a, peer_recv, wants, p.zc);
+  e->trace(p, most, most, choice);
+  COLL_GPU_CHECK(e->launch(p, choice.proto, false, why, why_len));
+  COLL_GPU_CHECK(e->wait_flight(why, why_len));
+  if (bad < 0) return COLL_GPU_SUCCESS;
+  coll_gpu_say(why, why_len, "%s: rank %d sends %zu bytes to rank %d, which takes %zu from it", name, e->rank,
+               a.v->send[bad].bytes, bad, bad == e->rank ? a.v->recv[bad].bytes : wants[bad].bytes);
+  return COLL_GPU_MISMATCH;
+}
+
 coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
   COLL_GPU_CHECK(runnable(e, args, why, why_len));
+  if (args->v != nullptr) return run_counted(e, *args, why, why_len);
   Parts parts(*e, *args);
   if (parts.choice().algo == COLL_GPU_ALGO_CHAIN) return chain(e, *args, run, why, why_len);
   void *peer_recv[COLL_GPU_MAX_DIRECT] = {};
+  coll_gpu_vblock_t wants[COLL_GPU_MAX_DIRECT] = {};
+  size_t most = 0;
   bool zero_copy = false;
   if (zero_copy_wanted(e, *args, parts.choice()))
-    COLL_GPU_CHECK(e->zero_copy_exchange(*args, peer_recv, &zero_copy, why, why_len));
+    COLL_GPU_CHECK(e->zero_copy_exchange(*args, peer_recv, wants, &most, &zero_copy, why, why_len));
   coll_gpu_work_t p;
   while (parts.next(*e, &p)) {
-    if (zero_copy) memcpy(p.peer_recv, peer_recv, sizeof(peer_recv));
+    if (zero_copy) {
+      p.zc_parts = coll_gpu::zc_parts(e->cfg.tune, e->nranks, most);
+      coll_gpu::zc_blocks(e->rank, e->nranks, *args, peer_recv, wants, p.zc);
+    }
     COLL_GPU_CHECK(e->launch(p, parts.choice().proto, parts.linger(), why, why_len));
     COLL_GPU_CHECK(e->wait_flight(why, why_len));
   }
@@ -1287,6 +1356,10 @@ coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *w
 // once, kernels of their own that run one after another: the host need not come back between parts.
 coll_gpu_status_t start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
   COLL_GPU_CHECK(runnable(e, args, why, why_len));
+  if (args->v != nullptr) {  // the glue stages them (engine.h)
+    coll_gpu_say(why, why_len, "%s: a call with counts does not start without waiting", zero_copy_call(*args));
+    return COLL_GPU_INTERNAL_ERROR;
+  }
   Parts parts(*e, *args);
   if (parts.choice().algo == COLL_GPU_ALGO_CHAIN) return chain(e, *args, start, why, why_len);
   const bool linger = parts.linger() && parts.single();
@@ -1298,7 +1371,9 @@ coll_gpu_status_t start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char 
 }  // namespace
 
 coll_gpu_status_t coll_gpu_engine_run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
-  return ended(e, run(e, args, why, why_len));
+  const coll_gpu_status_t st = run(e, args, why, why_len);
+  // a call with counts that cannot run here, or whose ranks disagree, leaves the engine as it was
+  return st == COLL_GPU_UNAVAILABLE || st == COLL_GPU_MISMATCH ? st : ended(e, st);
 }
 
 coll_gpu_status_t coll_gpu_engine_start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {

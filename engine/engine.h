@@ -140,10 +140,24 @@ int coll_gpu_engine_owns(const coll_gpu_engine_t *e, const coll_gpu_meminfo_t *m
  *     block r);
  *   alltoall: block q of sendbuf (count bytes) to block r of rank q's recvbuf (not in place). Its Simple
  *     algorithm ("ring") goes around the ring with 2 ranks and pairwise over point-to-point connections
- *     with more, up to COLL_GPU_MAX_DIRECT ranks (beyond, no alltoall runs on the GPUs).
+ *     with more, up to COLL_GPU_MAX_DIRECT ranks (beyond, no alltoall runs on the GPUs);
+ *   allgather and alltoall with counts (v not NULL: MPI_Allgatherv, MPI_Alltoallv; coll_gpu_engine_run on one
+ *     node of at most COLL_GPU_MAX_DIRECT ranks only, count unused): v->send[q] of sendbuf to rank q, whose
+ *     recvbuf takes it where its v->recv[r] says (an allgatherv sends the same bytes to every rank; in place,
+ *     sendbuf is recvbuf + v->recv[r].displ). They go zero-copy, straight into the peers' receive buffers;
+ *     where some rank's cannot be mapped, the call returns COLL_GPU_UNAVAILABLE on every rank, having moved
+ *     nothing. Bytes a sender sends that its receiver does not take as many of (an erroneous program) move as
+ *     far as both allow, and the sender's call fails with COLL_GPU_MISMATCH.
  * type and op: the reductions'. root: bcast's and reduce's. How the engine runs a call depends on its
  * buffers only through whether a reduce-scatter's result overlaps its input (in place, or not): every rank
  * must pass that alike, as MPI_IN_PLACE is. */
+typedef struct {
+  size_t displ, bytes; /* a block of a buffer: from displ on, in bytes */
+} coll_gpu_vblock_t;
+typedef struct {
+  coll_gpu_vblock_t send[COLL_GPU_MAX_DIRECT]; /* of sendbuf, for rank q */
+  coll_gpu_vblock_t recv[COLL_GPU_MAX_DIRECT]; /* of recvbuf, from rank q */
+} coll_gpu_vlayout_t;
 typedef struct {
   coll_gpu_coll_t coll;
   const void *sendbuf;
@@ -153,6 +167,7 @@ typedef struct {
   coll_gpu_dtype_t type;
   coll_gpu_redop_t op;
   int root;
+  const coll_gpu_vlayout_t *v; /* allgather and alltoall with counts, or NULL */
 } coll_gpu_args_t;
 
 /* One collective on the GPUs; returns when recvbuf holds the result. Late peers are waited for as long

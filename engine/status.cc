@@ -28,6 +28,8 @@ const char *coll_gpu_status_string(coll_gpu_status_t s) {
       return "peer process gone";
     case COLL_GPU_INTERNAL_ERROR:
       return "internal error";
+    case COLL_GPU_MISMATCH:
+      return "arguments differ between ranks";
   }
   return "unknown status";
 }

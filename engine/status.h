@@ -24,7 +24,8 @@ typedef enum {
   COLL_GPU_SYSTEM_ERROR = 3,    /* an operating-system call failed, or host memory ran out */
   COLL_GPU_BOOTSTRAP_ERROR = 4, /* an exchange through the bootstrap interface (MPI) failed */
   COLL_GPU_PEER_GONE = 5,       /* a peer's process ended before the call completed */
-  COLL_GPU_INTERNAL_ERROR = 6   /* the engine was asked for something it cannot run: a bug */
+  COLL_GPU_INTERNAL_ERROR = 6,  /* the engine was asked for something it cannot run: a bug */
+  COLL_GPU_MISMATCH = 7         /* the ranks' arguments of one call disagree (an erroneous program) */
 } coll_gpu_status_t;
 
 /* "CUDA error", ... */

@@ -246,6 +246,16 @@ void coll_gpu_dev_ipc_conns(const coll_gpu_dev_comm_t *comm, coll_gpu_dev_conns_
 int coll_gpu_dev_comm_upload(const coll_gpu_dev_comm_t *comm, const coll_gpu_dev_conns_t *conns, int nrings,
                              const uint16_t *rings);
 
+/* The zero-copy moves' parts of each block, a kernel block each (at most). */
+#define COLL_GPU_ZC_PARTS 16
+/* One block of a zero-copy move: `bytes` from src (this rank's memory) to dst (a peer's receive buffer as mapped
+ * here, or this rank's own). */
+typedef struct {
+  const void *src;
+  void *dst;
+  size_t bytes;
+} coll_gpu_zc_t;
+
 /* One call (NCCL's work descriptor): what the host hands the kernels per call, next to the communicator. */
 typedef struct {
   coll_gpu_coll_t coll;
@@ -272,13 +282,12 @@ typedef struct {
   coll_gpu_range_t blocks[COLL_GPU_MAX_DIRECT]; /* reduce-scatter: rank q's elements of sendbuf */
   size_t each; /* reduce-scatter of more than COLL_GPU_MAX_DIRECT ranks (equal blocks): rank q's elements of
                   sendbuf are [q * each, q * each + count), blocks unused; 0 otherwise */
-  /* the zero-copy alltoall (one node, algo RING): every rank's receive buffer as mapped here (this rank's own
-     recvbuf), written straight from sendbuf; NULL (all of them): through the FIFOs */
-  void *peer_recv[COLL_GPU_MAX_DIRECT];
+  /* the zero-copy moves (one node): zc_parts > 0 runs the zero-copy kernel, each rank's block in zc_parts parts
+     (the same on every rank), zc[q] what this rank writes into rank q's receive buffer (mapped here), zc[rank]
+     its own copy; 0: the algorithm's kernel */
+  int zc_parts;
+  coll_gpu_zc_t zc[COLL_GPU_MAX_DIRECT];
 } coll_gpu_work_t;
-
-/* The zero-copy alltoall's parts of each block, a kernel block each (at most). */
-#define COLL_GPU_ZC_PARTS 16
 
 /* Launches call w of w->coll on communicator comm (its connections uploaded) on stream (a cudaStream_t). The blocks
  * that finish write seq into status->done[0..blocks); coll_gpu_ar_blocks says how many to wait for. */

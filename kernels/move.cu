@@ -32,12 +32,14 @@
  * once (the tuning model bounds them where ranks share a GPU).
  * A bcast's root only sends: it announces its start and waits for every peer's (prims_ring.cuh).
  *
- * Zero-copy, Simple (alltoall on one node, large blocks, the engine's choice: coll_gpu_work_t's peer_recv, every
- * peer's receive buffer mapped here): no FIFO; each rank writes its block for peer q straight into q's receive
- * buffer. Block 0 first announces the call to every peer (started, prims_ring.cuh). The call's blocks are n groups
- * of P parts: group 0 copies the parts of this rank's own block; group k > 0 serves peer q = rank + k, its block b
- * waiting until q has announced the call (q's receive buffer is q's to give from its kernel's start, which comes
- * after the work queued before on q's stream), writing part b of my block for q into q's receive buffer, then,
+ * Zero-copy, Simple (one node, the engine's choice: coll_gpu_work_t's zc_parts and zc, every peer's receive
+ * buffer mapped here; the alltoall of large blocks, and allgatherv and alltoallv of any counts): no FIFO; each rank
+ * writes its block for peer q (zc[q]: from its send buffer, or its own block of its receive buffer for an allgatherv
+ * in place) straight into q's receive buffer, where q wants it. Block 0 first announces the call to every peer
+ * (started, prims_ring.cuh). The call's blocks are n groups of P = zc_parts parts (P the same on every rank, the
+ * blocks' bytes not): group 0 copies the parts of this rank's own block; group k > 0 serves peer q = rank + k, its
+ * block b waiting until q has announced the call (q's receive buffer is q's to give from its kernel's start, which
+ * comes after the work queued before on q's stream), writing part b of my block for q into q's receive buffer, then,
  * its stores fenced, raising copied[rank][b] in q's scratch to seq; then it waits for copied[rank - k][b] in
  * mine: the part rank - k writes into my receive buffer. So a rank's call ends once every peer has written
  * into its receive buffer, and none writes there before the call has begun on it.
@@ -166,20 +168,24 @@ __global__ void __launch_bounds__(kRingThreads) move_p2p(const __grid_constant__
   block_done(c.w.status, p.seq);
 }
 
+// A zero-copy block's part `part` of `parts`, copied (16-byte loads and stores where both ends allow).
+__device__ void zc_copy(const coll_gpu_zc_t &z, int parts, int part) {
+  const coll_gpu_range_t r = coll_gpu_part(z.bytes, parts, part, kPack);
+  const char *src = (const char *)z.src;
+  char *dst = (char *)z.dst;
+  if (src != dst)
+    block_copy((((uintptr_t)src | (uintptr_t)dst) & (kPack - 1)) == 0, src + r.begin, dst + r.begin, r.count);
+}
+
 __global__ void __launch_bounds__(kRingThreads)
-    move_zero_copy(const __grid_constant__ coll_gpu_dev_comm_t comm, const __grid_constant__ coll_gpu_work_t p,
-                   bool aligned) {
-  const int n = comm.nranks, parts = (int)gridDim.x / n;
+    move_zero_copy(const __grid_constant__ coll_gpu_dev_comm_t comm, const __grid_constant__ coll_gpu_work_t p) {
+  const int n = comm.nranks, parts = p.zc_parts;
   const int k = (int)blockIdx.x / parts, part = (int)blockIdx.x % parts;
   announce_start(comm, p);
   const Waiter w(comm);
   const Layout L(comm.layout);
-  const coll_gpu_range_t mine = coll_gpu_part(p.count, parts, part, kPack);
-  const char *in = (const char *)p.sendbuf;
-  char *out = (char *)p.recvbuf;
   if (k == 0) {  // my own block
-    const size_t at = (size_t)comm.rank * p.block + mine.begin;
-    if (in != out) block_copy(aligned, in + at, out + at, mine.count);
+    zc_copy(p.zc[comm.rank], parts, part);
     block_done(comm.status, p.seq);
     return;
   }
@@ -189,9 +195,7 @@ __global__ void __launch_bounds__(kRingThreads)
     ok = w.wait_geq(flag_at(comm.peer_scratch[comm.rank], L.started(to)), p.seq, to);  // to's buffer is its call's
   __syncthreads();
   if (ok) {
-    char *theirs = (char *)p.peer_recv[to] + (size_t)comm.rank * p.block + mine.begin;
-    block_copy(aligned && ((uintptr_t)p.peer_recv[to] & (kPack - 1)) == 0, in + (size_t)to * p.block + mine.begin,
-               theirs, mine.count);
+    zc_copy(p.zc[to], parts, part);
     __syncthreads();
     if (threadIdx.x == 0) {
       fence_release_sys();  // the part's stores, then its flag
@@ -205,15 +209,6 @@ __global__ void __launch_bounds__(kRingThreads)
 
 }  // namespace
 
-// The zero-copy alltoall's parts of each block: the call's channels shared among the ranks' blocks.
-static int zero_copy_parts(int nranks, const coll_gpu_work_t &p) {
-  return (int)coll_gpu_min(coll_gpu_max(p.nchannels / nranks, 1), COLL_GPU_ZC_PARTS);
-}
-
-static bool zero_copy(const coll_gpu_work_t &p) {
-  return p.algo == COLL_GPU_ALGO_RING && p.coll == COLL_GPU_COLL_ALLTOALL && p.peer_recv[0] != nullptr;
-}
-
 // The pairwise alltoall's connections per peer: the call's channels shared among the peers.
 static int p2p_conns(int nranks, const coll_gpu_work_t &p) {
   return (int)coll_gpu_min(coll_gpu_max(p.nchannels / (nranks - 1), 1), COLL_GPU_P2P_CONNS);
@@ -225,7 +220,7 @@ static bool pairwise(int nranks, const coll_gpu_work_t &p) {
 
 int move_blocks(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p) {
   if (p.algo == COLL_GPU_ALGO_ONESHOT) return ll_blocks(p.count, comm.max_blocks);
-  if (zero_copy(p)) return comm.nranks * zero_copy_parts(comm.nranks, p);
+  if (p.zc_parts > 0) return comm.nranks * p.zc_parts;
   // alltoall: a sending and a receiving block on each channel (2 ranks) or connection (pairwise)
   if (pairwise(comm.nranks, p)) return 2 * (comm.nranks - 1) * p2p_conns(comm.nranks, p);
   return p.coll == COLL_GPU_COLL_ALLTOALL ? 2 * p.nchannels : p.nchannels;
@@ -238,9 +233,9 @@ int move_launch(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p, cudaS
       move_ll<<<move_blocks(comm, p), kLLThreads, 0, stream>>>(comm, p, aligned);
       break;
     case COLL_GPU_ALGO_RING:
-      if (zero_copy(p)) {
-        if (!comm.direct) return (int)cudaErrorInvalidValue;
-        move_zero_copy<<<move_blocks(comm, p), kRingThreads, 0, stream>>>(comm, p, aligned);
+      if (p.zc_parts > 0) {
+        if (!comm.direct || p.zc_parts > COLL_GPU_ZC_PARTS) return (int)cudaErrorInvalidValue;
+        move_zero_copy<<<move_blocks(comm, p), kRingThreads, 0, stream>>>(comm, p);
         break;
       }
       if (pairwise(comm.nranks, p)) {

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <random>
@@ -15,6 +16,7 @@
 
 #include "engine/ipc_cache.h"
 #include "engine/mailbox.h"
+#include "engine/zero_copy.h"
 
 namespace {
 
@@ -266,3 +268,230 @@ TEST(Mailbox, RanksInStepReadWholeMessages) {
 }
 
 }  // namespace
+
+// The zero-copy moves' words (engine/zero_copy.h), n ranks in this process: each rank's message 2 told to the
+// others, the blocks each rank then writes applied with memcpy, every receive buffer checked against where its
+// rank said each sender's block goes, and the bytes around poisoned.
+namespace zc {
+
+constexpr unsigned char kPoison = 0xA5;
+
+struct Rank {
+  std::vector<unsigned char> send, recv;
+  coll_gpu_vlayout_t v{};
+  coll_gpu_args_t a{};
+};
+
+// Blocks of the given bytes laid out in a buffer in a random order with random gaps: their displacements, and the
+// buffer's length.
+size_t scatter_blocks(std::mt19937_64 &g, const std::vector<size_t> &bytes, std::vector<size_t> *displ) {
+  const size_t n = bytes.size();
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), g);
+  displ->assign(n, 0);
+  size_t at = g() % 5;
+  for (size_t i : order) {
+    (*displ)[i] = at;
+    at += bytes[i] + g() % 9;
+  }
+  return at + g() % 5;
+}
+
+// Runs the exchange and the copies of one call of n ranks; returns each rank's zc_blocks answer.
+std::vector<int> run(std::vector<Rank> &ranks) {
+  const int n = (int)ranks.size();
+  std::vector<std::vector<uint64_t>> words(n, std::vector<uint64_t>(coll_gpu::kMailWords));
+  for (int r = 0; r < n; ++r) coll_gpu::zc_wants_post(r, n, true, ranks[r].a, words[r].data());
+  std::vector<int> bad(n);
+  std::vector<std::vector<coll_gpu_zc_t>> zc(n, std::vector<coll_gpu_zc_t>(COLL_GPU_MAX_DIRECT));
+  for (int r = 0; r < n; ++r) {
+    void *peer_recv[COLL_GPU_MAX_DIRECT] = {};
+    coll_gpu_vblock_t wants[COLL_GPU_MAX_DIRECT] = {};
+    for (int q = 0; q < n; ++q) {
+      peer_recv[q] = ranks[q].recv.data();
+      if (q != r) wants[q] = coll_gpu::zc_wants_of(q, r, n, words[q].data());
+    }
+    bad[r] = coll_gpu::zc_blocks(r, n, ranks[r].a, peer_recv, wants, zc[r].data());
+  }
+  for (int r = 0; r < n; ++r)
+    for (int q = 0; q < n; ++q)
+      if (zc[r][q].bytes > 0 && zc[r][q].src != zc[r][q].dst) memcpy(zc[r][q].dst, zc[r][q].src, zc[r][q].bytes);
+  return bad;
+}
+
+// Sender s's byte i of its block for rank r (alltoallv) or of its one block (allgatherv: r unused).
+unsigned char pattern(int s, int r, size_t i) { return (unsigned char)(1 + (s * 31 + r * 7 + i * 13) % 250); }
+
+}  // namespace zc
+
+TEST(ZeroCopyWords, AlltoallvOfAnyCountsAndDisplacements) {
+  std::mt19937_64 g(std::random_device{}());
+  for (int round = 0; round < 200; ++round) {
+    const int n = 2 + (int)(g() % (COLL_GPU_MAX_DIRECT - 1));
+    // bytes[s][r]: what s sends r, zeros included
+    std::vector<std::vector<size_t>> bytes(n, std::vector<size_t>(n));
+    for (auto &row : bytes)
+      for (auto &b : row) b = g() % 4 == 0 ? 0 : g() % 70;
+    std::vector<zc::Rank> ranks(n);
+    for (int r = 0; r < n; ++r) {
+      std::vector<size_t> out(n), in(n), sd, rd;
+      for (int q = 0; q < n; ++q) {
+        out[q] = bytes[r][q];
+        in[q] = bytes[q][r];
+      }
+      ranks[r].send.assign(zc::scatter_blocks(g, out, &sd), zc::kPoison);
+      ranks[r].recv.assign(zc::scatter_blocks(g, in, &rd), zc::kPoison);
+      for (int q = 0; q < n; ++q) {
+        ranks[r].v.send[q] = {sd[q], out[q]};
+        ranks[r].v.recv[q] = {rd[q], in[q]};
+        for (size_t i = 0; i < out[q]; ++i) ranks[r].send[sd[q] + i] = zc::pattern(r, q, i);
+      }
+      ranks[r].a = {COLL_GPU_COLL_ALLTOALL,
+                    ranks[r].send.data(),
+                    ranks[r].recv.data(),
+                    0,
+                    nullptr,
+                    COLL_GPU_UINT8,
+                    COLL_GPU_SUM,
+                    0,
+                    &ranks[r].v};
+    }
+    for (int r = 0; r < n; ++r) {
+      size_t most = 0;
+      for (int q = 0; q < n; ++q) most = std::max(most, bytes[r][q]);
+      ASSERT_EQ(most, coll_gpu::zc_most(n, ranks[r].a));
+    }
+    const std::vector<int> bad = zc::run(ranks);
+    for (int r = 0; r < n; ++r) {
+      ASSERT_EQ(-1, bad[r]) << "rank " << r;
+      std::vector<unsigned char> want(ranks[r].recv.size(), zc::kPoison);
+      for (int s = 0; s < n; ++s)
+        for (size_t i = 0; i < bytes[s][r]; ++i) want[ranks[r].v.recv[s].displ + i] = zc::pattern(s, r, i);
+      ASSERT_EQ(want, ranks[r].recv) << "rank " << r << " of " << n << ", round " << round;
+    }
+  }
+}
+
+TEST(ZeroCopyWords, AllgathervOfAnyCountsInPlaceOrNot) {
+  std::mt19937_64 g(std::random_device{}());
+  for (int round = 0; round < 200; ++round) {
+    const int n = 2 + (int)(g() % (COLL_GPU_MAX_DIRECT - 1));
+    const bool in_place = g() % 2 == 0;
+    std::vector<size_t> count(n);  // sender s's bytes, the same list on every rank
+    for (auto &c : count) c = g() % 4 == 0 ? 0 : g() % 90;
+    std::vector<zc::Rank> ranks(n);
+    for (int r = 0; r < n; ++r) {
+      std::vector<size_t> rd;
+      ranks[r].recv.assign(zc::scatter_blocks(g, count, &rd), zc::kPoison);
+      ranks[r].send.assign(count[r] + 3, zc::kPoison);
+      for (int q = 0; q < n; ++q) ranks[r].v.recv[q] = {rd[q], count[q]};
+      unsigned char *mine = in_place ? ranks[r].recv.data() + rd[r] : ranks[r].send.data() + 1;
+      for (size_t i = 0; i < count[r]; ++i) mine[i] = zc::pattern(r, 0, i);
+      for (int q = 0; q < n; ++q) ranks[r].v.send[q] = {0, count[r]};
+      ranks[r].a = {COLL_GPU_COLL_ALLGATHER,
+                    mine,
+                    ranks[r].recv.data(),
+                    0,
+                    nullptr,
+                    COLL_GPU_UINT8,
+                    COLL_GPU_SUM,
+                    0,
+                    &ranks[r].v};
+      ASSERT_EQ(count[r], coll_gpu::zc_most(n, ranks[r].a));
+    }
+    const std::vector<int> bad = zc::run(ranks);
+    for (int r = 0; r < n; ++r) {
+      ASSERT_EQ(-1, bad[r]);
+      std::vector<unsigned char> want(ranks[r].recv.size(), zc::kPoison);
+      for (int s = 0; s < n; ++s)
+        for (size_t i = 0; i < count[s]; ++i) want[ranks[r].v.recv[s].displ + i] = zc::pattern(s, 0, i);
+      ASSERT_EQ(want, ranks[r].recv) << "rank " << r << " of " << n << (in_place ? ", in place" : "");
+    }
+  }
+}
+
+TEST(ZeroCopyWords, AlltoallOfEqualBlocks) {
+  std::mt19937_64 g(std::random_device{}());
+  for (int round = 0; round < 50; ++round) {
+    const int n = 2 + (int)(g() % (COLL_GPU_MAX_DIRECT - 1));
+    const size_t block = 1 + g() % 40;
+    std::vector<zc::Rank> ranks(n);
+    for (int r = 0; r < n; ++r) {
+      ranks[r].send.resize(n * block);
+      ranks[r].recv.assign(n * block, zc::kPoison);
+      for (int q = 0; q < n; ++q)
+        for (size_t i = 0; i < block; ++i) ranks[r].send[q * block + i] = zc::pattern(r, q, i);
+      ranks[r].a = {COLL_GPU_COLL_ALLTOALL,
+                    ranks[r].send.data(),
+                    ranks[r].recv.data(),
+                    block,
+                    nullptr,
+                    COLL_GPU_UINT8,
+                    COLL_GPU_SUM,
+                    0,
+                    nullptr};
+      ASSERT_EQ(block, coll_gpu::zc_most(n, ranks[r].a));
+      ASSERT_FALSE(coll_gpu::zc_receives_nothing(n, ranks[r].a));
+    }
+    zc::run(ranks);
+    for (int r = 0; r < n; ++r)
+      for (int s = 0; s < n; ++s)
+        for (size_t i = 0; i < block; ++i) ASSERT_EQ(zc::pattern(s, r, i), ranks[r].recv[s * block + i]);
+  }
+}
+
+TEST(ZeroCopyWords, DisagreeingCountsMoveWhatBothAllowAndAreNamed) {
+  // 3 ranks of an alltoallv of 8 bytes a block, but rank 2 takes 5 bytes from rank 0 and 12 from rank 1
+  const int n = 3;
+  std::vector<zc::Rank> ranks(n);
+  for (int r = 0; r < n; ++r) {
+    ranks[r].send.resize(3 * 8);
+    ranks[r].recv.assign(3 * 16, zc::kPoison);
+    for (int q = 0; q < n; ++q) {
+      ranks[r].v.send[q] = {(size_t)q * 8, 8};
+      ranks[r].v.recv[q] = {(size_t)q * 16, 8};
+      for (size_t i = 0; i < 8; ++i) ranks[r].send[q * 8 + i] = zc::pattern(r, q, i);
+    }
+    ranks[r].a = {COLL_GPU_COLL_ALLTOALL,
+                  ranks[r].send.data(),
+                  ranks[r].recv.data(),
+                  0,
+                  nullptr,
+                  COLL_GPU_UINT8,
+                  COLL_GPU_SUM,
+                  0,
+                  &ranks[r].v};
+  }
+  ranks[2].v.recv[0].bytes = 5;
+  ranks[2].v.recv[1].bytes = 12;
+  const std::vector<int> bad = zc::run(ranks);
+  EXPECT_EQ(2, bad[0]);
+  EXPECT_EQ(2, bad[1]);
+  EXPECT_EQ(-1, bad[2]);
+  for (size_t i = 0; i < 16; ++i) {
+    EXPECT_EQ(i < 5 ? zc::pattern(0, 2, i) : zc::kPoison, ranks[2].recv[i]) << i;
+    EXPECT_EQ(i < 8 ? zc::pattern(1, 2, i) : zc::kPoison, ranks[2].recv[16 + i]) << i;
+  }
+}
+
+TEST(ZeroCopyWords, ARankThatReceivesNothingAndTheParts) {
+  coll_gpu_vlayout_t v{};
+  v.send[1] = {0, 64};
+  coll_gpu_args_t a = {COLL_GPU_COLL_ALLTOALL, nullptr, nullptr, 0, nullptr, COLL_GPU_UINT8, COLL_GPU_SUM, 0, &v};
+  EXPECT_TRUE(coll_gpu::zc_receives_nothing(4, a));
+  v.recv[3].bytes = 1;
+  EXPECT_FALSE(coll_gpu::zc_receives_nothing(4, a));
+  coll_gpu_tune_config_t t{};
+  t.algorithm = -1;
+  t.protocol = -1;
+  t.max_channels = COLL_GPU_MAX_CHANNELS;
+  t.oneshot_max_bytes = 64 << 10;
+  for (int k = 0; k < COLL_GPU_NCOLLS; ++k) t.move_algorithm[k] = -1;
+  for (int n = 2; n <= COLL_GPU_MAX_DIRECT; ++n)
+    for (size_t bytes : {(size_t)0, (size_t)8, (size_t)1 << 20, (size_t)256 << 20}) {
+      const int parts = coll_gpu::zc_parts(t, n, bytes);
+      EXPECT_GE(parts, 1);
+      EXPECT_LE(parts, COLL_GPU_ZC_PARTS);
+    }
+}

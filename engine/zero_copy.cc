@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
+/*
+ * The zero-copy moves' words (engine/zero_copy.h).
+ */
+#include "engine/zero_copy.h"
+
+#include <string.h>
+
+namespace coll_gpu {
+
+namespace {
+size_t smaller(size_t a, size_t b) { return a < b ? a : b; }
+}  // namespace
+
+size_t zc_most(int n, const coll_gpu_args_t &a) {
+  if (a.v == nullptr) return a.count;
+  size_t most = 0;
+  for (int q = 0; q < n; ++q)
+    if (a.v->send[q].bytes > most) most = a.v->send[q].bytes;
+  return most;
+}
+
+bool zc_receives_nothing(int n, const coll_gpu_args_t &a) {
+  if (a.v == nullptr) return false;
+  for (int q = 0; q < n; ++q)
+    if (a.v->recv[q].bytes > 0) return false;
+  return true;
+}
+
+void zc_wants_post(int rank, int n, bool mapped, const coll_gpu_args_t &a, uint64_t *words) {
+  memset(words, 0, kMailWords * sizeof(uint64_t));
+  words[0] = mapped ? 1 : 0;
+  if (a.v == nullptr) return;
+  for (int k = 1; k < n; ++k) {
+    const coll_gpu_vblock_t &b = a.v->recv[(rank + k) % n];
+    words[1 + 2 * (k - 1)] = b.displ;
+    words[2 + 2 * (k - 1)] = b.bytes;
+  }
+}
+
+coll_gpu_vblock_t zc_wants_of(int q, int rank, int n, const uint64_t *words) {
+  const int k = (rank - q + n) % n;  // rank is the k-th after q
+  return coll_gpu_vblock_t{(size_t)words[1 + 2 * (k - 1)], (size_t)words[2 + 2 * (k - 1)]};
+}
+
+int zc_blocks(int rank, int n, const coll_gpu_args_t &a, void *const *peer_recv, const coll_gpu_vblock_t *wants,
+              coll_gpu_zc_t *zc) {
+  const char *in = (const char *)a.sendbuf;
+  int mismatch = -1;
+  for (int q = 0; q < n; ++q) {
+    coll_gpu_zc_t &z = zc[q];
+    if (a.v == nullptr) {  // the alltoall: block q of mine into block `rank` of q's
+      z = {in + (size_t)q * a.count, (char *)peer_recv[q] + (size_t)rank * a.count, a.count};
+      continue;
+    }
+    const coll_gpu_vblock_t &out = a.v->send[q];
+    const coll_gpu_vblock_t at = q == rank ? a.v->recv[rank] : wants[q];
+    if (out.bytes != at.bytes && mismatch < 0) mismatch = q;
+    const size_t bytes = smaller(out.bytes, at.bytes);
+    z = {in + out.displ, bytes > 0 ? (char *)peer_recv[q] + at.displ : nullptr, bytes};
+  }
+  return mismatch;
+}
+
+int zc_parts(const coll_gpu_tune_config_t &tune, int n, size_t most) {
+  coll_gpu_tune_config_t t = tune;
+  t.move_algorithm[COLL_GPU_COLL_ALLTOALL] = COLL_GPU_ALGO_RING;  // the ring's channels whatever the size
+  const coll_gpu_choice_t ch = coll_gpu_tune_choose_move(&t, COLL_GPU_COLL_ALLTOALL, n, most > 0 ? most : 1);
+  const int parts = ch.nchannels / n;
+  return parts < 1 ? 1 : parts > COLL_GPU_ZC_PARTS ? COLL_GPU_ZC_PARTS : parts;
+}
+
+}  // namespace coll_gpu

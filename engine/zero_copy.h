@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
+/*
+ * The zero-copy moves' words (kernels/move.cu's move_zero_copy): the two messages of a call through the node's
+ * mailbox (engine/mailbox.h) and the blocks each rank then writes. Pure functions of their arguments, so that the
+ * exchange is tested on the host (test/unit/test_zero_copy.cc). C++ only.
+ *
+ * Message 1, where this rank's receive buffer lies: word kZcCan is kZcExported when it can be exported (cudaMalloc
+ * memory), kZcNothing when this rank receives no byte (a call with counts: nothing to map), 0 otherwise; words
+ * kZcId, kZcSize and kZcOffset the allocation's buffer id and size and the buffer's offset in it, words kZcHandle on
+ * the allocation's IPC handle; word kZcMost the most bytes this rank sends any rank (the parts of every rank's
+ * blocks follow from the largest over the ranks, the same on every rank).
+ * Message 2: word 0 is 1 when this rank has mapped every peer's receive buffer; for a call with counts, words 1 +
+ * 2 (k - 1) and 2 + 2 (k - 1) where this rank's receive buffer takes the block of the rank k after it (k = 1 to
+ * n - 1): its displacement and bytes.
+ */
+#ifndef COLL_GPU_ZERO_COPY_H
+#define COLL_GPU_ZERO_COPY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/engine.h"
+#include "engine/ipc_cache.h"
+#include "engine/mailbox.h"
+
+namespace coll_gpu {
+
+constexpr int kZcCan = 0, kZcId = 1, kZcSize = 2, kZcOffset = 3, kZcHandle = 4;
+constexpr int kZcMost = kZcHandle + kIpcHandleBytes / 8;
+constexpr uint64_t kZcExported = 1, kZcNothing = 2;
+static_assert(kZcMost < kMailWords, "a receive buffer fits a message");
+static_assert(1 + 2 * (COLL_GPU_MAX_DIRECT - 1) <= kMailWords, "where every peer's block goes fits a message");
+
+// The most bytes this rank sends any rank in call a (its own block included).
+size_t zc_most(int n, const coll_gpu_args_t &a);
+// Whether this rank receives no byte in call a (a call with counts).
+bool zc_receives_nothing(int n, const coll_gpu_args_t &a);
+// This rank's message 2: `mapped`, and for a call with counts where each peer's block goes.
+void zc_wants_post(int rank, int n, bool mapped, const coll_gpu_args_t &a, uint64_t *words);
+// What rank q's message 2 (words) says q takes from `rank` in a call with counts.
+coll_gpu_vblock_t zc_wants_of(int q, int rank, int n, const uint64_t *words);
+// The blocks this rank writes in call a: zc[q] into rank q's receive buffer, zc[rank] its own copy. peer_recv[q] is
+// q's receive buffer as mapped here (peer_recv[rank] a.recvbuf; NULL for a rank that receives nothing); wants[q]
+// what q takes from this rank (a call with counts; unused for the alltoall). Returns the first rank whose block
+// this rank sends more or fewer bytes of than that rank takes (the block then moves as far as both allow), or -1.
+int zc_blocks(int rank, int n, const coll_gpu_args_t &a, void *const *peer_recv, const coll_gpu_vblock_t *wants,
+              coll_gpu_zc_t *zc);
+// The parts of each block, from the largest block of any rank: the channels the tuning model gives a ring alltoall
+// of that size, shared among the ranks' blocks, at most COLL_GPU_ZC_PARTS.
+int zc_parts(const coll_gpu_tune_config_t &tune, int n, size_t most);
+
+}  // namespace coll_gpu
+
+#endif
