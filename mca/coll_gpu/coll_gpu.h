@@ -223,6 +223,11 @@ typedef struct {
                           rank joins an engine of its own without the agreement) */
   int staged;          /* counted: staged on every rank alike, with no agreement */
   int unlike;          /* counted: this rank's counts or displacements are not the allgather's or alltoall's */
+  /* counted: the call's counts and displacements as given (alltoallv's send ones; NULL for allgatherv, which sends
+     scount to every rank), for the blocking call's zero-copy path where some rank's are unlike */
+  const int *scounts, *sdispls, *rcounts, *rdispls;
+  const void *vsbuf; /* counted: the buffers the displacements count from (sbuf and rbuf as given) */
+  void *vrbuf;
 } mca_coll_gpu_move_t;
 int mca_coll_gpu_move_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
                           int *rc);
@@ -246,7 +251,9 @@ int mca_coll_gpu_reduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_c
                                mca_coll_gpu_module_t *m, int *rc);
 
 /* The path bits of the agreement: what a rank's buffers allow. */
-enum { COLL_GPU_PATH_HOST = 1, COLL_GPU_PATH_GPU = 2, COLL_GPU_PATH_STAGE = 4 };
+/* A rank's path bits for the agreement; VLAYOUT with GPU: a blocking allgatherv or alltoallv whose layout on this
+ * rank is not the allgather's or alltoall's, so that every rank takes the zero-copy path with counts. */
+enum { COLL_GPU_PATH_HOST = 1, COLL_GPU_PATH_GPU = 2, COLL_GPU_PATH_STAGE = 4, COLL_GPU_PATH_VLAYOUT = 8 };
 
 /* `count` elements of dt at buf, as the user passed them (dt NULL: none; buf may be MPI_BOTTOM). The engine's memory
  * holds them packed, or where `laid`, as they lie in buf (a reduction's elements, whose layout the kernels read as it
@@ -283,7 +290,10 @@ typedef struct {
   coll_gpu_meminfo_t smem; /* the send buffer's (with mine COLL_GPU_PATH_GPU) */
   coll_gpu_args_t args;
   size_t counts[COLL_GPU_MAX_DIRECT]; /* reduce-scatter's blocks: args.counts */
-  const char *name;                   /* the MPI function, for messages */
+  coll_gpu_args_t vargs;              /* a blocking allgatherv's or alltoallv's zero-copy call with counts (vargs.v,
+                                         the layout below), where the agreement says some rank's is unlike */
+  coll_gpu_vlayout_t layout;
+  const char *name; /* the MPI function, for messages */
   size_t bytes;
   int any_memory;           /* from facts alike on every rank: any rank can join whatever memory it passes */
   mca_coll_gpu_join_t join; /* how, where mine is not COLL_GPU_PATH_GPU (worked out for blocking calls that may join) */

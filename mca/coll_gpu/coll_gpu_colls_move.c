@@ -135,8 +135,10 @@ COLL_GPU_ENTRIES(scatterv)
  * osu_alltoallv's layout), MPI_Allgatherv and MPI_Alltoallv run as MPI_Allgather and MPI_Alltoall from the
  * first block on (mca_coll_gpu_move_t's counted). Which calls take part in the path agreement is decided
  * from what is alike on every rank: allgatherv's counts (every rank's send count, the same list everywhere),
- * the communicator, the parameters; then each rank says stage where its own layout (displacements,
- * alltoallv's counts) is another. Across hosts, and with coll_gpu_uniform_buffers (no agreement to bring
+ * the communicator, the parameters. Then each rank whose own layout (displacements, alltoallv's counts) is
+ * another says so: a blocking call then runs on every rank as the zero-copy call with counts (any counts and
+ * displacements, on one node of at most COLL_GPU_MAX_DIRECT ranks: coll_gpu_gpupath.c's plan_move), a
+ * nonblocking or persistent one stages. Across hosts, and with coll_gpu_uniform_buffers (no agreement to bring
  * the layouts together), they stage. */
 static int equal_counts(const int *counts, size_t n) {
   for (size_t i = 1; i < n; ++i)
@@ -167,12 +169,29 @@ static mca_coll_gpu_move_t allgatherv_move(struct ompi_communicator_t *comm, mca
                                            int scount, struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
                                            const int *displs, struct ompi_datatype_t *rdtype) {
   const size_t n = peers(comm);
-  mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLGATHER, sbuf, scount, sdtype, rbuf, 0, rdtype, 0, "MPI_Allgatherv", 0, 0};
-  mv.staged = counted_staged(comm, m) || !equal_counts(rcounts, n) || rcounts[0] == 0;
+  mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLGATHER,
+                            sbuf,
+                            scount,
+                            sdtype,
+                            rbuf,
+                            0,
+                            rdtype,
+                            0,
+                            "MPI_Allgatherv",
+                            0,
+                            0,
+                            NULL,
+                            NULL,
+                            rcounts,
+                            displs,
+                            sbuf,
+                            rbuf};
+  mv.staged = counted_staged(comm, m) || (equal_counts(rcounts, n) && rcounts[0] == 0);
   if (mv.staged) return mv;
+  mv.unlike = !equal_counts(rcounts, n) || !in_order(displs, rcounts[0], n);
+  if (mv.unlike) return mv;
   mv.rcount = rcounts[0];
-  mv.unlike = !in_order(displs, rcounts[0], n);
-  if (!mv.unlike) mv.rbuf = displaced(rbuf, displs[0], rdtype);
+  mv.rbuf = displaced(rbuf, displs[0], rdtype);
   return mv;
 }
 
@@ -181,7 +200,23 @@ static mca_coll_gpu_move_t alltoallv_move(struct ompi_communicator_t *comm, mca_
                                           void *rbuf, const int *rcounts, const int *rdispls,
                                           struct ompi_datatype_t *rdtype) {
   const size_t n = peers(comm);
-  mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLTOALL, sbuf, 0, sdtype, rbuf, 0, rdtype, 0, "MPI_Alltoallv", 0, 0};
+  mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLTOALL,
+                            sbuf,
+                            0,
+                            sdtype,
+                            rbuf,
+                            0,
+                            rdtype,
+                            0,
+                            "MPI_Alltoallv",
+                            0,
+                            0,
+                            scounts,
+                            sdispls,
+                            rcounts,
+                            rdispls,
+                            sbuf,
+                            rbuf};
   mv.staged = counted_staged(comm, m);
   if (mv.staged) return mv;
   /* in place (no send counts) the alltoall stages anyway */

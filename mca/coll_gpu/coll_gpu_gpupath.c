@@ -426,7 +426,7 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
 }
 
 int mca_coll_gpu_claim(mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
-  if (pl->mine != COLL_GPU_PATH_GPU) return 0;
+  if ((pl->mine & ~(uint32_t)COLL_GPU_PATH_VLAYOUT) != COLL_GPU_PATH_GPU) return 0;
   if (m->engine == NULL) {
     __atomic_add_fetch(&m->claims, 1, __ATOMIC_ACQ_REL);
     return 1;
@@ -562,20 +562,37 @@ static int plan_reduction(const mca_coll_gpu_reduction_t *rd, int blocking, stru
   return 1;
 }
 
-/* The call on the engine; a rank that joins (its buffers are not the engine's memory) copies its input into the
- * engine's device memory before and its result back after (coll_gpu_join.c). 1 when it ran, 0 with why said. */
-static int run_engine(mca_coll_gpu_module_t *m, const mca_coll_gpu_plan_t *pl, int joins, char *why, size_t len) {
-  if (!joins) return coll_gpu_engine_run(m->engine, &pl->args, why, len) == COLL_GPU_SUCCESS;
+/* The call on the engine (args); a rank that joins (its buffers are not the engine's memory) copies its input into
+ * the engine's device memory before and its result back after (coll_gpu_join.c). COLL_GPU_SUCCESS when it ran;
+ * otherwise why is said (COLL_GPU_UNAVAILABLE and COLL_GPU_MISMATCH: the engine's answer to a call with counts,
+ * engine.h). */
+static coll_gpu_status_t run_engine(mca_coll_gpu_module_t *m, const mca_coll_gpu_plan_t *pl,
+                                    const coll_gpu_args_t *args, int joins, char *why, size_t len) {
+  if (!joins) return coll_gpu_engine_run(m->engine, args, why, len);
   const mca_coll_gpu_join_t *j = &pl->join;
   char *dev = NULL;
-  if (coll_gpu_engine_bounce(m->engine, j->bytes, (void **)&dev, why, len) != COLL_GPU_SUCCESS ||
-      mca_coll_gpu_join_in(m->engine, j, dev, why, len) != 0)
-    return 0;
-  coll_gpu_args_t args = pl->args;
-  args.sendbuf = dev + j->send_at;
-  args.recvbuf = j->recv_at == SIZE_MAX ? NULL : dev + j->recv_at;
-  return coll_gpu_engine_run(m->engine, &args, why, len) == COLL_GPU_SUCCESS &&
-         mca_coll_gpu_join_out(m->engine, j, dev, why, len) == 0;
+  coll_gpu_status_t st = coll_gpu_engine_bounce(m->engine, j->bytes, (void **)&dev, why, len);
+  if (st != COLL_GPU_SUCCESS) return st;
+  if (mca_coll_gpu_join_in(m->engine, j, dev, why, len) != 0) return COLL_GPU_CUDA_ERROR;
+  coll_gpu_args_t in_dev = *args;
+  in_dev.sendbuf = dev + j->send_at;
+  in_dev.recvbuf = j->recv_at == SIZE_MAX ? NULL : dev + j->recv_at;
+  st = coll_gpu_engine_run(m->engine, &in_dev, why, len);
+  if (st == COLL_GPU_SUCCESS && mca_coll_gpu_join_out(m->engine, j, dev, why, len) != 0) st = COLL_GPU_CUDA_ERROR;
+  return st;
+}
+
+/* A call whose ranks' counts disagree (an erroneous program), on the rank that found it: reported as a failed
+ * call is, the GPU path left as it is, so that every rank's later calls stay in step. */
+static int mismatched(struct ompi_communicator_t *comm, const char *call, size_t bytes, const char *why) {
+  char *msg = opal_show_help_string("help-mpi-coll-gpu.txt", "call failed", true, call, comm->c_name,
+                                    ompi_comm_rank(comm), bytes, "as the ranks' counts disagree", why);
+  if (msg != NULL) {
+    fprintf(stderr, "%s", msg);
+    fflush(stderr);
+    free(msg);
+  }
+  return MPI_ERR_TRUNCATE;
 }
 
 /* run_blocking's agreement (none on an engine of the communicator's own) and run, the claim taken. */
@@ -585,16 +602,26 @@ static int run_claimed(mca_coll_gpu_plan_t *pl, int own, int joins, struct ompi_
   if (!own) {
     const int agreed = agree_path(m, comm, pl->mine, pl->name, pl->bytes, &all, rc);
     if (agreed != 0) return agreed > 0;
-    if (all != COLL_GPU_PATH_GPU) return 0;
+    if ((all & ~(uint32_t)COLL_GPU_PATH_VLAYOUT) != COLL_GPU_PATH_GPU) return 0;
   }
   if (m->engine == NULL && !mca_coll_gpu_create_engine(m, comm, &pl->mem)) return 0;
   if (!coll_gpu_engine_idle(m->engine)) mca_coll_gpu_drain(m, 1);
   char why[256];
-  if (m->engine_state == COLL_GPU_STATE_OFF) /* the call in flight failed */
+  if (m->engine_state == COLL_GPU_STATE_OFF) { /* the call in flight failed */
     snprintf(why, sizeof(why), "an earlier nonblocking call failed on the GPU");
-  else if (run_engine(m, pl, joins, why, sizeof(why))) {
-    *rc = OMPI_SUCCESS;
-    return 1;
+  } else {
+    /* some rank's allgatherv or alltoallv is unlike the allgather or alltoall: every rank's call with counts */
+    const coll_gpu_args_t *args = (all & COLL_GPU_PATH_VLAYOUT) ? &pl->vargs : &pl->args;
+    const coll_gpu_status_t st = run_engine(m, pl, args, joins, why, sizeof(why));
+    if (st == COLL_GPU_SUCCESS) {
+      *rc = OMPI_SUCCESS;
+      return 1;
+    }
+    if (st == COLL_GPU_UNAVAILABLE) return 0; /* not on the GPUs here, on every rank alike: staged */
+    if (st == COLL_GPU_MISMATCH) {
+      *rc = mismatched(comm, pl->name, pl->bytes, why);
+      return 1;
+    }
   }
   *rc = mca_coll_gpu_failed(m, comm, pl->name, pl->bytes,
                             joins ? "while it joined through the GPU's memory" : "on the GPU", why);
@@ -611,7 +638,7 @@ static int run_claimed(mca_coll_gpu_plan_t *pl, int own, int joins, struct ompi_
 static int run_blocking(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
   if (m->queue != NULL) mca_coll_gpu_drain(m, 0);
   /* a queued call's start may have made the engine meanwhile: this rank's buffers must be its memory */
-  if (pl->mine == COLL_GPU_PATH_GPU && m->engine != NULL &&
+  if ((pl->mine & ~(uint32_t)COLL_GPU_PATH_VLAYOUT) == COLL_GPU_PATH_GPU && m->engine != NULL &&
       !(coll_gpu_engine_owns(m->engine, &pl->mem) && coll_gpu_engine_owns(m->engine, &pl->smem)))
     pl->mine = COLL_GPU_PATH_STAGE;
   const int own = pl->any_memory && m->engine != NULL && m->engine_state == COLL_GPU_STATE_READY &&
@@ -683,6 +710,44 @@ static void move_join(const mca_coll_gpu_move_t *mv, int me, size_t bytes, size_
   }
 }
 
+/* Whether dt's elements lie one after another from its start: no gaps, a lower bound of 0. */
+static int dense(struct ompi_datatype_t *dt) {
+  ptrdiff_t lb, extent;
+  size_t size = 0;
+  ompi_datatype_get_extent(dt, &lb, &extent);
+  ompi_datatype_type_size(dt, &size);
+  return lb == 0 && extent > 0 && (size_t)extent == size;
+}
+
+/* A counted call's layout in bytes (pl->layout) and its call with counts (pl->vargs): 1, or 0 where it has none
+ * (datatypes that are not dense, a negative count or displacement, an alltoallv in place). */
+static int plan_vlayout(const mca_coll_gpu_move_t *mv, int n, int me, mca_coll_gpu_plan_t *pl) {
+  const int in_place = mv->sbuf == MPI_IN_PLACE;
+  if ((in_place && mv->coll == COLL_GPU_COLL_ALLTOALL) || !dense(mv->rdtype) || (!in_place && !dense(mv->sdtype)))
+    return 0;
+  size_t rsize = 0, ssize = 0;
+  ompi_datatype_type_size(mv->rdtype, &rsize);
+  if (!in_place) ompi_datatype_type_size(mv->sdtype, &ssize);
+  coll_gpu_vlayout_t *v = &pl->layout;
+  for (int q = 0; q < n; ++q) {
+    if (mv->rcounts[q] < 0 || mv->rdispls[q] < 0) return 0;
+    v->recv[q].displ = (size_t)mv->rdispls[q] * rsize;
+    v->recv[q].bytes = (size_t)mv->rcounts[q] * rsize;
+    if (mv->scounts != NULL) { /* alltoallv */
+      if (mv->scounts[q] < 0 || mv->sdispls[q] < 0) return 0;
+      v->send[q].displ = (size_t)mv->sdispls[q] * ssize;
+      v->send[q].bytes = (size_t)mv->scounts[q] * ssize;
+    } else { /* allgatherv: the one send buffer, or in place this rank's block of the receive buffer */
+      v->send[q].displ = 0;
+      v->send[q].bytes = in_place ? (size_t)mv->rcounts[me] * rsize : (size_t)mv->scount * ssize;
+    }
+  }
+  const void *src = in_place ? (const char *)mv->vrbuf + v->recv[me].displ : mv->vsbuf;
+  const coll_gpu_args_t args = {mv->coll, src, mv->vrbuf, 0, NULL, COLL_GPU_UINT8, COLL_GPU_SUM, 0, v};
+  pl->vargs = args;
+  return 1;
+}
+
 static int plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_communicator_t *comm,
                      mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
@@ -708,13 +773,22 @@ static int plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_co
   } else if (mv->coll == COLL_GPU_COLL_BCAST) {
     src = dst;
   }
+  /* a blocking call with counts on at most COLL_GPU_MAX_DIRECT ranks of one node (one host: counted_staged; not
+   * virtual nodes) can take the zero-copy path with counts, whatever this rank's layout (another's may be unlike) */
+  const int one_node = c->virtual_nodes == 0 || c->virtual_nodes >= n;
+  const int vcan =
+      mv->counted != NULL && blocking && n <= COLL_GPU_MAX_DIRECT && one_node && plan_vlayout(mv, n, me, pl);
+  const int engine_can = m->engine_state != COLL_GPU_STATE_OFF && c->move_algorithm[mv->coll] != COLL_GPU_NALGOS;
   pl->mine = COLL_GPU_PATH_STAGE;
   if (pl->mem.kind == COLL_GPU_MEM_HOST && smem.kind == COLL_GPU_MEM_HOST)
     pl->mine = COLL_GPU_PATH_HOST;
-  else if (m->engine_state != COLL_GPU_STATE_OFF && c->move_algorithm[mv->coll] != COLL_GPU_NALGOS && dst != NULL &&
-           src != NULL && !mv->unlike && bytes > 0 && on_engine(m, &pl->mem, &pl->mem) &&
+  else if (mv->counted != NULL && blocking && !vcan)
+    ; /* staged: an unlike rank would ask every rank for the path with counts */
+  else if (engine_can && dst != NULL && src != NULL && !mv->unlike && bytes > 0 && on_engine(m, &pl->mem, &pl->mem) &&
            on_engine(m, &smem, &pl->mem) && (mv->coll != COLL_GPU_COLL_ALLTOALL || n <= COLL_GPU_MAX_DIRECT))
     pl->mine = COLL_GPU_PATH_GPU; /* in-place alltoall has no src, and more ranks no pairwise connections: staged */
+  else if (vcan && engine_can && on_engine(m, &pl->mem, &pl->mem) && on_engine(m, &smem, &pl->mem))
+    pl->mine = COLL_GPU_PATH_GPU | COLL_GPU_PATH_VLAYOUT;
   /* every argument here is the same on every rank of a correct program (MPI_IN_PLACE in alltoall too), but a
    * counted call's layout, which only the agreement brings together */
   pl->any_memory = m->engine_state != COLL_GPU_STATE_OFF && c->move_algorithm[mv->coll] != COLL_GPU_NALGOS &&

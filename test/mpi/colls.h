@@ -20,11 +20,14 @@ extern uint64_t seed;
 extern tbuf_kind_t kind;
 extern long checks, failures;
 extern bool verbose;
-extern bool gpu_path;  /* test_colls -G: the GPU path's calls must stage nothing */
-extern int gap_max_us; /* test_colls -r: the most a rank waits before each collective */
-/* staged_count.c: coll/gpu's count of the buffers it staged (MPI_T), once opened. */
+extern bool gpu_path;     /* test_colls -G: the GPU path's calls must stage nothing */
+extern int gap_max_us;    /* test_colls -r: the most a rank waits before each collective */
+extern int virtual_nodes; /* test_colls -G: coll_gpu_virtual_nodes as the run sets it (ranks per virtual node) */
+/* staged_count.c: coll/gpu's count of the buffers it staged (MPI_T), once opened; an integer parameter of coll/gpu
+ * as the run sets it (MPI_T), or dflt where it cannot be read. */
 void staged_count_open(void);
 unsigned long long staged_count(void);
+int gpu_param_int(const char *name, int dflt);
 
 #define POISON 0xA5 /* the byte every output is filled with before a collective */
 

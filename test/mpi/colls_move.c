@@ -80,20 +80,23 @@ typedef enum {
   V_EQUAL,    /* one count, blocks from displacement 1 on, no gaps */
   V_GAPS_ODD, /* one count, a gap after each block on odd ranks only */
   V_ONE_PAIR, /* one count but rank 1's block to rank 2 (to 0 with 2 ranks), one more; allgatherv: rank 1's */
+  V_REVERSED, /* counts as vcount, the blocks in reverse rank order from displacement 2 on, a gap after each */
   V_SHAPES
 } vshape_t;
 static const char *vshape_names[] = {"", ", equal blocks", ", equal blocks with gaps on odd ranks",
-                                     ", equal blocks but one"};
+                                     ", equal blocks but one", ", blocks in reverse rank order"};
 
 /* Elements rank s sends to rank d (alltoallv), or rank s's block (allgatherv: d < 0). */
 static int vcnt(vshape_t v, int c, int s, int d) {
-  if (v == V_VARIED) return vcount(c, d < 0 ? s : s + d);
+  if (v == V_VARIED || v == V_REVERSED) return vcount(c, d < 0 ? s : s + d);
   if (v == V_ONE_PAIR) return c + (s == 1 && (d < 0 || d == (nranks > 2 ? 2 : 0)));
   return c;
 }
 /* The gap after each block in rank r's buffers, and the first block's displacement. */
-static int vgap(vshape_t v, int r) { return v == V_VARIED || (v == V_GAPS_ODD && (r & 1)) ? 1 : 0; }
-static int vfirst(vshape_t v) { return v == V_VARIED ? 0 : 1; }
+static int vgap(vshape_t v, int r) { return v == V_VARIED || v == V_REVERSED || (v == V_GAPS_ODD && (r & 1)) ? 1 : 0; }
+static int vfirst(vshape_t v) { return v == V_VARIED ? 0 : v == V_REVERSED ? 2 : 1; }
+/* The rank whose block is the i-th of n in a buffer. */
+static int vat(vshape_t v, int i, int n) { return v == V_REVERSED ? n - 1 - i : i; }
 
 /* Whether every rank runs on this host (the counted calls stage across hosts). */
 static bool one_host(void) {
@@ -120,7 +123,8 @@ static void run_move(dcoll_t c, const layout_t *L, int count, bool inplace, bool
       *rdsp = malloc(sizeof(int) * n);
   MPI_Datatype *types = malloc(sizeof(MPI_Datatype) * n);
   int vtotal = vfirst(v);
-  for (int r = 0; r < n; ++r) {
+  for (int i = 0; i < n; ++i) {
+    const int r = vat(v, i, n);
     cnt[r] = vcnt(v, count, r, -1);
     dsp[r] = vtotal;
     vtotal += cnt[r] + vgap(v, rank);
@@ -129,7 +133,8 @@ static void run_move(dcoll_t c, const layout_t *L, int count, bool inplace, bool
   /* alltoallv/w: rank s sends vcnt(v, count, s, d) elements to d */
   int stotal = vfirst(v), rtotal = vfirst(v);
   int *scnt = malloc(sizeof(int) * n), *sdsp = malloc(sizeof(int) * n);
-  for (int d = 0; d < n; ++d) {
+  for (int i = 0; i < n; ++i) {
+    const int d = vat(v, i, n);
     scnt[d] = vcnt(v, count, rank, d);
     sdsp[d] = stotal;
     stotal += scnt[d] + vgap(v, rank);
@@ -233,7 +238,7 @@ static void run_move(dcoll_t c, const layout_t *L, int count, bool inplace, bool
       for (int s = 0; s < n; ++s) {
         /* rank s placed our block at its sdsp[rank] */
         int off = vfirst(v);
-        for (int d = 0; d < rank; ++d) off += vcnt(v, count, s, d) + vgap(v, s);
+        for (int i = 0, d = vat(v, 0, n); d != rank; d = vat(v, ++i, n)) off += vcnt(v, count, s, d) + vgap(v, s);
         for (int e = 0; e < rcnt[s]; ++e) put_elem(L, wimg, rdsp[s] + e, s, off + e, salt);
       }
       break;
@@ -251,10 +256,13 @@ static void run_move(dcoll_t c, const layout_t *L, int count, bool inplace, bool
   MPI_Comm W = MPI_COMM_WORLD;
   MPI_Request req;
   int err = MPI_SUCCESS;
-  /* -G: blocking allgatherv and alltoallv of equal blocks one after another on ints stage nothing: they run as
-   * allgather and alltoall (on one host; alltoall of at most 8 ranks, not in place) */
-  const bool must_gpu = gpu_path && !nb && count > 0 && v == V_EQUAL && L == &layouts[0] &&
-                        (c == D_ALLGATHERV || (c == D_ALLTOALLV && !inplace && n <= 8)) && one_host();
+  /* -G: blocking allgatherv and alltoallv on ints stage nothing on one host: of equal blocks one after another
+   * they run as allgather and alltoall (alltoall of at most 8 ranks, not in place), of any other layout as the
+   * zero-copy call with counts (at most 8 ranks of one node, not split into virtual ones; alltoallv not in
+   * place) */
+  const bool counts_gpu = v == V_EQUAL || (n <= 8 && (virtual_nodes == 0 || virtual_nodes >= n));
+  const bool must_gpu = gpu_path && !nb && count > 0 && L == &layouts[0] && one_host() && counts_gpu &&
+                        (c == D_ALLGATHERV || (c == D_ALLTOALLV && !inplace && n <= 8));
   const unsigned long long staged_before = must_gpu ? staged_count() : 0;
   random_gap(salt + 31 * (uint64_t)root + nb);
   switch (c) {

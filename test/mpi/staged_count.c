@@ -2,7 +2,7 @@
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
  * coll/gpu's MPI_T performance variable coll_gpu_staged_buffers, for the tests that check which
- * buffers a call staged (colls.h).
+ * buffers a call staged, and its integer parameters as a run sets them (colls.h).
  */
 #include <stdio.h>
 
@@ -25,5 +25,18 @@ void staged_count_open(void) {
 unsigned long long staged_count(void) {
   unsigned long long v = 0;
   MPI_T_pvar_read(session, counter, &v);
+  return v;
+}
+
+int gpu_param_int(const char *name, int dflt) {
+  int provided, index, count, v = dflt;
+  MPI_T_cvar_handle h;
+  MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+  if (MPI_T_cvar_get_index(name, &index) == MPI_SUCCESS &&
+      MPI_T_cvar_handle_alloc(index, NULL, &h, &count) == MPI_SUCCESS) {
+    if (MPI_T_cvar_read(h, &v) != MPI_SUCCESS) v = dflt;
+    MPI_T_cvar_handle_free(&h);
+  }
+  MPI_T_finalize();
   return v;
 }

@@ -35,6 +35,7 @@ tbuf_kind_t kind;
 long checks, failures;
 bool verbose;
 bool gpu_path;
+int virtual_nodes;
 int gap_max_us;
 
 /* A legal program posts a nonblocking collective, then waits on point-to-point traffic that the other
@@ -194,7 +195,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "coll_gpu_force_staging cannot be set through MPI_T\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
-  if (gpu_path) staged_count_open();
+  if (gpu_path) {
+    staged_count_open();
+    virtual_nodes = gpu_param_int("coll_gpu_virtual_nodes", 0);
+  }
   seed = s;
   alarm(600); /* a hang becomes a failure, never a stuck test run */
   make_layouts();
