@@ -1311,14 +1311,15 @@ coll_gpu_status_t run_counted(coll_gpu_engine_t *e, const coll_gpu_args_t &a, ch
     coll_gpu_say(why, why_len, "%s: a rank's receive buffer cannot be mapped (not cudaMalloc memory)", name);
     return COLL_GPU_UNAVAILABLE;
   }
-  const coll_gpu_choice_t choice = {COLL_GPU_ALGO_RING, COLL_GPU_PROTO_SIMPLE, 0, 0};
+  const int parts = coll_gpu::zc_parts(e->cfg.tune, e->nranks, most);
+  const coll_gpu_choice_t choice = {COLL_GPU_ALGO_RING, COLL_GPU_PROTO_SIMPLE, parts * e->nranks, 0};
   coll_gpu_work_t p;
   e->call_init(&p, a.coll, choice);
   p.sendbuf = a.sendbuf;
   p.recvbuf = a.recvbuf;
   p.type = COLL_GPU_UINT8;
   p.count = most;
-  p.zc_parts = coll_gpu::zc_parts(e->cfg.tune, e->nranks, most);
+  p.zc_parts = parts;
   const int bad = coll_gpu::zc_blocks(e->rank, e->nranks, a, peer_recv, wants, p.zc);
   e->trace(p, most, most, choice);
   COLL_GPU_CHECK(e->launch(p, choice.proto, false, why, why_len));

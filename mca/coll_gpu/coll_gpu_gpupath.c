@@ -776,14 +776,14 @@ static int plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_co
   /* a blocking call with counts on at most COLL_GPU_MAX_DIRECT ranks of one node (one host: counted_staged; not
    * virtual nodes) can take the zero-copy path with counts, whatever this rank's layout (another's may be unlike) */
   const int one_node = c->virtual_nodes == 0 || c->virtual_nodes >= n;
-  const int vcan =
-      mv->counted != NULL && blocking && n <= COLL_GPU_MAX_DIRECT && one_node && plan_vlayout(mv, n, me, pl);
+  const int vpossible = mv->counted != NULL && blocking && n <= COLL_GPU_MAX_DIRECT && one_node; /* alike everywhere */
+  const int vcan = vpossible && plan_vlayout(mv, n, me, pl);
   const int engine_can = m->engine_state != COLL_GPU_STATE_OFF && c->move_algorithm[mv->coll] != COLL_GPU_NALGOS;
   pl->mine = COLL_GPU_PATH_STAGE;
   if (pl->mem.kind == COLL_GPU_MEM_HOST && smem.kind == COLL_GPU_MEM_HOST)
     pl->mine = COLL_GPU_PATH_HOST;
-  else if (mv->counted != NULL && blocking && !vcan)
-    ; /* staged: an unlike rank would ask every rank for the path with counts */
+  else if (vpossible && !vcan)
+    ; /* staged: an unlike rank would ask every rank for the call with counts, which this one cannot make */
   else if (engine_can && dst != NULL && src != NULL && !mv->unlike && bytes > 0 && on_engine(m, &pl->mem, &pl->mem) &&
            on_engine(m, &smem, &pl->mem) && (mv->coll != COLL_GPU_COLL_ALLTOALL || n <= COLL_GPU_MAX_DIRECT))
     pl->mine = COLL_GPU_PATH_GPU; /* in-place alltoall has no src, and more ranks no pairwise connections: staged */
