@@ -1333,6 +1333,16 @@ coll_gpu_status_t run_counted(coll_gpu_engine_t *e, const coll_gpu_args_t &a, ch
 coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
   COLL_GPU_CHECK(runnable(e, args, why, why_len));
   if (args->v != nullptr) return run_counted(e, *args, why, why_len);
+  coll_gpu_args_t in_place;
+  if (args->coll == COLL_GPU_COLL_ALLTOALL && args->sendbuf == args->recvbuf) {  // sent from a copy (engine.h)
+    const size_t bytes = args->count * (size_t)e->nranks;
+    void *dev = nullptr;
+    COLL_GPU_CHECK(coll_gpu_engine_bounce(e, bytes, &dev, why, why_len));
+    COLL_GPU_CHECK(coll_gpu_engine_copy(e, dev, args->recvbuf, bytes, why, why_len));
+    in_place = *args;
+    in_place.sendbuf = dev;
+    args = &in_place;
+  }
   Parts parts(*e, *args);
   if (parts.choice().algo == COLL_GPU_ALGO_CHAIN) return chain(e, *args, run, why, why_len);
   void *peer_recv[COLL_GPU_MAX_DIRECT] = {};
@@ -1357,8 +1367,9 @@ coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *w
 // once, kernels of their own that run one after another: the host need not come back between parts.
 coll_gpu_status_t start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
   COLL_GPU_CHECK(runnable(e, args, why, why_len));
-  if (args->v != nullptr) {  // the glue stages them (engine.h)
-    coll_gpu_say(why, why_len, "%s: a call with counts does not start without waiting", zero_copy_call(*args));
+  if (args->v != nullptr || (args->coll == COLL_GPU_COLL_ALLTOALL && args->sendbuf == args->recvbuf)) {
+    coll_gpu_say(why, why_len, "%s: a call with counts or in place is not started, only run (engine.h)",
+                 zero_copy_call(*args));
     return COLL_GPU_INTERNAL_ERROR;
   }
   Parts parts(*e, *args);

@@ -138,9 +138,12 @@ int coll_gpu_engine_owns(const coll_gpu_engine_t *e, const coll_gpu_meminfo_t *m
  *   bcast: count bytes of recvbuf at root to recvbuf everywhere (sendbuf: recvbuf);
  *   allgather: count bytes of sendbuf to block r of every recvbuf (n blocks; sendbuf may be recvbuf's
  *     block r);
- *   alltoall: block q of sendbuf (count bytes) to block r of rank q's recvbuf (not in place). Its Simple
- *     algorithm ("ring") goes around the ring with 2 ranks and pairwise over point-to-point connections
- *     with more, up to COLL_GPU_MAX_DIRECT ranks (beyond, no alltoall runs on the GPUs);
+ *   alltoall: block q of sendbuf (count bytes) to block r of rank q's recvbuf. Its Simple algorithm ("ring")
+ *     goes around the ring with 2 ranks and pairwise over point-to-point connections with more, up to
+ *     COLL_GPU_MAX_DIRECT ranks (beyond, no alltoall runs on the GPUs). In place (sendbuf is recvbuf; every
+ *     rank alike, coll_gpu_engine_run only) recvbuf is first copied into device memory of the engine's
+ *     (coll_gpu_engine_bounce's), which the call then sends from: no peer writes into a rank's recvbuf before
+ *     that rank's kernel has begun, after the copy;
  *   allgather and alltoall with counts (v not NULL: MPI_Allgatherv, MPI_Alltoallv; coll_gpu_engine_run on one
  *     node of at most COLL_GPU_MAX_DIRECT ranks only, count unused): v->send[q] of sendbuf to rank q, whose
  *     recvbuf takes it where its v->recv[r] says (an allgatherv sends the same bytes to every rank; in place,

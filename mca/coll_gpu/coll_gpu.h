@@ -207,9 +207,10 @@ bool mca_coll_gpu_gpupath_possible(struct ompi_communicator_t *comm);
  * no process of the node may pass device memory, a count; then a few stores. Never a wait. */
 void mca_coll_gpu_path_host(size_t bytes, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m);
 /* The moves on the GPUs (bcast, allgather, alltoall; coll_gpu_gpupath.c), as mca_coll_gpu_reduction_gpu.
- * Contiguous datatypes on the engine's device, on every rank; in-place alltoall is staged. MPI_Allgatherv and
- * MPI_Alltoallv run as allgather and alltoall where every block has one count and the blocks lie one after
- * another in rank order (coll_gpu_colls_move.c): `counted` names such a call. */
+ * Contiguous datatypes on the engine's device, on every rank; a nonblocking or persistent alltoall in place is
+ * staged. MPI_Allgatherv and MPI_Alltoallv run as allgather and alltoall where every block has one count and the
+ * blocks lie one after another in rank order (coll_gpu_colls_move.c): `counted` names such a call; blocking ones
+ * of other layouts as the zero-copy call with counts. */
 typedef struct {
   coll_gpu_coll_t coll;
   const void *sbuf; /* allgather, alltoall: the send buffer or MPI_IN_PLACE */

@@ -770,6 +770,8 @@ static int plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_co
                                   (size_t)mv->scount * (mv->coll == COLL_GPU_COLL_ALLTOALL ? blocks : 1));
   } else if (mv->coll == COLL_GPU_COLL_ALLGATHER && dst != NULL) {
     src = dst + (size_t)me * bytes; /* in place: my block of recvbuf */
+  } else if (mv->coll == COLL_GPU_COLL_ALLTOALL && blocking && mv->counted == NULL) {
+    src = dst; /* in place: the engine sends from a copy of recvbuf (engine.h) */
   } else if (mv->coll == COLL_GPU_COLL_BCAST) {
     src = dst;
   }
@@ -786,7 +788,8 @@ static int plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_co
     ; /* staged: an unlike rank would ask every rank for the call with counts, which this one cannot make */
   else if (engine_can && dst != NULL && src != NULL && !mv->unlike && bytes > 0 && on_engine(m, &pl->mem, &pl->mem) &&
            on_engine(m, &smem, &pl->mem) && (mv->coll != COLL_GPU_COLL_ALLTOALL || n <= COLL_GPU_MAX_DIRECT))
-    pl->mine = COLL_GPU_PATH_GPU; /* in-place alltoall has no src, and more ranks no pairwise connections: staged */
+    pl->mine = COLL_GPU_PATH_GPU; /* a nonblocking alltoall in place has no src, and more ranks no pairwise
+                                     connections: staged */
   else if (vcan && engine_can && on_engine(m, &pl->mem, &pl->mem) && on_engine(m, &smem, &pl->mem))
     pl->mine = COLL_GPU_PATH_GPU | COLL_GPU_PATH_VLAYOUT;
   /* every argument here is the same on every rank of a correct program (MPI_IN_PLACE in alltoall too), but a
