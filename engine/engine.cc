@@ -984,6 +984,7 @@ coll_gpu_status_t coll_gpu_engine::mail_wait(uint64_t n, const char *call, uint6
 namespace {
 // The MPI function of a zero-copy call.
 const char *zero_copy_call(const coll_gpu_args_t &a) {
+  if (a.v != nullptr && a.v->call != nullptr) return a.v->call;
   return a.v == nullptr ? "MPI_Alltoall" : a.coll == COLL_GPU_COLL_ALLGATHER ? "MPI_Allgatherv" : "MPI_Alltoallv";
 }
 }  // namespace

@@ -144,7 +144,8 @@ int coll_gpu_engine_owns(const coll_gpu_engine_t *e, const coll_gpu_meminfo_t *m
  *     rank alike, coll_gpu_engine_run only) recvbuf is first copied into device memory of the engine's
  *     (coll_gpu_engine_bounce's), which the call then sends from: no peer writes into a rank's recvbuf before
  *     that rank's kernel has begun, after the copy;
- *   allgather and alltoall with counts (v not NULL: MPI_Allgatherv, MPI_Alltoallv; coll_gpu_engine_run on one
+ *   allgather and alltoall with counts (v not NULL: MPI_Allgatherv, MPI_Alltoallv, and MPI_Gather(v) and
+ *     MPI_Scatter(v) as alltoalls whose blocks are empty but to or from the root; coll_gpu_engine_run on one
  *     node of at most COLL_GPU_MAX_DIRECT ranks only, count unused): v->send[q] of sendbuf to rank q, whose
  *     recvbuf takes it where its v->recv[r] says (an allgatherv sends the same bytes to every rank; in place,
  *     sendbuf is recvbuf + v->recv[r].displ). They go zero-copy, straight into the peers' receive buffers;
@@ -160,6 +161,7 @@ typedef struct {
 typedef struct {
   coll_gpu_vblock_t send[COLL_GPU_MAX_DIRECT]; /* of sendbuf, for rank q */
   coll_gpu_vblock_t recv[COLL_GPU_MAX_DIRECT]; /* of recvbuf, from rank q */
+  const char *call;                            /* the MPI function, for messages; NULL: by coll */
 } coll_gpu_vlayout_t;
 typedef struct {
   coll_gpu_coll_t coll;

@@ -210,7 +210,8 @@ void mca_coll_gpu_path_host(size_t bytes, struct ompi_communicator_t *comm, mca_
  * Contiguous datatypes on the engine's device, on every rank; a nonblocking or persistent alltoall in place is
  * staged. MPI_Allgatherv and MPI_Alltoallv run as allgather and alltoall where every block has one count and the
  * blocks lie one after another in rank order (coll_gpu_colls_move.c): `counted` names such a call; blocking ones
- * of other layouts as the zero-copy call with counts. */
+ * of other layouts as the zero-copy call with counts, and so do blocking MPI_Gather(v) and MPI_Scatter(v)
+ * (`rooted`). */
 typedef struct {
   coll_gpu_coll_t coll;
   const void *sbuf; /* allgather, alltoall: the send buffer or MPI_IN_PLACE */
@@ -229,7 +230,12 @@ typedef struct {
   const int *scounts, *sdispls, *rcounts, *rdispls;
   const void *vsbuf; /* counted: the buffers the displacements count from (sbuf and rbuf as given) */
   void *vrbuf;
+  /* counted: COLL_GPU_GATHER (rbuf, rcount or rcounts and rdispls, rdtype significant at the root alone; rcounts
+     NULL: rcount from every rank in rank order) or COLL_GPU_SCATTER (sbuf, scount or scounts and sdispls, sdtype
+     at the root alone), coll ALLTOALL; 0 otherwise. root: theirs */
+  int rooted;
 } mca_coll_gpu_move_t;
+enum { COLL_GPU_GATHER = 1, COLL_GPU_SCATTER = 2 };
 int mca_coll_gpu_move_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
                           int *rc);
 

@@ -35,6 +35,37 @@ static int stage_bcast(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, P
   { COLL_GPU_COLL_BCAST, NULL, 0, NULL, rbuf, count, dtype, root }
 COLL_GPU_MOVE_ENTRIES(bcast, coll_gpu_bytes(dtype, count))
 
+static int counted_staged(struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m);
+
+/* A gather or scatter (rooted: COLL_GPU_GATHER or COLL_GPU_SCATTER) as a call with counts: blocking, on the GPUs
+ * as the zero-copy alltoall whose blocks are empty but to or from the root (coll_gpu_gpupath.c's plan_rooted);
+ * otherwise staged. Counts NULL: the one count of every rank, in rank order. */
+static mca_coll_gpu_move_t rooted_move(struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, const char *name,
+                                       int rooted, const void *sbuf, int scount, const int *scounts, const int *sdispls,
+                                       struct ompi_datatype_t *sdtype, void *rbuf, int rcount, const int *rcounts,
+                                       const int *rdispls, struct ompi_datatype_t *rdtype, int root) {
+  mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLTOALL,
+                            sbuf,
+                            scount,
+                            sdtype,
+                            rbuf,
+                            rcount,
+                            rdtype,
+                            root,
+                            name,
+                            0,
+                            1,
+                            scounts,
+                            sdispls,
+                            rcounts,
+                            rdispls,
+                            sbuf,
+                            rbuf,
+                            rooted};
+  mv.staged = counted_staged(comm, m);
+  return mv;
+}
+
 /* ------------------------------------------------------------------ MPI_Gather(v): blocks to the root */
 
 /* The root's receive counts are significant at the root alone (elsewhere they may be NULL): the span
@@ -66,7 +97,10 @@ static int stage_gather(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, 
   if (role == COLL_GPU_ROOT) rspan = mca_coll_gpu_span(rdtype, (size_t)rcount * peers(comm), &rbytes);
   return stage_to_root(st, comm, role, sbuf, scount, sdtype, rbuf, rspan, rbytes, hs, hr);
 }
-COLL_GPU_ENTRIES(gather)
+#define GPU_gather                                                                                                \
+  rooted_move(comm, m, "MPI_Gather", COLL_GPU_GATHER, sbuf, scount, NULL, NULL, sdtype, rbuf, rcount, NULL, NULL, \
+              rdtype, root)
+COLL_GPU_MOVE_ENTRIES(gather, counted_staged(comm, m) ? 0 : 1)
 
 #define PARAMS_gatherv                                                                                             \
   const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts, const int *displs, \
@@ -80,7 +114,10 @@ static int stage_gatherv(coll_gpu_stage_t *st, struct ompi_communicator_t *comm,
   if (role == COLL_GPU_ROOT) rspan = mca_coll_gpu_span_v(rdtype, (int)peers(comm), rcounts, displs, &rbytes);
   return stage_to_root(st, comm, role, sbuf, scount, sdtype, rbuf, rspan, rbytes, hs, hr);
 }
-COLL_GPU_ENTRIES(gatherv)
+#define GPU_gatherv                                                                                                \
+  rooted_move(comm, m, "MPI_Gatherv", COLL_GPU_GATHER, sbuf, scount, NULL, NULL, sdtype, rbuf, 0, rcounts, displs, \
+              rdtype, root)
+COLL_GPU_MOVE_ENTRIES(gatherv, counted_staged(comm, m) ? 0 : 1)
 
 /* ------------------------------------------------------------------ MPI_Scatter(v): blocks from the root */
 
@@ -112,7 +149,10 @@ static int stage_scatter(coll_gpu_stage_t *st, struct ompi_communicator_t *comm,
   if (role == COLL_GPU_ROOT) sspan = mca_coll_gpu_span(sdtype, (size_t)scount * peers(comm), &sbytes);
   return stage_from_root(st, comm, role, sbuf, sspan, sbytes, rbuf, rcount, rdtype, hs, hr);
 }
-COLL_GPU_ENTRIES(scatter)
+#define GPU_scatter                                                                                                 \
+  rooted_move(comm, m, "MPI_Scatter", COLL_GPU_SCATTER, sbuf, scount, NULL, NULL, sdtype, rbuf, rcount, NULL, NULL, \
+              rdtype, root)
+COLL_GPU_MOVE_ENTRIES(scatter, counted_staged(comm, m) ? 0 : 1)
 
 #define PARAMS_scatterv                                                                                            \
   const void *sbuf, const int *scounts, const int *displs, struct ompi_datatype_t *sdtype, void *rbuf, int rcount, \
@@ -127,7 +167,10 @@ static int stage_scatterv(coll_gpu_stage_t *st, struct ompi_communicator_t *comm
   if (role == COLL_GPU_ROOT) sspan = mca_coll_gpu_span_v(sdtype, (int)peers(comm), scounts, displs, &sbytes);
   return stage_from_root(st, comm, role, sbuf, sspan, sbytes, rbuf, rcount, rdtype, hs, hr);
 }
-COLL_GPU_ENTRIES(scatterv)
+#define GPU_scatterv                                                                                                 \
+  rooted_move(comm, m, "MPI_Scatterv", COLL_GPU_SCATTER, sbuf, 0, scounts, displs, sdtype, rbuf, rcount, NULL, NULL, \
+              rdtype, root)
+COLL_GPU_MOVE_ENTRIES(scatterv, counted_staged(comm, m) ? 0 : 1)
 
 /* ------------------------------------------------------------------ MPI_Allgatherv and MPI_Alltoallv on the GPUs */
 

@@ -743,13 +743,112 @@ static int plan_vlayout(const mca_coll_gpu_move_t *mv, int n, int me, mca_coll_g
     }
   }
   const void *src = in_place ? (const char *)mv->vrbuf + v->recv[me].displ : mv->vsbuf;
+  v->call = mv->counted;
   const coll_gpu_args_t args = {mv->coll, src, mv->vrbuf, 0, NULL, COLL_GPU_UINT8, COLL_GPU_SUM, 0, v};
   pl->vargs = args;
   return 1;
 }
 
+/* A gather's or scatter's layout in bytes (pl->layout) and its call with counts (pl->vargs), as an alltoall whose
+ * blocks are empty but to the root (gather) or from it (scatter): 1, or 0 where it has none (a datatype that is
+ * significant here and not dense, a negative count or displacement). What MPI leaves undefined (the receive
+ * arguments of a gather and the send ones of a scatter off the root, the count and datatype beside MPI_IN_PLACE)
+ * is never read. */
+static int plan_rooted_layout(const mca_coll_gpu_move_t *mv, int n, int me, mca_coll_gpu_plan_t *pl) {
+  const int gather = mv->rooted == COLL_GPU_GATHER, at_root = me == mv->root;
+  /* MPI_IN_PLACE at the root: a gather's send buffer, a scatter's receive buffer */
+  const int in_place = at_root && (gather ? mv->sbuf == MPI_IN_PLACE : mv->rbuf == MPI_IN_PLACE);
+  coll_gpu_vlayout_t *v = &pl->layout;
+  memset(v, 0, sizeof(*v));
+  v->call = mv->counted;
+  const void *src = NULL;
+  void *dst = NULL;
+  /* the blocks that travel: the many at the root (its receive or send buffer by rank), the one elsewhere */
+  struct ompi_datatype_t *many_dt = gather ? mv->rdtype : mv->sdtype;
+  struct ompi_datatype_t *one_dt = gather ? mv->sdtype : mv->rdtype;
+  const int one_count = gather ? mv->scount : mv->rcount;
+  size_t one = 0; /* the bytes of this rank's own block (0 in place at the root) */
+  if (!in_place) {
+    if (!dense(one_dt) || one_count < 0) return 0;
+    size_t size = 0;
+    ompi_datatype_type_size(one_dt, &size);
+    one = (size_t)one_count * size;
+  }
+  if (at_root) {
+    if (!dense(many_dt)) return 0;
+    size_t size = 0;
+    ompi_datatype_type_size(many_dt, &size);
+    const int *counts = gather ? mv->rcounts : mv->scounts, *displs = gather ? mv->rdispls : mv->sdispls;
+    const int each = gather ? mv->rcount : mv->scount;
+    coll_gpu_vblock_t *blocks = gather ? v->recv : v->send;
+    for (int q = 0; q < n; ++q) {
+      const int count = counts != NULL ? counts[q] : each, displ = counts != NULL ? displs[q] : q * each;
+      if (count < 0 || displ < 0) return 0;
+      blocks[q].displ = (size_t)displ * size;
+      blocks[q].bytes = (size_t)count * size;
+    }
+    if (gather) { /* the root's own block: from its send buffer, or in place already where it goes */
+      dst = mv->vrbuf;
+      src = in_place ? (const char *)mv->vrbuf + v->recv[me].displ : mv->vsbuf;
+      v->send[me].bytes = in_place ? v->recv[me].bytes : one;
+    } else { /* kept in the send buffer in place */
+      src = mv->vsbuf;
+      dst = in_place ? NULL : mv->vrbuf;
+      if (in_place) v->send[me].bytes = 0;
+      v->recv[me].bytes = in_place ? 0 : one;
+    }
+  } else if (gather) {
+    src = mv->vsbuf;
+    v->send[mv->root].bytes = one;
+  } else {
+    dst = mv->vrbuf;
+    v->recv[mv->root].bytes = one;
+  }
+  const coll_gpu_args_t args = {COLL_GPU_COLL_ALLTOALL, src, dst, 0, NULL, COLL_GPU_UINT8, COLL_GPU_SUM, 0, v};
+  pl->vargs = args;
+  return 1;
+}
+
+/* The plan of a blocking, nonblocking or persistent gather or scatter (mv->rooted): the zero-copy call with counts
+ * where every rank can make it (blocking, at most COLL_GPU_MAX_DIRECT ranks of one node, device memory the engine
+ * takes), else staged; 0 when the call takes no part in the agreement. */
+static int plan_rooted(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_communicator_t *comm,
+                       mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
+  const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
+  const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
+  if (m->agree_state == COLL_GPU_STATE_OFF || mv->staged) return 0;
+  const int gather = mv->rooted == COLL_GPU_GATHER, at_root = me == mv->root;
+  /* this rank's buffers that MPI defines: the engine lives where the first is */
+  const void *bufs[2] = {gather ? mv->sbuf : mv->rbuf, at_root ? (gather ? mv->rbuf : mv->sbuf) : NULL};
+  if (bufs[0] == MPI_IN_PLACE) bufs[0] = NULL;
+  if (bufs[0] == NULL) {
+    bufs[0] = bufs[1];
+    bufs[1] = NULL;
+  }
+  coll_gpu_mem_classify(bufs[0], &pl->mem);
+  pl->smem = pl->mem;
+  if (bufs[1] != NULL) coll_gpu_mem_classify(bufs[1], &pl->smem);
+  const int one_node = c->virtual_nodes == 0 || c->virtual_nodes >= n;
+  pl->mine = COLL_GPU_PATH_STAGE;
+  if (pl->mem.kind == COLL_GPU_MEM_HOST && pl->smem.kind == COLL_GPU_MEM_HOST)
+    pl->mine = COLL_GPU_PATH_HOST;
+  else if (blocking && n <= COLL_GPU_MAX_DIRECT && one_node && m->engine_state != COLL_GPU_STATE_OFF &&
+           c->move_algorithm[COLL_GPU_COLL_ALLTOALL] != COLL_GPU_NALGOS && on_engine(m, &pl->mem, &pl->mem) &&
+           on_engine(m, &pl->smem, &pl->mem) && plan_rooted_layout(mv, n, me, pl))
+    pl->mine = COLL_GPU_PATH_GPU | COLL_GPU_PATH_VLAYOUT;
+  pl->any_memory = 0;
+  pl->bytes = 0;
+  pl->name = mv->counted;
+  if (pl->mine & COLL_GPU_PATH_VLAYOUT) {
+    for (int q = 0; q < n; ++q) pl->bytes += pl->layout.send[q].bytes; /* what this rank sends, for messages */
+    pl->args = pl->vargs; /* every rank that takes the GPU path says VLAYOUT: the call with counts */
+  }
+  return 1;
+}
+
 static int plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_communicator_t *comm,
                      mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
+  if (mv->rooted) return plan_rooted(mv, blocking, comm, m, pl);
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
   const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
   size_t rsize = 0;

@@ -259,12 +259,14 @@ static void run_move(dcoll_t c, const layout_t *L, int count, bool inplace, bool
   /* -G: blocking allgatherv and alltoallv on ints stage nothing on one host: of equal blocks one after another
    * they run as allgather and alltoall (alltoall of at most 8 ranks, not in place), of any other layout as the
    * zero-copy call with counts (at most 8 ranks of one node, not split into virtual ones; alltoallv not in
-   * place); nor does alltoall in place (at most 8 ranks of one node: from a copy of the receive buffer) */
+   * place); nor do alltoall in place (from a copy of the receive buffer) and gather(v) and scatter(v) (as the
+   * call with counts), at most 8 ranks of one node */
   const bool one_node = virtual_nodes == 0 || virtual_nodes >= n;
   const bool counts_gpu = v == V_EQUAL || (n <= 8 && one_node);
+  const bool rooted = c == D_GATHER || c == D_GATHERV || c == D_SCATTER || c == D_SCATTERV;
   const bool must_gpu = gpu_path && !nb && count > 0 && L == &layouts[0] && one_host() &&
                         ((counts_gpu && (c == D_ALLGATHERV || (c == D_ALLTOALLV && !inplace && n <= 8))) ||
-                         (c == D_ALLTOALL && inplace && n <= 8 && one_node));
+                         ((rooted || (c == D_ALLTOALL && inplace)) && n <= 8 && one_node));
   const unsigned long long staged_before = must_gpu ? staged_count() : 0;
   random_gap(salt + 31 * (uint64_t)root + nb);
   switch (c) {
