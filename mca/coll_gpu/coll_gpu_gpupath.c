@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
- * The GPU path of MPI_Allreduce, MPI_Reduce, MPI_Reduce_scatter(_block), MPI_Bcast, MPI_Allgather and
- * MPI_Alltoall: which path a call takes, the same on every rank, and the engine's bootstrap over the
- * communicator.
+ * The GPU path of MPI_Allreduce, MPI_Reduce, MPI_Reduce_scatter(_block), MPI_Bcast, MPI_Allgather(v),
+ * MPI_Alltoall(v), MPI_Gather(v) and MPI_Scatter(v): which path a call takes, the same on every rank, and the
+ * engine's bootstrap over the communicator.
  *
  * Each rank classifies its own buffers into one bit: HOST (both buffers host memory), GPU (both on the
  * engine's device, a type and op the kernels implement) or STAGE (anything else on a device). The OR
