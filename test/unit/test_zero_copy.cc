@@ -282,6 +282,13 @@ struct Rank {
   coll_gpu_args_t a{};
 };
 
+// Rank r's call: coll from `send` into its receive buffer, by its layout (with_layout; count unused) or in equal
+// blocks of `count` bytes.
+void set_call(Rank &r, coll_gpu_coll_t coll, const void *send, size_t count, bool with_layout) {
+  r.a = coll_gpu_args_t{
+      coll, send, r.recv.data(), count, nullptr, COLL_GPU_UINT8, COLL_GPU_SUM, 0, with_layout ? &r.v : nullptr};
+}
+
 // Blocks of the given bytes laid out in a buffer in a random order with random gaps: their displacements, and the
 // buffer's length.
 size_t scatter_blocks(std::mt19937_64 &g, const std::vector<size_t> &bytes, std::vector<size_t> *displ) {
@@ -347,15 +354,7 @@ TEST(ZeroCopyWords, AlltoallvOfAnyCountsAndDisplacements) {
         ranks[r].v.recv[q] = {rd[q], in[q]};
         for (size_t i = 0; i < out[q]; ++i) ranks[r].send[sd[q] + i] = zc::pattern(r, q, i);
       }
-      ranks[r].a = {COLL_GPU_COLL_ALLTOALL,
-                    ranks[r].send.data(),
-                    ranks[r].recv.data(),
-                    0,
-                    nullptr,
-                    COLL_GPU_UINT8,
-                    COLL_GPU_SUM,
-                    0,
-                    &ranks[r].v};
+      zc::set_call(ranks[r], COLL_GPU_COLL_ALLTOALL, ranks[r].send.data(), 0, true);
     }
     for (int r = 0; r < n; ++r) {
       size_t most = 0;
@@ -389,15 +388,7 @@ TEST(ZeroCopyWords, AllgathervOfAnyCountsInPlaceOrNot) {
       unsigned char *mine = in_place ? ranks[r].recv.data() + rd[r] : ranks[r].send.data() + 1;
       for (size_t i = 0; i < count[r]; ++i) mine[i] = zc::pattern(r, 0, i);
       for (int q = 0; q < n; ++q) ranks[r].v.send[q] = {0, count[r]};
-      ranks[r].a = {COLL_GPU_COLL_ALLGATHER,
-                    mine,
-                    ranks[r].recv.data(),
-                    0,
-                    nullptr,
-                    COLL_GPU_UINT8,
-                    COLL_GPU_SUM,
-                    0,
-                    &ranks[r].v};
+      zc::set_call(ranks[r], COLL_GPU_COLL_ALLGATHER, mine, 0, true);
       ASSERT_EQ(count[r], coll_gpu::zc_most(n, ranks[r].a));
     }
     const std::vector<int> bad = zc::run(ranks);
@@ -422,15 +413,7 @@ TEST(ZeroCopyWords, AlltoallOfEqualBlocks) {
       ranks[r].recv.assign(n * block, zc::kPoison);
       for (int q = 0; q < n; ++q)
         for (size_t i = 0; i < block; ++i) ranks[r].send[q * block + i] = zc::pattern(r, q, i);
-      ranks[r].a = {COLL_GPU_COLL_ALLTOALL,
-                    ranks[r].send.data(),
-                    ranks[r].recv.data(),
-                    block,
-                    nullptr,
-                    COLL_GPU_UINT8,
-                    COLL_GPU_SUM,
-                    0,
-                    nullptr};
+      zc::set_call(ranks[r], COLL_GPU_COLL_ALLTOALL, ranks[r].send.data(), block, false);
       ASSERT_EQ(block, coll_gpu::zc_most(n, ranks[r].a));
       ASSERT_FALSE(coll_gpu::zc_receives_nothing(n, ranks[r].a));
     }
@@ -453,15 +436,7 @@ TEST(ZeroCopyWords, DisagreeingCountsMoveWhatBothAllowAndAreNamed) {
       ranks[r].v.recv[q] = {(size_t)q * 16, 8};
       for (size_t i = 0; i < 8; ++i) ranks[r].send[q * 8 + i] = zc::pattern(r, q, i);
     }
-    ranks[r].a = {COLL_GPU_COLL_ALLTOALL,
-                  ranks[r].send.data(),
-                  ranks[r].recv.data(),
-                  0,
-                  nullptr,
-                  COLL_GPU_UINT8,
-                  COLL_GPU_SUM,
-                  0,
-                  &ranks[r].v};
+    zc::set_call(ranks[r], COLL_GPU_COLL_ALLTOALL, ranks[r].send.data(), 0, true);
   }
   ranks[2].v.recv[0].bytes = 5;
   ranks[2].v.recv[1].bytes = 12;
