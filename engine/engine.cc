@@ -1331,18 +1331,33 @@ coll_gpu_status_t run_counted(coll_gpu_engine_t *e, const coll_gpu_args_t &a, ch
   return COLL_GPU_MISMATCH;
 }
 
+// The bytes of input a call in place runs from a copy of (engine.h): an alltoall's, a reduce-scatter's of unequal
+// counts; 0 for any other call.
+size_t copied_input(const coll_gpu_engine &e, const coll_gpu_args_t &a) {
+  if (a.sendbuf != a.recvbuf || a.v != nullptr) return 0;
+  if (a.coll == COLL_GPU_COLL_ALLTOALL) return a.count * (size_t)e.nranks;
+  if (a.coll != COLL_GPU_COLL_REDUCE_SCATTER || a.counts == nullptr) return 0;
+  size_t total = 0;
+  bool equal = true;
+  for (int q = 0; q < e.nranks; ++q) {
+    total += a.counts[q];
+    equal = equal && a.counts[q] == a.counts[0];
+  }
+  return equal ? 0 : total * coll_gpu_dtype_size(a.type);
+}
+
 coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
   COLL_GPU_CHECK(runnable(e, args, why, why_len));
   if (args->v != nullptr) return run_counted(e, *args, why, why_len);
-  coll_gpu_args_t in_place;
-  if (args->coll == COLL_GPU_COLL_ALLTOALL && args->sendbuf == args->recvbuf) {  // sent from a copy (engine.h)
-    const size_t bytes = args->count * (size_t)e->nranks;
+  coll_gpu_args_t copied;
+  const size_t input = copied_input(*e, *args);
+  if (input > 0) {  // sent or reduced from a copy (engine.h)
     void *dev = nullptr;
-    COLL_GPU_CHECK(coll_gpu_engine_bounce(e, bytes, &dev, why, why_len));
-    COLL_GPU_CHECK(coll_gpu_engine_copy(e, dev, args->recvbuf, bytes, why, why_len));
-    in_place = *args;
-    in_place.sendbuf = dev;
-    args = &in_place;
+    COLL_GPU_CHECK(coll_gpu_engine_bounce(e, input, &dev, why, why_len));
+    COLL_GPU_CHECK(coll_gpu_engine_copy(e, dev, args->sendbuf, input, why, why_len));
+    copied = *args;
+    copied.sendbuf = dev;
+    args = &copied;
   }
   Parts parts(*e, *args);
   if (parts.choice().algo == COLL_GPU_ALGO_CHAIN) return chain(e, *args, run, why, why_len);
@@ -1368,7 +1383,7 @@ coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *w
 // once, kernels of their own that run one after another: the host need not come back between parts.
 coll_gpu_status_t start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
   COLL_GPU_CHECK(runnable(e, args, why, why_len));
-  if (args->v != nullptr || (args->coll == COLL_GPU_COLL_ALLTOALL && args->sendbuf == args->recvbuf)) {
+  if (args->v != nullptr || copied_input(*e, *args) > 0) {
     coll_gpu_say(why, why_len, "%s: a call with counts or in place is not started, only run (engine.h)",
                  zero_copy_call(*args));
     return COLL_GPU_INTERNAL_ERROR;

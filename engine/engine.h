@@ -133,8 +133,10 @@ int coll_gpu_engine_owns(const coll_gpu_engine_t *e, const coll_gpu_meminfo_t *m
  *   reduce: the same into recvbuf at root (recvbuf is not touched elsewhere: NULL there);
  *   reduce-scatter: sendbuf holds the ranks' blocks in rank order, counts[q] elements for rank q, or with
  *     counts NULL `count` elements each; this rank's block, reduced over every rank, lands in recvbuf.
- *     sendbuf may be recvbuf when all counts are equal (MPI_IN_PLACE: block 0 is then overwritten with the
- *     result). Beyond COLL_GPU_MAX_DIRECT ranks counts must be NULL;
+ *     sendbuf may be recvbuf (MPI_IN_PLACE): of equal counts block 0 is then overwritten with the result; of
+ *     unequal ones (coll_gpu_engine_run only) the input is first copied into device memory of the engine's
+ *     (coll_gpu_engine_bounce's), and the call reduces from there. Beyond COLL_GPU_MAX_DIRECT ranks counts
+ *     must be NULL;
  *   bcast: count bytes of recvbuf at root to recvbuf everywhere (sendbuf: recvbuf);
  *   allgather: count bytes of sendbuf to block r of every recvbuf (n blocks; sendbuf may be recvbuf's
  *     block r);

@@ -515,10 +515,11 @@ static int plan_reduction(const mca_coll_gpu_reduction_t *rd, int blocking, stru
   coll_gpu_dtype_t type = COLL_GPU_NTYPES;
   coll_gpu_redop_t redop = COLL_GPU_NOPS;
   const int algorithm = rd->coll == COLL_GPU_COLL_ALLREDUCE ? c->allreduce_algorithm : c->move_algorithm[rd->coll];
-  /* in place, a rank's result would overwrite input a later block of another length still reads; beyond
-   * COLL_GPU_MAX_DIRECT ranks the kernels take equal blocks only */
-  const int blocks_ok =
-      !(rd->coll == COLL_GPU_COLL_REDUCE_SCATTER && !equal && (rd->sbuf == MPI_IN_PLACE || n > COLL_GPU_MAX_DIRECT));
+  /* in place, a rank's result would overwrite input a later block of another length still reads: the engine
+   * reduces from a copy of the input, in a blocking call only (engine.h); beyond COLL_GPU_MAX_DIRECT ranks the
+   * kernels take equal blocks only */
+  const int blocks_ok = !(rd->coll == COLL_GPU_COLL_REDUCE_SCATTER && !equal &&
+                          ((rd->sbuf == MPI_IN_PLACE && !blocking) || n > COLL_GPU_MAX_DIRECT));
   /* a type and op the kernels implement; then, every argument here being the same on every rank of a correct
    * program, whether any rank can join the call whatever memory it passes */
   const int typed = map_type(rd->dtype, &type) && map_op(rd->op, &redop) && coll_gpu_op_supported(type, redop);
@@ -530,13 +531,14 @@ static int plan_reduction(const mca_coll_gpu_reduction_t *rd, int blocking, stru
     pl->mine = (uint32_t)local_path(leaf ? MPI_IN_PLACE : rd->sbuf, leaf ? (void *)rd->sbuf : rd->rbuf, typed, m,
                                     &pl->mem, &pl->smem);
   /* joining through the engine's memory: the input at 0, the result over it, or after it for a reduce-scatter
-   * not in place (in place it stays in place: the engine runs one another way, as the other ranks' do); the
-   * elements as they lie (a pair type's padding too), as the kernels read them */
+   * not in place or of unequal counts (of equal ones in place it stays in place: the engine runs one another way,
+   * as the other ranks' do); the elements as they lie (a pair type's padding too), as the kernels read them */
   if (may_join(blocking, pl, m)) {
     const size_t esize = coll_gpu_dtype_size(type);
     const size_t mine =
         rd->coll != COLL_GPU_COLL_REDUCE_SCATTER ? total : (size_t)(rd->rcounts != NULL ? rd->rcounts[me] : rd->count);
-    const size_t out_at = rd->coll == COLL_GPU_COLL_REDUCE_SCATTER && rd->sbuf != MPI_IN_PLACE ? total * esize : 0;
+    const size_t out_at =
+        rd->coll == COLL_GPU_COLL_REDUCE_SCATTER && (rd->sbuf != MPI_IN_PLACE || !equal) ? total * esize : 0;
     const mca_coll_gpu_join_t join = {{rd->sbuf == MPI_IN_PLACE ? rd->rbuf : rd->sbuf, rd->dtype, total, 1},
                                       {rd->rbuf, leaf ? NULL : rd->dtype, mine, 1},
                                       0,
