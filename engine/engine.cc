@@ -112,7 +112,8 @@ uint64_t config_hash(const coll_gpu_engine_config_t &c) {
                         (uint64_t)c.virtual_nodes,
                         (uint64_t)(int64_t)c.proxy_net,
                         c.zero_copy_min_bytes,
-                        c.zero_copy_map_bytes};
+                        c.zero_copy_map_bytes,
+                        c.zero_copy_engines_min_bytes};
   return coll_gpu_hash(v, sizeof(v), 0);
 }
 
@@ -151,6 +152,8 @@ struct coll_gpu_engine {
   size_t bounce_bytes = 0;
   coll_gpu::Stream stream;         // blocking: after the work queued on the legacy default stream, as staging is
   coll_gpu::Stream linger_stream;  // non-blocking: a lingering kernel holds up no other work
+  coll_gpu::Stream copy_stream;    // non-blocking: the zero-copy calls' copy engines, between the two events
+  coll_gpu::Event copy_ready, copy_done;
   coll_gpu::HostMappedMemory status_mem;
   coll_gpu_ar_status_t *status = nullptr;  // host view of status_mem
   void *status_dev = nullptr;              // device view
@@ -224,6 +227,9 @@ struct coll_gpu_engine {
     net.reset();                                               // the proxy stops before its FIFOs go
     imports.clear(coll_gpu::cuda_ipc_ops());
     ipc.reset();
+    copy_done.reset();
+    copy_ready.reset();
+    copy_stream.reset();
     linger_stream.reset();
     stream.reset();
     waiting_mem.reset();
@@ -1080,7 +1086,21 @@ coll_gpu_status_t coll_gpu_engine::launch(const coll_gpu_work_t &p, coll_gpu_pro
     COLL_GPU_CHECK(linger_start(&flight.p, &blocks, why, why_len));
   } else {
     if (lingering && p.algo != COLL_GPU_ALGO_ONESHOT) linger_stop();
-    CUDA_CHECK(coll_gpu_ar_launch(&comm, &p, stream.get()), why, why_len);
+    if (p.zc_engines) {
+      if (copy_stream.get() == nullptr) {  // made at the first call that needs them
+        CUDA_CHECK(coll_gpu_stream_create(copy_stream.out(), 1), why, why_len);
+        CUDA_CHECK(coll_gpu_event_create(copy_ready.out()), why, why_len);
+        CUDA_CHECK(coll_gpu_event_create(copy_done.out()), why, why_len);
+      }
+      if (cfg.log != nullptr)
+        cfg.log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "comm %s: %s seq %llu: the peers' blocks by copy engines",
+                cfg.name, coll_gpu_coll_name(p.coll), (unsigned long long)p.seq);
+      CUDA_CHECK(
+          coll_gpu_zc_engines_launch(&comm, &p, stream.get(), copy_stream.get(), copy_ready.get(), copy_done.get()),
+          why, why_len);
+    } else {
+      CUDA_CHECK(coll_gpu_ar_launch(&comm, &p, stream.get()), why, why_len);
+    }
   }
   flight.blocks = blocks;
   coll_gpu_trace('A', rank, p.coll, p.algo, p.seq);
@@ -1321,6 +1341,7 @@ coll_gpu_status_t run_counted(coll_gpu_engine_t *e, const coll_gpu_args_t &a, ch
   p.type = COLL_GPU_UINT8;
   p.count = most;
   p.zc_parts = parts;
+  p.zc_engines = coll_gpu::zc_engines(e->cfg.zero_copy_engines_min_bytes, e->nranks, most);
   const int bad = coll_gpu::zc_blocks(e->rank, e->nranks, a, peer_recv, wants, p.zc);
   e->trace(p, most, most, choice);
   COLL_GPU_CHECK(e->launch(p, choice.proto, false, why, why_len));
@@ -1371,6 +1392,7 @@ coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *w
   while (parts.next(*e, &p)) {
     if (zero_copy) {
       p.zc_parts = coll_gpu::zc_parts(e->cfg.tune, e->nranks, most);
+      p.zc_engines = coll_gpu::zc_engines(e->cfg.zero_copy_engines_min_bytes, e->nranks, most);
       coll_gpu::zc_blocks(e->rank, e->nranks, *args, peer_recv, wants, p.zc);
     }
     COLL_GPU_CHECK(e->launch(p, parts.choice().proto, parts.linger(), why, why_len));

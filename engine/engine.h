@@ -75,6 +75,8 @@ typedef struct {
   size_t zero_copy_min_bytes;  /* inside a node, alltoall of blocks this large or larger on exportable memory goes
                                   straight from the send buffer into the peers' receive buffers; 0: never */
   size_t zero_copy_map_bytes;  /* the bound of the peers' allocations mapped here for it (engine/ipc_cache.h) */
+  size_t zero_copy_engines_min_bytes; /* of 2 ranks, a zero-copy call whose largest block is this large or larger
+                                         moves the peer's block by copy engines; 0: never (engine/zero_copy.h) */
 } coll_gpu_engine_config_t;
 
 typedef struct coll_gpu_engine coll_gpu_engine_t;

@@ -86,6 +86,7 @@ class Owned {
 using DeviceMemory = Owned<coll_gpu_dev_free>;              // coll_gpu_dev_alloc
 using IpcMapping = Owned<coll_gpu_ipc_close>;               // coll_gpu_ipc_open
 using Stream = Owned<coll_gpu_stream_destroy>;              // coll_gpu_stream_create
+using Event = Owned<coll_gpu_event_destroy>;                // coll_gpu_event_create
 using HostMappedMemory = Owned<coll_gpu_host_mapped_free>;  // coll_gpu_host_mapped_alloc
 
 // While it lives, the current context is the one that owns `mem` (kernels/gpu_mem.h); the one before

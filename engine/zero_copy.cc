@@ -71,4 +71,6 @@ int zc_parts(const coll_gpu_tune_config_t &tune, int n, size_t most) {
   return parts < 1 ? 1 : parts > COLL_GPU_ZC_PARTS ? COLL_GPU_ZC_PARTS : parts;
 }
 
+bool zc_engines(size_t min_bytes, int n, size_t most) { return n == 2 && min_bytes > 0 && most >= min_bytes; }
+
 }  // namespace coll_gpu

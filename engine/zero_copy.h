@@ -49,6 +49,11 @@ int zc_blocks(int rank, int n, const coll_gpu_args_t &a, void *const *peer_recv,
 // The parts of each block, from the largest block of any rank: the channels the tuning model gives a ring alltoall
 // of that size, shared among the ranks' blocks, at most COLL_GPU_ZC_PARTS.
 int zc_parts(const coll_gpu_tune_config_t &tune, int n, size_t most);
+// Whether the peers' blocks go by copy engines (cudaMemcpyAsync) rather than by the zero-copy kernel's stores: with
+// 2 ranks, from min_bytes (0: never) the largest block of any rank; the same on every rank. With more ranks each
+// GPU's copies to its peers at once moved less than the kernel's stores (196 against 352 GB/s a GPU on 4 H200,
+// 256 MiB blocks); with 2, more (384 against 358).
+bool zc_engines(size_t min_bytes, int n, size_t most);
 
 }  // namespace coll_gpu
 

@@ -286,6 +286,8 @@ typedef struct {
      (the same on every rank), zc[q] what this rank writes into rank q's receive buffer (mapped here), zc[rank]
      its own copy; 0: the algorithm's kernel */
   int zc_parts;
+  int zc_engines; /* 1: the peers' blocks go by copy engines (coll_gpu_zc_engines_launch), the kernels only order
+                     them and copy this rank's own block; the same on every rank */
   coll_gpu_zc_t zc[COLL_GPU_MAX_DIRECT];
 } coll_gpu_work_t;
 
@@ -293,6 +295,12 @@ typedef struct {
  * that finish write seq into status->done[0..blocks); coll_gpu_ar_blocks says how many to wait for. */
 int coll_gpu_ar_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream);
 int coll_gpu_ar_blocks(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w);
+/* Launches zero-copy call w (zc_engines set) on stream: a kernel announces the call and waits for every peer's
+ * announcement; copy_stream (non-blocking, of this context) then copies the peers' blocks with cudaMemcpyAsync
+ * between events ready and copied while a kernel copies this rank's own block; a last kernel, after both, tells
+ * the peers and waits for theirs. coll_gpu_ar_blocks says how many blocks to wait for, as for coll_gpu_ar_launch. */
+int coll_gpu_zc_engines_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream,
+                               void *copy_stream, void *ready, void *copied);
 
 /* One-shot calls up to this many blocks can go to a lingering kernel (64 KiB). */
 #define COLL_GPU_LINGER_MAX_BLOCKS 16
@@ -316,6 +324,8 @@ int coll_gpu_ipc_close(void *ptr);
  * the work queued after it there; non-blocking: neither */
 int coll_gpu_stream_create(void **stream, int nonblocking);
 int coll_gpu_stream_destroy(void *stream);
+int coll_gpu_event_create(void **event); /* no timing */
+int coll_gpu_event_destroy(void *event);
 int coll_gpu_stream_sync(void *stream);
 int coll_gpu_legacy_stream_wait(void); /* returns once the work queued on the legacy default stream is done */
 int coll_gpu_host_mapped_alloc(void **host, void **dev, size_t bytes); /* zeroed */

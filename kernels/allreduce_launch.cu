@@ -166,6 +166,12 @@ extern "C" int coll_gpu_ar_launch(const coll_gpu_dev_comm_t *comm, const coll_gp
   }
 }
 
+extern "C" int coll_gpu_zc_engines_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream,
+                                          void *copy_stream, void *ready, void *copied) {
+  return coll_gpu::move_zc_engines(*comm, *w, (cudaStream_t)stream, (cudaStream_t)copy_stream, (cudaEvent_t)ready,
+                                   (cudaEvent_t)copied);
+}
+
 extern "C" int coll_gpu_dev_alloc(void **ptr, size_t bytes) {
   cudaError_t err = cudaMalloc(ptr, bytes);
   if (err == cudaSuccess) err = cudaMemset(*ptr, 0, bytes);
@@ -195,6 +201,12 @@ extern "C" int coll_gpu_stream_create(void **stream, int nonblocking) {
 }
 
 extern "C" int coll_gpu_stream_destroy(void *stream) { return (int)cudaStreamDestroy((cudaStream_t)stream); }
+
+extern "C" int coll_gpu_event_create(void **event) {
+  return (int)cudaEventCreateWithFlags((cudaEvent_t *)event, cudaEventDisableTiming);
+}
+
+extern "C" int coll_gpu_event_destroy(void *event) { return (int)cudaEventDestroy((cudaEvent_t)event); }
 
 extern "C" int coll_gpu_stream_sync(void *stream) { return (int)cudaStreamSynchronize((cudaStream_t)stream); }
 

@@ -43,6 +43,11 @@
  * its stores fenced, raising copied[rank][b] in q's scratch to seq; then it waits for copied[rank - k][b] in
  * mine: the part rank - k writes into my receive buffer. So a rank's call ends once every peer has written
  * into its receive buffer, and none writes there before the call has begun on it.
+ * With copy engines (zc_engines; 2 ranks, where they move more than the SMs' stores, engine/zero_copy.h): the same
+ * protocol with one part a peer, in three kernels around the copies. zc_enter announces the call and waits for
+ * every peer's announcement; the copy stream, after it, copies each peer's block with cudaMemcpyAsync while zc_own
+ * copies my own on the SMs; zc_leave, after both, raises copied[rank][0] in each peer's scratch and waits for each
+ * peer's copied[q][0] in mine.
  */
 #include <cuda_runtime.h>
 
@@ -207,6 +212,30 @@ __global__ void __launch_bounds__(kRingThreads)
   block_done(comm.status, p.seq);
 }
 
+__global__ void zc_enter(const __grid_constant__ coll_gpu_dev_comm_t comm, const __grid_constant__ coll_gpu_work_t p) {
+  announce_start(comm, p);
+  const Waiter w(comm);
+  const int q = (int)threadIdx.x;
+  if (q < comm.nranks && q != comm.rank)
+    w.wait_geq(flag_at(comm.peer_scratch[comm.rank], Layout(comm.layout).started(q)), p.seq, q);
+}
+
+__global__ void __launch_bounds__(kRingThreads) zc_own(const __grid_constant__ coll_gpu_zc_t z) {
+  zc_copy(z, (int)gridDim.x, (int)blockIdx.x);
+}
+
+__global__ void zc_leave(const __grid_constant__ coll_gpu_dev_comm_t comm, const __grid_constant__ coll_gpu_work_t p) {
+  const Waiter w(comm);
+  const Layout L(comm.layout);
+  const int q = (int)threadIdx.x;
+  if (q < comm.nranks && q != comm.rank) {
+    fence_release_sys();  // the copies ended before this kernel began; its flag goes after them
+    st_relaxed_sys(flag_at(comm.peer_scratch[q], L.copied(comm.rank, 0)), p.seq);
+    w.wait_geq(flag_at(comm.peer_scratch[comm.rank], L.copied(q, 0)), p.seq, q);
+  }
+  block_done(comm.status, p.seq);
+}
+
 }  // namespace
 
 // The pairwise alltoall's connections per peer: the call's channels shared among the peers.
@@ -220,7 +249,7 @@ static bool pairwise(int nranks, const coll_gpu_work_t &p) {
 
 int move_blocks(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p) {
   if (p.algo == COLL_GPU_ALGO_ONESHOT) return ll_blocks(p.count, comm.max_blocks);
-  if (p.zc_parts > 0) return comm.nranks * p.zc_parts;
+  if (p.zc_parts > 0) return p.zc_engines ? 1 : comm.nranks * p.zc_parts;
   // alltoall: a sending and a receiving block on each channel (2 ranks) or connection (pairwise)
   if (pairwise(comm.nranks, p)) return 2 * (comm.nranks - 1) * p2p_conns(comm.nranks, p);
   return p.coll == COLL_GPU_COLL_ALLTOALL ? 2 * p.nchannels : p.nchannels;
@@ -234,7 +263,7 @@ int move_launch(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p, cudaS
       break;
     case COLL_GPU_ALGO_RING:
       if (p.zc_parts > 0) {
-        if (!comm.direct || p.zc_parts > COLL_GPU_ZC_PARTS) return (int)cudaErrorInvalidValue;
+        if (!comm.direct || p.zc_parts > COLL_GPU_ZC_PARTS || p.zc_engines) return (int)cudaErrorInvalidValue;
         move_zero_copy<<<move_blocks(comm, p), kRingThreads, 0, stream>>>(comm, p);
         break;
       }
@@ -253,6 +282,29 @@ int move_launch(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p, cudaS
     default:
       return (int)cudaErrorInvalidValue;
   }
+  return (int)cudaGetLastError();
+}
+
+int move_zc_engines(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p, cudaStream_t stream,
+                    cudaStream_t copy_stream, cudaEvent_t ready, cudaEvent_t copied) {
+  if (!comm.direct || !p.zc_engines || p.zc_parts < 1 || p.zc_parts > COLL_GPU_ZC_PARTS || comm.nranks > 32)
+    return (int)cudaErrorInvalidValue;
+  zc_enter<<<1, 32, 0, stream>>>(comm, p);
+  cudaError_t err = cudaGetLastError();
+  if (err == cudaSuccess) err = cudaEventRecord(ready, stream);
+  if (err == cudaSuccess) err = cudaStreamWaitEvent(copy_stream, ready, 0);
+  for (int q = 0; q < comm.nranks && err == cudaSuccess; ++q)
+    if (q != comm.rank && p.zc[q].bytes > 0)
+      err = cudaMemcpyAsync(p.zc[q].dst, p.zc[q].src, p.zc[q].bytes, cudaMemcpyDeviceToDevice, copy_stream);
+  if (err == cudaSuccess) err = cudaEventRecord(copied, copy_stream);
+  const coll_gpu_zc_t &own = p.zc[comm.rank];
+  if (err == cudaSuccess && own.bytes > 0 && own.src != own.dst) {
+    zc_own<<<p.zc_parts, kRingThreads, 0, stream>>>(own);
+    err = cudaGetLastError();
+  }
+  if (err == cudaSuccess) err = cudaStreamWaitEvent(stream, copied, 0);
+  if (err != cudaSuccess) return (int)err;  // no flag says a block was copied that may not have been
+  zc_leave<<<1, 32, 0, stream>>>(comm, p);
   return (int)cudaGetLastError();
 }
 

@@ -425,6 +425,8 @@ int ring_typed(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w, cudaSt
 // The moves (kernels/move.cu): bcast, allgather and alltoall.
 int move_launch(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w, cudaStream_t stream);
 int move_blocks(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w);
+int move_zc_engines(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w, cudaStream_t stream,
+                    cudaStream_t copy_stream, cudaEvent_t ready, cudaEvent_t copied);
 // Reduce and reduce-scatter (kernels/reduce.cuh): direct LL and ring, per type and op.
 template <typename T, typename Op>
 int reduce_typed(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w, cudaStream_t stream);

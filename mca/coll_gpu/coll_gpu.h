@@ -72,6 +72,7 @@ typedef struct {
   size_t net_min_bytes;                           /* across hosts, calls below this stage without an agreement */
   size_t zero_copy_min_bytes;                     /* inside a node, alltoall blocks from this size zero-copy */
   size_t zero_copy_map_bytes;                     /* the peers' allocations mapped for it, at most */
+  size_t zero_copy_engines_min_bytes;             /* 2 ranks: zero-copy blocks from this size by copy engines */
   char *net_blocking_min;                         /* coll_gpu_net_blocking_min_bytes as given */
   size_t net_blocking_min_bytes[COLL_GPU_NCOLLS]; /* its figures, net_min_bytes where it gives none or more */
   char *topo_file;      /* NCCL-format topology of the node instead of the probe; NULL or "" for none */

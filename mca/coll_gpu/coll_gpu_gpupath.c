@@ -402,6 +402,7 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
   cfg.socket_ifname = c->socket_ifname;
   cfg.zero_copy_min_bytes = c->zero_copy_min_bytes;
   cfg.zero_copy_map_bytes = c->zero_copy_map_bytes;
+  cfg.zero_copy_engines_min_bytes = c->zero_copy_engines_min_bytes;
   cfg.log = mca_coll_gpu_engine_log;
   cfg.name = comm->c_name;
   cfg.topo.file = c->topo_file;

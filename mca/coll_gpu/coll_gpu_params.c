@@ -475,6 +475,15 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                 "past it the mappings least recently used are closed (never one of the call in progress)",
                 (size_t)64 << 30, 1 << 20, (size_t)1 << 50, 1, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
                 &c->zero_copy_map_bytes);
+  /* 64 MiB: on 2 H200 the copy engines took 0.97x the kernel's time at 64 MiB a block, 0.95x at 128, 0.93x at 256
+   * (728 us against 782), but 1.02-1.06x at 32 MiB and more below (1.45-1.48x at 1 MiB: three launches and two
+   * events around the copy; docs/benchmarks.md) */
+  register_size("zero_copy_engines_min_bytes",
+                "Of a communicator of 2 ranks, a zero-copy call (coll_gpu_zero_copy_min_bytes) whose largest block "
+                "has at least this many bytes moves the peer's block by the GPU's copy engines (cudaMemcpyAsync) "
+                "instead of a kernel's stores; with more ranks the kernel is faster; 0: never",
+                (size_t)64 << 20, 0, (size_t)1 << 40, 1, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
+                &c->zero_copy_engines_min_bytes);
   register_size("net_min_bytes",
                 "Across hosts, collectives on device buffers of fewer bytes than this (the message; a block per "
                 "rank for MPI_Allgather and MPI_Alltoall) go through Open MPI's own collective over host memory "

@@ -7,7 +7,7 @@
 # and then, optionally, lines that change how the run is judged (lines starting with # are comments):
 #   flag MPIRUN-OPTION     passed to mpirun (e.g. --enable-recovery: a killed rank does not end the job)
 #   status any             mpirun's exit status does not count (a case that kills a rank on purpose)
-#   expect N REGEX         exactly N lines of the output match REGEX (grep -E)
+#   expect N REGEX         exactly N lines of the output match REGEX (grep -E); N+: at least N
 #   select priority        no coll list: coll/gpu is selected by its priority, as a user gets it
 #   select stock           without coll/gpu (--mca coll ^gpu): the case must pass on stock Open MPI too
 #   param NAME = VALUE     a line of the MCA parameter file the run reads (instead of the user's and the
@@ -93,7 +93,7 @@ judge() {
   while read -r word n regex; do
     [ "$word" = expect ] || continue
     got=$(grep -Ec "$regex" "$log" || true)
-    if [ "$got" != "$n" ]; then
+    if { [ "${n%+}" = "$n" ] && [ "$got" != "$n" ]; } || { [ "${n%+}" != "$n" ] && [ "$got" -lt "${n%+}" ]; }; then
       echo "FAIL: $got line(s) match '$regex', expected $n"
       rc=1
     fi

@@ -469,4 +469,9 @@ TEST(ZeroCopyWords, ARankThatReceivesNothingAndTheParts) {
       EXPECT_GE(parts, 1);
       EXPECT_LE(parts, COLL_GPU_ZC_PARTS);
     }
+  // copy engines: 2 ranks only, from the bound on the largest block, never with a bound of 0
+  EXPECT_TRUE(coll_gpu::zc_engines(1 << 20, 2, 1 << 20));
+  EXPECT_FALSE(coll_gpu::zc_engines(1 << 20, 2, (1 << 20) - 1));
+  EXPECT_FALSE(coll_gpu::zc_engines(0, 2, (size_t)256 << 20));
+  for (int n = 3; n <= COLL_GPU_MAX_DIRECT; ++n) EXPECT_FALSE(coll_gpu::zc_engines(1, n, (size_t)256 << 20));
 }
