@@ -5,8 +5,10 @@
  */
 #include "engine/mailbox.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -82,11 +84,36 @@ coll_gpu_status_t Mailbox::open(const char *name, int nranks, int rank, char *wh
 
 void Mailbox::unlink(const char *name) { shm_unlink(name); }
 
+void Mailbox::name_for(int pid, unsigned k, char *name, size_t len) {
+  snprintf(name, len, "/coll_gpu_mbox.%d.%u", pid, k);
+}
+
+int Mailbox::sweep() {
+  DIR *dir = opendir("/dev/shm");  // where shm_open keeps its segments on Linux
+  if (dir == nullptr) return 0;
+  int swept = 0;
+  while (const dirent *d = readdir(dir)) {
+    int pid = 0, end = 0;
+    unsigned k = 0;
+    if (sscanf(d->d_name, "coll_gpu_mbox.%d.%u%n", &pid, &k, &end) != 2 || d->d_name[end] != '\0' || pid <= 0) continue;
+    struct stat st;
+    if (fstatat(dirfd(dir), d->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_uid != geteuid() || kill(pid, 0) == 0 ||
+        errno != ESRCH)
+      continue;  // another user's, or its process lives (or cannot be asked)
+    char name[64];
+    name_for(pid, k, name, sizeof(name));
+    if (shm_unlink(name) == 0) ++swept;
+  }
+  closedir(dir);
+  return swept;
+}
+
 coll_gpu_status_t Mailbox::create(const coll_gpu_bootstrap_t *b, char *why, size_t len) {
   char name[64] = "";
   coll_gpu_status_t st = COLL_GPU_SUCCESS;
   if (b->rank == 0) {
-    snprintf(name, sizeof(name), "/coll_gpu_mbox.%d.%u", (int)getpid(), made.fetch_add(1) + 1);
+    sweep();
+    name_for((int)getpid(), made.fetch_add(1) + 1, name, sizeof(name));
     st = make(name, b->size, 0, why, len);
     if (st != COLL_GPU_SUCCESS) name[0] = '\0';
   }

@@ -6,10 +6,11 @@
  *
  * The memory is a POSIX shared memory segment that the communicator's rank 0 creates and unlinks once every
  * rank has mapped it (Mailbox::create, a collective step of the engine's creation), so nothing is left behind
- * however the job ends. Each rank has kMailSlots slots, message n in slot n mod kMailSlots: a rank may post
- * kMailSlots messages beyond the last one every peer has read, which the callers keep to (every message is
- * read by every peer before its sender's call can end). A slot's number is stored after its words (release)
- * and read before them (acquire), then once more: a reader never takes words of another message.
+ * however the job ends after that; one left by a rank 0 killed before it unlinked is unlinked by the next rank 0
+ * of the user's on the host to make one (Mailbox::sweep). Each rank has kMailSlots slots, message n in slot n mod
+ * kMailSlots: a rank may post kMailSlots messages beyond the last one every peer has read, which the callers keep to
+ * (every message is read by every peer before its sender's call can end). A slot's number is stored after its words
+ * (release) and read before them (acquire), then once more: a reader never takes words of another message.
  */
 #ifndef COLL_GPU_MAILBOX_H
 #define COLL_GPU_MAILBOX_H
@@ -39,6 +40,12 @@ class Mailbox {
   coll_gpu_status_t make(const char *name, int nranks, int rank, char *why, size_t len);
   coll_gpu_status_t open(const char *name, int nranks, int rank, char *why, size_t len);
   static void unlink(const char *name);
+  // The name of the k-th segment that process pid makes in create.
+  static void name_for(int pid, unsigned k, char *name, size_t len);
+  // Unlinks the segments named by name_for that this user's processes made and that outlived them (their process
+  // ended before unlinking it); returns how many. (A process of another pid namespace that shares /dev/shm looks
+  // ended: a segment of its own it has not unlinked yet goes, and its engine then does without a mailbox.)
+  static int sweep();
   void reset();
   bool ready() const { return base_ != nullptr; }
 

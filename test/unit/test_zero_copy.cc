@@ -4,6 +4,7 @@
 // what is exported, opened and closed, and the node's mailbox (engine/mailbox.h) between threads of this process.
 #include <gtest/gtest.h>
 #include <pthread.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -228,6 +229,34 @@ TEST(Mailbox, PostedMessagesReachEveryRank) {
   ASSERT_EQ(COLL_GPU_SUCCESS, a.make(other.c_str(), 2, 0, why, sizeof(why)));
   EXPECT_NE(COLL_GPU_SUCCESS, b.open(other.c_str(), 3, 1, why, sizeof(why)));
   coll_gpu::Mailbox::unlink(other.c_str());
+}
+
+// A segment whose maker ended before unlinking it (a rank 0 killed inside Mailbox::create) is unlinked by the next
+// sweep; one of a live process is not.
+TEST(Mailbox, SweepUnlinksOnlyTheSegmentsOfEndedProcesses) {
+  const unsigned k = 4000000000u;  // beyond any count of segments a process makes
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    char name[64], why[256];
+    coll_gpu::Mailbox::name_for((int)getpid(), k, name, sizeof(name));
+    coll_gpu::Mailbox box;
+    _exit(box.make(name, 2, 0, why, sizeof(why)) == COLL_GPU_SUCCESS ? 0 : 1);  // and never unlinks it
+  }
+  int status = 0;
+  ASSERT_EQ(child, waitpid(child, &status, 0));
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  char left[64], mine[64], why[256];
+  coll_gpu::Mailbox::name_for((int)child, k, left, sizeof(left));
+  coll_gpu::Mailbox::name_for((int)getpid(), k, mine, sizeof(mine));
+  coll_gpu::Mailbox live, probe;
+  ASSERT_EQ(COLL_GPU_SUCCESS, live.make(mine, 2, 0, why, sizeof(why))) << why;
+  ASSERT_EQ(COLL_GPU_SUCCESS, probe.open(left, 2, 1, why, sizeof(why))) << why;  // left behind
+  EXPECT_GE(coll_gpu::Mailbox::sweep(), 1);
+  EXPECT_NE(COLL_GPU_SUCCESS, probe.open(left, 2, 1, why, sizeof(why)));         // gone
+  EXPECT_EQ(COLL_GPU_SUCCESS, probe.open(mine, 2, 1, why, sizeof(why))) << why;  // still there
+  coll_gpu::Mailbox::unlink(mine);
+  coll_gpu::Mailbox::unlink(left);
 }
 
 // Threads as ranks, each posting its messages and waiting for every peer's before the next, as the zero-copy
