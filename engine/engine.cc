@@ -996,7 +996,8 @@ const char *zero_copy_call(const coll_gpu_args_t &a) {
 }  // namespace
 
 // The zero-copy exchange of call a, two messages through the node's mailbox (engine/zero_copy.h): the first tells
-// where this rank's receive buffer lies, or that it cannot be exported (not cudaMalloc memory), and the largest
+// where this rank's receive buffer lies, or that it cannot be exported (not cudaMalloc memory, or blocks that lie past
+// its allocation), and the largest
 // block this rank sends; the second whether this rank has mapped every peer's and, with counts, where it takes each
 // peer's block. *use: every rank has mapped every receive buffer (the same answer on every rank), with peer_recv[q]
 // rank q's as mapped here, wants[q] what q takes from this rank (with counts) and *most the largest block of any
@@ -1018,6 +1019,7 @@ coll_gpu_status_t coll_gpu_engine::zero_copy_exchange(const coll_gpu_args_t &a, 
   if (zc_receives_nothing(nranks, a)) {
     mine[kZcCan] = kZcNothing;
   } else if (in_ctx && coll_gpu_mem_alloc_of(a.recvbuf, &al) == 0 && al.exportable &&
+             zc_fits(nranks, a, al.size - (size_t)((char *)a.recvbuf - (char *)al.base)) &&
              exports.handle(ops, al.id, al.base, (unsigned char *)&mine[kZcHandle]) == 0) {
     mine[kZcCan] = kZcExported;
     mine[kZcId] = al.id;
@@ -1063,7 +1065,7 @@ coll_gpu_status_t coll_gpu_engine::zero_copy_exchange(const coll_gpu_args_t &a, 
   else if (cfg.log != nullptr)
     cfg.log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL,
             "comm %s: %s of %zu bytes a block at most: %s (rank %d's receive buffer cannot be mapped: not cudaMalloc "
-            "memory, or a mapping failed)",
+            "memory, blocks past its allocation, or a mapping failed)",
             cfg.name, name, *most, a.v == nullptr ? "through the FIFOs" : "staged", cannot);
   return COLL_GPU_SUCCESS;
 }

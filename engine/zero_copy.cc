@@ -28,6 +28,15 @@ bool zc_receives_nothing(int n, const coll_gpu_args_t &a) {
   return true;
 }
 
+bool zc_fits(int n, const coll_gpu_args_t &a, size_t room) {
+  if (a.v == nullptr) return a.count <= room / (size_t)n;  // n blocks of a.count
+  for (int q = 0; q < n; ++q) {
+    const coll_gpu_vblock_t &b = a.v->recv[q];
+    if (b.bytes > 0 && (b.displ > room || b.bytes > room - b.displ)) return false;
+  }
+  return true;
+}
+
 void zc_wants_post(int rank, int n, bool mapped, const coll_gpu_args_t &a, uint64_t *words) {
   memset(words, 0, kMailWords * sizeof(uint64_t));
   words[0] = mapped ? 1 : 0;

@@ -36,6 +36,10 @@ static_assert(1 + 2 * (COLL_GPU_MAX_DIRECT - 1) <= kMailWords, "where every peer
 size_t zc_most(int n, const coll_gpu_args_t &a);
 // Whether this rank receives no byte in call a (a call with counts).
 bool zc_receives_nothing(int n, const coll_gpu_args_t &a);
+// Whether every block this rank receives in call a lies within the `room` bytes of its allocation from a.recvbuf
+// on: a peer writes only where this rank's buffer is. (An erroneous layout past the allocation then goes the path
+// without mapping, where only this rank's own copies reach it.)
+bool zc_fits(int n, const coll_gpu_args_t &a, size_t room);
 // This rank's message 2: `mapped`, and for a call with counts where each peer's block goes.
 void zc_wants_post(int rank, int n, bool mapped, const coll_gpu_args_t &a, uint64_t *words);
 // What rank q's message 2 (words) says q takes from `rank` in a call with counts.

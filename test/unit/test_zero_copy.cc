@@ -498,6 +498,24 @@ TEST(ZeroCopyWords, ARankThatReceivesNothingAndTheParts) {
       EXPECT_GE(parts, 1);
       EXPECT_LE(parts, COLL_GPU_ZC_PARTS);
     }
+  // a receive buffer is exported only where every block lies within its allocation
+  coll_gpu_args_t all = {COLL_GPU_COLL_ALLTOALL, nullptr,      nullptr, 10,     nullptr,
+                         COLL_GPU_UINT8,         COLL_GPU_SUM, 0,       nullptr};
+  EXPECT_TRUE(coll_gpu::zc_fits(4, all, 40));
+  EXPECT_FALSE(coll_gpu::zc_fits(4, all, 39));
+  all.count = SIZE_MAX / 2;  // n blocks of it overflow
+  EXPECT_FALSE(coll_gpu::zc_fits(4, all, 1 << 20));
+  coll_gpu_vlayout_t fit{};
+  const coll_gpu_args_t counted = {COLL_GPU_COLL_ALLTOALL, nullptr,      nullptr, 0,   nullptr,
+                                   COLL_GPU_UINT8,         COLL_GPU_SUM, 0,       &fit};
+  fit.recv[0] = {90, 10};
+  fit.recv[1] = {1000, 0};  // an empty block may lie anywhere
+  EXPECT_TRUE(coll_gpu::zc_fits(3, counted, 100));
+  EXPECT_FALSE(coll_gpu::zc_fits(3, counted, 99));
+  fit.recv[2] = {100, 1};
+  EXPECT_FALSE(coll_gpu::zc_fits(3, counted, 100));
+  fit.recv[2] = {SIZE_MAX - 1, 5};  // displacement and bytes overflow
+  EXPECT_FALSE(coll_gpu::zc_fits(3, counted, 100));
   // copy engines: 2 ranks only, from the bound on the largest block, never with a bound of 0
   EXPECT_TRUE(coll_gpu::zc_engines(1 << 20, 2, 1 << 20));
   EXPECT_FALSE(coll_gpu::zc_engines(1 << 20, 2, (1 << 20) - 1));
