@@ -1315,6 +1315,16 @@ coll_gpu_status_t chain(coll_gpu_engine_t *e, const coll_gpu_args_t &a, Step ste
   return st;
 }
 
+// Call p as zero-copy call a, after its exchange (peer_recv, wants, most): its parts and blocks, and whether copy
+// engines move them. Returns zc_blocks' answer (-1, or the first rank whose block this one sends differs from what
+// that rank takes).
+int zero_copy_work(const coll_gpu_engine_t *e, const coll_gpu_args_t &a, void *const *peer_recv,
+                   const coll_gpu_vblock_t *wants, size_t most, coll_gpu_work_t *p) {
+  p->zc_parts = coll_gpu::zc_parts(e->cfg.tune, e->nranks, most);
+  p->zc_engines = coll_gpu::zc_engines(e->cfg.zero_copy_engines_min_bytes, e->nranks, most);
+  return coll_gpu::zc_blocks(e->rank, e->nranks, a, peer_recv, wants, p->zc);
+}
+
 // An allgatherv or alltoallv (args.v): zero-copy on one node, or COLL_GPU_UNAVAILABLE on every rank alike, nothing
 // moved, where it cannot be (the communicator spans nodes or has no mailbox, or some rank's receive buffer cannot be
 // mapped).
@@ -1331,7 +1341,9 @@ coll_gpu_status_t run_counted(coll_gpu_engine_t *e, const coll_gpu_args_t &a, ch
   bool use = false;
   COLL_GPU_CHECK(e->zero_copy_exchange(a, peer_recv, wants, &most, &use, why, why_len));
   if (!use) {
-    coll_gpu_say(why, why_len, "%s: a rank's receive buffer cannot be mapped (not cudaMalloc memory)", name);
+    coll_gpu_say(why, why_len,
+                 "%s: a rank's receive buffer cannot be mapped (not cudaMalloc memory, or blocks past its allocation)",
+                 name);
     return COLL_GPU_UNAVAILABLE;
   }
   const int parts = coll_gpu::zc_parts(e->cfg.tune, e->nranks, most);
@@ -1342,9 +1354,7 @@ coll_gpu_status_t run_counted(coll_gpu_engine_t *e, const coll_gpu_args_t &a, ch
   p.recvbuf = a.recvbuf;
   p.type = COLL_GPU_UINT8;
   p.count = most;
-  p.zc_parts = parts;
-  p.zc_engines = coll_gpu::zc_engines(e->cfg.zero_copy_engines_min_bytes, e->nranks, most);
-  const int bad = coll_gpu::zc_blocks(e->rank, e->nranks, a, peer_recv, wants, p.zc);
+  const int bad = zero_copy_work(e, a, peer_recv, wants, most, &p);
   e->trace(p, most, most, choice);
   COLL_GPU_CHECK(e->launch(p, choice.proto, false, why, why_len));
   COLL_GPU_CHECK(e->wait_flight(why, why_len));
@@ -1392,11 +1402,7 @@ coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *w
     COLL_GPU_CHECK(e->zero_copy_exchange(*args, peer_recv, wants, &most, &zero_copy, why, why_len));
   coll_gpu_work_t p;
   while (parts.next(*e, &p)) {
-    if (zero_copy) {
-      p.zc_parts = coll_gpu::zc_parts(e->cfg.tune, e->nranks, most);
-      p.zc_engines = coll_gpu::zc_engines(e->cfg.zero_copy_engines_min_bytes, e->nranks, most);
-      coll_gpu::zc_blocks(e->rank, e->nranks, *args, peer_recv, wants, p.zc);
-    }
+    if (zero_copy) zero_copy_work(e, *args, peer_recv, wants, most, &p);
     COLL_GPU_CHECK(e->launch(p, parts.choice().proto, parts.linger(), why, why_len));
     COLL_GPU_CHECK(e->wait_flight(why, why_len));
   }

@@ -178,8 +178,7 @@ __device__ void zc_copy(const coll_gpu_zc_t &z, int parts, int part) {
   const coll_gpu_range_t r = coll_gpu_part(z.bytes, parts, part, kPack);
   const char *src = (const char *)z.src;
   char *dst = (char *)z.dst;
-  if (src != dst)
-    block_copy((((uintptr_t)src | (uintptr_t)dst) & (kPack - 1)) == 0, src + r.begin, dst + r.begin, r.count);
+  if (src != dst) block_copy(packs_aligned(src, dst), src + r.begin, dst + r.begin, r.count);
 }
 
 __global__ void __launch_bounds__(kRingThreads)

@@ -258,10 +258,14 @@ typedef struct {
 int mca_coll_gpu_reduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
                                mca_coll_gpu_module_t *m, int *rc);
 
-/* The path bits of the agreement: what a rank's buffers allow. */
-/* A rank's path bits for the agreement; VLAYOUT with GPU: a blocking allgatherv or alltoallv whose layout on this
- * rank is not the allgather's or alltoall's, so that every rank takes the zero-copy path with counts. */
+/* The path bits of the agreement, what a rank's buffers allow; VLAYOUT with GPU: a blocking call with counts whose
+ * layout on this rank is not the allgather's or alltoall's (or a gather or scatter), so that every rank takes the
+ * zero-copy path with counts. */
 enum { COLL_GPU_PATH_HOST = 1, COLL_GPU_PATH_GPU = 2, COLL_GPU_PATH_STAGE = 4, COLL_GPU_PATH_VLAYOUT = 8 };
+/* Whether path bits say the GPU path (with or without VLAYOUT). */
+static inline int mca_coll_gpu_path_is_gpu(uint32_t bits) {
+  return (bits & ~(uint32_t)COLL_GPU_PATH_VLAYOUT) == COLL_GPU_PATH_GPU;
+}
 
 /* `count` elements of dt at buf, as the user passed them (dt NULL: none; buf may be MPI_BOTTOM). The engine's memory
  * holds them packed, or where `laid`, as they lie in buf (a reduction's elements, whose layout the kernels read as it

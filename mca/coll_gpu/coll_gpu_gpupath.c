@@ -427,7 +427,7 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
 }
 
 int mca_coll_gpu_claim(mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
-  if ((pl->mine & ~(uint32_t)COLL_GPU_PATH_VLAYOUT) != COLL_GPU_PATH_GPU) return 0;
+  if (!mca_coll_gpu_path_is_gpu(pl->mine)) return 0;
   if (m->engine == NULL) {
     __atomic_add_fetch(&m->claims, 1, __ATOMIC_ACQ_REL);
     return 1;
@@ -444,12 +444,10 @@ void mca_coll_gpu_unclaim(mca_coll_gpu_module_t *m) {
     __atomic_sub_fetch(&m->claims, 1, __ATOMIC_ACQ_REL);
 }
 
-/* A failure of the GPU path's call: reported, and the communicator stages from now on. The message is
- * written by this process itself (not sent to mpirun as a help message), so that it is seen even when the
- * error handler aborts the job right after. */
-int mca_coll_gpu_failed(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, const char *call, size_t bytes,
-                        const char *where, const char *why) {
-  m->engine_state = m->agree_state = COLL_GPU_STATE_OFF;
+/* A failed call's message, written by this process itself (not sent to mpirun as a help message), so that it is
+ * seen even when the error handler aborts the job right after. */
+static void say_call_failed(struct ompi_communicator_t *comm, const char *call, size_t bytes, const char *where,
+                            const char *why) {
   char *msg = opal_show_help_string("help-mpi-coll-gpu.txt", "call failed", true, call, comm->c_name,
                                     ompi_comm_rank(comm), bytes, where, why);
   if (msg != NULL) {
@@ -457,6 +455,13 @@ int mca_coll_gpu_failed(mca_coll_gpu_module_t *m, struct ompi_communicator_t *co
     fflush(stderr);
     free(msg);
   }
+}
+
+/* A failure of the GPU path's call: reported, and the communicator stages from now on. */
+int mca_coll_gpu_failed(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, const char *call, size_t bytes,
+                        const char *where, const char *why) {
+  m->engine_state = m->agree_state = COLL_GPU_STATE_OFF;
+  say_call_failed(comm, call, bytes, where, why);
   return OMPI_ERROR;
 }
 
@@ -588,13 +593,7 @@ static coll_gpu_status_t run_engine(mca_coll_gpu_module_t *m, const mca_coll_gpu
 /* A call whose ranks' counts disagree (an erroneous program), on the rank that found it: reported as a failed
  * call is, the GPU path left as it is, so that every rank's later calls stay in step. */
 static int mismatched(struct ompi_communicator_t *comm, const char *call, size_t bytes, const char *why) {
-  char *msg = opal_show_help_string("help-mpi-coll-gpu.txt", "call failed", true, call, comm->c_name,
-                                    ompi_comm_rank(comm), bytes, "as the ranks' counts disagree", why);
-  if (msg != NULL) {
-    fprintf(stderr, "%s", msg);
-    fflush(stderr);
-    free(msg);
-  }
+  say_call_failed(comm, call, bytes, "as the ranks' counts disagree", why);
   return MPI_ERR_TRUNCATE;
 }
 
@@ -605,7 +604,7 @@ static int run_claimed(mca_coll_gpu_plan_t *pl, int own, int joins, struct ompi_
   if (!own) {
     const int agreed = agree_path(m, comm, pl->mine, pl->name, pl->bytes, &all, rc);
     if (agreed != 0) return agreed > 0;
-    if ((all & ~(uint32_t)COLL_GPU_PATH_VLAYOUT) != COLL_GPU_PATH_GPU) return 0;
+    if (!mca_coll_gpu_path_is_gpu(all)) return 0;
   }
   if (m->engine == NULL && !mca_coll_gpu_create_engine(m, comm, &pl->mem)) return 0;
   if (!coll_gpu_engine_idle(m->engine)) mca_coll_gpu_drain(m, 1);
@@ -641,7 +640,7 @@ static int run_claimed(mca_coll_gpu_plan_t *pl, int own, int joins, struct ompi_
 static int run_blocking(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
   if (m->queue != NULL) mca_coll_gpu_drain(m, 0);
   /* a queued call's start may have made the engine meanwhile: this rank's buffers must be its memory */
-  if ((pl->mine & ~(uint32_t)COLL_GPU_PATH_VLAYOUT) == COLL_GPU_PATH_GPU && m->engine != NULL &&
+  if (mca_coll_gpu_path_is_gpu(pl->mine) && m->engine != NULL &&
       !(coll_gpu_engine_owns(m->engine, &pl->mem) && coll_gpu_engine_owns(m->engine, &pl->smem)))
     pl->mine = COLL_GPU_PATH_STAGE;
   const int own = pl->any_memory && m->engine != NULL && m->engine_state == COLL_GPU_STATE_READY &&
@@ -752,6 +751,13 @@ static int plan_vlayout(const mca_coll_gpu_move_t *mv, int n, int me, mca_coll_g
   return 1;
 }
 
+/* Whether a call with counts can take the zero-copy path with counts: blocking, on at most COLL_GPU_MAX_DIRECT ranks
+ * of one node (one host: counted_staged; not split into virtual nodes). Alike on every rank. */
+static int counted_on_gpu(int blocking, int n) {
+  const int virtual_nodes = mca_coll_gpu_component.virtual_nodes;
+  return blocking && n <= COLL_GPU_MAX_DIRECT && (virtual_nodes == 0 || virtual_nodes >= n);
+}
+
 /* A gather's or scatter's layout in bytes (pl->layout) and its call with counts (pl->vargs), as an alltoall whose
  * blocks are empty but to the root (gather) or from it (scatter): 1, or 0 where it has none (a datatype that is
  * significant here and not dense, a negative count or displacement). What MPI leaves undefined (the receive
@@ -831,11 +837,10 @@ static int plan_rooted(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_
   coll_gpu_mem_classify(bufs[0], &pl->mem);
   pl->smem = pl->mem;
   if (bufs[1] != NULL) coll_gpu_mem_classify(bufs[1], &pl->smem);
-  const int one_node = c->virtual_nodes == 0 || c->virtual_nodes >= n;
   pl->mine = COLL_GPU_PATH_STAGE;
   if (pl->mem.kind == COLL_GPU_MEM_HOST && pl->smem.kind == COLL_GPU_MEM_HOST)
     pl->mine = COLL_GPU_PATH_HOST;
-  else if (blocking && n <= COLL_GPU_MAX_DIRECT && one_node && m->engine_state != COLL_GPU_STATE_OFF &&
+  else if (counted_on_gpu(blocking, n) && m->engine_state != COLL_GPU_STATE_OFF &&
            c->move_algorithm[COLL_GPU_COLL_ALLTOALL] != COLL_GPU_NALGOS && on_engine(m, &pl->mem, &pl->mem) &&
            on_engine(m, &pl->smem, &pl->mem) && plan_rooted_layout(mv, n, me, pl))
     pl->mine = COLL_GPU_PATH_GPU | COLL_GPU_PATH_VLAYOUT;
@@ -877,10 +882,9 @@ static int plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_co
   } else if (mv->coll == COLL_GPU_COLL_BCAST) {
     src = dst;
   }
-  /* a blocking call with counts on at most COLL_GPU_MAX_DIRECT ranks of one node (one host: counted_staged; not
-   * virtual nodes) can take the zero-copy path with counts, whatever this rank's layout (another's may be unlike) */
-  const int one_node = c->virtual_nodes == 0 || c->virtual_nodes >= n;
-  const int vpossible = mv->counted != NULL && blocking && n <= COLL_GPU_MAX_DIRECT && one_node; /* alike everywhere */
+  /* a call with counts that can take the zero-copy path with counts can, whatever this rank's layout (another's may
+   * be unlike) */
+  const int vpossible = mv->counted != NULL && counted_on_gpu(blocking, n); /* alike everywhere */
   const int vcan = vpossible && plan_vlayout(mv, n, me, pl);
   const int engine_can = m->engine_state != COLL_GPU_STATE_OFF && c->move_algorithm[mv->coll] != COLL_GPU_NALGOS;
   pl->mine = COLL_GPU_PATH_STAGE;
