@@ -199,6 +199,18 @@ struct coll_gpu_engine {
   coll_gpu::IpcExports exports;
   coll_gpu::IpcImports imports;
   uint64_t zero_copy_calls = 0;  // its calls so far (two messages each)
+  // The exchange of the zero-copy call under way (zero_copy_exchange's steps, between a nonblocking call's tests):
+  // the messages it posted, the first rank that cannot take part, the largest block and the peers' receive buffers
+  // as mapped here.
+  struct {
+    int posted = 0;  // 0: none under way; 1, 2: messages posted
+    uint64_t call = 0;
+    int cannot = -1;
+    size_t most = 0;
+    void *peer_recv[COLL_GPU_MAX_DIRECT] = {};
+    uint64_t since = 0, next_check = 0;  // a nonblocking exchange's wait: its start, its next look at the peers
+    bool reported = false;
+  } zx;
 
   coll_gpu_engine(const coll_gpu_engine_config_t &c, int r, int n, const coll_gpu_meminfo_t &m)
       : cfg(c), rank(r), nranks(n), mem(m), imports(c.zero_copy_map_bytes) {
@@ -258,8 +270,17 @@ struct coll_gpu_engine {
   void call_init(coll_gpu_work_t *p, coll_gpu_coll_t coll, const coll_gpu_choice_t &choice);
   coll_gpu_status_t mail_wait(uint64_t n, const char *call, uint64_t (*words)[coll_gpu::kMailWords], char *why,
                               size_t len);
+  bool mail_try(uint64_t n, uint64_t (*words)[coll_gpu::kMailWords]);
+  coll_gpu_status_t mail_late_gone(const char *call, char *why, size_t len) const;
+  void mail_report(const char *call, double seconds) const;
+  void zx_post_first(const coll_gpu_args_t &a);
+  void zx_map(const uint64_t (*words)[coll_gpu::kMailWords]);
+  void zx_post_second(const coll_gpu_args_t &a);
+  bool zx_end(const coll_gpu_args_t &a, const uint64_t (*words)[coll_gpu::kMailWords], coll_gpu_vblock_t *wants);
   coll_gpu_status_t zero_copy_exchange(const coll_gpu_args_t &a, void **peer_recv, coll_gpu_vblock_t *wants,
                                        size_t *most, bool *use, char *why, size_t len);
+  coll_gpu_status_t zx_watch(const char *call, char *why, size_t len);
+  coll_gpu_status_t launch_counted(const coll_gpu_args_t &a, const coll_gpu_vblock_t *wants, char *why, size_t len);
   // The call on the GPUs: at most one, the last part of the call started last. Its done words are polled
   // by coll_gpu_engine_test without waiting, by wait_flight with waiting.
   struct {
@@ -270,6 +291,10 @@ struct coll_gpu_engine {
     uint64_t next_check = 0;  // when a test next checks the peers' processes
     bool reported = false;    // the watchdog line was written
     bool chained = false;     // a part of an allreduce's chain (its messages name the allreduce)
+    // a call with counts whose ranks disagree: the first rank whose block this one sends more or fewer bytes of
+    // than that rank takes (-1: none), and what the call's failure says once it completed
+    int unlike = -1;
+    char unlike_why[192];
   } flight;
   bool chaining = false;  // the parts launched now are an allreduce's chain (chained below)
   void wake_proxy(const coll_gpu_work_t &p);
@@ -955,35 +980,39 @@ void coll_gpu_engine::wake_proxy(const coll_gpu_work_t &p) {
   if (p.coll == COLL_GPU_COLL_ALLTOALL) net.wake(coll_gpu::Net::kP2pId, COLL_GPU_P2P_CONNS);
 }
 
+// The ranks mail_try found late: COLL_GPU_PEER_GONE, said, where one's process has ended.
+coll_gpu_status_t coll_gpu_engine::mail_late_gone(const char *call, char *why, size_t len) const {
+  const uint8_t *late = gone.get();
+  for (int q = 0; q < nranks; ++q)
+    if (late[q] && visible[q] && coll_gpu_pid_gone(pid[q])) {
+      coll_gpu_say(why, len, "%s (zero-copy): the process of rank %d ended before it reached the call", call, q);
+      return COLL_GPU_PEER_GONE;
+    }
+  return COLL_GPU_SUCCESS;
+}
+
+// The watchdog's line on the ranks mail_try found late, `seconds` into the wait.
+void coll_gpu_engine::mail_report(const char *call, double seconds) const {
+  if (cfg.log == nullptr) return;
+  char ranks[64] = "";
+  coll_gpu_append_ranks(ranks, sizeof(ranks), gone.get(), nranks);
+  cfg.log(COLL_GPU_LVL_WATCHDOG, COLL_GPU_LOG_COLL,
+          "comm %s: %s (zero-copy) has waited %.0f s for rank(s)%s to reach it, whose processes are alive: "
+          "still waiting (reported once per call, after coll_gpu_timeout)",
+          cfg.name, call, seconds, ranks);
+}
+
 // Waits for every rank's message n of the mailbox, into words[rank]: as long as their processes exist, with the
 // watchdog's line once after the timeout (naming `call`, the MPI function).
 coll_gpu_status_t coll_gpu_engine::mail_wait(uint64_t n, const char *call, uint64_t (*words)[coll_gpu::kMailWords],
                                              char *why, size_t len) {
   coll_gpu_wait_t w;
   coll_gpu_wait_init(&w, &cfg.wait);
-  uint8_t *late = gone.get();  // one wait at a time
   for (;;) {
-    int missing = 0;
-    for (int q = 0; q < nranks; ++q) {
-      late[q] = !mbox.read(q, n, words[q]);
-      missing += late[q];
-    }
-    if (missing == 0) return COLL_GPU_SUCCESS;
+    if (mail_try(n, words)) return COLL_GPU_SUCCESS;
     const int what = coll_gpu_wait_pause(&w);
-    if (what & COLL_GPU_WAIT_CHECK)
-      for (int q = 0; q < nranks; ++q)
-        if (late[q] && visible[q] && coll_gpu_pid_gone(pid[q])) {
-          coll_gpu_say(why, len, "%s (zero-copy): the process of rank %d ended before it reached the call", call, q);
-          return COLL_GPU_PEER_GONE;
-        }
-    if ((what & COLL_GPU_WAIT_REPORT) && cfg.log != nullptr) {
-      char ranks[64] = "";
-      coll_gpu_append_ranks(ranks, sizeof(ranks), late, nranks);
-      cfg.log(COLL_GPU_LVL_WATCHDOG, COLL_GPU_LOG_COLL,
-              "comm %s: %s (zero-copy) has waited %.0f s for rank(s)%s to reach it, whose processes are alive: "
-              "still waiting (reported once per call, after coll_gpu_timeout)",
-              cfg.name, call, coll_gpu_wait_seconds(&w), ranks);
-    }
+    if (what & COLL_GPU_WAIT_CHECK) COLL_GPU_CHECK(mail_late_gone(call, why, len));
+    if (what & COLL_GPU_WAIT_REPORT) mail_report(call, coll_gpu_wait_seconds(&w));
   }
 }
 
@@ -993,80 +1022,185 @@ const char *zero_copy_call(const coll_gpu_args_t &a) {
   if (a.v != nullptr && a.v->call != nullptr) return a.v->call;
   return a.v == nullptr ? "MPI_Alltoall" : a.coll == COLL_GPU_COLL_ALLGATHER ? "MPI_Allgatherv" : "MPI_Alltoallv";
 }
+
+// Call p as zero-copy call a, after its exchange (peer_recv, wants, most): its parts and blocks, and whether copy
+// engines move them. Returns zc_blocks' answer (-1, or the first rank whose block this one sends differs from what
+// that rank takes).
+int zero_copy_work(const coll_gpu_engine_t *e, const coll_gpu_args_t &a, void *const *peer_recv,
+                   const coll_gpu_vblock_t *wants, size_t most, coll_gpu_work_t *p) {
+  p->zc_parts = coll_gpu::zc_parts(e->cfg.tune, e->nranks, most);
+  p->zc_engines = coll_gpu::zc_engines(e->cfg.zero_copy_engines_min_bytes, e->nranks, most);
+  return coll_gpu::zc_blocks(e->rank, e->nranks, a, peer_recv, wants, p->zc);
+}
 }  // namespace
 
 // The zero-copy exchange of call a, two messages through the node's mailbox (engine/zero_copy.h): the first tells
 // where this rank's receive buffer lies, or that it cannot be exported (not cudaMalloc memory, or blocks that lie past
-// its allocation), and the largest
-// block this rank sends; the second whether this rank has mapped every peer's and, with counts, where it takes each
-// peer's block. *use: every rank has mapped every receive buffer (the same answer on every rank), with peer_recv[q]
-// rank q's as mapped here, wants[q] what q takes from this rank (with counts) and *most the largest block of any
-// rank; otherwise the alltoall goes through the FIFOs, and a call with counts is staged.
-coll_gpu_status_t coll_gpu_engine::zero_copy_exchange(const coll_gpu_args_t &a, void **peer_recv,
-                                                      coll_gpu_vblock_t *wants, size_t *most, bool *use, char *why,
-                                                      size_t len) {
+// its allocation), and the largest block this rank sends; the second whether this rank has mapped every peer's and,
+// with counts, where it takes each peer's block. Every rank posts both messages whatever fails here (a peer waits for
+// them): a failure only says "cannot". In steps (zx), so that a nonblocking call moves it on without waiting.
+
+// Whether every rank has posted message n: words[rank] its words; the engine's gone scratch marks the ranks not yet.
+bool coll_gpu_engine::mail_try(uint64_t n, uint64_t (*words)[coll_gpu::kMailWords]) {
+  uint8_t *late = gone.get();  // one wait at a time
+  int missing = 0;
+  for (int q = 0; q < nranks; ++q) {
+    late[q] = !mbox.read(q, n, words[q]);
+    missing += late[q];
+  }
+  return missing == 0;
+}
+
+// Message 1 of a new call.
+void coll_gpu_engine::zx_post_first(const coll_gpu_args_t &a) {
   using namespace coll_gpu;
-  *use = false;
-  const uint64_t call = ++zero_copy_calls;
-  const char *name = zero_copy_call(a);
-  // every rank posts both messages whatever fails here (a peer waits for them): a failure only says "cannot"
+  zx.call = ++zero_copy_calls;
+  zx.cannot = -1;
+  zx.most = 0;
+  zx.since = 0;
+  zx.reported = false;
   ContextScope ctx(mem);
   char whynot[128];
   const bool in_ctx = entered(ctx, mem, whynot, sizeof(whynot)) == COLL_GPU_SUCCESS;
-  const IpcOps ops = cuda_ipc_ops();
   uint64_t mine[kMailWords] = {};
   coll_gpu_alloc_t al;
   if (zc_receives_nothing(nranks, a)) {
     mine[kZcCan] = kZcNothing;
   } else if (in_ctx && coll_gpu_mem_alloc_of(a.recvbuf, &al) == 0 && al.exportable &&
              zc_fits(nranks, a, al.size - (size_t)((char *)a.recvbuf - (char *)al.base)) &&
-             exports.handle(ops, al.id, al.base, (unsigned char *)&mine[kZcHandle]) == 0) {
+             exports.handle(cuda_ipc_ops(), al.id, al.base, (unsigned char *)&mine[kZcHandle]) == 0) {
     mine[kZcCan] = kZcExported;
     mine[kZcId] = al.id;
     mine[kZcSize] = al.size;
     mine[kZcOffset] = (uint64_t)((char *)a.recvbuf - (char *)al.base);
   }
   mine[kZcMost] = zc_most(nranks, a);
-  uint64_t words[COLL_GPU_MAX_DIRECT][kMailWords];
-  mbox.post(2 * call - 1, mine);
-  COLL_GPU_CHECK(mail_wait(2 * call - 1, name, words, why, len));
-  int cannot = -1;  // a rank whose receive buffer cannot be exported, or this one where a mapping failed
-  *most = 0;
+  mbox.post(2 * zx.call - 1, mine);
+  zx.posted = 1;
+}
+
+// After every rank's message 1 (words): the largest block, and every peer's receive buffer mapped, where every rank's
+// can be.
+void coll_gpu_engine::zx_map(const uint64_t (*words)[coll_gpu::kMailWords]) {
+  using namespace coll_gpu;
   for (int q = 0; q < nranks; ++q) {
-    if (words[q][kZcCan] != kZcExported && words[q][kZcCan] != kZcNothing && cannot < 0) cannot = q;
-    if (words[q][kZcMost] > *most) *most = words[q][kZcMost];
+    if (words[q][kZcCan] != kZcExported && words[q][kZcCan] != kZcNothing && zx.cannot < 0) zx.cannot = q;
+    if (words[q][kZcMost] > zx.most) zx.most = words[q][kZcMost];
   }
-  for (int q = 0; q < nranks && cannot < 0; ++q) {
+  ContextScope ctx(mem);
+  char whynot[128];
+  if (zx.cannot < 0 && entered(ctx, mem, whynot, sizeof(whynot)) != COLL_GPU_SUCCESS) zx.cannot = rank;
+  const IpcOps ops = cuda_ipc_ops();
+  for (int q = 0; q < nranks && zx.cannot < 0; ++q) {
     void *base = nullptr;
     if (q == rank)
-      peer_recv[q] = a.recvbuf;
+      zx.peer_recv[q] = nullptr;  // zx_end: a.recvbuf
     else if (words[q][kZcCan] == kZcNothing)
-      peer_recv[q] = nullptr;
-    else if (imports.map(ops, q, words[q][kZcId], words[q][kZcSize], (const unsigned char *)&words[q][kZcHandle], call,
-                         &base) == 0)
-      peer_recv[q] = (char *)base + words[q][kZcOffset];
+      zx.peer_recv[q] = nullptr;
+    else if (imports.map(ops, q, words[q][kZcId], words[q][kZcSize], (const unsigned char *)&words[q][kZcHandle],
+                         zx.call, &base) == 0)
+      zx.peer_recv[q] = (char *)base + words[q][kZcOffset];
     else
-      cannot = rank;
+      zx.cannot = rank;
   }
-  uint64_t second[kMailWords];
-  zc_wants_post(rank, nranks, cannot < 0, a, second);
-  mbox.post(2 * call, second);
-  COLL_GPU_CHECK(mail_wait(2 * call, name, words, why, len));
-  for (int q = 0; q < nranks && cannot < 0; ++q)
-    if (words[q][0] != 1) cannot = q;
-  *use = cannot < 0;
-  if (*use && a.v != nullptr)
+}
+
+// Message 2.
+void coll_gpu_engine::zx_post_second(const coll_gpu_args_t &a) {
+  uint64_t second[coll_gpu::kMailWords];
+  coll_gpu::zc_wants_post(rank, nranks, zx.cannot < 0, a, second);
+  mbox.post(2 * zx.call, second);
+  zx.posted = 2;
+}
+
+// After every rank's message 2 (words): whether the call goes zero-copy (alike on every rank), with wants[q] what
+// rank q takes from this one (with counts). The exchange is over.
+bool coll_gpu_engine::zx_end(const coll_gpu_args_t &a, const uint64_t (*words)[coll_gpu::kMailWords],
+                             coll_gpu_vblock_t *wants) {
+  zx.posted = 0;
+  for (int q = 0; q < nranks && zx.cannot < 0; ++q)
+    if (words[q][0] != 1) zx.cannot = q;
+  const bool use = zx.cannot < 0;
+  zx.peer_recv[rank] = a.recvbuf;
+  if (use && a.v != nullptr)
     for (int q = 0; q < nranks; ++q)
-      if (q != rank) wants[q] = zc_wants_of(q, rank, nranks, words[q]);
-  if (cfg.log != nullptr && *use)
+      if (q != rank) wants[q] = coll_gpu::zc_wants_of(q, rank, nranks, words[q]);
+  if (cfg.log != nullptr && use)
     cfg.log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL,
-            "comm %s: %s of %zu bytes a block at most: zero-copy, into the peers' receive buffers", cfg.name, name,
-            *most);
+            "comm %s: %s of %zu bytes a block at most: zero-copy, into the peers' receive buffers", cfg.name,
+            zero_copy_call(a), zx.most);
   else if (cfg.log != nullptr)
     cfg.log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL,
             "comm %s: %s of %zu bytes a block at most: %s (rank %d's receive buffer cannot be mapped: not cudaMalloc "
             "memory, blocks past its allocation, or a mapping failed)",
-            cfg.name, name, *most, a.v == nullptr ? "through the FIFOs" : "staged", cannot);
+            cfg.name, zero_copy_call(a), zx.most, a.v == nullptr ? "through the FIFOs" : "staged", zx.cannot);
+  return use;
+}
+
+// The exchange at once, waiting for the peers' messages. *use: every rank has mapped every receive buffer (the same
+// answer on every rank), with peer_recv[q] rank q's as mapped here, wants[q] what q takes from this rank (with counts)
+// and *most the largest block of any rank; otherwise the alltoall goes through the FIFOs, and a call with counts is
+// staged.
+coll_gpu_status_t coll_gpu_engine::zero_copy_exchange(const coll_gpu_args_t &a, void **peer_recv,
+                                                      coll_gpu_vblock_t *wants, size_t *most, bool *use, char *why,
+                                                      size_t len) {
+  const char *name = zero_copy_call(a);
+  uint64_t words[COLL_GPU_MAX_DIRECT][coll_gpu::kMailWords];
+  zx_post_first(a);
+  COLL_GPU_CHECK(mail_wait(2 * zx.call - 1, name, words, why, len));
+  zx_map(words);
+  zx_post_second(a);
+  COLL_GPU_CHECK(mail_wait(2 * zx.call, name, words, why, len));
+  *use = zx_end(a, words, wants);
+  *most = zx.most;
+  for (int q = 0; q < nranks; ++q) peer_recv[q] = zx.peer_recv[q];
+  return COLL_GPU_SUCCESS;
+}
+
+// A nonblocking exchange's look at the ranks whose message has not come (gone scratch, from mail_try): every
+// kCheckNs whether their processes still exist (COLL_GPU_PEER_GONE when one does not), and the watchdog's line once
+// after the timeout.
+coll_gpu_status_t coll_gpu_engine::zx_watch(const char *call, char *why, size_t len) {
+  const uint64_t t = coll_gpu_now_ns();
+  if (zx.since == 0) {
+    zx.since = t;
+    zx.next_check = t + kCheckNs;
+    return COLL_GPU_SUCCESS;
+  }
+  if (t < zx.next_check) return COLL_GPU_SUCCESS;
+  zx.next_check = t + kCheckNs;
+  const coll_gpu_status_t st = mail_late_gone(call, why, len);
+  if (st != COLL_GPU_SUCCESS) {
+    zx.posted = 0;
+    return st;
+  }
+  if (!zx.reported && t - zx.since >= cfg.wait.timeout_ns) {
+    zx.reported = true;
+    mail_report(call, (double)(t - zx.since) / 1e9);
+  }
+  return COLL_GPU_SUCCESS;
+}
+
+// Call with counts a on the GPUs, its exchange done (zx; wants): as the call in flight, with flight.unlike and its
+// words where the ranks' counts disagree.
+coll_gpu_status_t coll_gpu_engine::launch_counted(const coll_gpu_args_t &a, const coll_gpu_vblock_t *wants, char *why,
+                                                  size_t len) {
+  const int parts = coll_gpu::zc_parts(cfg.tune, nranks, zx.most);
+  const coll_gpu_choice_t choice = {COLL_GPU_ALGO_RING, COLL_GPU_PROTO_SIMPLE, parts * nranks, 0};
+  coll_gpu_work_t p;
+  call_init(&p, a.coll, choice);
+  p.sendbuf = a.sendbuf;
+  p.recvbuf = a.recvbuf;
+  p.type = COLL_GPU_UINT8;
+  p.count = zx.most;
+  const int bad = zero_copy_work(this, a, zx.peer_recv, wants, zx.most, &p);
+  trace(p, zx.most, zx.most, choice);
+  COLL_GPU_CHECK(launch(p, choice.proto, false, why, len));
+  flight.unlike = bad;
+  if (bad >= 0)
+    snprintf(flight.unlike_why, sizeof(flight.unlike_why),
+             "%s: rank %d sends %zu bytes to rank %d, which takes %zu from it", zero_copy_call(a), rank,
+             a.v->send[bad].bytes, bad, bad == rank ? a.v->recv[bad].bytes : wants[bad].bytes);
   return COLL_GPU_SUCCESS;
 }
 
@@ -1078,6 +1212,7 @@ coll_gpu_status_t coll_gpu_engine::launch(const coll_gpu_work_t &p, coll_gpu_pro
   flight.since = 0;
   flight.reported = false;
   flight.chained = chaining;
+  flight.unlike = -1;
   int blocks = coll_gpu_ar_blocks(&comm, &p);
   if (multinode) wake_proxy(p);
   coll_gpu_trace('L', rank, p.coll, p.algo, p.seq);
@@ -1315,52 +1450,38 @@ coll_gpu_status_t chain(coll_gpu_engine_t *e, const coll_gpu_args_t &a, Step ste
   return st;
 }
 
-// Call p as zero-copy call a, after its exchange (peer_recv, wants, most): its parts and blocks, and whether copy
-// engines move them. Returns zc_blocks' answer (-1, or the first rank whose block this one sends differs from what
-// that rank takes).
-int zero_copy_work(const coll_gpu_engine_t *e, const coll_gpu_args_t &a, void *const *peer_recv,
-                   const coll_gpu_vblock_t *wants, size_t most, coll_gpu_work_t *p) {
-  p->zc_parts = coll_gpu::zc_parts(e->cfg.tune, e->nranks, most);
-  p->zc_engines = coll_gpu::zc_engines(e->cfg.zero_copy_engines_min_bytes, e->nranks, most);
-  return coll_gpu::zc_blocks(e->rank, e->nranks, a, peer_recv, wants, p->zc);
+// Whether a call with counts can go zero-copy on this engine (one node of at most COLL_GPU_MAX_DIRECT ranks, a
+// mailbox): alike on every rank. Otherwise why says so.
+bool counted_here(const coll_gpu_engine_t *e, const coll_gpu_args_t &a, char *why, size_t why_len) {
+  if (!e->multinode && e->nranks <= COLL_GPU_MAX_DIRECT && e->mbox.ready()) return true;
+  coll_gpu_say(why, why_len, "%s runs on the GPUs on one node of at most %d ranks that has a mailbox",
+               zero_copy_call(a), COLL_GPU_MAX_DIRECT);
+  return false;
+}
+
+// Why a call with counts stages: some rank's receive buffer cannot be mapped.
+coll_gpu_status_t unmapped(const coll_gpu_args_t &a, char *why, size_t why_len) {
+  coll_gpu_say(why, why_len,
+               "%s: a rank's receive buffer cannot be mapped (not cudaMalloc memory, or blocks past its allocation)",
+               zero_copy_call(a));
+  return COLL_GPU_UNAVAILABLE;
 }
 
 // An allgatherv or alltoallv (args.v): zero-copy on one node, or COLL_GPU_UNAVAILABLE on every rank alike, nothing
 // moved, where it cannot be (the communicator spans nodes or has no mailbox, or some rank's receive buffer cannot be
 // mapped).
 coll_gpu_status_t run_counted(coll_gpu_engine_t *e, const coll_gpu_args_t &a, char *why, size_t why_len) {
-  const char *name = zero_copy_call(a);
-  if (e->multinode || e->nranks > COLL_GPU_MAX_DIRECT || !e->mbox.ready()) {
-    coll_gpu_say(why, why_len, "%s runs on the GPUs on one node of at most %d ranks that has a mailbox", name,
-                 COLL_GPU_MAX_DIRECT);
-    return COLL_GPU_UNAVAILABLE;
-  }
+  if (!counted_here(e, a, why, why_len)) return COLL_GPU_UNAVAILABLE;
   void *peer_recv[COLL_GPU_MAX_DIRECT] = {};
   coll_gpu_vblock_t wants[COLL_GPU_MAX_DIRECT] = {};
   size_t most = 0;
   bool use = false;
   COLL_GPU_CHECK(e->zero_copy_exchange(a, peer_recv, wants, &most, &use, why, why_len));
-  if (!use) {
-    coll_gpu_say(why, why_len,
-                 "%s: a rank's receive buffer cannot be mapped (not cudaMalloc memory, or blocks past its allocation)",
-                 name);
-    return COLL_GPU_UNAVAILABLE;
-  }
-  const int parts = coll_gpu::zc_parts(e->cfg.tune, e->nranks, most);
-  const coll_gpu_choice_t choice = {COLL_GPU_ALGO_RING, COLL_GPU_PROTO_SIMPLE, parts * e->nranks, 0};
-  coll_gpu_work_t p;
-  e->call_init(&p, a.coll, choice);
-  p.sendbuf = a.sendbuf;
-  p.recvbuf = a.recvbuf;
-  p.type = COLL_GPU_UINT8;
-  p.count = most;
-  const int bad = zero_copy_work(e, a, peer_recv, wants, most, &p);
-  e->trace(p, most, most, choice);
-  COLL_GPU_CHECK(e->launch(p, choice.proto, false, why, why_len));
+  if (!use) return unmapped(a, why, why_len);
+  COLL_GPU_CHECK(e->launch_counted(a, wants, why, why_len));
   COLL_GPU_CHECK(e->wait_flight(why, why_len));
-  if (bad < 0) return COLL_GPU_SUCCESS;
-  coll_gpu_say(why, why_len, "%s: rank %d sends %zu bytes to rank %d, which takes %zu from it", name, e->rank,
-               a.v->send[bad].bytes, bad, bad == e->rank ? a.v->recv[bad].bytes : wants[bad].bytes);
+  if (e->flight.unlike < 0) return COLL_GPU_SUCCESS;
+  coll_gpu_say(why, why_len, "%s", e->flight.unlike_why);
   return COLL_GPU_MISMATCH;
 }
 
@@ -1414,7 +1535,8 @@ coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *w
 coll_gpu_status_t start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
   COLL_GPU_CHECK(runnable(e, args, why, why_len));
   if (args->v != nullptr || copied_input(*e, *args) > 0) {
-    coll_gpu_say(why, why_len, "%s: a call with counts or in place is not started, only run (engine.h)",
+    coll_gpu_say(why, why_len,
+                 "%s: a call with counts is started by coll_gpu_engine_start_counted, one in place only run (engine.h)",
                  zero_copy_call(*args));
     return COLL_GPU_INTERNAL_ERROR;
   }
@@ -1438,7 +1560,33 @@ coll_gpu_status_t coll_gpu_engine_start(coll_gpu_engine_t *e, const coll_gpu_arg
   return ended(e, start(e, args, why, why_len));
 }
 
-int coll_gpu_engine_idle(const coll_gpu_engine_t *e) { return e->flight.blocks == 0; }
+coll_gpu_status_t coll_gpu_engine_start_counted(coll_gpu_engine_t *e, const coll_gpu_args_t *args, int *done, char *why,
+                                                size_t why_len) {
+  const coll_gpu_args_t &a = *args;
+  *done = 1;
+  if (e->zx.posted == 0) {
+    if (!counted_here(e, a, why, why_len)) return COLL_GPU_UNAVAILABLE;
+    e->zx_post_first(a);
+  }
+  // a message some rank has not posted yet: the call goes on at the next call of this, unless that rank is gone
+  const auto pending = [&] {
+    const coll_gpu_status_t st = e->zx_watch(zero_copy_call(a), why, why_len);
+    *done = st != COLL_GPU_SUCCESS;
+    return ended(e, st);
+  };
+  uint64_t words[COLL_GPU_MAX_DIRECT][coll_gpu::kMailWords];
+  if (e->zx.posted == 1) {
+    if (!e->mail_try(2 * e->zx.call - 1, words)) return pending();
+    e->zx_map(words);
+    e->zx_post_second(a);
+  }
+  if (!e->mail_try(2 * e->zx.call, words)) return pending();
+  coll_gpu_vblock_t wants[COLL_GPU_MAX_DIRECT] = {};
+  if (!e->zx_end(a, words, wants)) return unmapped(a, why, why_len);
+  return ended(e, e->launch_counted(a, wants, why, why_len));
+}
+
+int coll_gpu_engine_idle(const coll_gpu_engine_t *e) { return e->flight.blocks == 0 && e->zx.posted == 0; }
 
 coll_gpu_status_t coll_gpu_engine_test(coll_gpu_engine_t *e, int *done, char *why, size_t why_len) {
   *done = 1;
@@ -1446,7 +1594,9 @@ coll_gpu_status_t coll_gpu_engine_test(coll_gpu_engine_t *e, int *done, char *wh
   if (e->flight_done()) {
     coll_gpu_trace('D', e->rank, e->flight.p.coll, e->flight.p.algo, e->flight.p.seq);
     e->flight_end();
-    return COLL_GPU_SUCCESS;
+    if (e->flight.unlike < 0) return COLL_GPU_SUCCESS;
+    coll_gpu_say(why, why_len, "%s", e->flight.unlike_why);
+    return COLL_GPU_MISMATCH;
   }
   *done = 0;
   // a pending call: its peers' processes are checked every kCheckNs, its wait reported once after the

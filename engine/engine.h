@@ -149,13 +149,13 @@ int coll_gpu_engine_owns(const coll_gpu_engine_t *e, const coll_gpu_meminfo_t *m
  *     (coll_gpu_engine_bounce's), which the call then sends from: no peer writes into a rank's recvbuf before
  *     that rank's kernel has begun, after the copy;
  *   allgather and alltoall with counts (v not NULL: MPI_Allgatherv, MPI_Alltoallv, and MPI_Gather(v) and
- *     MPI_Scatter(v) as alltoalls whose blocks are empty but to or from the root; coll_gpu_engine_run on one
- *     node of at most COLL_GPU_MAX_DIRECT ranks only, count unused): v->send[q] of sendbuf to rank q, whose
- *     recvbuf takes it where its v->recv[r] says (an allgatherv sends the same bytes to every rank; in place,
- *     sendbuf is recvbuf + v->recv[r].displ). They go zero-copy, straight into the peers' receive buffers;
- *     where some rank's cannot be mapped, the call returns COLL_GPU_UNAVAILABLE on every rank, having moved
- *     nothing. Bytes a sender sends that its receiver does not take as many of (an erroneous program) move as
- *     far as both allow, and the sender's call fails with COLL_GPU_MISMATCH.
+ *     MPI_Scatter(v) as alltoalls whose blocks are empty but to or from the root; coll_gpu_engine_run and
+ *     coll_gpu_engine_start_counted, on one node of at most COLL_GPU_MAX_DIRECT ranks, count unused): v->send[q]
+ *     of sendbuf to rank q, whose recvbuf takes it where its v->recv[r] says (an allgatherv sends the same bytes
+ *     to every rank; in place, sendbuf is recvbuf + v->recv[r].displ). They go zero-copy, straight into the
+ *     peers' receive buffers; where some rank's cannot be mapped, the call returns COLL_GPU_UNAVAILABLE on every
+ *     rank, having moved nothing. Bytes a sender sends that its receiver does not take as many of (an erroneous
+ *     program) move as far as both allow, and the sender's call fails with COLL_GPU_MISMATCH.
  * type and op: the reductions'. root: bcast's and reduce's. How the engine runs a call depends on its
  * buffers only through whether a reduce-scatter's result overlaps its input (in place, or not): every rank
  * must pass that alike, as MPI_IN_PLACE is. */
@@ -190,7 +190,18 @@ coll_gpu_status_t coll_gpu_engine_run(coll_gpu_engine_t *e, const coll_gpu_args_
  * coll_gpu_engine_run. Start queues every part of the call on the GPUs and returns; the buffers must stay
  * as they are until the call completes. */
 coll_gpu_status_t coll_gpu_engine_start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len);
-/* Whether no call is on the GPUs. */
+/* A call with counts (args->v) that completes later: coll_gpu_engine_start's counterpart, in steps that never wait
+ * for a peer. Each call moves the zero-copy exchange of coll_gpu_engine_run's on as far as the peers' messages
+ * allow and returns with *done 0 while one is still to come; the caller calls again with the same args (every
+ * 100 ms of the wait the late ranks' processes are checked, and after cfg->wait.timeout_ns the watchdog line is
+ * written once). With *done 1: COLL_GPU_SUCCESS, the call is on the GPUs and completes through
+ * coll_gpu_engine_test (COLL_GPU_MISMATCH there, the engine kept, where the ranks' counts disagree, as
+ * coll_gpu_engine_run says); COLL_GPU_UNAVAILABLE on every rank alike, nothing moved, where it cannot be
+ * zero-copy; otherwise it failed (a peer gone: COLL_GPU_PEER_GONE). It begins on an idle engine, which is not
+ * idle from then until the call has completed. */
+coll_gpu_status_t coll_gpu_engine_start_counted(coll_gpu_engine_t *e, const coll_gpu_args_t *args, int *done, char *why,
+                                                size_t why_len);
+/* Whether no call is on the GPUs nor on its way there (coll_gpu_engine_start_counted). */
 int coll_gpu_engine_idle(const coll_gpu_engine_t *e);
 /* Whether the started call has completed (*done; 1 also when none was started), without waiting: a few
  * host-memory reads. Every 100 ms of a pending call it checks the peers' processes, and ends a call a gone

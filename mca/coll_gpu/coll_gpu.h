@@ -258,7 +258,7 @@ typedef struct {
 int mca_coll_gpu_reduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
                                mca_coll_gpu_module_t *m, int *rc);
 
-/* The path bits of the agreement, what a rank's buffers allow; VLAYOUT with GPU: a blocking call with counts whose
+/* The path bits of the agreement, what a rank's buffers allow; VLAYOUT with GPU: a call with counts whose
  * layout on this rank is not the allgather's or alltoall's (or a gather or scatter), so that every rank takes the
  * zero-copy path with counts. */
 enum { COLL_GPU_PATH_HOST = 1, COLL_GPU_PATH_GPU = 2, COLL_GPU_PATH_STAGE = 4, COLL_GPU_PATH_VLAYOUT = 8 };
@@ -302,14 +302,19 @@ typedef struct {
   coll_gpu_meminfo_t smem; /* the send buffer's (with mine COLL_GPU_PATH_GPU) */
   coll_gpu_args_t args;
   size_t counts[COLL_GPU_MAX_DIRECT]; /* reduce-scatter's blocks: args.counts */
-  coll_gpu_args_t vargs;              /* a blocking allgatherv's or alltoallv's zero-copy call with counts (vargs.v,
-                                         the layout below), where the agreement says some rank's is unlike */
+  coll_gpu_args_t vargs;              /* a call's zero-copy call with counts (vargs.v, the layout below), where the
+                                         agreement says some rank's is unlike the allgather's or alltoall's */
   coll_gpu_vlayout_t layout;
   const char *name; /* the MPI function, for messages */
   size_t bytes;
   int any_memory;           /* from facts alike on every rank: any rank can join whatever memory it passes */
   mca_coll_gpu_join_t join; /* how, where mine is not COLL_GPU_PATH_GPU (worked out for blocking calls that may join) */
 } mca_coll_gpu_plan_t;
+/* The call the engine runs where the agreement's answer is `all` (the GPU path): every rank's call with counts where
+ * some rank's layout is unlike (VLAYOUT). */
+static inline const coll_gpu_args_t *mca_coll_gpu_plan_args(const mca_coll_gpu_plan_t *pl, uint32_t all) {
+  return (all & COLL_GPU_PATH_VLAYOUT) ? &pl->vargs : &pl->args;
+}
 
 /* A nonblocking entry's arguments, saved for a start that comes later (coll_gpu_wrap.h makes them):
  * start() begins the call through the previous module from them, staged where buffers need it; hold()
@@ -389,6 +394,10 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
  * mca_coll_gpu_unclaim, when the call completes or will not run on the GPUs. */
 int mca_coll_gpu_claim(mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl);
 void mca_coll_gpu_unclaim(mca_coll_gpu_module_t *m);
+/* A call whose ranks' counts disagree (an erroneous program), on the rank that found it (why: how): reported as a
+ * failed call is, the GPU path left as it is, so that every rank's later calls stay in step; returns
+ * MPI_ERR_TRUNCATE. */
+int mca_coll_gpu_mismatched(struct ompi_communicator_t *comm, const char *call, size_t bytes, const char *why);
 /* A failure on the GPU path: reported, the communicator stages from now on; returns the MPI error. */
 int mca_coll_gpu_failed(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, const char *call, size_t bytes,
                         const char *where, const char *why);

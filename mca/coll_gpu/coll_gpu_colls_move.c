@@ -179,9 +179,9 @@ COLL_GPU_MOVE_ENTRIES(scatterv, counted_staged(comm, m) ? 0 : 1)
  * first block on (mca_coll_gpu_move_t's counted). Which calls take part in the path agreement is decided
  * from what is alike on every rank: allgatherv's counts (every rank's send count, the same list everywhere),
  * the communicator, the parameters. Then each rank whose own layout (displacements, alltoallv's counts) is
- * another says so: a blocking call then runs on every rank as the zero-copy call with counts (any counts and
- * displacements, on one node of at most COLL_GPU_MAX_DIRECT ranks: coll_gpu_gpupath.c's plan_move), a
- * nonblocking or persistent one stages. Across hosts, and with coll_gpu_uniform_buffers (no agreement to bring
+ * another says so: the call then runs on every rank as the zero-copy call with counts (any counts and
+ * displacements, on one node of at most COLL_GPU_MAX_DIRECT ranks: coll_gpu_gpupath.c's plan_move), blocking,
+ * nonblocking and persistent alike. Across hosts, and with coll_gpu_uniform_buffers (no agreement to bring
  * the layouts together), they stage. */
 static int equal_counts(const int *counts, size_t n) {
   for (size_t i = 1; i < n; ++i)

@@ -590,9 +590,7 @@ static coll_gpu_status_t run_engine(mca_coll_gpu_module_t *m, const mca_coll_gpu
   return st;
 }
 
-/* A call whose ranks' counts disagree (an erroneous program), on the rank that found it: reported as a failed
- * call is, the GPU path left as it is, so that every rank's later calls stay in step. */
-static int mismatched(struct ompi_communicator_t *comm, const char *call, size_t bytes, const char *why) {
+int mca_coll_gpu_mismatched(struct ompi_communicator_t *comm, const char *call, size_t bytes, const char *why) {
   say_call_failed(comm, call, bytes, "as the ranks' counts disagree", why);
   return MPI_ERR_TRUNCATE;
 }
@@ -612,16 +610,14 @@ static int run_claimed(mca_coll_gpu_plan_t *pl, int own, int joins, struct ompi_
   if (m->engine_state == COLL_GPU_STATE_OFF) { /* the call in flight failed */
     snprintf(why, sizeof(why), "an earlier nonblocking call failed on the GPU");
   } else {
-    /* some rank's allgatherv or alltoallv is unlike the allgather or alltoall: every rank's call with counts */
-    const coll_gpu_args_t *args = (all & COLL_GPU_PATH_VLAYOUT) ? &pl->vargs : &pl->args;
-    const coll_gpu_status_t st = run_engine(m, pl, args, joins, why, sizeof(why));
+    const coll_gpu_status_t st = run_engine(m, pl, mca_coll_gpu_plan_args(pl, all), joins, why, sizeof(why));
     if (st == COLL_GPU_SUCCESS) {
       *rc = OMPI_SUCCESS;
       return 1;
     }
     if (st == COLL_GPU_UNAVAILABLE) return 0; /* not on the GPUs here, on every rank alike: staged */
     if (st == COLL_GPU_MISMATCH) {
-      *rc = mismatched(comm, pl->name, pl->bytes, why);
+      *rc = mca_coll_gpu_mismatched(comm, pl->name, pl->bytes, why);
       return 1;
     }
   }
@@ -751,11 +747,11 @@ static int plan_vlayout(const mca_coll_gpu_move_t *mv, int n, int me, mca_coll_g
   return 1;
 }
 
-/* Whether a call with counts can take the zero-copy path with counts: blocking, on at most COLL_GPU_MAX_DIRECT ranks
- * of one node (one host: counted_staged; not split into virtual nodes). Alike on every rank. */
-static int counted_on_gpu(int blocking, int n) {
+/* Whether a call with counts can take the zero-copy path with counts: on at most COLL_GPU_MAX_DIRECT ranks of one
+ * node (one host: counted_staged; not split into virtual nodes). Alike on every rank. */
+static int counted_on_gpu(int n) {
   const int virtual_nodes = mca_coll_gpu_component.virtual_nodes;
-  return blocking && n <= COLL_GPU_MAX_DIRECT && (virtual_nodes == 0 || virtual_nodes >= n);
+  return n <= COLL_GPU_MAX_DIRECT && (virtual_nodes == 0 || virtual_nodes >= n);
 }
 
 /* A gather's or scatter's layout in bytes (pl->layout) and its call with counts (pl->vargs), as an alltoall whose
@@ -819,10 +815,10 @@ static int plan_rooted_layout(const mca_coll_gpu_move_t *mv, int n, int me, mca_
 }
 
 /* The plan of a blocking, nonblocking or persistent gather or scatter (mv->rooted): the zero-copy call with counts
- * where every rank can make it (blocking, at most COLL_GPU_MAX_DIRECT ranks of one node, device memory the engine
- * takes), else staged; 0 when the call takes no part in the agreement. */
-static int plan_rooted(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_communicator_t *comm,
-                       mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
+ * where every rank can make it (at most COLL_GPU_MAX_DIRECT ranks of one node, device memory the engine takes), else
+ * staged; 0 when the call takes no part in the agreement. */
+static int plan_rooted(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                       mca_coll_gpu_plan_t *pl) {
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
   const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
   if (m->agree_state == COLL_GPU_STATE_OFF || mv->staged) return 0;
@@ -840,7 +836,7 @@ static int plan_rooted(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_
   pl->mine = COLL_GPU_PATH_STAGE;
   if (pl->mem.kind == COLL_GPU_MEM_HOST && pl->smem.kind == COLL_GPU_MEM_HOST)
     pl->mine = COLL_GPU_PATH_HOST;
-  else if (counted_on_gpu(blocking, n) && m->engine_state != COLL_GPU_STATE_OFF &&
+  else if (counted_on_gpu(n) && m->engine_state != COLL_GPU_STATE_OFF &&
            c->move_algorithm[COLL_GPU_COLL_ALLTOALL] != COLL_GPU_NALGOS && on_engine(m, &pl->mem, &pl->mem) &&
            on_engine(m, &pl->smem, &pl->mem) && plan_rooted_layout(mv, n, me, pl))
     pl->mine = COLL_GPU_PATH_GPU | COLL_GPU_PATH_VLAYOUT;
@@ -856,7 +852,7 @@ static int plan_rooted(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_
 
 static int plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_communicator_t *comm,
                      mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
-  if (mv->rooted) return plan_rooted(mv, blocking, comm, m, pl);
+  if (mv->rooted) return plan_rooted(mv, comm, m, pl);
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
   const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
   size_t rsize = 0;
@@ -884,7 +880,7 @@ static int plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_co
   }
   /* a call with counts that can take the zero-copy path with counts can, whatever this rank's layout (another's may
    * be unlike) */
-  const int vpossible = mv->counted != NULL && counted_on_gpu(blocking, n); /* alike everywhere */
+  const int vpossible = mv->counted != NULL && counted_on_gpu(n); /* alike everywhere */
   const int vcan = vpossible && plan_vlayout(mv, n, me, pl);
   const int engine_can = m->engine_state != COLL_GPU_STATE_OFF && c->move_algorithm[mv->coll] != COLL_GPU_NALGOS;
   pl->mine = COLL_GPU_PATH_STAGE;

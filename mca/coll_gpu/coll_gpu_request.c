@@ -55,9 +55,11 @@ struct mca_coll_gpu_call_s {
   int freed;             /* MPI_Request_free came before completion */
   /* a persistent call: inner is the previous module's persistent request on staged buffers, made at init */
   int persistent;
-  int queued;                       /* in its module's queue: its agreement's post, or a start, waits there */
-  int start_pending;                /* MPI_Start came while it was queued for its post */
-  int in_answers;                   /* in its module's list of agreements posted at init, not read yet */
+  int exchanging;    /* a call with counts whose zero-copy exchange is under way (coll_gpu_engine_start_counted): first
+                        in its module's queue until that ends */
+  int queued;        /* in its module's queue: its agreement's post, or a start, waits there */
+  int start_pending; /* MPI_Start came while it was queued for its post */
+  int in_answers;    /* in its module's list of agreements posted at init, not read yet */
   mca_coll_gpu_call_t *next_answer; /* its link there */
 };
 
@@ -147,16 +149,18 @@ static mca_coll_gpu_call_t *call_new(mca_coll_gpu_module_t *m, struct ompi_commu
   OBJ_RETAIN(comm);
   c->next = NULL;
   c->planned = pl != NULL;
-  if (pl != NULL) {
+  if (pl != NULL) { /* the plan's pointers into itself follow it */
     c->plan = *pl;
     if (c->plan.args.counts != NULL) c->plan.args.counts = c->plan.counts;
+    if (c->plan.args.v != NULL) c->plan.args.v = &c->plan.layout;
+    if (c->plan.vargs.v != NULL) c->plan.vargs.v = &c->plan.layout;
   }
   c->posted = c->answered = c->claimed = 0;
   c->since = c->next_check = 0;
   c->reported = 0;
   c->inner = NULL;
   c->freed = 0;
-  c->persistent = c->queued = c->start_pending = c->in_answers = 0;
+  c->persistent = c->exchanging = c->queued = c->start_pending = c->in_answers = 0;
   c->next_answer = NULL;
   if (saved == NULL) { /* a persistent call: its arguments live in inner */
     memset(&c->saved, 0, sizeof(c->saved));
@@ -175,7 +179,7 @@ static void finish(mca_coll_gpu_call_t *c, int rc) {
     c->saved.hold(c->args.bytes, 0);
     unclaim(c);
   }
-  c->super.req_status.MPI_ERROR = rc == OMPI_SUCCESS ? MPI_SUCCESS : MPI_ERR_OTHER;
+  c->super.req_status.MPI_ERROR = rc == OMPI_SUCCESS ? MPI_SUCCESS : rc == MPI_ERR_TRUNCATE ? rc : MPI_ERR_OTHER;
   c->super.req_status._ucount = 0;
   if (c->freed) {
     c->next = calls.freed;
@@ -275,7 +279,7 @@ static void read_answers(mca_coll_gpu_module_t *m) {
       continue;
     }
     c->answered = 1;
-    if (c->all != COLL_GPU_PATH_GPU) unclaim(c); /* staged at every start */
+    if (!mca_coll_gpu_path_is_gpu(c->all)) unclaim(c); /* staged at every start */
     *at = c->next_answer;
     c->next_answer = NULL;
     c->in_answers = 0;
@@ -286,13 +290,42 @@ static void read_answers(mca_coll_gpu_module_t *m) {
   }
 }
 
+/* The first queued call, with counts on the GPUs: its zero-copy exchange moved on; 1 when it ended and the call left
+ * the queue: on the GPUs, staged (some rank's receive buffer cannot be mapped: on every rank alike, and in order, as
+ * every later call of the communicator is queued behind it), or failed. */
+static int start_counted(mca_coll_gpu_call_t *c) {
+  mca_coll_gpu_module_t *m = c->m;
+  if (!c->exchanging && !coll_gpu_engine_idle(m->engine)) return 0;
+  c->exchanging = 1;
+  char why[256];
+  int done = 0;
+  const coll_gpu_status_t st = coll_gpu_engine_start_counted(m->engine, &c->plan.vargs, &done, why, sizeof(why));
+  if (!done) return 0;
+  c->exchanging = 0;
+  m->queue = c->next;
+  c->queued = c->start_pending = 0;
+  if (st == COLL_GPU_SUCCESS) {
+    m->on_gpu = c;
+    busy(m);
+    COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "comm %s: %s (%zu bytes) started on the GPUs", c->comm->c_name,
+                 c->saved.name, c->plan.bytes);
+  } else if (st == COLL_GPU_UNAVAILABLE) {
+    COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "comm %s: %s staged: %s", c->comm->c_name, c->saved.name, why);
+    if (!c->persistent) unclaim(c);
+    start_previous(c);
+  } else {
+    finish(c, mca_coll_gpu_failed(m, c->comm, c->saved.name, c->plan.bytes, "on the GPU", why));
+  }
+  return 1;
+}
+
 /* Moves the first queued call on as far as it can go: 1 when it started (or failed) and left the queue. */
 static int start_first(mca_coll_gpu_module_t *m) {
   mca_coll_gpu_call_t *c = m->queue;
   const int uniform = mca_coll_gpu_component.uniform_buffers;
   coll_gpu_agree_t *a = c->planned && !uniform ? mca_coll_gpu_agreement(m, c->comm) : NULL;
   if (!c->posted) claim(c);
-  const int reads = c->planned && c->plan.mine == COLL_GPU_PATH_GPU;
+  const int reads = c->planned && mca_coll_gpu_path_is_gpu(c->plan.mine);
   if (a != NULL && !c->posted) {
     if (!coll_gpu_agree_try_post(a, c->plan.mine, reads, &c->n)) return watch_agreement(c, a);
     c->posted = 1;
@@ -301,7 +334,7 @@ static int start_first(mca_coll_gpu_module_t *m) {
   if (c->persistent && !c->start_pending) { /* its init's post, now made: the answer is read in progress */
     m->queue = c->next;
     c->queued = 0;
-    if (c->answered && c->all != COLL_GPU_PATH_GPU) unclaim(c);
+    if (c->answered && !mca_coll_gpu_path_is_gpu(c->all)) unclaim(c);
     if (reads && !c->answered) {
       want_answer(m, c);
     } else if (c->freed) {
@@ -316,8 +349,9 @@ static int start_first(mca_coll_gpu_module_t *m) {
   }
   /* no agreement: the user asserted uniform buffers, or there is none (then, as for blocking calls, staged) */
   if (a == NULL) c->all = uniform && reads ? COLL_GPU_PATH_GPU : COLL_GPU_PATH_STAGE;
-  if (reads && c->all == COLL_GPU_PATH_GPU && m->engine_state != COLL_GPU_STATE_OFF &&
+  if (reads && mca_coll_gpu_path_is_gpu(c->all) && m->engine_state != COLL_GPU_STATE_OFF &&
       (m->engine != NULL || mca_coll_gpu_create_engine(m, c->comm, &c->plan.mem))) {
+    if (c->all & COLL_GPU_PATH_VLAYOUT) return start_counted(c);
     if (!coll_gpu_engine_idle(m->engine)) return 0;
     m->queue = c->next;
     c->queued = c->start_pending = 0;
@@ -326,7 +360,7 @@ static int start_first(mca_coll_gpu_module_t *m) {
   }
   m->queue = c->next;
   c->queued = c->start_pending = 0;
-  if (!c->persistent || (c->answered && c->all != COLL_GPU_PATH_GPU)) unclaim(c);
+  if (!c->persistent || (c->answered && !mca_coll_gpu_path_is_gpu(c->all))) unclaim(c);
   start_previous(c);
   return 1;
 }
@@ -340,8 +374,9 @@ static int progress_module(mca_coll_gpu_module_t *m) {
     if (done) {
       mca_coll_gpu_call_t *c = m->on_gpu;
       m->on_gpu = NULL;
-      finish(c, st == COLL_GPU_SUCCESS
-                    ? OMPI_SUCCESS
+      finish(c, st == COLL_GPU_SUCCESS ? OMPI_SUCCESS
+                : st == COLL_GPU_MISMATCH
+                    ? mca_coll_gpu_mismatched(c->comm, c->saved.name, c->plan.bytes, why)
                     : mca_coll_gpu_failed(m, c->comm, c->saved.name, c->plan.bytes, "on the GPU", why));
       ++events;
     }
@@ -422,6 +457,18 @@ static int answer_soon(coll_gpu_agree_t *a, uint64_t n, uint32_t *all) {
   return 0;
 }
 
+/* A call with counts on the GPU path just queued, where it is the first and the engine exists with nothing in
+ * flight: its exchange begins at the call, and goes on for up to COLL_GPU_ANSWER_SPIN_NS, so that ranks in step
+ * start it on the GPUs before they return; progress moves the rest. */
+static void begin_counted(mca_coll_gpu_call_t *c) {
+  mca_coll_gpu_module_t *m = c->m;
+  if (!(c->all & COLL_GPU_PATH_VLAYOUT) || m->queue != c || m->engine == NULL || m->on_gpu != NULL ||
+      m->engine_state == COLL_GPU_STATE_OFF)
+    return;
+  for (const uint64_t until = coll_gpu_now_ns() + COLL_GPU_ANSWER_SPIN_NS; !start_counted(c);)
+    if (coll_gpu_now_ns() >= until) return;
+}
+
 int mca_coll_gpu_icall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
                        const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc) {
   if (m->queue != NULL) {
@@ -433,7 +480,7 @@ int mca_coll_gpu_icall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t
     return 0; /* no agreement: staged, as blocking calls are */
   mca_coll_gpu_plan_t p = *pl;
   const int claimed = mca_coll_gpu_claim(m, &p);
-  const int reads = p.mine == COLL_GPU_PATH_GPU;
+  const int reads = mca_coll_gpu_path_is_gpu(p.mine);
   uint32_t all = p.mine; /* as the user asserted, with uniform buffers */
   uint64_t n = 0;
   int answered = 1;
@@ -449,7 +496,7 @@ int mca_coll_gpu_icall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t
     }
     if (!reads) return 0; /* its own bits decide: staged or the previous module's, at once */
   }
-  if (answered && all != COLL_GPU_PATH_GPU) {
+  if (answered && !mca_coll_gpu_path_is_gpu(all)) {
     if (claimed) mca_coll_gpu_unclaim(m);
     return 0;
   }
@@ -467,11 +514,13 @@ int mca_coll_gpu_icall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t
   *request = &c->super;
   *rc = OMPI_SUCCESS;
   lock();
-  if (!answered || m->on_gpu != NULL || m->engine == NULL)
+  if (!answered || m->on_gpu != NULL || m->engine == NULL || (all & COLL_GPU_PATH_VLAYOUT)) {
     enqueue(m, c); /* it starts from progress: once every rank has posted, the call on the GPUs is done, or
                     * (the first) with the engine set up there, never inside the call */
-  else
+    if (answered) begin_counted(c);
+  } else {
     start_on_gpu(c);
+  }
   unlock();
   return 1;
 }
@@ -484,7 +533,7 @@ static int call_start(size_t count, ompi_request_t **requests) {
   for (size_t i = 0; i < count; ++i) {
     mca_coll_gpu_call_t *c = (mca_coll_gpu_call_t *)requests[i];
     mca_coll_gpu_module_t *m = c->m;
-    const int reads = c->plan.mine == COLL_GPU_PATH_GPU;
+    const int reads = mca_coll_gpu_path_is_gpu(c->plan.mine);
     c->super.req_state = OMPI_REQUEST_ACTIVE;
     c->super.req_complete = REQUEST_PENDING;
     c->super.req_status.MPI_ERROR = MPI_SUCCESS;
@@ -493,12 +542,14 @@ static int call_start(size_t count, ompi_request_t **requests) {
       mca_coll_gpu_agree_lock(m);
       c->answered = answer_soon(m->agree, c->n, &c->all);
       mca_coll_gpu_agree_unlock(m);
-      if (c->answered && c->all != COLL_GPU_PATH_GPU) unclaim(c); /* staged at every start */
+      if (c->answered && !mca_coll_gpu_path_is_gpu(c->all)) unclaim(c); /* staged at every start */
     }
-    const int gpu = reads && c->answered && c->all == COLL_GPU_PATH_GPU && m->engine_state != COLL_GPU_STATE_OFF;
-    if (c->queued || m->queue != NULL || (reads && !c->answered) || (gpu && (m->engine == NULL || m->on_gpu != NULL))) {
+    const int gpu = reads && c->answered && mca_coll_gpu_path_is_gpu(c->all) && m->engine_state != COLL_GPU_STATE_OFF;
+    if (c->queued || m->queue != NULL || (reads && !c->answered) ||
+        (gpu && (m->engine == NULL || m->on_gpu != NULL || (c->all & COLL_GPU_PATH_VLAYOUT)))) {
       c->start_pending = 1; /* from progress, in order (which creates the engine, collectively) */
       if (!c->queued) enqueue(m, c);
+      if (gpu) begin_counted(c);
     } else if (gpu) {
       start_on_gpu(c);
     } else {
@@ -514,13 +565,13 @@ int mca_coll_gpu_pcall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t
   const int uniform = mca_coll_gpu_component.uniform_buffers;
   coll_gpu_agree_t *a = uniform ? NULL : mca_coll_gpu_agreement(m, comm);
   if (!uniform && a == NULL) return OMPI_SUCCESS; /* no agreement: staged at every start, as today */
-  if (uniform && pl->mine != COLL_GPU_PATH_GPU) return OMPI_SUCCESS;
+  if (uniform && !mca_coll_gpu_path_is_gpu(pl->mine)) return OMPI_SUCCESS;
   mca_coll_gpu_plan_t p = *pl;
   uint64_t n = 0;
   lock();
   /* posted now, a call on the GPUs claims the engine from its init to its free: its starts need no post */
   const int claimed = m->queue == NULL && mca_coll_gpu_claim(m, &p);
-  const int reads = p.mine == COLL_GPU_PATH_GPU;
+  const int reads = mca_coll_gpu_path_is_gpu(p.mine);
   mca_coll_gpu_agree_lock(m);
   const int posted = a != NULL && m->queue == NULL && coll_gpu_agree_try_post(a, p.mine, reads, &n);
   mca_coll_gpu_agree_unlock(m);

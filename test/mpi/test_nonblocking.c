@@ -4,7 +4,8 @@
  * Many nonblocking collectives outstanding at once, completed in random order.
  *
  * Each round posts 1 to 12 calls on MPI_COMM_WORLD, drawn at random: Iallreduce, Ibcast, Iallgather,
- * Ireduce, Ireduce_scatter_block, Ireduce_scatter, Ialltoall (the collectives with a GPU path), Igather on
+ * Ireduce, Ireduce_scatter_block, Ireduce_scatter, Ialltoall, Iallgatherv and Ialltoallv (the collectives with a GPU
+ * path; those with counts of counts from 0 up, blocks in reverse rank order with gaps between), Igather on
  * host memory and Ibarrier (through the previous module, behind the others: their starts must keep the
  * call order), with blocking MPI_Allreduce calls in between. One rank per round computes (spins) a few
  * milliseconds before it posts, so that the others wait for it. The round completes with MPI_Waitany or
@@ -23,10 +24,10 @@
  *   -m  memory kind of the buffers (host; device, managed, pinned, mixed with CUDA)
  *   -G  the GPU path's nonblocking calls must stage nothing (coll_gpu_staged_buffers stays put): with -m
  *       device (persistent requests are left out: they bind staged buffers at init, for a fallback); beyond
- *       8 ranks, where alltoall and reduce-scatter of unequal counts stage by design, alltoall then runs on
- *       host buffers and reduce-scatter with equal counts
+ *       8 ranks, where alltoall(v), allgatherv and reduce-scatter of unequal counts stage by design, alltoall(v)
+ *       and allgatherv then run on host buffers and reduce-scatter with equal counts
  *   -b  then one round of CALLS calls (more than the path agreement's 64 ahead of a rank 300 ms late)
- *   -p  then persistent requests of six collectives with a GPU path, each started STARTS times with new
+ *   -p  then persistent requests of eight collectives with a GPU path, each started STARTS times with new
  *       contents (MPI_Startall, or MPI_Start one by one in a drawn order; MPI_Waitall), and freed
  *   -f  last, a communicator freed with calls outstanding on it (our requests hold it until they complete)
  *   -c  the calls on COMMS duplicates, as above (not with -G: a call whose communicator finds the engine held
@@ -54,10 +55,11 @@ bool verbose, gpu_path;
 bool beyond_direct;
 int gap_max_us;
 
-enum { ALLREDUCE, BCAST, ALLGATHER, REDUCE, RSB, RS, ALLTOALL, GATHER, BARRIER, NCALLS };
+enum { ALLREDUCE, BCAST, ALLGATHER, REDUCE, RSB, RS, ALLTOALL, ALLGATHERV, ALLTOALLV, GATHER, BARRIER, NCALLS };
 static const char *names[] = {
-    "MPI_Iallreduce",      "MPI_Ibcast",    "MPI_Iallgather", "MPI_Ireduce", "MPI_Ireduce_scatter_block",
-    "MPI_Ireduce_scatter", "MPI_Ialltoall", "MPI_Igather",    "MPI_Ibarrier"};
+    "MPI_Iallreduce",      "MPI_Ibcast",    "MPI_Iallgather",  "MPI_Ireduce",    "MPI_Ireduce_scatter_block",
+    "MPI_Ireduce_scatter", "MPI_Ialltoall", "MPI_Iallgatherv", "MPI_Ialltoallv", "MPI_Igather",
+    "MPI_Ibarrier"};
 
 #define MAXCALLS 12
 #define MAXCOMMS 16
@@ -69,9 +71,10 @@ typedef struct {
   int what, root;
   size_t count; /* elements per block (ALLREDUCE, REDUCE, BCAST: of the buffer) */
   int rcounts[64];
-  buf_t s, r;    /* send and receive buffers of the rank's kind (GATHER: host) */
-  int32_t *want; /* the expected receive buffer, NULL where none is defined */
-  size_t want_n; /* its elements */
+  int scounts[64], sdispls[64], rdispls[64]; /* ALLGATHERV, ALLTOALLV */
+  buf_t s, r;                                /* send and receive buffers of the rank's kind (GATHER: host) */
+  int32_t *want;                             /* the expected receive buffer, NULL where none is defined */
+  size_t want_n;                             /* its elements */
   MPI_Comm comm;
   MPI_Request req;
   char name[96];
@@ -106,6 +109,57 @@ static size_t draw_count(uint64_t id) {
 
 /* The communicator of call `id`. */
 static int comm_of(uint64_t id) { return (int)(rnd(id, 0xc7, 0) % (uint64_t)ncomms); }
+
+/* The calls with counts (ALLGATHERV, ALLTOALLV) of layout `lay`, drawn alike on every rank: rank `from` sends rank
+ * `to` 0 to k elements (an allgatherv's rank `from` the same to every rank), and every buffer holds its blocks in
+ * reverse rank order with a gap of one element after each. */
+static int vcount(uint64_t lay, size_t k, int from, int to) {
+  return (int)(rnd(lay, 0x5e, (uint64_t)from * 64 + (uint64_t)to) % (k + 1));
+}
+
+/* Such a buffer's displacements of `counts`; returns its elements. */
+static size_t spread(const int *counts, int n, int *displs) {
+  size_t at = 0;
+  for (int q = n - 1; q >= 0; --q) {
+    displs[q] = (int)at;
+    at += (size_t)counts[q] + 1;
+  }
+  return at;
+}
+
+/* Call c's layout `lay` and its buffers (on host memory where -G goes beyond 8 ranks: such calls stage there by
+ * design). */
+static void counted_alloc(call_t *c, uint64_t lay) {
+  const int n = nranks, a2a = c->what == ALLTOALLV;
+  for (int q = 0; q < n; ++q) {
+    c->scounts[q] = vcount(lay, c->count, rank, a2a ? q : rank);
+    c->rcounts[q] = vcount(lay, c->count, q, a2a ? rank : q);
+  }
+  const size_t sk = a2a ? spread(c->scounts, n, c->sdispls) : (size_t)c->scounts[0];
+  const size_t rk = spread(c->rcounts, n, c->rdispls);
+  c->s = buf_of(sk * 4, beyond_direct);
+  c->r = buf_of(rk * 4, beyond_direct);
+  c->want = malloc(rk * 4 + 4);
+  c->want_n = rk;
+}
+
+/* Call c's contents `id` (its send buffer, the poisoned receive buffer) and its expected result. */
+static void counted_fill(call_t *c, uint64_t lay, uint64_t id) {
+  const int n = nranks, a2a = c->what == ALLTOALLV;
+  fill(&c->s, id, rank, c->s.bytes / 4);
+  poison(&c->r);
+  memset(c->want, POISON, c->want_n * 4);
+  for (int q = 0; q < n; ++q) {
+    size_t from = 0; /* where rank q's block for this rank starts in q's send buffer */
+    if (a2a) {
+      int counts[64], displs[64];
+      for (int d = 0; d < n; ++d) counts[d] = vcount(lay, c->count, q, d);
+      spread(counts, n, displs);
+      from = (size_t)displs[rank];
+    }
+    for (int i = 0; i < c->rcounts[q]; ++i) c->want[c->rdispls[q] + i] = in(id, q, from + (size_t)i);
+  }
+}
 
 /* Posts call `id` (the same draw on every rank). */
 static void post(call_t *c, uint64_t id) {
@@ -185,6 +239,15 @@ static void post(call_t *c, uint64_t id) {
                            : MPI_Ireduce_scatter(c->s.dev, c->r.dev, c->rcounts, MPI_INT32_T, MPI_SUM, comm, &c->req);
       break;
     }
+    case ALLGATHERV:
+    case ALLTOALLV:
+      counted_alloc(c, id);
+      counted_fill(c, id, id);
+      err = c->what == ALLGATHERV ? MPI_Iallgatherv(c->s.dev, c->scounts[0], MPI_INT32_T, c->r.dev, c->rcounts,
+                                                    c->rdispls, MPI_INT32_T, comm, &c->req)
+                                  : MPI_Ialltoallv(c->s.dev, c->scounts, c->sdispls, MPI_INT32_T, c->r.dev, c->rcounts,
+                                                   c->rdispls, MPI_INT32_T, comm, &c->req);
+      break;
     case ALLTOALL:
       c->s = buf_of(k * 4 * n, beyond_direct);
       c->r = buf_of(k * 4 * n, beyond_direct);
@@ -298,8 +361,8 @@ static void round_of(int round, int ncalls, long late_us) {
 /* Persistent requests of the collectives with a GPU path (MPIX_*_init, made in a random order), all
  * started together `starts` times with new contents each time, checked after each MPI_Waitall. */
 static void persistent(int starts) {
-  enum { NP = 6 };
-  static const int kinds[NP] = {ALLREDUCE, BCAST, ALLGATHER, REDUCE, RSB, ALLTOALL};
+  enum { NP = 8 };
+  static const int kinds[NP] = {ALLREDUCE, BCAST, ALLGATHER, REDUCE, RSB, ALLTOALL, ALLGATHERV, ALLTOALLV};
   const int n = nranks;
   call_t c[NP];
   MPI_Request reqs[NP];
@@ -309,6 +372,19 @@ static void persistent(int starts) {
     p->root = (int)(rnd(0x9e, 1, (uint64_t)j) % (uint64_t)n);
     p->count = draw_count(0x9e00 + (uint64_t)j);
     const size_t k = p->count;
+    snprintf(p->name, sizeof(p->name), "persistent %s of %zu ints, root %d", names[p->what], k, p->root);
+    int err;
+    if (p->what == ALLGATHERV || p->what == ALLTOALLV) {
+      counted_alloc(p, 0x9e00 + (uint64_t)j);
+      err = p->what == ALLGATHERV
+                ? MPIX_Allgatherv_init(p->s.dev, p->scounts[0], MPI_INT32_T, p->r.dev, p->rcounts, p->rdispls,
+                                       MPI_INT32_T, MPI_COMM_WORLD, MPI_INFO_NULL, &reqs[j])
+                : MPIX_Alltoallv_init(p->s.dev, p->scounts, p->sdispls, MPI_INT32_T, p->r.dev, p->rcounts, p->rdispls,
+                                      MPI_INT32_T, MPI_COMM_WORLD, MPI_INFO_NULL, &reqs[j]);
+      checks++;
+      if (err != MPI_SUCCESS) fail(p->name, "the init call returned an error");
+      continue;
+    }
     const size_t sk = p->what == ALLREDUCE || p->what == REDUCE || p->what == ALLGATHER ? k
                       : p->what == BCAST                                                ? 0
                                                                                         : k * n;
@@ -316,8 +392,6 @@ static void persistent(int starts) {
     p->s = buf_of(sk * 4, 0);
     p->r = buf_of(rk * 4, 0);
     p->want = malloc(rk * 4 + 4);
-    snprintf(p->name, sizeof(p->name), "persistent %s of %zu ints, root %d", names[p->what], k, p->root);
-    int err;
     switch (p->what) {
       case ALLREDUCE:
         err = MPIX_Allreduce_init(p->s.dev, p->r.dev, (int)k, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL,
@@ -351,6 +425,10 @@ static void persistent(int starts) {
       const uint64_t id = 0x50000 + (uint64_t)t * 16 + (uint64_t)j; /* new contents at every start */
       const size_t k = p->count;
       int32_t *w = p->want;
+      if (p->what == ALLGATHERV || p->what == ALLTOALLV) {
+        counted_fill(p, 0x9e00 + (uint64_t)j, id);
+        continue;
+      }
       p->want_n = 0;
       switch (p->what) {
         case ALLREDUCE:
