@@ -1531,18 +1531,31 @@ coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *w
 }
 
 // A call of one part may go to the lingering kernel; one of several parts queues them all on the stream at
-// once, kernels of their own that run one after another: the host need not come back between parts.
+// once, kernels of their own that run one after another: the host need not come back between parts. A call in
+// place that runs from a copy of its input (engine.h) queues the copy on the stream first; it never goes to the
+// lingering kernel, whose own stream would not wait for the copy.
 coll_gpu_status_t start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
   COLL_GPU_CHECK(runnable(e, args, why, why_len));
-  if (args->v != nullptr || copied_input(*e, *args) > 0) {
-    coll_gpu_say(why, why_len,
-                 "%s: a call with counts is started by coll_gpu_engine_start_counted, one in place only run (engine.h)",
+  if (args->v != nullptr) {
+    coll_gpu_say(why, why_len, "%s: a call with counts is started by coll_gpu_engine_start_counted (engine.h)",
                  zero_copy_call(*args));
     return COLL_GPU_INTERNAL_ERROR;
   }
+  coll_gpu_args_t copied;
+  const size_t input = copied_input(*e, *args);
+  if (input > 0) {
+    void *dev = nullptr;
+    COLL_GPU_CHECK(coll_gpu_engine_bounce(e, input, &dev, why, why_len));
+    ContextScope ctx(e->mem);
+    COLL_GPU_CHECK(entered(ctx, e->mem, why, why_len));
+    CUDA_CHECK(coll_gpu_copy_async(dev, args->sendbuf, input, e->stream.get()), why, why_len);
+    copied = *args;
+    copied.sendbuf = dev;
+    args = &copied;
+  }
   Parts parts(*e, *args);
   if (parts.choice().algo == COLL_GPU_ALGO_CHAIN) return chain(e, *args, start, why, why_len);
-  const bool linger = parts.linger() && parts.single();
+  const bool linger = parts.linger() && parts.single() && input == 0;
   coll_gpu_work_t p;
   while (parts.next(*e, &p)) COLL_GPU_CHECK(e->launch(p, parts.choice().proto, linger, why, why_len));
   return COLL_GPU_SUCCESS;

@@ -121,8 +121,8 @@ int coll_gpu_engine_own(const coll_gpu_engine_t *e);
 /* Before a blocking call of the communicator that made e: whether the call may run without a path agreement
  * (coll_gpu_engine_own); counted when it may. */
 int coll_gpu_engine_unagreed(coll_gpu_engine_t *e);
-/* Device memory of the engine's, at least `bytes`, for a rank that joins a call through it: kept for the
- * next call (grown as needed), freed with the engine. */
+/* Device memory of the engine's, at least `bytes`, for a rank that joins a call through it (and a call in place that
+ * runs from a copy): kept for the next call (grown as needed, on an idle engine), freed with the engine. */
 coll_gpu_status_t coll_gpu_engine_bounce(coll_gpu_engine_t *e, size_t bytes, void **dev, char *why, size_t len);
 /* Copies `bytes` between any two of host, device and managed memory, in the engine's context; returns once
  * the copy is complete (ordered after the work on the legacy default stream). */
@@ -136,29 +136,25 @@ int coll_gpu_engine_owns(const coll_gpu_engine_t *e, const coll_gpu_meminfo_t *m
  *   reduce-scatter: sendbuf holds the ranks' blocks in rank order, counts[q] elements for rank q, or with
  *     counts NULL `count` elements each; this rank's block, reduced over every rank, lands in recvbuf.
  *     sendbuf may be recvbuf (MPI_IN_PLACE): of equal counts block 0 is then overwritten with the result; of
- *     unequal ones (coll_gpu_engine_run only) the input is first copied into device memory of the engine's
- *     (coll_gpu_engine_bounce's), and the call reduces from there. Beyond COLL_GPU_MAX_DIRECT ranks counts
- *     must be NULL;
- *   bcast: count bytes of recvbuf at root to recvbuf everywhere (sendbuf: recvbuf);
- *   allgather: count bytes of sendbuf to block r of every recvbuf (n blocks; sendbuf may be recvbuf's
- *     block r);
- *   alltoall: block q of sendbuf (count bytes) to block r of rank q's recvbuf. Its Simple algorithm ("ring")
- *     goes around the ring with 2 ranks and pairwise over point-to-point connections with more, up to
- *     COLL_GPU_MAX_DIRECT ranks (beyond, no alltoall runs on the GPUs). In place (sendbuf is recvbuf; every
- *     rank alike, coll_gpu_engine_run only) recvbuf is first copied into device memory of the engine's
- *     (coll_gpu_engine_bounce's), which the call then sends from: no peer writes into a rank's recvbuf before
- *     that rank's kernel has begun, after the copy;
- *   allgather and alltoall with counts (v not NULL: MPI_Allgatherv, MPI_Alltoallv, and MPI_Gather(v) and
- *     MPI_Scatter(v) as alltoalls whose blocks are empty but to or from the root; coll_gpu_engine_run and
- *     coll_gpu_engine_start_counted, on one node of at most COLL_GPU_MAX_DIRECT ranks, count unused): v->send[q]
- *     of sendbuf to rank q, whose recvbuf takes it where its v->recv[r] says (an allgatherv sends the same bytes
- *     to every rank; in place, sendbuf is recvbuf + v->recv[r].displ). They go zero-copy, straight into the
- *     peers' receive buffers; where some rank's cannot be mapped, the call returns COLL_GPU_UNAVAILABLE on every
- *     rank, having moved nothing. Bytes a sender sends that its receiver does not take as many of (an erroneous
- *     program) move as far as both allow, and the sender's call fails with COLL_GPU_MISMATCH.
- * type and op: the reductions'. root: bcast's and reduce's. How the engine runs a call depends on its
- * buffers only through whether a reduce-scatter's result overlaps its input (in place, or not): every rank
- * must pass that alike, as MPI_IN_PLACE is. */
+ *     unequal ones the input is first copied into device memory of the engine's (coll_gpu_engine_bounce's;
+ *     started, by a copy queued before the call's kernels), and the call reduces from there. Beyond COLL_GPU_MAX_DIRECT
+ * ranks counts must be NULL; bcast: count bytes of recvbuf at root to recvbuf everywhere (sendbuf: recvbuf); allgather:
+ * count bytes of sendbuf to block r of every recvbuf (n blocks; sendbuf may be recvbuf's block r); alltoall: block q of
+ * sendbuf (count bytes) to block r of rank q's recvbuf. Its Simple algorithm ("ring") goes around the ring with 2 ranks
+ * and pairwise over point-to-point connections with more, up to COLL_GPU_MAX_DIRECT ranks (beyond, no alltoall runs on
+ * the GPUs). In place (sendbuf is recvbuf; every rank alike) recvbuf is first copied into device memory of the engine's
+ * (coll_gpu_engine_bounce's; started, by a copy queued before the call's kernels), which the call then sends from: no
+ * peer writes into a rank's recvbuf before that rank's kernel has begun, after the copy; allgather and alltoall with
+ * counts (v not NULL: MPI_Allgatherv, MPI_Alltoallv, and MPI_Gather(v) and MPI_Scatter(v) as alltoalls whose blocks are
+ * empty but to or from the root; coll_gpu_engine_run and coll_gpu_engine_start_counted, on one node of at most
+ * COLL_GPU_MAX_DIRECT ranks, count unused): v->send[q] of sendbuf to rank q, whose recvbuf takes it where its
+ * v->recv[r] says (an allgatherv sends the same bytes to every rank; in place, sendbuf is recvbuf + v->recv[r].displ).
+ * They go zero-copy, straight into the peers' receive buffers; where some rank's cannot be mapped, the call returns
+ * COLL_GPU_UNAVAILABLE on every rank, having moved nothing. Bytes a sender sends that its receiver does not take as
+ * many of (an erroneous program) move as far as both allow, and the sender's call fails with COLL_GPU_MISMATCH. type
+ * and op: the reductions'. root: bcast's and reduce's. How the engine runs a call depends on its buffers only through
+ * whether a reduce-scatter's result overlaps its input (in place, or not): every rank must pass that alike, as
+ * MPI_IN_PLACE is. */
 typedef struct {
   size_t displ, bytes; /* a block of a buffer: from displ on, in bytes */
 } coll_gpu_vblock_t;

@@ -327,6 +327,8 @@ int coll_gpu_stream_destroy(void *stream);
 int coll_gpu_event_create(void **event); /* no timing */
 int coll_gpu_event_destroy(void *event);
 int coll_gpu_stream_sync(void *stream);
+/* Queues a copy of `bytes` from src to dst (device memory of the current context) on stream. */
+int coll_gpu_copy_async(void *dst, const void *src, size_t bytes, void *stream);
 int coll_gpu_legacy_stream_wait(void); /* returns once the work queued on the legacy default stream is done */
 int coll_gpu_host_mapped_alloc(void **host, void **dev, size_t bytes); /* zeroed */
 int coll_gpu_host_mapped_free(void *host);

@@ -210,6 +210,10 @@ extern "C" int coll_gpu_event_destroy(void *event) { return (int)cudaEventDestro
 
 extern "C" int coll_gpu_stream_sync(void *stream) { return (int)cudaStreamSynchronize((cudaStream_t)stream); }
 
+extern "C" int coll_gpu_copy_async(void *dst, const void *src, size_t bytes, void *stream) {
+  return (int)cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream);
+}
+
 extern "C" int coll_gpu_legacy_stream_wait(void) {
   cudaError_t err = cudaStreamQuery(cudaStreamLegacy);
   return (int)(err == cudaErrorNotReady ? cudaStreamSynchronize(cudaStreamLegacy) : err);

@@ -522,10 +522,9 @@ static int plan_reduction(const mca_coll_gpu_reduction_t *rd, int blocking, stru
   coll_gpu_redop_t redop = COLL_GPU_NOPS;
   const int algorithm = rd->coll == COLL_GPU_COLL_ALLREDUCE ? c->allreduce_algorithm : c->move_algorithm[rd->coll];
   /* in place, a rank's result would overwrite input a later block of another length still reads: the engine
-   * reduces from a copy of the input, in a blocking call only (engine.h); beyond COLL_GPU_MAX_DIRECT ranks the
-   * kernels take equal blocks only */
-  const int blocks_ok = !(rd->coll == COLL_GPU_COLL_REDUCE_SCATTER && !equal &&
-                          ((rd->sbuf == MPI_IN_PLACE && !blocking) || n > COLL_GPU_MAX_DIRECT));
+   * reduces from a copy of the input (engine.h); beyond COLL_GPU_MAX_DIRECT ranks the kernels take equal blocks
+   * only */
+  const int blocks_ok = !(rd->coll == COLL_GPU_COLL_REDUCE_SCATTER && !equal && n > COLL_GPU_MAX_DIRECT);
   /* a type and op the kernels implement; then, every argument here being the same on every rank of a correct
    * program, whether any rank can join the call whatever memory it passes */
   const int typed = map_type(rd->dtype, &type) && map_op(rd->op, &redop) && coll_gpu_op_supported(type, redop);
@@ -873,7 +872,7 @@ static int plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_co
                                   (size_t)mv->scount * (mv->coll == COLL_GPU_COLL_ALLTOALL ? blocks : 1));
   } else if (mv->coll == COLL_GPU_COLL_ALLGATHER && dst != NULL) {
     src = dst + (size_t)me * bytes; /* in place: my block of recvbuf */
-  } else if (mv->coll == COLL_GPU_COLL_ALLTOALL && blocking && mv->counted == NULL) {
+  } else if (mv->coll == COLL_GPU_COLL_ALLTOALL && mv->counted == NULL) {
     src = dst; /* in place: the engine sends from a copy of recvbuf (engine.h) */
   } else if (mv->coll == COLL_GPU_COLL_BCAST) {
     src = dst;
@@ -890,8 +889,7 @@ static int plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_co
     ; /* staged: an unlike rank would ask every rank for the call with counts, which this one cannot make */
   else if (engine_can && dst != NULL && src != NULL && !mv->unlike && bytes > 0 && on_engine(m, &pl->mem, &pl->mem) &&
            on_engine(m, &smem, &pl->mem) && (mv->coll != COLL_GPU_COLL_ALLTOALL || n <= COLL_GPU_MAX_DIRECT))
-    pl->mine = COLL_GPU_PATH_GPU; /* a nonblocking alltoall in place has no src, and more ranks no pairwise
-                                     connections: staged */
+    pl->mine = COLL_GPU_PATH_GPU; /* an alltoall of more ranks has no pairwise connections: staged */
   else if (vcan && engine_can && on_engine(m, &pl->mem, &pl->mem) && on_engine(m, &smem, &pl->mem))
     pl->mine = COLL_GPU_PATH_GPU | COLL_GPU_PATH_VLAYOUT;
   /* every argument here is the same on every rank of a correct program (MPI_IN_PLACE in alltoall too), but a

@@ -9,7 +9,8 @@
  *     allocation at the same address must get a new mapping: an old one would write into memory that is no
  *     longer the buffer);
  *   - more allocations in turn than coll_gpu_zero_copy_map_bytes holds, when the case sets it low (the
- *     mappings of earlier calls closed, those of the current call kept).
+ *     mappings of earlier calls closed, those of the current call kept);
+ * then MPI_Alltoallv and MPI_Ialltoallv of counts that disagree (an erroneous program: disagree() below).
  * Run with coll_gpu_zero_copy_min_bytes low enough for the blocks drawn (the cases set 1): whether the calls
  * went zero-copy the verbose lines tell (the cases count them).
  *
@@ -82,6 +83,85 @@ static void one_call(const char *what, uint64_t seed, int call, char *send, char
   free(h);
 }
 
+/* Counts that disagree (an erroneous program): MPI_Alltoallv of `k` ints a block, but rank 0 sends rank 1 `k + d` ints
+ * (d: -k/2 or k/2) while rank 1 takes k from it; blocking (nb 0) or nonblocking. No rank waits forever: rank 0's
+ * call fails with MPI_ERR_TRUNCATE (the sender's, engine/engine.h); rank 1 receives min(k + d, k) ints of rank 0's
+ * block and no byte past its block (the rest of it keeps its poison); every other block is right. A correct call
+ * follows, on every rank: the GPU path is left as it was. */
+static void disagree(uint64_t seed, int nb, int d) {
+  enum { k = 4096 };
+  const int n = nranks, sent01 = k + d;
+  char what[96];
+  snprintf(what, sizeof(what), "%s with counts that disagree (rank 0 sends rank 1 %d ints, it takes %d)",
+           nb ? "MPI_Ialltoallv" : "MPI_Alltoallv", sent01, k);
+  int *sc = malloc(sizeof(int) * 4 * (size_t)n), *sd = sc + n, *rc = sd + n, *rd = rc + n;
+  for (int q = 0; q < n; ++q) {
+    sc[q] = rank == 0 && q == 1 ? sent01 : k;
+    sd[q] = q * 2 * k;
+    rc[q] = k;
+    rd[q] = q * 2 * k; /* a gap of k ints after each block */
+  }
+  const size_t bytes = (size_t)n * 2 * k * sizeof(int);
+  int *h = malloc(bytes), *dsend, *drecv;
+  for (size_t i = 0; i < (size_t)n * 2 * k; ++i) h[i] = (int)(mix(seed ^ ((uint64_t)rank << 32) ^ i) & 0x7fffffff);
+  TBUF_CHECK(cudaMalloc((void **)&dsend, bytes));
+  TBUF_CHECK(cudaMalloc((void **)&drecv, bytes));
+  TBUF_CHECK(cudaMemcpy(dsend, h, bytes, cudaMemcpyHostToDevice));
+  TBUF_CHECK(cudaMemset(drecv, POISON, bytes));
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  MPI_Request req;
+  int err = nb ? MPI_Ialltoallv(dsend, sc, sd, MPI_INT, drecv, rc, rd, MPI_INT, comm, &req)
+               : MPI_Alltoallv(dsend, sc, sd, MPI_INT, drecv, rc, rd, MPI_INT, comm);
+  if (nb && err == MPI_SUCCESS) err = MPI_Wait(&req, MPI_STATUS_IGNORE);
+  int cls = MPI_SUCCESS;
+  if (err != MPI_SUCCESS) MPI_Error_class(err, &cls);
+  ++checks;
+  if (rank == 0 && cls != MPI_ERR_TRUNCATE) fail(what, "rank 0, the sender, did not get MPI_ERR_TRUNCATE");
+  if (rank > 1 && err != MPI_SUCCESS) fail(what, "a rank the disagreement does not touch got an error");
+  int *got = malloc(bytes);
+  TBUF_CHECK(cudaMemcpy(got, drecv, bytes, cudaMemcpyDeviceToHost));
+  ++checks;
+  for (int q = 0; q < n; ++q) {
+    const int arrives = rank == 1 && q == 0 ? (sent01 < k ? sent01 : k) : k;
+    for (int i = 0; i < 2 * k; ++i) {
+      int want;
+      memset(&want, POISON, sizeof(want));
+      /* rank q's send buffer holds, at q's displacement for this rank (rank * 2k), its draws */
+      if (i < arrives) want = (int)(mix(seed ^ ((uint64_t)q << 32) ^ ((size_t)rank * 2 * k + (size_t)i)) & 0x7fffffff);
+      if (got[q * 2 * k + i] != want) {
+        char dd[128];
+        snprintf(dd, sizeof(dd), "rank %d's block, int %d: %s", q, i,
+                 i < arrives ? "wrong" : "written past what arrives");
+        fail(what, dd);
+        q = n;
+        break;
+      }
+    }
+  }
+  /* a correct call after it */
+  sc[1] = k;
+  TBUF_CHECK(cudaMemset(drecv, POISON, bytes));
+  ++checks;
+  if (MPI_Alltoallv(dsend, sc, sd, MPI_INT, drecv, rc, rd, MPI_INT, comm) != MPI_SUCCESS)
+    fail(what, "the correct call after it returned an error");
+  TBUF_CHECK(cudaMemcpy(got, drecv, bytes, cudaMemcpyDeviceToHost));
+  ++checks;
+  for (int q = 0; q < n; ++q)
+    if (got[q * 2 * k + k - 1] !=
+        (int)(mix(seed ^ ((uint64_t)q << 32) ^ ((size_t)rank * 2 * k + k - 1)) & 0x7fffffff)) {
+      fail(what, "the correct call after it gave a wrong block");
+      break;
+    }
+  MPI_Comm_free(&comm);
+  TBUF_CHECK(cudaFree(dsend));
+  TBUF_CHECK(cudaFree(drecv));
+  free(got);
+  free(h);
+  free(sc);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -135,6 +215,11 @@ int main(int argc, char **argv) {
     one_call("alltoall into allocations in turn", seed, 2000 + call, send, recvs[call % TURNS] + GUARD, most);
   for (int k = 0; k < TURNS; ++k) TBUF_CHECK(cudaFree(recvs[k]));
   TBUF_CHECK(cudaFree(send));
+
+  for (int nb = 0; nb < 2; ++nb) {
+    disagree(seed, nb, 1024);
+    disagree(seed, nb, -1024);
+  }
 
   long sums[2] = {checks, failures}, totals[2];
   int reused_all = 0;

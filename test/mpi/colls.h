@@ -94,6 +94,8 @@ static inline void buf_free(buf_t *b) {
 }
 
 /* colls_reduce.c: every reduction collective for every predefined type and op pair. */
+/* Whether every rank runs on this host (collective at its first call, which every rank makes alike). */
+bool one_host(void);
 void test_reductions(void);
 /* colls_move.c: every data-movement collective over contiguous and derived datatypes. */
 void make_layouts(void);

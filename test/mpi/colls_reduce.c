@@ -380,13 +380,14 @@ static void run_reduction(rcoll_t c, const rtype_t *t, opid_t o, int count, bool
   const void *s = inplace ? MPI_IN_PLACE : sb.dev;
   MPI_Request req;
   int err = MPI_SUCCESS;
-  /* -G: blocking reductions with a GPU path on types the kernels take stage nothing (MPI_Reduce_scatter with
-   * counts that differ is staged beyond 8 ranks; in place, up to 8, it reduces from a copy of its input) */
+  /* -G: reductions with a GPU path on types the kernels take stage nothing, and so do the nonblocking ones on device
+   * memory on one host (MPI_Reduce_scatter with counts that differ is staged beyond 8 ranks; in place, up to 8, it
+   * reduces from a copy of its input) */
   const bool gpu_type = t->type == MPI_FLOAT || t->type == MPI_DOUBLE || t->type == MPI_INT32_T ||
                         t->type == MPI_INT64_T || t->type == MPI_UINT8_T;
   bool equal = true;
   for (int r = 0; c == R_RS && r < nranks; ++r) equal = equal && rcounts[r] == rcounts[0];
-  const bool must_gpu = gpu_path && !nb && total > 0 && gpu_type &&
+  const bool must_gpu = gpu_path && total > 0 && gpu_type && (!nb || (kind == TBUF_DEVICE && one_host())) &&
                         (c == R_ALLREDUCE || c == R_REDUCE || c == R_RSB ||
                          (c == R_RS && ((!inplace && (nranks <= 8 || equal)) || (inplace && !equal && nranks <= 8))));
   const unsigned long long staged_before = must_gpu ? staged_count() : 0;
