@@ -394,8 +394,8 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
  * mca_coll_gpu_unclaim, when the call completes or will not run on the GPUs. */
 int mca_coll_gpu_claim(mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl);
 void mca_coll_gpu_unclaim(mca_coll_gpu_module_t *m);
-/* A call whose ranks' counts disagree (an erroneous program), on the rank that found it (why: how): reported as a
- * failed call is, the GPU path left as it is, so that every rank's later calls stay in step; returns
+/* A call whose ranks' counts disagree (an erroneous program), on the rank that found it (why: how; bytes: what this
+ * rank sends): reported, the GPU path left as it is, so that every rank's later calls stay in step; returns
  * MPI_ERR_TRUNCATE. */
 int mca_coll_gpu_mismatched(struct ompi_communicator_t *comm, const char *call, size_t bytes, const char *why);
 /* A failure on the GPU path: reported, the communicator stages from now on; returns the MPI error. */

@@ -590,7 +590,13 @@ static coll_gpu_status_t run_engine(mca_coll_gpu_module_t *m, const mca_coll_gpu
 }
 
 int mca_coll_gpu_mismatched(struct ompi_communicator_t *comm, const char *call, size_t bytes, const char *why) {
-  say_call_failed(comm, call, bytes, "as the ranks' counts disagree", why);
+  char *msg = opal_show_help_string("help-mpi-coll-gpu.txt", "counts disagree", true, call, comm->c_name,
+                                    ompi_comm_rank(comm), bytes, why);
+  if (msg != NULL) {
+    fprintf(stderr, "%s", msg);
+    fflush(stderr);
+    free(msg);
+  }
   return MPI_ERR_TRUNCATE;
 }
 
@@ -746,6 +752,13 @@ static int plan_vlayout(const mca_coll_gpu_move_t *mv, int n, int me, mca_coll_g
   return 1;
 }
 
+/* The bytes a call with counts of layout v sends (its messages name them). */
+static size_t layout_sent(const coll_gpu_vlayout_t *v, int n) {
+  size_t bytes = 0;
+  for (int q = 0; q < n; ++q) bytes += v->send[q].bytes;
+  return bytes;
+}
+
 /* Whether a call with counts can take the zero-copy path with counts: on at most COLL_GPU_MAX_DIRECT ranks of one
  * node (one host: counted_staged; not split into virtual nodes). Alike on every rank. */
 static int counted_on_gpu(int n) {
@@ -843,8 +856,8 @@ static int plan_rooted(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t
   pl->bytes = 0;
   pl->name = mv->counted;
   if (pl->mine & COLL_GPU_PATH_VLAYOUT) {
-    for (int q = 0; q < n; ++q) pl->bytes += pl->layout.send[q].bytes; /* what this rank sends, for messages */
-    pl->args = pl->vargs; /* every rank that takes the GPU path says VLAYOUT: the call with counts */
+    pl->bytes = layout_sent(&pl->layout, n); /* what this rank sends, for messages */
+    pl->args = pl->vargs;                    /* every rank that takes the GPU path says VLAYOUT: the call with counts */
   }
   return 1;
 }
@@ -899,7 +912,7 @@ static int plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_co
                    (mv->coll != COLL_GPU_COLL_ALLTOALL || (n <= COLL_GPU_MAX_DIRECT && mv->sbuf != MPI_IN_PLACE));
   if (may_join(blocking, pl, m)) move_join(mv, me, bytes, blocks, &pl->join);
   pl->smem = smem;
-  pl->bytes = bytes;
+  pl->bytes = vcan && mv->unlike ? layout_sent(&pl->layout, n) : bytes; /* an unlike layout's: what it sends */
   pl->name = mv->counted != NULL ? mv->counted : coll_gpu_coll_mpi_name(mv->coll);
   const coll_gpu_args_t args = {mv->coll, src, dst, bytes, NULL, COLL_GPU_UINT8, COLL_GPU_SUM, mv->root};
   pl->args = args;
