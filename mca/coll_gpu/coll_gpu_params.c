@@ -466,10 +466,10 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                 "Inside a node, blocking MPI_Alltoall on device buffers with blocks of at least this many bytes "
                 "moves each block straight from the sender's buffer into the receiver's, mapped once per "
                 "allocation through CUDA IPC, where every rank's receive buffer is cudaMalloc memory (memory of "
-                "pools, of the virtual memory management API or managed memory goes through the FIFOs); blocking "
+                "pools, of the virtual memory management API or managed memory goes through the FIFOs); "
                 "MPI_Allgatherv and MPI_Alltoallv of other layouts than the allgather's and alltoall's, and "
-                "blocking MPI_Gather(v) and MPI_Scatter(v), go so at any size (or stage); 0: never (and those "
-                "stage)",
+                "MPI_Gather(v) and MPI_Scatter(v), blocking, nonblocking and persistent, go so at any size (or "
+                "stage); 0: never (and those stage)",
                 1 << 20, 0, (size_t)1 << 40, 1, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->zero_copy_min_bytes);
   register_size("zero_copy_map_bytes",
                 "The most bytes of the peers' allocations a rank keeps mapped for coll_gpu_zero_copy_min_bytes; "
