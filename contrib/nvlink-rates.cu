@@ -27,14 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define CHECK(x)                                                                      \
-  do {                                                                                \
-    cudaError_t e_ = (x);                                                             \
-    if (e_ != cudaSuccess) {                                                          \
-      std::printf("%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
+#include "cuda_check.h"
 
 enum { kPlain, kVolatile, kCg, kRelaxed };
 

@@ -274,11 +274,11 @@ struct coll_gpu_engine {
   coll_gpu_status_t mail_late_gone(const char *call, char *why, size_t len) const;
   void mail_report(const char *call, double seconds) const;
   void zx_post_first(const coll_gpu_args_t &a);
-  void zx_map(const uint64_t (*words)[coll_gpu::kMailWords]);
+  void zx_map(const coll_gpu_args_t &a, const uint64_t (*words)[coll_gpu::kMailWords]);
   void zx_post_second(const coll_gpu_args_t &a);
   bool zx_end(const coll_gpu_args_t &a, const uint64_t (*words)[coll_gpu::kMailWords], coll_gpu_vblock_t *wants);
-  coll_gpu_status_t zero_copy_exchange(const coll_gpu_args_t &a, void **peer_recv, coll_gpu_vblock_t *wants,
-                                       size_t *most, bool *use, char *why, size_t len);
+  coll_gpu_status_t zero_copy_exchange(const coll_gpu_args_t &a, coll_gpu_vblock_t *wants, bool *use, char *why,
+                                       size_t len);
   coll_gpu_status_t zx_watch(const char *call, char *why, size_t len);
   coll_gpu_status_t launch_counted(const coll_gpu_args_t &a, const coll_gpu_vblock_t *wants, char *why, size_t len);
   // The call on the GPUs: at most one, the last part of the call started last. Its done words are polled
@@ -1023,14 +1023,14 @@ const char *zero_copy_call(const coll_gpu_args_t &a) {
   return a.v == nullptr ? "MPI_Alltoall" : a.coll == COLL_GPU_COLL_ALLGATHER ? "MPI_Allgatherv" : "MPI_Alltoallv";
 }
 
-// Call p as zero-copy call a, after its exchange (peer_recv, wants, most): its parts and blocks, and whether copy
-// engines move them. Returns zc_blocks' answer (-1, or the first rank whose block this one sends differs from what
-// that rank takes).
-int zero_copy_work(const coll_gpu_engine_t *e, const coll_gpu_args_t &a, void *const *peer_recv,
-                   const coll_gpu_vblock_t *wants, size_t most, coll_gpu_work_t *p) {
-  p->zc_parts = coll_gpu::zc_parts(e->cfg.tune, e->nranks, most);
-  p->zc_engines = coll_gpu::zc_engines(e->cfg.zero_copy_engines_min_bytes, e->nranks, most);
-  return coll_gpu::zc_blocks(e->rank, e->nranks, a, peer_recv, wants, p->zc);
+// Call p as zero-copy call a, after its exchange (e->zx, wants): its parts and blocks, and whether copy engines move
+// them. Returns zc_blocks' answer (-1, or the first rank whose block this one sends differs from what that rank
+// takes).
+int zero_copy_work(const coll_gpu_engine_t *e, const coll_gpu_args_t &a, const coll_gpu_vblock_t *wants,
+                   coll_gpu_work_t *p) {
+  p->zc_parts = coll_gpu::zc_parts(e->cfg.tune, e->nranks, e->zx.most);
+  p->zc_engines = coll_gpu::zc_engines(e->cfg.zero_copy_engines_min_bytes, e->nranks, e->zx.most);
+  return coll_gpu::zc_blocks(e->rank, e->nranks, a, e->zx.peer_recv, wants, p->zc);
 }
 }  // namespace
 
@@ -1081,7 +1081,7 @@ void coll_gpu_engine::zx_post_first(const coll_gpu_args_t &a) {
 
 // After every rank's message 1 (words): the largest block, and every peer's receive buffer mapped, where every rank's
 // can be.
-void coll_gpu_engine::zx_map(const uint64_t (*words)[coll_gpu::kMailWords]) {
+void coll_gpu_engine::zx_map(const coll_gpu_args_t &a, const uint64_t (*words)[coll_gpu::kMailWords]) {
   using namespace coll_gpu;
   for (int q = 0; q < nranks; ++q) {
     if (words[q][kZcCan] != kZcExported && words[q][kZcCan] != kZcNothing && zx.cannot < 0) zx.cannot = q;
@@ -1094,7 +1094,7 @@ void coll_gpu_engine::zx_map(const uint64_t (*words)[coll_gpu::kMailWords]) {
   for (int q = 0; q < nranks && zx.cannot < 0; ++q) {
     void *base = nullptr;
     if (q == rank)
-      zx.peer_recv[q] = nullptr;  // zx_end: a.recvbuf
+      zx.peer_recv[q] = a.recvbuf;
     else if (words[q][kZcCan] == kZcNothing)
       zx.peer_recv[q] = nullptr;
     else if (imports.map(ops, q, words[q][kZcId], words[q][kZcSize], (const unsigned char *)&words[q][kZcHandle],
@@ -1121,7 +1121,6 @@ bool coll_gpu_engine::zx_end(const coll_gpu_args_t &a, const uint64_t (*words)[c
   for (int q = 0; q < nranks && zx.cannot < 0; ++q)
     if (words[q][0] != 1) zx.cannot = q;
   const bool use = zx.cannot < 0;
-  zx.peer_recv[rank] = a.recvbuf;
   if (use && a.v != nullptr)
     for (int q = 0; q < nranks; ++q)
       if (q != rank) wants[q] = coll_gpu::zc_wants_of(q, rank, nranks, words[q]);
@@ -1138,22 +1137,19 @@ bool coll_gpu_engine::zx_end(const coll_gpu_args_t &a, const uint64_t (*words)[c
 }
 
 // The exchange at once, waiting for the peers' messages. *use: every rank has mapped every receive buffer (the same
-// answer on every rank), with peer_recv[q] rank q's as mapped here, wants[q] what q takes from this rank (with counts)
-// and *most the largest block of any rank; otherwise the alltoall goes through the FIFOs, and a call with counts is
-// staged.
-coll_gpu_status_t coll_gpu_engine::zero_copy_exchange(const coll_gpu_args_t &a, void **peer_recv,
-                                                      coll_gpu_vblock_t *wants, size_t *most, bool *use, char *why,
-                                                      size_t len) {
+// answer on every rank), with zx.peer_recv[q] rank q's as mapped here, zx.most the largest block of any rank and
+// wants[q] what q takes from this rank (with counts); otherwise the alltoall goes through the FIFOs, and a call with
+// counts is staged.
+coll_gpu_status_t coll_gpu_engine::zero_copy_exchange(const coll_gpu_args_t &a, coll_gpu_vblock_t *wants, bool *use,
+                                                      char *why, size_t len) {
   const char *name = zero_copy_call(a);
   uint64_t words[COLL_GPU_MAX_DIRECT][coll_gpu::kMailWords];
   zx_post_first(a);
   COLL_GPU_CHECK(mail_wait(2 * zx.call - 1, name, words, why, len));
-  zx_map(words);
+  zx_map(a, words);
   zx_post_second(a);
   COLL_GPU_CHECK(mail_wait(2 * zx.call, name, words, why, len));
   *use = zx_end(a, words, wants);
-  *most = zx.most;
-  for (int q = 0; q < nranks; ++q) peer_recv[q] = zx.peer_recv[q];
   return COLL_GPU_SUCCESS;
 }
 
@@ -1193,7 +1189,7 @@ coll_gpu_status_t coll_gpu_engine::launch_counted(const coll_gpu_args_t &a, cons
   p.recvbuf = a.recvbuf;
   p.type = COLL_GPU_UINT8;
   p.count = zx.most;
-  const int bad = zero_copy_work(this, a, zx.peer_recv, wants, zx.most, &p);
+  const int bad = zero_copy_work(this, a, wants, &p);
   trace(p, zx.most, zx.most, choice);
   COLL_GPU_CHECK(launch(p, choice.proto, false, why, len));
   flight.unlike = bad;
@@ -1472,11 +1468,9 @@ coll_gpu_status_t unmapped(const coll_gpu_args_t &a, char *why, size_t why_len) 
 // mapped).
 coll_gpu_status_t run_counted(coll_gpu_engine_t *e, const coll_gpu_args_t &a, char *why, size_t why_len) {
   if (!counted_here(e, a, why, why_len)) return COLL_GPU_UNAVAILABLE;
-  void *peer_recv[COLL_GPU_MAX_DIRECT] = {};
   coll_gpu_vblock_t wants[COLL_GPU_MAX_DIRECT] = {};
-  size_t most = 0;
   bool use = false;
-  COLL_GPU_CHECK(e->zero_copy_exchange(a, peer_recv, wants, &most, &use, why, why_len));
+  COLL_GPU_CHECK(e->zero_copy_exchange(a, wants, &use, why, why_len));
   if (!use) return unmapped(a, why, why_len);
   COLL_GPU_CHECK(e->launch_counted(a, wants, why, why_len));
   COLL_GPU_CHECK(e->wait_flight(why, why_len));
@@ -1500,30 +1494,41 @@ size_t copied_input(const coll_gpu_engine &e, const coll_gpu_args_t &a) {
   return equal ? 0 : total * coll_gpu_dtype_size(a.type);
 }
 
+// A call in place that runs from a copy of its `input` bytes (copied_input, engine.h): the copy into the engine's
+// bounce memory, *args then pointing at *copied, which sends or reduces from there. `queued`: the copy goes on the
+// stream ahead of the call's kernels (a started call); otherwise it is complete when this returns.
+coll_gpu_status_t from_copy(coll_gpu_engine_t *e, size_t input, bool queued, const coll_gpu_args_t **args,
+                            coll_gpu_args_t *copied, char *why, size_t why_len) {
+  void *dev = nullptr;
+  COLL_GPU_CHECK(coll_gpu_engine_bounce(e, input, &dev, why, why_len));
+  if (queued) {
+    ContextScope ctx(e->mem);
+    COLL_GPU_CHECK(entered(ctx, e->mem, why, why_len));
+    CUDA_CHECK(coll_gpu_copy_async(dev, (*args)->sendbuf, input, e->stream.get()), why, why_len);
+  } else {
+    COLL_GPU_CHECK(coll_gpu_engine_copy(e, dev, (*args)->sendbuf, input, why, why_len));
+  }
+  *copied = **args;
+  copied->sendbuf = dev;
+  *args = copied;
+  return COLL_GPU_SUCCESS;
+}
+
 coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len) {
   COLL_GPU_CHECK(runnable(e, args, why, why_len));
   if (args->v != nullptr) return run_counted(e, *args, why, why_len);
   coll_gpu_args_t copied;
   const size_t input = copied_input(*e, *args);
-  if (input > 0) {  // sent or reduced from a copy (engine.h)
-    void *dev = nullptr;
-    COLL_GPU_CHECK(coll_gpu_engine_bounce(e, input, &dev, why, why_len));
-    COLL_GPU_CHECK(coll_gpu_engine_copy(e, dev, args->sendbuf, input, why, why_len));
-    copied = *args;
-    copied.sendbuf = dev;
-    args = &copied;
-  }
+  if (input > 0) COLL_GPU_CHECK(from_copy(e, input, false, &args, &copied, why, why_len));
   Parts parts(*e, *args);
   if (parts.choice().algo == COLL_GPU_ALGO_CHAIN) return chain(e, *args, run, why, why_len);
-  void *peer_recv[COLL_GPU_MAX_DIRECT] = {};
   coll_gpu_vblock_t wants[COLL_GPU_MAX_DIRECT] = {};
-  size_t most = 0;
   bool zero_copy = false;
   if (zero_copy_wanted(e, *args, parts.choice()))
-    COLL_GPU_CHECK(e->zero_copy_exchange(*args, peer_recv, wants, &most, &zero_copy, why, why_len));
+    COLL_GPU_CHECK(e->zero_copy_exchange(*args, wants, &zero_copy, why, why_len));
   coll_gpu_work_t p;
   while (parts.next(*e, &p)) {
-    if (zero_copy) zero_copy_work(e, *args, peer_recv, wants, most, &p);
+    if (zero_copy) zero_copy_work(e, *args, wants, &p);
     COLL_GPU_CHECK(e->launch(p, parts.choice().proto, parts.linger(), why, why_len));
     COLL_GPU_CHECK(e->wait_flight(why, why_len));
   }
@@ -1543,16 +1548,7 @@ coll_gpu_status_t start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char 
   }
   coll_gpu_args_t copied;
   const size_t input = copied_input(*e, *args);
-  if (input > 0) {
-    void *dev = nullptr;
-    COLL_GPU_CHECK(coll_gpu_engine_bounce(e, input, &dev, why, why_len));
-    ContextScope ctx(e->mem);
-    COLL_GPU_CHECK(entered(ctx, e->mem, why, why_len));
-    CUDA_CHECK(coll_gpu_copy_async(dev, args->sendbuf, input, e->stream.get()), why, why_len);
-    copied = *args;
-    copied.sendbuf = dev;
-    args = &copied;
-  }
+  if (input > 0) COLL_GPU_CHECK(from_copy(e, input, true, &args, &copied, why, why_len));
   Parts parts(*e, *args);
   if (parts.choice().algo == COLL_GPU_ALGO_CHAIN) return chain(e, *args, start, why, why_len);
   const bool linger = parts.linger() && parts.single() && input == 0;
@@ -1590,7 +1586,7 @@ coll_gpu_status_t coll_gpu_engine_start_counted(coll_gpu_engine_t *e, const coll
   uint64_t words[COLL_GPU_MAX_DIRECT][coll_gpu::kMailWords];
   if (e->zx.posted == 1) {
     if (!e->mail_try(2 * e->zx.call - 1, words)) return pending();
-    e->zx_map(words);
+    e->zx_map(a, words);
     e->zx_post_second(a);
   }
   if (!e->mail_try(2 * e->zx.call, words)) return pending();

@@ -55,6 +55,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 
 /* ------------------------------------------------------------------ bootstrap over the communicator */
 
@@ -444,12 +445,13 @@ void mca_coll_gpu_unclaim(mca_coll_gpu_module_t *m) {
     __atomic_sub_fetch(&m->claims, 1, __ATOMIC_ACQ_REL);
 }
 
-/* A failed call's message, written by this process itself (not sent to mpirun as a help message), so that it is
- * seen even when the error handler aborts the job right after. */
-static void say_call_failed(struct ompi_communicator_t *comm, const char *call, size_t bytes, const char *where,
-                            const char *why) {
-  char *msg = opal_show_help_string("help-mpi-coll-gpu.txt", "call failed", true, call, comm->c_name,
-                                    ompi_comm_rank(comm), bytes, where, why);
+/* A failed call's message (help topic `topic` of help-mpi-coll-gpu.txt), written by this process itself (not sent to
+ * mpirun as a help message), so that it is seen even when the error handler aborts the job right after. */
+static void say_failed(const char *topic, ...) {
+  va_list ap;
+  va_start(ap, topic);
+  char *msg = opal_show_help_vstring("help-mpi-coll-gpu.txt", topic, true, ap);
+  va_end(ap);
   if (msg != NULL) {
     fprintf(stderr, "%s", msg);
     fflush(stderr);
@@ -461,7 +463,7 @@ static void say_call_failed(struct ompi_communicator_t *comm, const char *call, 
 int mca_coll_gpu_failed(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, const char *call, size_t bytes,
                         const char *where, const char *why) {
   m->engine_state = m->agree_state = COLL_GPU_STATE_OFF;
-  say_call_failed(comm, call, bytes, where, why);
+  say_failed("call failed", call, comm->c_name, ompi_comm_rank(comm), bytes, where, why);
   return OMPI_ERROR;
 }
 
@@ -590,13 +592,7 @@ static coll_gpu_status_t run_engine(mca_coll_gpu_module_t *m, const mca_coll_gpu
 }
 
 int mca_coll_gpu_mismatched(struct ompi_communicator_t *comm, const char *call, size_t bytes, const char *why) {
-  char *msg = opal_show_help_string("help-mpi-coll-gpu.txt", "counts disagree", true, call, comm->c_name,
-                                    ompi_comm_rank(comm), bytes, why);
-  if (msg != NULL) {
-    fprintf(stderr, "%s", msg);
-    fflush(stderr);
-    free(msg);
-  }
+  say_failed("counts disagree", call, comm->c_name, ompi_comm_rank(comm), bytes, why);
   return MPI_ERR_TRUNCATE;
 }
 

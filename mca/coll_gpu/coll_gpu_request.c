@@ -200,14 +200,19 @@ static void enqueue(mca_coll_gpu_module_t *m, mca_coll_gpu_call_t *c) {
   busy(m);
 }
 
+/* Call c is on the GPUs now: progress tests it. */
+static void now_on_gpu(mca_coll_gpu_call_t *c) {
+  c->m->on_gpu = c;
+  busy(c->m);
+  COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "comm %s: %s (%zu bytes) started on the GPUs", c->comm->c_name,
+               c->saved.name, c->plan.bytes);
+}
+
 /* Starts call c on the engine (every rank's answer was the GPU path; the engine is idle). */
 static void start_on_gpu(mca_coll_gpu_call_t *c) {
   char why[256];
   if (coll_gpu_engine_start(c->m->engine, &c->plan.args, why, sizeof(why)) == COLL_GPU_SUCCESS) {
-    c->m->on_gpu = c;
-    busy(c->m);
-    COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "comm %s: %s (%zu bytes) started on the GPUs", c->comm->c_name,
-                 c->saved.name, c->plan.bytes);
+    now_on_gpu(c);
     return;
   }
   finish(c, mca_coll_gpu_failed(c->m, c->comm, c->saved.name, c->plan.bytes, "on the GPU", why));
@@ -305,10 +310,7 @@ static int start_counted(mca_coll_gpu_call_t *c) {
   m->queue = c->next;
   c->queued = c->start_pending = 0;
   if (st == COLL_GPU_SUCCESS) {
-    m->on_gpu = c;
-    busy(m);
-    COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "comm %s: %s (%zu bytes) started on the GPUs", c->comm->c_name,
-                 c->saved.name, c->plan.bytes);
+    now_on_gpu(c);
   } else if (st == COLL_GPU_UNAVAILABLE) {
     COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "comm %s: %s staged: %s", c->comm->c_name, c->saved.name, why);
     if (!c->persistent) unclaim(c);
