@@ -1020,7 +1020,8 @@ namespace {
 // The MPI function of a zero-copy call.
 const char *zero_copy_call(const coll_gpu_args_t &a) {
   if (a.v != nullptr && a.v->call != nullptr) return a.v->call;
-  return a.v == nullptr ? "MPI_Alltoall" : a.coll == COLL_GPU_COLL_ALLGATHER ? "MPI_Allgatherv" : "MPI_Alltoallv";
+  if (a.v == nullptr) return a.coll == COLL_GPU_COLL_ALLGATHER ? "MPI_Allgather" : "MPI_Alltoall";
+  return a.coll == COLL_GPU_COLL_ALLGATHER ? "MPI_Allgatherv" : "MPI_Alltoallv";
 }
 
 // Call p as zero-copy call a, after its exchange (e->zx, wants): its parts and blocks, and whether copy engines move
@@ -1391,11 +1392,11 @@ class Parts {
 
 namespace {
 
-// Whether a blocking alltoall goes straight into the peers' receive buffers (the zero-copy exchange decides
-// whether it can): alike on every rank.
+// Whether a blocking allgather or alltoall goes straight into the peers' receive buffers (the zero-copy exchange
+// decides whether it can): alike on every rank.
 bool zero_copy_wanted(const coll_gpu_engine_t *e, const coll_gpu_args_t &a, const coll_gpu_choice_t &choice) {
-  return a.coll == COLL_GPU_COLL_ALLTOALL && choice.algo == COLL_GPU_ALGO_RING && e->mbox.ready() &&
-         e->cfg.zero_copy_min_bytes > 0 && a.count >= e->cfg.zero_copy_min_bytes;
+  return (a.coll == COLL_GPU_COLL_ALLTOALL || a.coll == COLL_GPU_COLL_ALLGATHER) && choice.algo == COLL_GPU_ALGO_RING &&
+         e->mbox.ready() && e->cfg.zero_copy_min_bytes > 0 && a.count >= e->cfg.zero_copy_min_bytes;
 }
 
 // A call's status; a failure leaves the engine refusing every claim.

@@ -59,8 +59,10 @@ int zc_blocks(int rank, int n, const coll_gpu_args_t &a, void *const *peer_recv,
   int mismatch = -1;
   for (int q = 0; q < n; ++q) {
     coll_gpu_zc_t &z = zc[q];
-    if (a.v == nullptr) {  // the alltoall: block q of mine into block `rank` of q's
-      z = {in + (size_t)q * a.count, (char *)peer_recv[q] + (size_t)rank * a.count, a.count};
+    if (a.v == nullptr) {  // the alltoall: block q of mine into block `rank` of q's; the allgather: my one block
+      const char *src = a.coll == COLL_GPU_COLL_ALLGATHER ? in : in + (size_t)q * a.count;
+      char *dst = (char *)peer_recv[q] + (size_t)rank * a.count;
+      z = {src, dst, src == dst ? 0 : a.count};  // an allgather in place: my block is where it goes
       continue;
     }
     const coll_gpu_vblock_t &out = a.v->send[q];

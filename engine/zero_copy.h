@@ -46,8 +46,9 @@ void zc_wants_post(int rank, int n, bool mapped, const coll_gpu_args_t &a, uint6
 coll_gpu_vblock_t zc_wants_of(int q, int rank, int n, const uint64_t *words);
 // The blocks this rank writes in call a: zc[q] into rank q's receive buffer, zc[rank] its own copy. peer_recv[q] is
 // q's receive buffer as mapped here (peer_recv[rank] a.recvbuf; NULL for a rank that receives nothing); wants[q]
-// what q takes from this rank (a call with counts; unused for the alltoall). Returns the first rank whose block
-// this rank sends more or fewer bytes of than that rank takes (the block then moves as far as both allow), or -1.
+// what q takes from this rank (a call with counts; unused for the allgather and alltoall of equal blocks, a.v NULL:
+// an allgather in place copies nothing of its own). Returns the first rank whose block this rank sends more or fewer
+// bytes of than that rank takes (the block then moves as far as both allow), or -1.
 int zc_blocks(int rank, int n, const coll_gpu_args_t &a, void *const *peer_recv, const coll_gpu_vblock_t *wants,
               coll_gpu_zc_t *zc);
 // The parts of each block, from the largest block of any rank: the channels the tuning model gives a ring alltoall

@@ -463,7 +463,8 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
   /* 1 MiB a block: on 2 H200 the zero-copy alltoall took 0.91x the FIFOs' time at 1 MiB and 0.83-0.99x from 2 to
    * 256 MiB (docs/benchmarks.md); below 1 MiB not timed (the LL one-shot kernel takes alltoall to 64 KiB) */
   register_size("zero_copy_min_bytes",
-                "Inside a node, blocking MPI_Alltoall on device buffers with blocks of at least this many bytes "
+                "Inside a node, MPI_Alltoall (blocking, nonblocking and persistent, not in place) on device buffers "
+                "with blocks of at least this many bytes "
                 "moves each block straight from the sender's buffer into the receiver's, mapped once per "
                 "allocation through CUDA IPC, where every rank's receive buffer is cudaMalloc memory (memory of "
                 "pools, of the virtual memory management API or managed memory goes through the FIFOs); "

@@ -297,7 +297,8 @@ static void read_answers(mca_coll_gpu_module_t *m) {
 
 /* The first queued call, with counts on the GPUs: its zero-copy exchange moved on; 1 when it ended and the call left
  * the queue: on the GPUs, staged (some rank's receive buffer cannot be mapped: on every rank alike, and in order, as
- * every later call of the communicator is queued behind it), or failed. */
+ * every later call of the communicator is queued behind it; an allgather or alltoall goes through the FIFOs
+ * instead), or failed. */
 static int start_counted(mca_coll_gpu_call_t *c) {
   mca_coll_gpu_module_t *m = c->m;
   if (!c->exchanging && !coll_gpu_engine_idle(m->engine)) return 0;
@@ -311,6 +312,8 @@ static int start_counted(mca_coll_gpu_call_t *c) {
   c->queued = c->start_pending = 0;
   if (st == COLL_GPU_SUCCESS) {
     now_on_gpu(c);
+  } else if (st == COLL_GPU_UNAVAILABLE && c->plan.vargs.v == NULL) { /* an allgather or alltoall: the FIFOs */
+    start_on_gpu(c);
   } else if (st == COLL_GPU_UNAVAILABLE) {
     COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "comm %s: %s staged: %s", c->comm->c_name, c->saved.name, why);
     if (!c->persistent) unclaim(c);
@@ -350,7 +353,7 @@ static int start_first(mca_coll_gpu_module_t *m) {
     c->answered = 1;
   }
   /* no agreement: the user asserted uniform buffers, or there is none (then, as for blocking calls, staged) */
-  if (a == NULL) c->all = uniform && reads ? COLL_GPU_PATH_GPU : COLL_GPU_PATH_STAGE;
+  if (a == NULL) c->all = uniform && reads ? c->plan.mine : COLL_GPU_PATH_STAGE;
   if (reads && mca_coll_gpu_path_is_gpu(c->all) && m->engine_state != COLL_GPU_STATE_OFF &&
       (m->engine != NULL || mca_coll_gpu_create_engine(m, c->comm, &c->plan.mem))) {
     if (c->all & COLL_GPU_PATH_VLAYOUT) return start_counted(c);
@@ -595,7 +598,7 @@ int mca_coll_gpu_pcall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t
   lock();
   if (a == NULL) {
     c->answered = 1;
-    c->all = COLL_GPU_PATH_GPU; /* the user asserted uniform buffers */
+    c->all = pl->mine; /* the GPU path: the user asserted uniform buffers */
   } else if (posted) {
     c->posted = 1;
     c->n = n;

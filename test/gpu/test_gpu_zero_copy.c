@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
- * The zero-copy alltoall's buffers (engine/ipc_cache.h), blocking MPI_Alltoall on device memory, every block
- * checked byte for byte and the bytes around the receive buffer left poisoned:
+ * The zero-copy moves' buffers (engine/ipc_cache.h): MPI_Alltoall and MPI_Allgather, blocking, nonblocking and
+ * persistent in turn, on device memory, every block checked byte for byte and the bytes around the receive buffer
+ * left poisoned:
  *   - sub-allocations of one large cudaMalloc at random offsets, odd ones included, as a caching allocator
  *     hands them out (the allocation mapped once, the offsets told per call);
  *   - a receive buffer freed and allocated again between calls, its new contents poisoned afresh (a new
@@ -27,6 +28,9 @@
 
 #include "test/common/tbuf.h"
 
+/* after mpi.h, which it needs: MPIX_*_init */
+#include <mpi-ext.h>
+
 #define POISON 0xA5
 #define GUARD 64
 
@@ -50,19 +54,40 @@ static void fail(const char *what, const char *detail) {
   if (failures <= 10) fprintf(stderr, "[rank %d] FAIL %s: %s\n", rank, what, detail);
 }
 
-/* One alltoall of `block` bytes a block from send to recv (device pointers; recv has GUARD bytes on each side
- * inside its allocation), checked: every block, and the guards still poisoned. */
+/* An alltoall (or with `gather` an allgather) of `block` bytes a block, done when this returns: blocking (form 0),
+ * nonblocking (1) or persistent (2). */
+static int start(int gather, int form, const char *send, char *recv, size_t block) {
+  const int k = (int)block;
+  const MPI_Comm w = MPI_COMM_WORLD;
+  if (form == 0)
+    return gather ? MPI_Allgather(send, k, MPI_BYTE, recv, k, MPI_BYTE, w)
+                  : MPI_Alltoall(send, k, MPI_BYTE, recv, k, MPI_BYTE, w);
+  MPI_Request req;
+  int err = form == 1 ? (gather ? MPI_Iallgather(send, k, MPI_BYTE, recv, k, MPI_BYTE, w, &req)
+                                : MPI_Ialltoall(send, k, MPI_BYTE, recv, k, MPI_BYTE, w, &req))
+            : gather  ? MPIX_Allgather_init(send, k, MPI_BYTE, recv, k, MPI_BYTE, w, MPI_INFO_NULL, &req)
+                      : MPIX_Alltoall_init(send, k, MPI_BYTE, recv, k, MPI_BYTE, w, MPI_INFO_NULL, &req);
+  if (err == MPI_SUCCESS && form == 2) err = MPI_Start(&req);
+  if (err == MPI_SUCCESS) err = MPI_Wait(&req, MPI_STATUS_IGNORE);
+  if (form == 2 && req != MPI_REQUEST_NULL) MPI_Request_free(&req);
+  return err;
+}
+
+/* One call of `block` bytes a block from send to recv (device pointers; recv has GUARD bytes on each side inside its
+ * allocation), checked: every block, and the guards still poisoned. The calls take turns: MPI_Alltoall,
+ * MPI_Ialltoall, MPIX_Alltoall_init, then the same of MPI_Allgather (whose one block goes to every rank: byte_of's
+ * `to` 0). */
 static void one_call(const char *what, uint64_t seed, int call, char *send, char *recv, size_t block) {
   const size_t all = block * (size_t)nranks;
+  const int gather = call / 3 % 2;
   unsigned char *h = malloc(all + 2 * GUARD);
-  for (int to = 0; to < nranks; ++to)
+  for (int to = 0; to < (gather ? 1 : nranks); ++to)
     for (size_t i = 0; i < block; ++i) h[(size_t)to * block + i] = byte_of(seed, call, rank, to, i);
-  TBUF_CHECK(cudaMemcpy(send, h, all, cudaMemcpyHostToDevice));
+  TBUF_CHECK(cudaMemcpy(send, h, gather ? block : all, cudaMemcpyHostToDevice));
   memset(h, POISON, all + 2 * GUARD);
   TBUF_CHECK(cudaMemcpy(recv - GUARD, h, all + 2 * GUARD, cudaMemcpyHostToDevice));
   ++checks;
-  if (MPI_Alltoall(send, (int)block, MPI_BYTE, recv, (int)block, MPI_BYTE, MPI_COMM_WORLD) != MPI_SUCCESS)
-    fail(what, "returned an error");
+  if (start(gather, call % 3, send, recv, block) != MPI_SUCCESS) fail(what, "returned an error");
   TBUF_CHECK(cudaMemcpy(h, recv - GUARD, all + 2 * GUARD, cudaMemcpyDeviceToHost));
   ++checks;
   for (size_t i = 0; i < GUARD; ++i)
@@ -73,9 +98,10 @@ static void one_call(const char *what, uint64_t seed, int call, char *send, char
   ++checks;
   for (int from = 0; from < nranks; ++from)
     for (size_t i = 0; i < block; ++i)
-      if (h[GUARD + (size_t)from * block + i] != byte_of(seed, call, from, rank, i)) {
+      if (h[GUARD + (size_t)from * block + i] != byte_of(seed, call, from, gather ? 0 : rank, i)) {
         char d[160];
-        snprintf(d, sizeof(d), "call %d, block %zu bytes: byte %zu of rank %d's block wrong", call, block, i, from);
+        snprintf(d, sizeof(d), "%s %d (form %d), block %zu bytes: byte %zu of rank %d's block wrong",
+                 gather ? "allgather" : "alltoall", call, call % 3, block, i, from);
         fail(what, d);
         from = nranks;
         break;
@@ -190,7 +216,7 @@ int main(int argc, char **argv) {
     const uint64_t mine = mix(r + (uint64_t)rank + 1);
     const size_t send_at = GUARD + (size_t)(mine % 4096);
     const size_t recv_at = send_at + all + 2 * GUARD + (size_t)((mine >> 16) % 4096);
-    one_call("alltoall of sub-allocations", seed, call, pool + send_at, pool + recv_at, block);
+    one_call("sub-allocations", seed, call, pool + send_at, pool + recv_at, block);
   }
   TBUF_CHECK(cudaFree(pool));
 
@@ -204,8 +230,7 @@ int main(int argc, char **argv) {
     TBUF_CHECK(cudaMalloc((void **)&recv, all + 2 * GUARD));
     reused += recv == last;
     last = recv;
-    one_call("alltoall into a buffer allocated again", seed, 1000 + call, send, recv + GUARD,
-             most / 2 + (size_t)call * 16);
+    one_call("a buffer allocated again", seed, 1000 + call, send, recv + GUARD, most / 2 + (size_t)call * 16);
     TBUF_CHECK(cudaFree(recv));
   }
 
@@ -214,7 +239,7 @@ int main(int argc, char **argv) {
   char *recvs[TURNS];
   for (int k = 0; k < TURNS; ++k) TBUF_CHECK(cudaMalloc((void **)&recvs[k], all + 2 * GUARD));
   for (int call = 0; call < calls; ++call)
-    one_call("alltoall into allocations in turn", seed, 2000 + call, send, recvs[call % TURNS] + GUARD, most);
+    one_call("allocations in turn", seed, 2000 + call, send, recvs[call % TURNS] + GUARD, most);
   for (int k = 0; k < TURNS; ++k) TBUF_CHECK(cudaFree(recvs[k]));
   TBUF_CHECK(cudaFree(send));
 

@@ -453,6 +453,32 @@ TEST(ZeroCopyWords, AlltoallOfEqualBlocks) {
   }
 }
 
+TEST(ZeroCopyWords, AllgatherOfEqualBlocksInPlaceOrNot) {
+  std::mt19937_64 g(std::random_device{}());
+  for (int round = 0; round < 50; ++round) {
+    const int n = 2 + (int)(g() % (COLL_GPU_MAX_DIRECT - 1));
+    const size_t block = 1 + g() % 40;
+    const bool in_place = g() % 2 == 0;
+    std::vector<zc::Rank> ranks(n);
+    for (int r = 0; r < n; ++r) {
+      ranks[r].send.assign(block, zc::kPoison);
+      ranks[r].recv.assign(n * block, zc::kPoison);
+      unsigned char *mine = in_place ? ranks[r].recv.data() + r * block : ranks[r].send.data();
+      for (size_t i = 0; i < block; ++i) mine[i] = zc::pattern(r, 0, i);
+      zc::set_call(ranks[r], COLL_GPU_COLL_ALLGATHER, mine, block, false);
+      ASSERT_EQ(block, coll_gpu::zc_most(n, ranks[r].a));
+    }
+    const std::vector<int> bad = zc::run(ranks);
+    for (int r = 0; r < n; ++r) {
+      ASSERT_EQ(-1, bad[r]);
+      for (int s = 0; s < n; ++s)
+        for (size_t i = 0; i < block; ++i)
+          ASSERT_EQ(zc::pattern(s, 0, i), ranks[r].recv[s * block + i])
+              << "rank " << r << " of " << n << ", block of " << s << (in_place ? ", in place" : "");
+    }
+  }
+}
+
 TEST(ZeroCopyWords, DisagreeingCountsMoveWhatBothAllowAndAreNamed) {
   // 3 ranks of an alltoallv of 8 bytes a block, but rank 2 takes 5 bytes from rank 0 and 12 from rank 1
   const int n = 3;
