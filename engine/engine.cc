@@ -280,7 +280,8 @@ struct coll_gpu_engine {
   coll_gpu_status_t zero_copy_exchange(const coll_gpu_args_t &a, coll_gpu_vblock_t *wants, bool *use, char *why,
                                        size_t len);
   coll_gpu_status_t zx_watch(const char *call, char *why, size_t len);
-  coll_gpu_status_t launch_counted(const coll_gpu_args_t &a, const coll_gpu_vblock_t *wants, char *why, size_t len);
+  coll_gpu_status_t launch_counted(const coll_gpu_args_t &a, const coll_gpu_vblock_t *wants, bool blocking, char *why,
+                                   size_t len);
   // The call on the GPUs: at most one, the last part of the call started last. Its done words are polled
   // by coll_gpu_engine_test without waiting, by wait_flight with waiting.
   struct {
@@ -1179,9 +1180,11 @@ coll_gpu_status_t coll_gpu_engine::zx_watch(const char *call, char *why, size_t 
 }
 
 // Call with counts a on the GPUs, its exchange done (zx; wants): as the call in flight, with flight.unlike and its
-// words where the ranks' counts disagree.
-coll_gpu_status_t coll_gpu_engine::launch_counted(const coll_gpu_args_t &a, const coll_gpu_vblock_t *wants, char *why,
-                                                  size_t len) {
+// words where the ranks' counts disagree. Copy engines (zero_copy_engines_min_bytes) only for a blocking call: a
+// started one's copies overlapped the caller's computation less than the kernel's stores did (2 H200, 64-256 MiB:
+// 70-97% against 96-99%; docs/benchmarks.md).
+coll_gpu_status_t coll_gpu_engine::launch_counted(const coll_gpu_args_t &a, const coll_gpu_vblock_t *wants,
+                                                  bool blocking, char *why, size_t len) {
   const int parts = coll_gpu::zc_parts(cfg.tune, nranks, zx.most);
   const coll_gpu_choice_t choice = {COLL_GPU_ALGO_RING, COLL_GPU_PROTO_SIMPLE, parts * nranks, 0};
   coll_gpu_work_t p;
@@ -1191,6 +1194,7 @@ coll_gpu_status_t coll_gpu_engine::launch_counted(const coll_gpu_args_t &a, cons
   p.type = COLL_GPU_UINT8;
   p.count = zx.most;
   const int bad = zero_copy_work(this, a, wants, &p);
+  p.zc_engines = p.zc_engines && blocking;
   trace(p, zx.most, zx.most, choice);
   COLL_GPU_CHECK(launch(p, choice.proto, false, why, len));
   flight.unlike = bad;
@@ -1473,7 +1477,7 @@ coll_gpu_status_t run_counted(coll_gpu_engine_t *e, const coll_gpu_args_t &a, ch
   bool use = false;
   COLL_GPU_CHECK(e->zero_copy_exchange(a, wants, &use, why, why_len));
   if (!use) return unmapped(a, why, why_len);
-  COLL_GPU_CHECK(e->launch_counted(a, wants, why, why_len));
+  COLL_GPU_CHECK(e->launch_counted(a, wants, true, why, why_len));
   COLL_GPU_CHECK(e->wait_flight(why, why_len));
   if (e->flight.unlike < 0) return COLL_GPU_SUCCESS;
   coll_gpu_say(why, why_len, "%s", e->flight.unlike_why);
@@ -1593,7 +1597,7 @@ coll_gpu_status_t coll_gpu_engine_start_counted(coll_gpu_engine_t *e, const coll
   if (!e->mail_try(2 * e->zx.call, words)) return pending();
   coll_gpu_vblock_t wants[COLL_GPU_MAX_DIRECT] = {};
   if (!e->zx_end(a, words, wants)) return unmapped(a, why, why_len);
-  return ended(e, e->launch_counted(a, wants, why, why_len));
+  return ended(e, e->launch_counted(a, wants, false, why, why_len));
 }
 
 int coll_gpu_engine_idle(const coll_gpu_engine_t *e) { return e->flight.blocks == 0 && e->zx.posted == 0; }

@@ -481,9 +481,10 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
    * (728 us against 782), but 1.02-1.06x at 32 MiB and more below (1.45-1.48x at 1 MiB: three launches and two
    * events around the copy; docs/benchmarks.md) */
   register_size("zero_copy_engines_min_bytes",
-                "Of a communicator of 2 ranks, a zero-copy call (coll_gpu_zero_copy_min_bytes) whose largest block "
-                "has at least this many bytes moves the peer's block by the GPU's copy engines (cudaMemcpyAsync) "
-                "instead of a kernel's stores; with more ranks the kernel is faster; 0: never",
+                "Of a communicator of 2 ranks, a blocking zero-copy call (coll_gpu_zero_copy_min_bytes) whose "
+                "largest block has at least this many bytes moves the peer's block by the GPU's copy engines "
+                "(cudaMemcpyAsync) instead of a kernel's stores; with more ranks the kernel is faster, and "
+                "nonblocking and persistent calls overlap computation better with it; 0: never",
                 (size_t)64 << 20, 0, (size_t)1 << 40, 1, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
                 &c->zero_copy_engines_min_bytes);
   register_size("net_min_bytes",
