@@ -819,6 +819,8 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   return COLL_GPU_SUCCESS;
 }
 
+int coll_gpu_zero_copy_allgather(int nranks) { return nranks == 2; }
+
 int coll_gpu_net_choose(int param, int any_rdma, int virtual_nodes) {
   if (param != COLL_GPU_ENGINE_PROXY_NET_AUTO) return param;
   return any_rdma || virtual_nodes > 0 ? COLL_GPU_ENGINE_PROXY_NET_UCX : COLL_GPU_ENGINE_PROXY_NET_SOCKETS;
@@ -1399,8 +1401,10 @@ namespace {
 // Whether a blocking allgather or alltoall goes straight into the peers' receive buffers (the zero-copy exchange
 // decides whether it can): alike on every rank.
 bool zero_copy_wanted(const coll_gpu_engine_t *e, const coll_gpu_args_t &a, const coll_gpu_choice_t &choice) {
-  return (a.coll == COLL_GPU_COLL_ALLTOALL || a.coll == COLL_GPU_COLL_ALLGATHER) && choice.algo == COLL_GPU_ALGO_RING &&
-         e->mbox.ready() && e->cfg.zero_copy_min_bytes > 0 && a.count >= e->cfg.zero_copy_min_bytes;
+  return (a.coll == COLL_GPU_COLL_ALLTOALL ||
+          (a.coll == COLL_GPU_COLL_ALLGATHER && coll_gpu_zero_copy_allgather(e->nranks))) &&
+         choice.algo == COLL_GPU_ALGO_RING && e->mbox.ready() && e->cfg.zero_copy_min_bytes > 0 &&
+         a.count >= e->cfg.zero_copy_min_bytes;
 }
 
 // A call's status; a failure leaves the engine refusing every claim.

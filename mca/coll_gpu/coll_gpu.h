@@ -71,6 +71,7 @@ typedef struct {
   bool uniform_buffers;
   size_t net_min_bytes;                           /* across hosts, calls below this stage without an agreement */
   size_t zero_copy_min_bytes;                     /* inside a node, alltoall blocks from this size zero-copy */
+  size_t zero_copy_nonblocking_min_bytes;         /* and those of nonblocking and persistent calls from this one */
   size_t zero_copy_map_bytes;                     /* the peers' allocations mapped for it, at most */
   size_t zero_copy_engines_min_bytes;             /* 2 ranks: zero-copy blocks from this size by copy engines */
   char *net_blocking_min;                         /* coll_gpu_net_blocking_min_bytes as given */

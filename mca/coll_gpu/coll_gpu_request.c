@@ -471,7 +471,13 @@ static void begin_counted(mca_coll_gpu_call_t *c) {
       m->engine_state == COLL_GPU_STATE_OFF)
     return;
   for (const uint64_t until = coll_gpu_now_ns() + COLL_GPU_ANSWER_SPIN_NS; !start_counted(c);)
-    if (coll_gpu_now_ns() >= until) return;
+    if (coll_gpu_now_ns() >= until) {
+      COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL,
+                   "comm %s: %s: its zero-copy exchange not over %llu us into the call (a rank not there yet): it "
+                   "goes on from progress",
+                   c->comm->c_name, c->saved.name, (unsigned long long)(COLL_GPU_ANSWER_SPIN_NS / 1000));
+      return;
+    }
 }
 
 int mca_coll_gpu_icall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
@@ -519,6 +525,11 @@ int mca_coll_gpu_icall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t
   *request = &c->super;
   *rc = OMPI_SUCCESS;
   lock();
+  if (!answered)
+    COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL,
+                 "comm %s: %s: the path agreement not answered %llu us into the call (a rank not there yet): it "
+                 "starts from progress",
+                 comm->c_name, saved->name, (unsigned long long)(COLL_GPU_ANSWER_SPIN_NS / 1000));
   if (!answered || m->on_gpu != NULL || m->engine == NULL || (all & COLL_GPU_PATH_VLAYOUT)) {
     enqueue(m, c); /* it starts from progress: once every rank has posted, the call on the GPUs is done, or
                     * (the first) with the engine set up there, never inside the call */
