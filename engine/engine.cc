@@ -819,7 +819,10 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   return COLL_GPU_SUCCESS;
 }
 
-int coll_gpu_zero_copy_allgather(int nranks) { return nranks == 2; }
+int coll_gpu_zero_copy_move(coll_gpu_coll_t coll, int nranks) {
+  if (coll == COLL_GPU_COLL_ALLTOALL) return nranks <= COLL_GPU_MAX_DIRECT;
+  return (coll == COLL_GPU_COLL_ALLGATHER || coll == COLL_GPU_COLL_BCAST) && nranks == 2;
+}
 
 int coll_gpu_net_choose(int param, int any_rdma, int virtual_nodes) {
   if (param != COLL_GPU_ENGINE_PROXY_NET_AUTO) return param;
@@ -1023,7 +1026,7 @@ namespace {
 // The MPI function of a zero-copy call.
 const char *zero_copy_call(const coll_gpu_args_t &a) {
   if (a.v != nullptr && a.v->call != nullptr) return a.v->call;
-  if (a.v == nullptr) return a.coll == COLL_GPU_COLL_ALLGATHER ? "MPI_Allgather" : "MPI_Alltoall";
+  if (a.v == nullptr) return coll_gpu_coll_mpi_name(a.coll);
   return a.coll == COLL_GPU_COLL_ALLGATHER ? "MPI_Allgatherv" : "MPI_Alltoallv";
 }
 
@@ -1068,7 +1071,7 @@ void coll_gpu_engine::zx_post_first(const coll_gpu_args_t &a) {
   const bool in_ctx = entered(ctx, mem, whynot, sizeof(whynot)) == COLL_GPU_SUCCESS;
   uint64_t mine[kMailWords] = {};
   coll_gpu_alloc_t al;
-  if (zc_receives_nothing(nranks, a)) {
+  if (zc_receives_nothing(rank, nranks, a)) {
     mine[kZcCan] = kZcNothing;
   } else if (in_ctx && coll_gpu_mem_alloc_of(a.recvbuf, &al) == 0 && al.exportable &&
              zc_fits(nranks, a, al.size - (size_t)((char *)a.recvbuf - (char *)al.base)) &&
@@ -1398,13 +1401,11 @@ class Parts {
 
 namespace {
 
-// Whether a blocking allgather or alltoall goes straight into the peers' receive buffers (the zero-copy exchange
-// decides whether it can): alike on every rank.
+// Whether a blocking alltoall, allgather or bcast goes straight into the peers' receive buffers (the zero-copy
+// exchange decides whether it can): alike on every rank.
 bool zero_copy_wanted(const coll_gpu_engine_t *e, const coll_gpu_args_t &a, const coll_gpu_choice_t &choice) {
-  return (a.coll == COLL_GPU_COLL_ALLTOALL ||
-          (a.coll == COLL_GPU_COLL_ALLGATHER && coll_gpu_zero_copy_allgather(e->nranks))) &&
-         choice.algo == COLL_GPU_ALGO_RING && e->mbox.ready() && e->cfg.zero_copy_min_bytes > 0 &&
-         a.count >= e->cfg.zero_copy_min_bytes;
+  return coll_gpu_zero_copy_move(a.coll, e->nranks) && choice.algo == COLL_GPU_ALGO_RING && e->mbox.ready() &&
+         e->cfg.zero_copy_min_bytes > 0 && a.count >= e->cfg.zero_copy_min_bytes;
 }
 
 // A call's status; a failure leaves the engine refusing every claim.

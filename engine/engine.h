@@ -87,11 +87,12 @@ typedef struct coll_gpu_engine coll_gpu_engine_t;
  * or the nodes are virtual (virtual_nodes > 0: UCX's shared memory on one host), and the proxy's own
  * sockets otherwise (NCCL's socket transport; faster than UCX's tcp). The same on every rank. */
 int coll_gpu_net_choose(int param, int any_rdma, int virtual_nodes);
-/* Whether an allgather of nranks ranks on one node goes zero-copy from coll_gpu_zero_copy_min_bytes a block (straight
- * into the peers' receive buffers, as the alltoall does) rather than by the ring: with 2 ranks, where it took
- * 0.84-0.91x the ring's time on 2 H200 from 1 to 256 MiB; more ranks are not measured against the ring yet. The same
- * on every rank. */
-int coll_gpu_zero_copy_allgather(int nranks);
+/* Whether a move (coll: alltoall, allgather or bcast) of nranks ranks on one node goes zero-copy from
+ * coll_gpu_zero_copy_min_bytes a block, straight into the peers' receive buffers, rather than through the FIFOs: an
+ * alltoall of up to COLL_GPU_MAX_DIRECT ranks; an allgather or bcast of 2, where the allgather took 0.84-0.91x the
+ * ring's time on 2 H200 from 1 to 256 MiB (with more ranks a bcast's root would send its buffer to every peer, where
+ * the ring sends it once; an allgather of more ranks is not measured against the ring yet). The same on every rank. */
+int coll_gpu_zero_copy_move(coll_gpu_coll_t coll, int nranks);
 
 /* What a communicator brings to an engine it may share. */
 typedef struct {

@@ -21,15 +21,15 @@ size_t zc_most(int n, const coll_gpu_args_t &a) {
   return most;
 }
 
-bool zc_receives_nothing(int n, const coll_gpu_args_t &a) {
-  if (a.v == nullptr) return false;
+bool zc_receives_nothing(int rank, int n, const coll_gpu_args_t &a) {
+  if (a.v == nullptr) return a.coll == COLL_GPU_COLL_BCAST && rank == a.root;
   for (int q = 0; q < n; ++q)
     if (a.v->recv[q].bytes > 0) return false;
   return true;
 }
 
 bool zc_fits(int n, const coll_gpu_args_t &a, size_t room) {
-  if (a.v == nullptr) return a.count <= room / (size_t)n;  // n blocks of a.count
+  if (a.v == nullptr) return a.count <= (a.coll == COLL_GPU_COLL_BCAST ? room : room / (size_t)n);  // n blocks or 1
   for (int q = 0; q < n; ++q) {
     const coll_gpu_vblock_t &b = a.v->recv[q];
     if (b.bytes > 0 && (b.displ > room || b.bytes > room - b.displ)) return false;
@@ -59,6 +59,11 @@ int zc_blocks(int rank, int n, const coll_gpu_args_t &a, void *const *peer_recv,
   int mismatch = -1;
   for (int q = 0; q < n; ++q) {
     coll_gpu_zc_t &z = zc[q];
+    if (a.v == nullptr && a.coll == COLL_GPU_COLL_BCAST) {  // the root's buffer into each peer's
+      const bool sends = rank == a.root && q != rank;
+      z = {in, sends ? peer_recv[q] : nullptr, sends ? a.count : 0};
+      continue;
+    }
     if (a.v == nullptr) {  // the alltoall: block q of mine into block `rank` of q's; the allgather: my one block
       const char *src = a.coll == COLL_GPU_COLL_ALLGATHER ? in : in + (size_t)q * a.count;
       char *dst = (char *)peer_recv[q] + (size_t)rank * a.count;

@@ -34,8 +34,8 @@ static_assert(1 + 2 * (COLL_GPU_MAX_DIRECT - 1) <= kMailWords, "where every peer
 
 // The most bytes this rank sends any rank in call a (its own block included).
 size_t zc_most(int n, const coll_gpu_args_t &a);
-// Whether this rank receives no byte in call a (a call with counts).
-bool zc_receives_nothing(int n, const coll_gpu_args_t &a);
+// Whether this rank receives no byte in call a (a call with counts, or a bcast's root).
+bool zc_receives_nothing(int rank, int n, const coll_gpu_args_t &a);
 // Whether every block this rank receives in call a lies within the `room` bytes of its allocation from a.recvbuf
 // on: a peer writes only where this rank's buffer is. (An erroneous layout past the allocation then goes the path
 // without mapping, where only this rank's own copies reach it.)
@@ -46,9 +46,10 @@ void zc_wants_post(int rank, int n, bool mapped, const coll_gpu_args_t &a, uint6
 coll_gpu_vblock_t zc_wants_of(int q, int rank, int n, const uint64_t *words);
 // The blocks this rank writes in call a: zc[q] into rank q's receive buffer, zc[rank] its own copy. peer_recv[q] is
 // q's receive buffer as mapped here (peer_recv[rank] a.recvbuf; NULL for a rank that receives nothing); wants[q]
-// what q takes from this rank (a call with counts; unused for the allgather and alltoall of equal blocks, a.v NULL:
-// an allgather in place copies nothing of its own). Returns the first rank whose block this rank sends more or fewer
-// bytes of than that rank takes (the block then moves as far as both allow), or -1.
+// what q takes from this rank (a call with counts; unused for the moves of equal blocks, a.v NULL: an allgather in
+// place copies nothing of its own, a bcast's root writes its buffer into each peer's and the others write nothing).
+// Returns the first rank whose block this rank sends more or fewer bytes of than that rank takes (the block then moves
+// as far as both allow), or -1.
 int zc_blocks(int rank, int n, const coll_gpu_args_t &a, void *const *peer_recv, const coll_gpu_vblock_t *wants,
               coll_gpu_zc_t *zc);
 // The parts of each block, from the largest block of any rank: the channels the tuning model gives a ring alltoall

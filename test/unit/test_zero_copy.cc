@@ -444,7 +444,7 @@ TEST(ZeroCopyWords, AlltoallOfEqualBlocks) {
         for (size_t i = 0; i < block; ++i) ranks[r].send[q * block + i] = zc::pattern(r, q, i);
       zc::set_call(ranks[r], COLL_GPU_COLL_ALLTOALL, ranks[r].send.data(), block, false);
       ASSERT_EQ(block, coll_gpu::zc_most(n, ranks[r].a));
-      ASSERT_FALSE(coll_gpu::zc_receives_nothing(n, ranks[r].a));
+      ASSERT_FALSE(coll_gpu::zc_receives_nothing(r, n, ranks[r].a));
     }
     zc::run(ranks);
     for (int r = 0; r < n; ++r)
@@ -479,6 +479,32 @@ TEST(ZeroCopyWords, AllgatherOfEqualBlocksInPlaceOrNot) {
   }
 }
 
+TEST(ZeroCopyWords, BcastOfTwoRanksFromEitherRoot) {
+  std::mt19937_64 g(std::random_device{}());
+  for (int round = 0; round < 20; ++round) {
+    const int n = 2, root = (int)(g() % 2);
+    const size_t bytes = 1 + g() % 60;
+    std::vector<zc::Rank> ranks(n);
+    for (int r = 0; r < n; ++r) {
+      ranks[r].recv.assign(bytes + 8, zc::kPoison);  // the buffer, then 8 bytes nothing may write
+      if (r == root)
+        for (size_t i = 0; i < bytes; ++i) ranks[r].recv[i] = zc::pattern(r, 0, i);
+      zc::set_call(ranks[r], COLL_GPU_COLL_BCAST, ranks[r].recv.data(), bytes, false);
+      ranks[r].a.root = root;
+      EXPECT_EQ(r == root, coll_gpu::zc_receives_nothing(r, n, ranks[r].a));
+      EXPECT_TRUE(coll_gpu::zc_fits(n, ranks[r].a, bytes));
+      EXPECT_FALSE(coll_gpu::zc_fits(n, ranks[r].a, bytes - 1));
+    }
+    const std::vector<int> bad = zc::run(ranks);
+    for (int r = 0; r < n; ++r) {
+      ASSERT_EQ(-1, bad[r]);
+      for (size_t i = 0; i < bytes + 8; ++i)
+        ASSERT_EQ(i < bytes ? zc::pattern(root, 0, i) : zc::kPoison, ranks[r].recv[i])
+            << "rank " << r << ", root " << root << ", byte " << i;
+    }
+  }
+}
+
 TEST(ZeroCopyWords, DisagreeingCountsMoveWhatBothAllowAndAreNamed) {
   // 3 ranks of an alltoallv of 8 bytes a block, but rank 2 takes 5 bytes from rank 0 and 12 from rank 1
   const int n = 3;
@@ -509,9 +535,9 @@ TEST(ZeroCopyWords, ARankThatReceivesNothingAndTheParts) {
   coll_gpu_vlayout_t v{};
   v.send[1] = {0, 64};
   coll_gpu_args_t a = {COLL_GPU_COLL_ALLTOALL, nullptr, nullptr, 0, nullptr, COLL_GPU_UINT8, COLL_GPU_SUM, 0, &v};
-  EXPECT_TRUE(coll_gpu::zc_receives_nothing(4, a));
+  EXPECT_TRUE(coll_gpu::zc_receives_nothing(0, 4, a));
   v.recv[3].bytes = 1;
-  EXPECT_FALSE(coll_gpu::zc_receives_nothing(4, a));
+  EXPECT_FALSE(coll_gpu::zc_receives_nothing(0, 4, a));
   coll_gpu_tune_config_t t{};
   t.algorithm = -1;
   t.protocol = -1;
