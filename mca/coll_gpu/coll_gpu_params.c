@@ -464,25 +464,26 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
    * 256 MiB, the allgather 0.84-0.91x the ring's from 1 to 256 MiB (docs/benchmarks.md); below 1 MiB not timed (the
    * LL one-shot kernel takes alltoall to 64 KiB) */
   register_size("zero_copy_min_bytes",
-                "Inside a node, MPI_Alltoall (not in place) and, with 2 ranks, MPI_Allgather, blocking, nonblocking "
-                "and persistent, on device buffers with blocks of at least this many bytes "
-                "moves each block straight from the sender's buffer into the receiver's, mapped once per "
-                "allocation through CUDA IPC, where every rank's receive buffer is cudaMalloc memory (memory of "
-                "pools, of the virtual memory management API or managed memory goes through the FIFOs); "
-                "MPI_Allgatherv and MPI_Alltoallv of other layouts than the allgather's and alltoall's, and "
+                "Inside a node, MPI_Alltoall (not in place) and, with 2 ranks, MPI_Allgather and MPI_Bcast, "
+                "blocking, nonblocking and persistent, on device buffers with blocks of at least this many bytes "
+                "move each block (a bcast's whole buffer) straight from the sender's buffer into the receiver's, "
+                "mapped once per allocation through CUDA IPC, where every rank's receive buffer is cudaMalloc "
+                "memory (memory of pools, of the virtual memory management API or managed memory goes through the "
+                "FIFOs); MPI_Allgatherv and MPI_Alltoallv of other layouts than the allgather's and alltoall's, and "
                 "MPI_Gather(v) and MPI_Scatter(v), blocking, nonblocking and persistent, go so at any size (or "
                 "stage); 0: never (and those stage)",
                 1 << 20, 0, (size_t)1 << 40, 1, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->zero_copy_min_bytes);
   /* 4 MiB: on 2 H200 a nonblocking alltoall of 1 and 2 MiB blocks took 0.98x and 0.91x the FIFOs' time alone but,
    * overlapped with computation, 1.11x and 1.03x (the exchange and a launch at the call, where the FIFO call goes to
    * the lingering kernel); 0.93x and less from 4 MiB; the allgather 1.02x, 0.97x, 0.96x (docs/benchmarks.md) */
-  register_size("zero_copy_nonblocking_min_bytes",
-                "Nonblocking and persistent calls that coll_gpu_zero_copy_min_bytes names (MPI_Ialltoall, "
-                "MPI_Iallgather and their _init) go zero-copy from blocks of at least this many bytes too (and of "
-                "at least coll_gpu_zero_copy_min_bytes); smaller ones go through the FIFOs, whose start costs the "
-                "caller less time: the zero-copy call's exchange with its peers begins at the call",
-                (size_t)4 << 20, 0, (size_t)1 << 40, 1, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
-                &c->zero_copy_nonblocking_min_bytes);
+  register_size(
+      "zero_copy_nonblocking_min_bytes",
+      "Nonblocking and persistent calls that coll_gpu_zero_copy_min_bytes names (MPI_Ialltoall, "
+      "MPI_Iallgather, MPI_Ibcast and their _init) go zero-copy from blocks of at least this many bytes too (and of "
+      "at least coll_gpu_zero_copy_min_bytes); smaller ones go through the FIFOs, whose start costs the "
+      "caller less time: the zero-copy call's exchange with its peers begins at the call",
+      (size_t)4 << 20, 0, (size_t)1 << 40, 1, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
+      &c->zero_copy_nonblocking_min_bytes);
   register_size("zero_copy_map_bytes",
                 "The most bytes of the peers' allocations a rank keeps mapped for coll_gpu_zero_copy_min_bytes; "
                 "past it the mappings least recently used are closed (never one of the call in progress)",
