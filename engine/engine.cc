@@ -208,7 +208,8 @@ struct coll_gpu_engine {
     int cannot = -1;
     size_t most = 0;
     void *peer_recv[COLL_GPU_MAX_DIRECT] = {};
-    uint64_t since = 0, next_check = 0;  // a nonblocking exchange's wait: its start, its next look at the peers
+    size_t gives[COLL_GPU_MAX_DIRECT] = {};  // with counts: what each peer sends this rank
+    uint64_t since = 0, next_check = 0;      // a nonblocking exchange's wait: its start, its next look at the peers
     bool reported = false;
   } zx;
 
@@ -1130,7 +1131,10 @@ bool coll_gpu_engine::zx_end(const coll_gpu_args_t &a, const uint64_t (*words)[c
   const bool use = zx.cannot < 0;
   if (use && a.v != nullptr)
     for (int q = 0; q < nranks; ++q)
-      if (q != rank) wants[q] = coll_gpu::zc_wants_of(q, rank, nranks, words[q]);
+      if (q != rank) {
+        wants[q] = coll_gpu::zc_wants_of(q, rank, nranks, words[q]);
+        zx.gives[q] = coll_gpu::zc_gives_of(q, rank, nranks, words[q]);
+      }
   if (cfg.log != nullptr && use)
     cfg.log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL,
             "comm %s: %s of %zu bytes a block at most: zero-copy, into the peers' receive buffers", cfg.name,
@@ -1202,11 +1206,16 @@ coll_gpu_status_t coll_gpu_engine::launch_counted(const coll_gpu_args_t &a, cons
   p.zc_engines = p.zc_engines && blocking;
   trace(p, zx.most, zx.most, choice);
   COLL_GPU_CHECK(launch(p, choice.proto, false, why, len));
-  flight.unlike = bad;
+  const int taken = bad < 0 ? coll_gpu::zc_takes_unlike(rank, nranks, a, zx.gives) : -1;
+  flight.unlike = bad >= 0 ? bad : taken;
   if (bad >= 0)
     snprintf(flight.unlike_why, sizeof(flight.unlike_why),
              "%s: rank %d sends %zu bytes to rank %d, which takes %zu from it", zero_copy_call(a), rank,
              a.v->send[bad].bytes, bad, bad == rank ? a.v->recv[bad].bytes : wants[bad].bytes);
+  else if (taken >= 0)
+    snprintf(flight.unlike_why, sizeof(flight.unlike_why),
+             "%s: rank %d takes %zu bytes from rank %d, which sends it %zu", zero_copy_call(a), rank,
+             a.v->recv[taken].bytes, taken, zx.gives[taken]);
   return COLL_GPU_SUCCESS;
 }
 

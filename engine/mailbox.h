@@ -23,7 +23,7 @@
 
 namespace coll_gpu {
 
-constexpr int kMailWords = 15;  // a slot is 128 bytes
+constexpr int kMailWords = 31;  // a slot is 256 bytes
 constexpr int kMailSlots = 8;
 
 class Mailbox {

@@ -45,12 +45,25 @@ void zc_wants_post(int rank, int n, bool mapped, const coll_gpu_args_t &a, uint6
     const coll_gpu_vblock_t &b = a.v->recv[(rank + k) % n];
     words[1 + 2 * (k - 1)] = b.displ;
     words[2 + 2 * (k - 1)] = b.bytes;
+    words[kZcSends + k - 1] = a.v->send[(rank + k) % n].bytes;
   }
 }
 
 coll_gpu_vblock_t zc_wants_of(int q, int rank, int n, const uint64_t *words) {
   const int k = (rank - q + n) % n;  // rank is the k-th after q
   return coll_gpu_vblock_t{(size_t)words[1 + 2 * (k - 1)], (size_t)words[2 + 2 * (k - 1)]};
+}
+
+size_t zc_gives_of(int q, int rank, int n, const uint64_t *words) {
+  const int k = (rank - q + n) % n;
+  return (size_t)words[kZcSends + k - 1];
+}
+
+int zc_takes_unlike(int rank, int n, const coll_gpu_args_t &a, const size_t *gives) {
+  if (a.v == nullptr) return -1;
+  for (int q = 0; q < n; ++q)
+    if (q != rank && a.v->recv[q].bytes != gives[q]) return q;
+  return -1;
 }
 
 int zc_blocks(int rank, int n, const coll_gpu_args_t &a, void *const *peer_recv, const coll_gpu_vblock_t *wants,

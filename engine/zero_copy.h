@@ -12,7 +12,8 @@
  * blocks follow from the largest over the ranks, the same on every rank).
  * Message 2: word 0 is 1 when this rank has mapped every peer's receive buffer; for a call with counts, words 1 +
  * 2 (k - 1) and 2 + 2 (k - 1) where this rank's receive buffer takes the block of the rank k after it (k = 1 to
- * n - 1): its displacement and bytes.
+ * n - 1): its displacement and bytes; and word kZcSends + k - 1 the bytes this rank sends the rank k after it (so
+ * that a receiver, too, knows where its count and its sender's disagree).
  */
 #ifndef COLL_GPU_ZERO_COPY_H
 #define COLL_GPU_ZERO_COPY_H
@@ -30,7 +31,10 @@ constexpr int kZcCan = 0, kZcId = 1, kZcSize = 2, kZcOffset = 3, kZcHandle = 4;
 constexpr int kZcMost = kZcHandle + kIpcHandleBytes / 8;
 constexpr uint64_t kZcExported = 1, kZcNothing = 2;
 static_assert(kZcMost < kMailWords, "a receive buffer fits a message");
-static_assert(1 + 2 * (COLL_GPU_MAX_DIRECT - 1) <= kMailWords, "where every peer's block goes fits a message");
+constexpr int kZcSends = 1 + 2 * (COLL_GPU_MAX_DIRECT - 1);
+static_assert(kZcSends + COLL_GPU_MAX_DIRECT - 1 <= kMailWords,
+              "where every peer's block goes, and what every peer is "
+              "sent, fit a message");
 
 // The most bytes this rank sends any rank in call a (its own block included).
 size_t zc_most(int n, const coll_gpu_args_t &a);
@@ -44,6 +48,12 @@ bool zc_fits(int n, const coll_gpu_args_t &a, size_t room);
 void zc_wants_post(int rank, int n, bool mapped, const coll_gpu_args_t &a, uint64_t *words);
 // What rank q's message 2 (words) says q takes from `rank` in a call with counts.
 coll_gpu_vblock_t zc_wants_of(int q, int rank, int n, const uint64_t *words);
+// The bytes rank q's message 2 (words) says q sends `rank` in a call with counts.
+size_t zc_gives_of(int q, int rank, int n, const uint64_t *words);
+// In a call with counts a, the first rank q (in rank order, but this one) whose block this rank takes more or fewer
+// bytes of than q sends it (gives[q]), or -1; -1 for a call of equal blocks (a.v NULL). zc_blocks names the other
+// side.
+int zc_takes_unlike(int rank, int n, const coll_gpu_args_t &a, const size_t *gives);
 // The blocks this rank writes in call a: zc[q] into rank q's receive buffer, zc[rank] its own copy. peer_recv[q] is
 // q's receive buffer as mapped here (peer_recv[rank] a.recvbuf; NULL for a rank that receives nothing); wants[q]
 // what q takes from this rank (a call with counts; unused for the moves of equal blocks, a.v NULL: an allgather in

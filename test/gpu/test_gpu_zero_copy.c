@@ -111,9 +111,10 @@ static void one_call(const char *what, uint64_t seed, int call, char *send, char
 
 /* Counts that disagree (an erroneous program): MPI_Alltoallv of `k` ints a block, but rank 0 sends rank 1 `k + d` ints
  * (d: -k/2 or k/2) while rank 1 takes k from it; blocking (nb 0) or nonblocking. No rank waits forever: rank 0's
- * call fails with MPI_ERR_TRUNCATE (the sender's, engine/engine.h); rank 1 receives min(k + d, k) ints of rank 0's
- * block and no byte past its block (the rest of it keeps its poison); every other block is right. A correct call
- * follows, on every rank: the GPU path is left as it was. */
+ * call fails with MPI_ERR_TRUNCATE (the sender's, engine/engine.h), and so does rank 1's (the receiver's); rank 1
+ * receives min(k + d, k) ints of rank 0's block and no byte past its block (the rest of it keeps its poison); every
+ * other block is right, every other rank's call succeeds. A correct call follows, on every rank: the GPU path is
+ * left as it was. */
 static void disagree(uint64_t seed, int nb, int d) {
   enum { k = 4096 };
   const int n = nranks, sent01 = k + d;
@@ -146,6 +147,7 @@ static void disagree(uint64_t seed, int nb, int d) {
   if (err != MPI_SUCCESS) MPI_Error_class(err, &cls);
   ++checks;
   if (rank == 0 && cls != MPI_ERR_TRUNCATE) fail(what, "rank 0, the sender, did not get MPI_ERR_TRUNCATE");
+  if (rank == 1 && cls != MPI_ERR_TRUNCATE) fail(what, "rank 1, the receiver, did not get MPI_ERR_TRUNCATE");
   if (rank > 1 && err != MPI_SUCCESS) fail(what, "a rank the disagreement does not touch got an error");
   int *got = malloc(bytes);
   TBUF_CHECK(cudaMemcpy(got, drecv, bytes, cudaMemcpyDeviceToHost));

@@ -334,8 +334,9 @@ size_t scatter_blocks(std::mt19937_64 &g, const std::vector<size_t> &bytes, std:
   return at + g() % 5;
 }
 
-// Runs the exchange and the copies of one call of n ranks; returns each rank's zc_blocks answer.
-std::vector<int> run(std::vector<Rank> &ranks) {
+// Runs the exchange and the copies of one call of n ranks; returns each rank's zc_blocks answer (the sender's side
+// of counts that disagree), and in *taken each rank's zc_takes_unlike answer (the receiver's).
+std::vector<int> run(std::vector<Rank> &ranks, std::vector<int> *taken = nullptr) {
   const int n = (int)ranks.size();
   std::vector<std::vector<uint64_t>> words(n, std::vector<uint64_t>(coll_gpu::kMailWords));
   for (int r = 0; r < n; ++r) coll_gpu::zc_wants_post(r, n, true, ranks[r].a, words[r].data());
@@ -344,11 +345,14 @@ std::vector<int> run(std::vector<Rank> &ranks) {
   for (int r = 0; r < n; ++r) {
     void *peer_recv[COLL_GPU_MAX_DIRECT] = {};
     coll_gpu_vblock_t wants[COLL_GPU_MAX_DIRECT] = {};
+    size_t gives[COLL_GPU_MAX_DIRECT] = {};
     for (int q = 0; q < n; ++q) {
       peer_recv[q] = ranks[q].recv.data();
       if (q != r) wants[q] = coll_gpu::zc_wants_of(q, r, n, words[q].data());
+      if (q != r) gives[q] = coll_gpu::zc_gives_of(q, r, n, words[q].data());
     }
     bad[r] = coll_gpu::zc_blocks(r, n, ranks[r].a, peer_recv, wants, zc[r].data());
+    if (taken != nullptr) taken->push_back(coll_gpu::zc_takes_unlike(r, n, ranks[r].a, gives));
   }
   for (int r = 0; r < n; ++r)
     for (int q = 0; q < n; ++q)
@@ -390,9 +394,11 @@ TEST(ZeroCopyWords, AlltoallvOfAnyCountsAndDisplacements) {
       for (int q = 0; q < n; ++q) most = std::max(most, bytes[r][q]);
       ASSERT_EQ(most, coll_gpu::zc_most(n, ranks[r].a));
     }
-    const std::vector<int> bad = zc::run(ranks);
+    std::vector<int> taken;
+    const std::vector<int> bad = zc::run(ranks, &taken);
     for (int r = 0; r < n; ++r) {
       ASSERT_EQ(-1, bad[r]) << "rank " << r;
+      ASSERT_EQ(-1, taken[r]) << "rank " << r;
       std::vector<unsigned char> want(ranks[r].recv.size(), zc::kPoison);
       for (int s = 0; s < n; ++s)
         for (size_t i = 0; i < bytes[s][r]; ++i) want[ranks[r].v.recv[s].displ + i] = zc::pattern(s, r, i);
@@ -506,7 +512,8 @@ TEST(ZeroCopyWords, BcastOfTwoRanksFromEitherRoot) {
 }
 
 TEST(ZeroCopyWords, DisagreeingCountsMoveWhatBothAllowAndAreNamed) {
-  // 3 ranks of an alltoallv of 8 bytes a block, but rank 2 takes 5 bytes from rank 0 and 12 from rank 1
+  // 3 ranks of an alltoallv of 8 bytes a block, but rank 2 takes 5 bytes from rank 0 and 12 from rank 1: both
+  // senders and the receiver know
   const int n = 3;
   std::vector<zc::Rank> ranks(n);
   for (int r = 0; r < n; ++r) {
@@ -521,10 +528,14 @@ TEST(ZeroCopyWords, DisagreeingCountsMoveWhatBothAllowAndAreNamed) {
   }
   ranks[2].v.recv[0].bytes = 5;
   ranks[2].v.recv[1].bytes = 12;
-  const std::vector<int> bad = zc::run(ranks);
-  EXPECT_EQ(2, bad[0]);
+  std::vector<int> taken;
+  const std::vector<int> bad = zc::run(ranks, &taken);
+  EXPECT_EQ(2, bad[0]);  // the senders name their receiver
   EXPECT_EQ(2, bad[1]);
   EXPECT_EQ(-1, bad[2]);
+  EXPECT_EQ(-1, taken[0]);
+  EXPECT_EQ(-1, taken[1]);
+  EXPECT_EQ(0, taken[2]);  // the receiver names its first sender whose count differs
   for (size_t i = 0; i < 16; ++i) {
     EXPECT_EQ(i < 5 ? zc::pattern(0, 2, i) : zc::kPoison, ranks[2].recv[i]) << i;
     EXPECT_EQ(i < 8 ? zc::pattern(1, 2, i) : zc::kPoison, ranks[2].recv[16 + i]) << i;
