@@ -193,14 +193,14 @@ coll_gpu_status_t coll_gpu_engine_run(coll_gpu_engine_t *e, const coll_gpu_args_
  * coll_gpu_engine_run. Start queues every part of the call on the GPUs and returns; the buffers must stay
  * as they are until the call completes. */
 coll_gpu_status_t coll_gpu_engine_start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len);
-/* A call with counts (args->v), or an allgather or alltoall (not in place) of equal blocks that goes zero-copy,
+/* A call with counts (args->v), or a move of equal blocks that goes zero-copy (coll_gpu_zero_copy_move),
  * that completes later: coll_gpu_engine_start's counterpart, in steps that never wait for a peer. Each call moves the
  * zero-copy exchange of coll_gpu_engine_run's on as far as the peers' messages allow and returns with *done 0 while one
  * is still to come; the caller calls again with the same args (every 100 ms of the wait the late ranks' processes are
  * checked, and after cfg->wait.timeout_ns the watchdog line is written once). With *done 1: COLL_GPU_SUCCESS, the call
  * is on the GPUs and completes through coll_gpu_engine_test (COLL_GPU_MISMATCH there, the engine kept, where the ranks'
  * counts disagree, as coll_gpu_engine_run says); COLL_GPU_UNAVAILABLE on every rank alike, nothing moved, where it
- * cannot be zero-copy (an allgather or alltoall then goes through coll_gpu_engine_start); otherwise it failed (a peer
+ * cannot be zero-copy (such a move then goes through coll_gpu_engine_start); otherwise it failed (a peer
  * gone: COLL_GPU_PEER_GONE). It begins on an idle engine, which is not idle from then until the call has completed. */
 coll_gpu_status_t coll_gpu_engine_start_counted(coll_gpu_engine_t *e, const coll_gpu_args_t *args, int *done, char *why,
                                                 size_t why_len);

@@ -261,8 +261,8 @@ int mca_coll_gpu_reduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_c
 
 /* The path bits of the agreement, what a rank's buffers allow; VLAYOUT with GPU: a call with counts whose
  * layout on this rank is not the allgather's or alltoall's (or a gather or scatter), so that every rank takes the
- * zero-copy path with counts, or a nonblocking allgather or alltoall that begins as such a call does (the
- * plan's vargs). */
+ * zero-copy path with counts, or a nonblocking move of equal blocks (coll_gpu_zero_copy_move) that begins as such a
+ * call does (the plan's vargs). */
 enum { COLL_GPU_PATH_HOST = 1, COLL_GPU_PATH_GPU = 2, COLL_GPU_PATH_STAGE = 4, COLL_GPU_PATH_VLAYOUT = 8 };
 /* Whether path bits say the GPU path (with or without VLAYOUT). */
 static inline int mca_coll_gpu_path_is_gpu(uint32_t bits) {

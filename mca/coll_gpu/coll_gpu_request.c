@@ -297,7 +297,7 @@ static void read_answers(mca_coll_gpu_module_t *m) {
 
 /* The first queued call, with counts on the GPUs: its zero-copy exchange moved on; 1 when it ended and the call left
  * the queue: on the GPUs, staged (some rank's receive buffer cannot be mapped: on every rank alike, and in order, as
- * every later call of the communicator is queued behind it; an allgather or alltoall goes through the FIFOs
+ * every later call of the communicator is queued behind it; a move of equal blocks goes through the FIFOs
  * instead), or failed. */
 static int start_counted(mca_coll_gpu_call_t *c) {
   mca_coll_gpu_module_t *m = c->m;
@@ -312,7 +312,7 @@ static int start_counted(mca_coll_gpu_call_t *c) {
   c->queued = c->start_pending = 0;
   if (st == COLL_GPU_SUCCESS) {
     now_on_gpu(c);
-  } else if (st == COLL_GPU_UNAVAILABLE && c->plan.vargs.v == NULL) { /* an allgather or alltoall: the FIFOs */
+  } else if (st == COLL_GPU_UNAVAILABLE && c->plan.vargs.v == NULL) { /* a move of equal blocks: the FIFOs */
     start_on_gpu(c);
   } else if (st == COLL_GPU_UNAVAILABLE) {
     COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "comm %s: %s staged: %s", c->comm->c_name, c->saved.name, why);
