@@ -426,9 +426,11 @@ TEST(ZeroCopyWords, AllgathervOfAnyCountsInPlaceOrNot) {
       zc::set_call(ranks[r], COLL_GPU_COLL_ALLGATHER, mine, 0, true);
       ASSERT_EQ(count[r], coll_gpu::zc_most(n, ranks[r].a));
     }
-    const std::vector<int> bad = zc::run(ranks);
+    std::vector<int> taken;
+    const std::vector<int> bad = zc::run(ranks, &taken);
     for (int r = 0; r < n; ++r) {
       ASSERT_EQ(-1, bad[r]);
+      ASSERT_EQ(-1, taken[r]);
       std::vector<unsigned char> want(ranks[r].recv.size(), zc::kPoison);
       for (int s = 0; s < n; ++s)
         for (size_t i = 0; i < count[s]; ++i) want[ranks[r].v.recv[s].displ + i] = zc::pattern(s, 0, i);
