@@ -208,8 +208,9 @@ struct coll_gpu_engine {
     int cannot = -1;
     size_t most = 0;
     void *peer_recv[COLL_GPU_MAX_DIRECT] = {};
-    size_t gives[COLL_GPU_MAX_DIRECT] = {};  // with counts: what each peer sends this rank
-    uint64_t since = 0, next_check = 0;      // a nonblocking exchange's wait: its start, its next look at the peers
+    coll_gpu_vblock_t wants[COLL_GPU_MAX_DIRECT] = {};  // with counts: what each peer takes from this rank
+    size_t gives[COLL_GPU_MAX_DIRECT] = {};             // and what each peer sends this rank
+    uint64_t since = 0, next_check = 0;  // a nonblocking exchange's wait: its start, its next look at the peers
     bool reported = false;
   } zx;
 
@@ -277,12 +278,10 @@ struct coll_gpu_engine {
   void zx_post_first(const coll_gpu_args_t &a);
   void zx_map(const coll_gpu_args_t &a, const uint64_t (*words)[coll_gpu::kMailWords]);
   void zx_post_second(const coll_gpu_args_t &a);
-  bool zx_end(const coll_gpu_args_t &a, const uint64_t (*words)[coll_gpu::kMailWords], coll_gpu_vblock_t *wants);
-  coll_gpu_status_t zero_copy_exchange(const coll_gpu_args_t &a, coll_gpu_vblock_t *wants, bool *use, char *why,
-                                       size_t len);
+  bool zx_end(const coll_gpu_args_t &a, const uint64_t (*words)[coll_gpu::kMailWords]);
+  coll_gpu_status_t zero_copy_exchange(const coll_gpu_args_t &a, bool *use, char *why, size_t len);
   coll_gpu_status_t zx_watch(const char *call, char *why, size_t len);
-  coll_gpu_status_t launch_counted(const coll_gpu_args_t &a, const coll_gpu_vblock_t *wants, bool blocking, char *why,
-                                   size_t len);
+  coll_gpu_status_t launch_counted(const coll_gpu_args_t &a, bool blocking, char *why, size_t len);
   // The call on the GPUs: at most one, the last part of the call started last. Its done words are polled
   // by coll_gpu_engine_test without waiting, by wait_flight with waiting.
   struct {
@@ -1031,14 +1030,14 @@ const char *zero_copy_call(const coll_gpu_args_t &a) {
   return a.coll == COLL_GPU_COLL_ALLGATHER ? "MPI_Allgatherv" : "MPI_Alltoallv";
 }
 
-// Call p as zero-copy call a, after its exchange (e->zx, wants): its parts and blocks, and whether copy engines move
-// them. Returns zc_blocks' answer (-1, or the first rank whose block this one sends differs from what that rank
-// takes).
-int zero_copy_work(const coll_gpu_engine_t *e, const coll_gpu_args_t &a, const coll_gpu_vblock_t *wants,
-                   coll_gpu_work_t *p) {
+// Call p as zero-copy call a, after its exchange (e->zx): its parts and blocks, and whether copy engines move them
+// (zero_copy_engines_min_bytes, a blocking call only: a started one's copies overlapped the caller's computation less
+// than the kernel's stores did, 70-97% against 96-99% on 2 H200 from 64 MiB; docs/benchmarks.md). Returns zc_blocks'
+// answer (-1, or the first rank whose block this one sends differs from what that rank takes).
+int zero_copy_work(const coll_gpu_engine_t *e, const coll_gpu_args_t &a, bool blocking, coll_gpu_work_t *p) {
   p->zc_parts = coll_gpu::zc_parts(e->cfg.tune, e->nranks, e->zx.most);
-  p->zc_engines = coll_gpu::zc_engines(e->cfg.zero_copy_engines_min_bytes, e->nranks, e->zx.most);
-  return coll_gpu::zc_blocks(e->rank, e->nranks, a, e->zx.peer_recv, wants, p->zc);
+  p->zc_engines = blocking && coll_gpu::zc_engines(e->cfg.zero_copy_engines_min_bytes, e->nranks, e->zx.most);
+  return coll_gpu::zc_blocks(e->rank, e->nranks, a, e->zx.peer_recv, e->zx.wants, p->zc);
 }
 }  // namespace
 
@@ -1121,10 +1120,9 @@ void coll_gpu_engine::zx_post_second(const coll_gpu_args_t &a) {
   zx.posted = 2;
 }
 
-// After every rank's message 2 (words): whether the call goes zero-copy (alike on every rank), with wants[q] what
-// rank q takes from this one (with counts). The exchange is over.
-bool coll_gpu_engine::zx_end(const coll_gpu_args_t &a, const uint64_t (*words)[coll_gpu::kMailWords],
-                             coll_gpu_vblock_t *wants) {
+// After every rank's message 2 (words): whether the call goes zero-copy (alike on every rank), with zx.wants[q]
+// what rank q takes from this one and zx.gives[q] what it sends this one (with counts). The exchange is over.
+bool coll_gpu_engine::zx_end(const coll_gpu_args_t &a, const uint64_t (*words)[coll_gpu::kMailWords]) {
   zx.posted = 0;
   for (int q = 0; q < nranks && zx.cannot < 0; ++q)
     if (words[q][0] != 1) zx.cannot = q;
@@ -1132,7 +1130,7 @@ bool coll_gpu_engine::zx_end(const coll_gpu_args_t &a, const uint64_t (*words)[c
   if (use && a.v != nullptr)
     for (int q = 0; q < nranks; ++q)
       if (q != rank) {
-        wants[q] = coll_gpu::zc_wants_of(q, rank, nranks, words[q]);
+        zx.wants[q] = coll_gpu::zc_wants_of(q, rank, nranks, words[q]);
         zx.gives[q] = coll_gpu::zc_gives_of(q, rank, nranks, words[q]);
       }
   if (cfg.log != nullptr && use)
@@ -1149,10 +1147,9 @@ bool coll_gpu_engine::zx_end(const coll_gpu_args_t &a, const uint64_t (*words)[c
 
 // The exchange at once, waiting for the peers' messages. *use: every rank has mapped every receive buffer (the same
 // answer on every rank), with zx.peer_recv[q] rank q's as mapped here, zx.most the largest block of any rank and
-// wants[q] what q takes from this rank (with counts); otherwise the alltoall goes through the FIFOs, and a call with
-// counts is staged.
-coll_gpu_status_t coll_gpu_engine::zero_copy_exchange(const coll_gpu_args_t &a, coll_gpu_vblock_t *wants, bool *use,
-                                                      char *why, size_t len) {
+// (with counts) zx.wants and zx.gives; otherwise the alltoall goes through the FIFOs, and a call with counts is
+// staged.
+coll_gpu_status_t coll_gpu_engine::zero_copy_exchange(const coll_gpu_args_t &a, bool *use, char *why, size_t len) {
   const char *name = zero_copy_call(a);
   uint64_t words[COLL_GPU_MAX_DIRECT][coll_gpu::kMailWords];
   zx_post_first(a);
@@ -1160,7 +1157,7 @@ coll_gpu_status_t coll_gpu_engine::zero_copy_exchange(const coll_gpu_args_t &a, 
   zx_map(a, words);
   zx_post_second(a);
   COLL_GPU_CHECK(mail_wait(2 * zx.call, name, words, why, len));
-  *use = zx_end(a, words, wants);
+  *use = zx_end(a, words);
   return COLL_GPU_SUCCESS;
 }
 
@@ -1188,12 +1185,9 @@ coll_gpu_status_t coll_gpu_engine::zx_watch(const char *call, char *why, size_t 
   return COLL_GPU_SUCCESS;
 }
 
-// Call with counts a on the GPUs, its exchange done (zx; wants): as the call in flight, with flight.unlike and its
-// words where the ranks' counts disagree. Copy engines (zero_copy_engines_min_bytes) only for a blocking call: a
-// started one's copies overlapped the caller's computation less than the kernel's stores did (2 H200, 64-256 MiB:
-// 70-97% against 96-99%; docs/benchmarks.md).
-coll_gpu_status_t coll_gpu_engine::launch_counted(const coll_gpu_args_t &a, const coll_gpu_vblock_t *wants,
-                                                  bool blocking, char *why, size_t len) {
+// Call with counts a on the GPUs, its exchange done (zx): as the call in flight, with flight.unlike and its words
+// where the ranks' counts disagree.
+coll_gpu_status_t coll_gpu_engine::launch_counted(const coll_gpu_args_t &a, bool blocking, char *why, size_t len) {
   const int parts = coll_gpu::zc_parts(cfg.tune, nranks, zx.most);
   const coll_gpu_choice_t choice = {COLL_GPU_ALGO_RING, COLL_GPU_PROTO_SIMPLE, parts * nranks, 0};
   coll_gpu_work_t p;
@@ -1202,8 +1196,7 @@ coll_gpu_status_t coll_gpu_engine::launch_counted(const coll_gpu_args_t &a, cons
   p.recvbuf = a.recvbuf;
   p.type = COLL_GPU_UINT8;
   p.count = zx.most;
-  const int bad = zero_copy_work(this, a, wants, &p);
-  p.zc_engines = p.zc_engines && blocking;
+  const int bad = zero_copy_work(this, a, blocking, &p);
   trace(p, zx.most, zx.most, choice);
   COLL_GPU_CHECK(launch(p, choice.proto, false, why, len));
   const int taken = bad < 0 ? coll_gpu::zc_takes_unlike(rank, nranks, a, zx.gives) : -1;
@@ -1211,7 +1204,7 @@ coll_gpu_status_t coll_gpu_engine::launch_counted(const coll_gpu_args_t &a, cons
   if (bad >= 0)
     snprintf(flight.unlike_why, sizeof(flight.unlike_why),
              "%s: rank %d sends %zu bytes to rank %d, which takes %zu from it", zero_copy_call(a), rank,
-             a.v->send[bad].bytes, bad, bad == rank ? a.v->recv[bad].bytes : wants[bad].bytes);
+             a.v->send[bad].bytes, bad, bad == rank ? a.v->recv[bad].bytes : zx.wants[bad].bytes);
   else if (taken >= 0)
     snprintf(flight.unlike_why, sizeof(flight.unlike_why),
              "%s: rank %d takes %zu bytes from rank %d, which sends it %zu", zero_copy_call(a), rank,
@@ -1487,11 +1480,10 @@ coll_gpu_status_t unmapped(const coll_gpu_args_t &a, char *why, size_t why_len) 
 // mapped).
 coll_gpu_status_t run_counted(coll_gpu_engine_t *e, const coll_gpu_args_t &a, char *why, size_t why_len) {
   if (!counted_here(e, a, why, why_len)) return COLL_GPU_UNAVAILABLE;
-  coll_gpu_vblock_t wants[COLL_GPU_MAX_DIRECT] = {};
   bool use = false;
-  COLL_GPU_CHECK(e->zero_copy_exchange(a, wants, &use, why, why_len));
+  COLL_GPU_CHECK(e->zero_copy_exchange(a, &use, why, why_len));
   if (!use) return unmapped(a, why, why_len);
-  COLL_GPU_CHECK(e->launch_counted(a, wants, true, why, why_len));
+  COLL_GPU_CHECK(e->launch_counted(a, true, why, why_len));
   COLL_GPU_CHECK(e->wait_flight(why, why_len));
   if (e->flight.unlike < 0) return COLL_GPU_SUCCESS;
   coll_gpu_say(why, why_len, "%s", e->flight.unlike_why);
@@ -1541,13 +1533,12 @@ coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *w
   if (input > 0) COLL_GPU_CHECK(from_copy(e, input, false, &args, &copied, why, why_len));
   Parts parts(*e, *args);
   if (parts.choice().algo == COLL_GPU_ALGO_CHAIN) return chain(e, *args, run, why, why_len);
-  coll_gpu_vblock_t wants[COLL_GPU_MAX_DIRECT] = {};
   bool zero_copy = false;
   if (zero_copy_wanted(e, *args, parts.choice()))
-    COLL_GPU_CHECK(e->zero_copy_exchange(*args, wants, &zero_copy, why, why_len));
+    COLL_GPU_CHECK(e->zero_copy_exchange(*args, &zero_copy, why, why_len));
   coll_gpu_work_t p;
   while (parts.next(*e, &p)) {
-    if (zero_copy) zero_copy_work(e, *args, wants, &p);
+    if (zero_copy) zero_copy_work(e, *args, true, &p);
     COLL_GPU_CHECK(e->launch(p, parts.choice().proto, parts.linger(), why, why_len));
     COLL_GPU_CHECK(e->wait_flight(why, why_len));
   }
@@ -1609,9 +1600,8 @@ coll_gpu_status_t coll_gpu_engine_start_counted(coll_gpu_engine_t *e, const coll
     e->zx_post_second(a);
   }
   if (!e->mail_try(2 * e->zx.call, words)) return pending();
-  coll_gpu_vblock_t wants[COLL_GPU_MAX_DIRECT] = {};
-  if (!e->zx_end(a, words, wants)) return unmapped(a, why, why_len);
-  return ended(e, e->launch_counted(a, wants, false, why, why_len));
+  if (!e->zx_end(a, words)) return unmapped(a, why, why_len);
+  return ended(e, e->launch_counted(a, false, why, why_len));
 }
 
 int coll_gpu_engine_idle(const coll_gpu_engine_t *e) { return e->flight.blocks == 0 && e->zx.posted == 0; }

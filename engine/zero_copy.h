@@ -32,9 +32,7 @@ constexpr int kZcMost = kZcHandle + kIpcHandleBytes / 8;
 constexpr uint64_t kZcExported = 1, kZcNothing = 2;
 static_assert(kZcMost < kMailWords, "a receive buffer fits a message");
 constexpr int kZcSends = 1 + 2 * (COLL_GPU_MAX_DIRECT - 1);
-static_assert(kZcSends + COLL_GPU_MAX_DIRECT - 1 <= kMailWords,
-              "where every peer's block goes, and what every peer is "
-              "sent, fit a message");
+static_assert(kZcSends + COLL_GPU_MAX_DIRECT - 1 <= kMailWords, "message 2 fits a message");
 
 // The most bytes this rank sends any rank in call a (its own block included).
 size_t zc_most(int n, const coll_gpu_args_t &a);

@@ -70,7 +70,7 @@ typedef struct {
   int spin_us;         /* a wait spins this long before it yields */
   bool uniform_buffers;
   size_t net_min_bytes;                           /* across hosts, calls below this stage without an agreement */
-  size_t zero_copy_min_bytes;                     /* inside a node, alltoall blocks from this size zero-copy */
+  size_t zero_copy_min_bytes;                     /* inside a node, moves' blocks from this size zero-copy */
   size_t zero_copy_nonblocking_min_bytes;         /* and those of nonblocking and persistent calls from this one */
   size_t zero_copy_map_bytes;                     /* the peers' allocations mapped for it, at most */
   size_t zero_copy_engines_min_bytes;             /* 2 ranks: zero-copy blocks from this size by copy engines */
@@ -306,7 +306,7 @@ typedef struct {
   size_t counts[COLL_GPU_MAX_DIRECT]; /* reduce-scatter's blocks: args.counts */
   coll_gpu_args_t vargs;              /* a call's zero-copy call with counts (vargs.v, the layout below), where the
                                          agreement says some rank's is unlike the allgather's or alltoall's; a
-                                         nonblocking allgather's or alltoall's args (vargs.v NULL) */
+                                         nonblocking zero-copy move's args (vargs.v NULL, coll_gpu_zero_copy_move) */
   coll_gpu_vlayout_t layout;
   const char *name; /* the MPI function, for messages */
   size_t bytes;

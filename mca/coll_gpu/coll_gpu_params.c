@@ -476,14 +476,13 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
   /* 4 MiB: on 2 H200 a nonblocking alltoall of 1 and 2 MiB blocks took 0.98x and 0.91x the FIFOs' time alone but,
    * overlapped with computation, 1.11x and 1.03x (the exchange and a launch at the call, where the FIFO call goes to
    * the lingering kernel); 0.93x and less from 4 MiB; the allgather 1.02x, 0.97x, 0.96x (docs/benchmarks.md) */
-  register_size(
-      "zero_copy_nonblocking_min_bytes",
-      "Nonblocking and persistent calls that coll_gpu_zero_copy_min_bytes names (MPI_Ialltoall, "
-      "MPI_Iallgather, MPI_Ibcast and their _init) go zero-copy from blocks of at least this many bytes too (and of "
-      "at least coll_gpu_zero_copy_min_bytes); smaller ones go through the FIFOs, whose start costs the "
-      "caller less time: the zero-copy call's exchange with its peers begins at the call",
-      (size_t)4 << 20, 0, (size_t)1 << 40, 1, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
-      &c->zero_copy_nonblocking_min_bytes);
+  register_size("zero_copy_nonblocking_min_bytes",
+                "Nonblocking and persistent calls that coll_gpu_zero_copy_min_bytes names (MPI_Ialltoall, "
+                "MPI_Iallgather, MPI_Ibcast and their _init) go zero-copy from blocks of at least this many bytes "
+                "too (and of at least coll_gpu_zero_copy_min_bytes); smaller ones go through the FIFOs, whose start "
+                "costs the caller less time: the zero-copy call's exchange with its peers begins at the call",
+                (size_t)4 << 20, 0, (size_t)1 << 40, 1, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
+                &c->zero_copy_nonblocking_min_bytes);
   register_size("zero_copy_map_bytes",
                 "The most bytes of the peers' allocations a rank keeps mapped for coll_gpu_zero_copy_min_bytes; "
                 "past it the mappings least recently used are closed (never one of the call in progress)",

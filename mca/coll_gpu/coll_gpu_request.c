@@ -524,12 +524,12 @@ int mca_coll_gpu_icall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t
   c->all = all;
   *request = &c->super;
   *rc = OMPI_SUCCESS;
-  lock();
   if (!answered)
     COLL_GPU_LOG(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL,
                  "comm %s: %s: the path agreement not answered %llu us into the call (a rank not there yet): it "
                  "starts from progress",
                  comm->c_name, saved->name, (unsigned long long)(COLL_GPU_ANSWER_SPIN_NS / 1000));
+  lock();
   if (!answered || m->on_gpu != NULL || m->engine == NULL || (all & COLL_GPU_PATH_VLAYOUT)) {
     enqueue(m, c); /* it starts from progress: once every rank has posted, the call on the GPUs is done, or
                     * (the first) with the engine set up there, never inside the call */
