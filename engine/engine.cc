@@ -193,21 +193,21 @@ struct coll_gpu_engine {
   std::atomic<bool> failed{false};
   coll_gpu_engine *next_shared = nullptr;  // in the registry
   char name[64] = "";                      // the communicator that made it, for messages (cfg.name points here)
-  // the zero-copy alltoall (kernels/move.cu): the ranks' receive buffers, told through the node's mailbox and
-  // mapped through CUDA IPC once per allocation
+  // the zero-copy calls (kernels/move.cu, kernels/reduce.cuh): the buffers the ranks export (engine/zero_copy.h),
+  // told through the node's mailbox and mapped through CUDA IPC once per allocation
   coll_gpu::Mailbox mbox;
   coll_gpu::IpcExports exports;
   coll_gpu::IpcImports imports;
   uint64_t zero_copy_calls = 0;  // its calls so far (two messages each)
   // The exchange of the zero-copy call under way (zero_copy_exchange's steps, between a nonblocking call's tests):
-  // the messages it posted, the first rank that cannot take part, the largest block and the peers' receive buffers
-  // as mapped here.
+  // the messages it posted, the first rank that cannot take part, the largest block and the peers' exported buffers
+  // (receive buffers; a reduce-scatter's send buffers) as mapped here.
   struct {
     int posted = 0;  // 0: none under way; 1, 2: messages posted
     uint64_t call = 0;
     int cannot = -1;
     size_t most = 0;
-    void *peer_recv[COLL_GPU_MAX_DIRECT] = {};
+    void *peer_buf[COLL_GPU_MAX_DIRECT] = {};
     coll_gpu_vblock_t wants[COLL_GPU_MAX_DIRECT] = {};  // with counts: what each peer takes from this rank
     size_t gives[COLL_GPU_MAX_DIRECT] = {};             // and what each peer sends this rank
     uint64_t since = 0, next_check = 0;  // a nonblocking exchange's wait: its start, its next look at the peers
@@ -819,9 +819,21 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   return COLL_GPU_SUCCESS;
 }
 
-int coll_gpu_zero_copy_move(coll_gpu_coll_t coll, int nranks) {
-  if (coll == COLL_GPU_COLL_ALLTOALL) return nranks <= COLL_GPU_MAX_DIRECT;
-  return (coll == COLL_GPU_COLL_ALLGATHER || coll == COLL_GPU_COLL_BCAST) && nranks == 2;
+int coll_gpu_zero_copy_wins(coll_gpu_coll_t coll, int nranks, size_t bytes) {
+  constexpr size_t kMiB = (size_t)1 << 20;
+  if (nranks > COLL_GPU_MAX_DIRECT) return 0;
+  switch (coll) {
+    case COLL_GPU_COLL_ALLTOALL:
+      return 1;
+    case COLL_GPU_COLL_ALLGATHER:
+      return nranks == 2 || bytes <= 8 * kMiB;
+    case COLL_GPU_COLL_BCAST:
+      return nranks == 2;
+    case COLL_GPU_COLL_REDUCE_SCATTER:
+      return bytes <= (nranks == 2 ? 64 : 4) * kMiB;
+    default:
+      return 0;
+  }
 }
 
 int coll_gpu_net_choose(int param, int any_rdma, int virtual_nodes) {
@@ -1031,21 +1043,24 @@ const char *zero_copy_call(const coll_gpu_args_t &a) {
 }
 
 // Call p as zero-copy call a, after its exchange (e->zx): its parts and blocks, and whether copy engines move them
-// (zero_copy_engines_min_bytes, a blocking call only: a started one's copies overlapped the caller's computation less
-// than the kernel's stores did, 70-97% against 96-99% on 2 H200 from 64 MiB; docs/benchmarks.md). Returns zc_blocks'
-// answer (-1, or the first rank whose block this one sends differs from what that rank takes).
+// (zero_copy_engines_min_bytes, a blocking move only: a started one's copies overlapped the caller's computation less
+// than the kernel's stores did, 70-97% against 96-99% on 2 H200 from 64 MiB, docs/benchmarks.md; a reduce-scatter
+// reduces as it reads, on the SMs). Returns zc_blocks' answer (-1, or the first rank whose block this one sends
+// differs from what that rank takes).
 int zero_copy_work(const coll_gpu_engine_t *e, const coll_gpu_args_t &a, bool blocking, coll_gpu_work_t *p) {
   p->zc_parts = coll_gpu::zc_parts(e->cfg.tune, e->nranks, e->zx.most);
-  p->zc_engines = blocking && coll_gpu::zc_engines(e->cfg.zero_copy_engines_min_bytes, e->nranks, e->zx.most);
-  return coll_gpu::zc_blocks(e->rank, e->nranks, a, e->zx.peer_recv, e->zx.wants, p->zc);
+  p->zc_engines = blocking && a.coll != COLL_GPU_COLL_REDUCE_SCATTER &&
+                  coll_gpu::zc_engines(e->cfg.zero_copy_engines_min_bytes, e->nranks, e->zx.most);
+  return coll_gpu::zc_blocks(e->rank, e->nranks, a, e->zx.peer_buf, e->zx.wants, p->zc);
 }
 }  // namespace
 
 // The zero-copy exchange of call a, two messages through the node's mailbox (engine/zero_copy.h): the first tells
-// where this rank's receive buffer lies, or that it cannot be exported (not cudaMalloc memory, or blocks that lie past
-// its allocation), and the largest block this rank sends; the second whether this rank has mapped every peer's and,
-// with counts, where it takes each peer's block. Every rank posts both messages whatever fails here (a peer waits for
-// them): a failure only says "cannot". In steps (zx), so that a nonblocking call moves it on without waiting.
+// where this rank's exported buffer lies (its receive buffer; a reduce-scatter's send buffer), or that it cannot be
+// exported (not cudaMalloc memory, or blocks that lie past its allocation), and the largest block this rank sends; the
+// second whether this rank has mapped every peer's and, with counts, where it takes each peer's block. Every rank posts
+// both messages whatever fails here (a peer waits for them): a failure only says "cannot". In steps (zx), so that a
+// nonblocking call moves it on without waiting.
 
 // Whether every rank has posted message n: words[rank] its words; the engine's gone scratch marks the ranks not yet.
 bool coll_gpu_engine::mail_try(uint64_t n, uint64_t (*words)[coll_gpu::kMailWords]) {
@@ -1073,21 +1088,22 @@ void coll_gpu_engine::zx_post_first(const coll_gpu_args_t &a) {
   coll_gpu_alloc_t al;
   if (zc_receives_nothing(rank, nranks, a)) {
     mine[kZcCan] = kZcNothing;
-  } else if (in_ctx && coll_gpu_mem_alloc_of(a.recvbuf, &al) == 0 && al.exportable &&
-             zc_fits(nranks, a, al.size - (size_t)((char *)a.recvbuf - (char *)al.base)) &&
+  } else if (in_ctx && coll_gpu_mem_alloc_of(zc_exported(a), &al) == 0 && al.exportable &&
+             zc_fits(nranks, a, al.size - (size_t)((const char *)zc_exported(a) - (char *)al.base)) &&
              exports.handle(cuda_ipc_ops(), al.id, al.base, (unsigned char *)&mine[kZcHandle]) == 0) {
     mine[kZcCan] = kZcExported;
     mine[kZcId] = al.id;
     mine[kZcSize] = al.size;
-    mine[kZcOffset] = (uint64_t)((char *)a.recvbuf - (char *)al.base);
+    mine[kZcOffset] = (uint64_t)((const char *)zc_exported(a) - (char *)al.base);
+    mine[kZcRoom] = al.size - mine[kZcOffset];
   }
   mine[kZcMost] = zc_most(nranks, a);
   mbox.post(2 * zx.call - 1, mine);
   zx.posted = 1;
 }
 
-// After every rank's message 1 (words): the largest block, and every peer's receive buffer mapped, where every rank's
-// can be.
+// After every rank's message 1 (words): the largest block, and every peer's exported buffer mapped, where every
+// rank's can be (and, of a reduce-scatter, this rank's blocks lie within each peer's allocation).
 void coll_gpu_engine::zx_map(const coll_gpu_args_t &a, const uint64_t (*words)[coll_gpu::kMailWords]) {
   using namespace coll_gpu;
   for (int q = 0; q < nranks; ++q) {
@@ -1101,12 +1117,14 @@ void coll_gpu_engine::zx_map(const coll_gpu_args_t &a, const uint64_t (*words)[c
   for (int q = 0; q < nranks && zx.cannot < 0; ++q) {
     void *base = nullptr;
     if (q == rank)
-      zx.peer_recv[q] = a.recvbuf;
+      zx.peer_buf[q] = const_cast<void *>(zc_exported(a));
+    else if (a.coll == COLL_GPU_COLL_REDUCE_SCATTER && !zc_reads_fit(rank, nranks, a, words[q][kZcRoom]))
+      zx.cannot = rank;
     else if (words[q][kZcCan] == kZcNothing)
-      zx.peer_recv[q] = nullptr;
+      zx.peer_buf[q] = nullptr;
     else if (imports.map(ops, q, words[q][kZcId], words[q][kZcSize], (const unsigned char *)&words[q][kZcHandle],
                          zx.call, &base) == 0)
-      zx.peer_recv[q] = (char *)base + words[q][kZcOffset];
+      zx.peer_buf[q] = (char *)base + words[q][kZcOffset];
     else
       zx.cannot = rank;
   }
@@ -1133,22 +1151,23 @@ bool coll_gpu_engine::zx_end(const coll_gpu_args_t &a, const uint64_t (*words)[c
         zx.wants[q] = coll_gpu::zc_wants_of(q, rank, nranks, words[q]);
         zx.gives[q] = coll_gpu::zc_gives_of(q, rank, nranks, words[q]);
       }
+  const bool reads = a.coll == COLL_GPU_COLL_REDUCE_SCATTER;
   if (cfg.log != nullptr && use)
-    cfg.log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL,
-            "comm %s: %s of %zu bytes a block at most: zero-copy, into the peers' receive buffers", cfg.name,
-            zero_copy_call(a), zx.most);
+    cfg.log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL, "comm %s: %s of %zu bytes a block at most: zero-copy, %s", cfg.name,
+            zero_copy_call(a), zx.most, reads ? "from the peers' send buffers" : "into the peers' receive buffers");
   else if (cfg.log != nullptr)
     cfg.log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL,
-            "comm %s: %s of %zu bytes a block at most: %s (rank %d's receive buffer cannot be mapped: not cudaMalloc "
+            "comm %s: %s of %zu bytes a block at most: %s (rank %d's %s buffer cannot be mapped: not cudaMalloc "
             "memory, blocks past its allocation, or a mapping failed)",
-            cfg.name, zero_copy_call(a), zx.most, a.v == nullptr ? "through the FIFOs" : "staged", zx.cannot);
+            cfg.name, zero_copy_call(a), zx.most, a.v == nullptr ? "through the FIFOs" : "staged", zx.cannot,
+            reads ? "send" : "receive");
   return use;
 }
 
-// The exchange at once, waiting for the peers' messages. *use: every rank has mapped every receive buffer (the same
-// answer on every rank), with zx.peer_recv[q] rank q's as mapped here, zx.most the largest block of any rank and
-// (with counts) zx.wants and zx.gives; otherwise the alltoall goes through the FIFOs, and a call with counts is
-// staged.
+// The exchange at once, waiting for the peers' messages. *use: every rank has mapped every exported buffer (the same
+// answer on every rank), with zx.peer_buf[q] rank q's as mapped here, zx.most the largest block of any rank and
+// (with counts) zx.wants and zx.gives; otherwise a call of equal blocks goes through the FIFOs, and a call with
+// counts is staged.
 coll_gpu_status_t coll_gpu_engine::zero_copy_exchange(const coll_gpu_args_t &a, bool *use, char *why, size_t len) {
   const char *name = zero_copy_call(a);
   uint64_t words[COLL_GPU_MAX_DIRECT][coll_gpu::kMailWords];
@@ -1403,11 +1422,19 @@ class Parts {
 
 namespace {
 
-// Whether a blocking alltoall, allgather or bcast goes straight into the peers' receive buffers (the zero-copy
-// exchange decides whether it can): alike on every rank.
+// Whether a blocking alltoall, allgather or bcast goes straight into the peers' receive buffers, or a blocking
+// reduce-scatter reads its blocks straight from the peers' send buffers (the zero-copy exchange decides whether it
+// can): from zero_copy_min_bytes a block, where coll_gpu_zero_copy_wins, alike on every rank. Not a reduce-scatter
+// whose result overlaps its input (in place, of equal blocks): a rank would write its result over input a peer may
+// still be reading.
 bool zero_copy_wanted(const coll_gpu_engine_t *e, const coll_gpu_args_t &a, const coll_gpu_choice_t &choice) {
-  return coll_gpu_zero_copy_move(a.coll, e->nranks) && choice.algo == COLL_GPU_ALGO_RING && e->mbox.ready() &&
-         e->cfg.zero_copy_min_bytes > 0 && a.count >= e->cfg.zero_copy_min_bytes;
+  if (choice.algo != COLL_GPU_ALGO_RING || !e->mbox.ready() || e->cfg.zero_copy_min_bytes == 0) return false;
+  if (a.coll != COLL_GPU_COLL_REDUCE_SCATTER)
+    return coll_gpu_zero_copy_wins(a.coll, e->nranks, a.count) && a.count >= e->cfg.zero_copy_min_bytes;
+  const coll_gpu_vblock_t last = coll_gpu::zc_rs_block(e->nranks - 1, e->nranks, a);
+  const size_t most = coll_gpu::zc_most(e->nranks, a);
+  return coll_gpu_zero_copy_wins(a.coll, e->nranks, most) && most >= e->cfg.zero_copy_min_bytes &&
+         !Parts::overlap(a, last.displ + last.bytes, e->rank);
 }
 
 // A call's status; a failure leaves the engine refusing every claim.

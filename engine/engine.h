@@ -87,12 +87,17 @@ typedef struct coll_gpu_engine coll_gpu_engine_t;
  * or the nodes are virtual (virtual_nodes > 0: UCX's shared memory on one host), and the proxy's own
  * sockets otherwise (NCCL's socket transport; faster than UCX's tcp). The same on every rank. */
 int coll_gpu_net_choose(int param, int any_rdma, int virtual_nodes);
-/* Whether a move (coll: alltoall, allgather or bcast) of nranks ranks on one node goes zero-copy from
- * coll_gpu_zero_copy_min_bytes a block, straight into the peers' receive buffers, rather than through the FIFOs: an
- * alltoall of up to COLL_GPU_MAX_DIRECT ranks; an allgather or bcast of 2, where the allgather took 0.84-0.91x the
- * ring's time on 2 H200 from 1 to 256 MiB (with more ranks a bcast's root would send its buffer to every peer, where
- * the ring sends it once; an allgather of more ranks is not measured against the ring yet). The same on every rank. */
-int coll_gpu_zero_copy_move(coll_gpu_coll_t coll, int nranks);
+/* Whether a call of coll of nranks ranks on one node with blocks of `bytes` (a reduce-scatter: its largest block) goes
+ * zero-copy where it can (from coll_gpu_zero_copy_min_bytes, which the caller checks), rather than through the FIFOs:
+ * the moves straight into the peers' receive buffers, a reduce-scatter reading the peers' send buffers. Where it was
+ * measured faster than the FIFO path (docs/benchmarks.md, 2 and 4 H200): an alltoall of up to COLL_GPU_MAX_DIRECT
+ * ranks at any size; an allgather of 2 at any size (0.84-0.91x the ring's time from 1 to 256 MiB), of more up to 8 MiB
+ * (3 and 4 ranks: 0.79-0.94x; at 4, 1.03-1.06x at 32 and 64 MiB, where each rank's block goes to every peer from its
+ * own SMs); a bcast of 2 (with more a root would send its buffer to every peer, where the ring sends it once); a
+ * reduce-scatter of 2 up to 64 MiB (0.89-0.97x), of more up to 4 MiB (3 and 4 ranks: 0.85-0.97x; at 4, 1.03-1.08x from
+ * 16 to 128 MiB, where every rank's loads from its peers take longer than the ring's stores). The same on every
+ * rank. */
+int coll_gpu_zero_copy_wins(coll_gpu_coll_t coll, int nranks, size_t bytes);
 
 /* What a communicator brings to an engine it may share. */
 typedef struct {
@@ -193,7 +198,7 @@ coll_gpu_status_t coll_gpu_engine_run(coll_gpu_engine_t *e, const coll_gpu_args_
  * coll_gpu_engine_run. Start queues every part of the call on the GPUs and returns; the buffers must stay
  * as they are until the call completes. */
 coll_gpu_status_t coll_gpu_engine_start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len);
-/* A call with counts (args->v), or a move of equal blocks that goes zero-copy (coll_gpu_zero_copy_move),
+/* A call with counts (args->v), or a move of equal blocks that goes zero-copy (coll_gpu_zero_copy_wins),
  * that completes later: coll_gpu_engine_start's counterpart, in steps that never wait for a peer. Each call moves the
  * zero-copy exchange of coll_gpu_engine_run's on as far as the peers' messages allow and returns with *done 0 while one
  * is still to come; the caller calls again with the same args (every 100 ms of the wait the late ranks' processes are

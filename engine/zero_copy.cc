@@ -1,19 +1,43 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
- * The zero-copy moves' words (engine/zero_copy.h).
+ * The zero-copy calls' words (engine/zero_copy.h).
  */
 #include "engine/zero_copy.h"
 
 #include <string.h>
 
+#include <algorithm>
+
 namespace coll_gpu {
 
 namespace {
 size_t smaller(size_t a, size_t b) { return a < b ? a : b; }
+// A reduce-scatter's input: every rank's block.
+size_t rs_input(int n, const coll_gpu_args_t &a) {
+  const coll_gpu_vblock_t last = zc_rs_block(n - 1, n, a);
+  return last.displ + last.bytes;
+}
 }  // namespace
 
+const void *zc_exported(const coll_gpu_args_t &a) {
+  return a.coll == COLL_GPU_COLL_REDUCE_SCATTER ? a.sendbuf : a.recvbuf;
+}
+
+coll_gpu_vblock_t zc_rs_block(int q, int n, const coll_gpu_args_t &a) {
+  const size_t size = coll_gpu_dtype_size(a.type);
+  if (a.counts == nullptr) return coll_gpu_vblock_t{(size_t)q * a.count * size, a.count * size};
+  size_t begin = 0;
+  for (int r = 0; r < q && r < n; ++r) begin += a.counts[r];
+  return coll_gpu_vblock_t{begin * size, a.counts[q] * size};
+}
+
 size_t zc_most(int n, const coll_gpu_args_t &a) {
+  if (a.coll == COLL_GPU_COLL_REDUCE_SCATTER) {
+    size_t most = 0;
+    for (int q = 0; q < n; ++q) most = std::max(most, zc_rs_block(q, n, a).bytes);
+    return most;
+  }
   if (a.v == nullptr) return a.count;
   size_t most = 0;
   for (int q = 0; q < n; ++q)
@@ -22,6 +46,7 @@ size_t zc_most(int n, const coll_gpu_args_t &a) {
 }
 
 bool zc_receives_nothing(int rank, int n, const coll_gpu_args_t &a) {
+  if (a.coll == COLL_GPU_COLL_REDUCE_SCATTER) return false;
   if (a.v == nullptr) return a.coll == COLL_GPU_COLL_BCAST && rank == a.root;
   for (int q = 0; q < n; ++q)
     if (a.v->recv[q].bytes > 0) return false;
@@ -29,6 +54,7 @@ bool zc_receives_nothing(int rank, int n, const coll_gpu_args_t &a) {
 }
 
 bool zc_fits(int n, const coll_gpu_args_t &a, size_t room) {
+  if (a.coll == COLL_GPU_COLL_REDUCE_SCATTER) return rs_input(n, a) <= room;
   if (a.v == nullptr) return a.count <= (a.coll == COLL_GPU_COLL_BCAST ? room : room / (size_t)n);  // n blocks or 1
   for (int q = 0; q < n; ++q) {
     const coll_gpu_vblock_t &b = a.v->recv[q];
@@ -66,20 +92,25 @@ int zc_takes_unlike(int rank, int n, const coll_gpu_args_t &a, const size_t *giv
   return -1;
 }
 
-int zc_blocks(int rank, int n, const coll_gpu_args_t &a, void *const *peer_recv, const coll_gpu_vblock_t *wants,
+int zc_blocks(int rank, int n, const coll_gpu_args_t &a, void *const *peer_buf, const coll_gpu_vblock_t *wants,
               coll_gpu_zc_t *zc) {
   const char *in = (const char *)a.sendbuf;
   int mismatch = -1;
   for (int q = 0; q < n; ++q) {
     coll_gpu_zc_t &z = zc[q];
+    if (a.coll == COLL_GPU_COLL_REDUCE_SCATTER) {  // my block of q's input, reduced into my receive buffer
+      const coll_gpu_vblock_t mine = zc_rs_block(rank, n, a);
+      z = {(const char *)peer_buf[q] + mine.displ, a.recvbuf, mine.bytes};
+      continue;
+    }
     if (a.v == nullptr && a.coll == COLL_GPU_COLL_BCAST) {  // the root's buffer into each peer's
       const bool sends = rank == a.root && q != rank;
-      z = {in, sends ? peer_recv[q] : nullptr, sends ? a.count : 0};
+      z = {in, sends ? peer_buf[q] : nullptr, sends ? a.count : 0};
       continue;
     }
     if (a.v == nullptr) {  // the alltoall: block q of mine into block `rank` of q's; the allgather: my one block
       const char *src = a.coll == COLL_GPU_COLL_ALLGATHER ? in : in + (size_t)q * a.count;
-      char *dst = (char *)peer_recv[q] + (size_t)rank * a.count;
+      char *dst = (char *)peer_buf[q] + (size_t)rank * a.count;
       z = {src, dst, src == dst ? 0 : a.count};  // an allgather in place: my block is where it goes
       continue;
     }
@@ -87,7 +118,7 @@ int zc_blocks(int rank, int n, const coll_gpu_args_t &a, void *const *peer_recv,
     const coll_gpu_vblock_t at = q == rank ? a.v->recv[rank] : wants[q];
     if (out.bytes != at.bytes && mismatch < 0) mismatch = q;
     const size_t bytes = smaller(out.bytes, at.bytes);
-    z = {in + out.displ, bytes > 0 ? (char *)peer_recv[q] + at.displ : nullptr, bytes};
+    z = {in + out.displ, bytes > 0 ? (char *)peer_buf[q] + at.displ : nullptr, bytes};
   }
   return mismatch;
 }
@@ -101,5 +132,10 @@ int zc_parts(const coll_gpu_tune_config_t &tune, int n, size_t most) {
 }
 
 bool zc_engines(size_t min_bytes, int n, size_t most) { return n == 2 && min_bytes > 0 && most >= min_bytes; }
+
+bool zc_reads_fit(int rank, int n, const coll_gpu_args_t &a, size_t room) {
+  const coll_gpu_vblock_t mine = zc_rs_block(rank, n, a);
+  return mine.displ <= room && mine.bytes <= room - mine.displ;
+}
 
 }  // namespace coll_gpu

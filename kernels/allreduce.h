@@ -248,8 +248,9 @@ int coll_gpu_dev_comm_upload(const coll_gpu_dev_comm_t *comm, const coll_gpu_dev
 
 /* The zero-copy moves' parts of each block, a kernel block each (at most). */
 #define COLL_GPU_ZC_PARTS 16
-/* One block of a zero-copy move: `bytes` from src (this rank's memory) to dst (a peer's receive buffer as mapped
- * here, or this rank's own). */
+/* One block of a zero-copy call: `bytes` from src to dst. A move: from this rank's memory to a peer's receive buffer
+ * as mapped here, or this rank's own; a reduce-scatter: from a peer's send buffer as mapped here (or this rank's own),
+ * reduced into this rank's receive buffer. */
 typedef struct {
   const void *src;
   void *dst;
@@ -282,9 +283,10 @@ typedef struct {
   coll_gpu_range_t blocks[COLL_GPU_MAX_DIRECT]; /* reduce-scatter: rank q's elements of sendbuf */
   size_t each; /* reduce-scatter of more than COLL_GPU_MAX_DIRECT ranks (equal blocks): rank q's elements of
                   sendbuf are [q * each, q * each + count), blocks unused; 0 otherwise */
-  /* the zero-copy moves (one node): zc_parts > 0 runs the zero-copy kernel, each rank's block in zc_parts parts
-     (the same on every rank), zc[q] what this rank writes into rank q's receive buffer (mapped here), zc[rank]
-     its own copy; 0: the algorithm's kernel */
+  /* the zero-copy calls (one node): zc_parts > 0 runs the zero-copy kernel; a move: each rank's block in zc_parts
+     parts (the same on every rank), zc[q] what this rank writes into rank q's receive buffer (mapped here), zc[rank]
+     its own copy; a reduce-scatter: this rank's block in nranks x zc_parts parts, zc[q] that block of rank q's send
+     buffer (mapped here), zc[rank] of its own, each into recvbuf; 0: the algorithm's kernel */
   int zc_parts;
   int zc_engines; /* 1: the peers' blocks go by copy engines (coll_gpu_zc_engines_launch), the kernels only order
                      them and copy this rank's own block; the same on every rank */

@@ -120,6 +120,7 @@ extern "C" int coll_gpu_dev_comm_upload(const coll_gpu_dev_comm_t *comm, const c
 
 namespace coll_gpu {
 int reduce_blocks(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p) {
+  if (p.zc_parts > 0) return comm.nranks * p.zc_parts;  // the zero-copy reduce-scatter
   if (p.algo != COLL_GPU_ALGO_ONESHOT) return p.nchannels;
   size_t count = 0;  // reduce-scatter's direct kernel: the longest block (reduce's runs the one-shot body)
   for (int q = 0; q < comm.nranks; ++q) count = coll_gpu_max(count, rs_block(p, q).count);

@@ -48,6 +48,9 @@ struct Layout {
   COLL_GPU_HD size_t copied(int sender, int part) const {
     return started(COLL_GPU_MAX_DIRECT) + ((size_t)sender * COLL_GPU_ZC_PARTS + part) * kLine;
   }
+  // a rank's own copied[rank][*] lines are never a peer's flag: the first counts the blocks of its zero-copy
+  // reduce-scatter that have read their inputs (kernels/reduce.cuh)
+  COLL_GPU_HD size_t zc_reads(int rank) const { return copied(rank, 0); }
   COLL_GPU_HD size_t flags_end() const { return copied(COLL_GPU_MAX_DIRECT, 0); }
   // this rank's use only: each ring channel's step counters (kernels/prims_ring.cuh), and the call block 0
   // of a lingering one-shot kernel hands to its other blocks

@@ -15,6 +15,9 @@
  * rank of call seq waits for every other and the slot of seq is free again at seq + 2
  * (allreduce_oneshot.cu's rule). The host cuts parts above the slot into calls of their own.
  *
+ * Zero-copy (one node, large blocks): reduce-scatter reads its block of every rank's send buffer straight from
+ * there (reduce_scatter_zero_copy below).
+ *
  * Ring, Simple (large messages), over kernels/prims_ring.cuh, each channel a part of the buffer (of each
  * block) in steps of the call's chunk (at most a FIFO slot):
  *   reduce, at distance d from the root along the ring: d = 1 send my data; 1 < d send on what arrived,
@@ -158,10 +161,77 @@ __global__ void __launch_bounds__(kRingThreads) reduce_ring(const __grid_constan
   block_done(c.w.status, p.seq);
 }
 
+// Zero-copy reduce-scatter (one node, the engine's choice: coll_gpu_work_t's zc_parts and zc, every peer's send
+// buffer mapped here, zc[q] this rank's block of rank q's input): no FIFO. The call's n x zc_parts blocks each take a
+// part of this rank's block: each waits until every peer has announced the call (a peer's send buffer is its to give
+// from its kernel's start, which comes after the work queued before on its stream), then reads its part of every
+// rank's input, kRsUnroll packs of each at once (every rank's loads in flight together: on 4 H200 a thread that
+// loaded one rank after another, two in flight, took 1.09-1.15x the ring's time from 2 MiB), and writes the
+// reduction in rank order into recvbuf. Each block, its loads done, counts itself in zc_reads of my scratch; the last
+// to count raises copied[rank][0] in every peer's scratch to seq and waits for every peer's copied[q][0] in mine: so a
+// rank's call ends only once no peer reads its send buffer any more.
+constexpr int kRsUnroll = 2;  // packs of each rank's input a thread loads at once
+template <typename T, typename Op>
+__global__ void __launch_bounds__(kRingThreads)
+    reduce_scatter_zero_copy(const __grid_constant__ coll_gpu_dev_comm_t comm,
+                             const __grid_constant__ coll_gpu_work_t p, bool aligned) {
+  const int n = comm.nranks, rank = comm.rank, q = (int)threadIdx.x;
+  announce_start(comm, p);
+  const Waiter w(comm);
+  const Layout L(comm.layout);
+  __shared__ int ok, last;
+  if (threadIdx.x == 0) ok = 1;
+  __syncthreads();
+  if (q < n && q != rank && !w.wait_geq(flag_at(comm.peer_scratch[rank], L.started(q)), p.seq, q)) ok = 0;
+  __syncthreads();
+  if (ok) {
+    const coll_gpu_range_t r = coll_gpu_part(p.zc[rank].bytes, gridDim.x, blockIdx.x, kPack);
+    char *out = (char *)p.recvbuf + r.begin;
+    const size_t stride = (size_t)blockDim.x * kPack;
+    for (size_t tile = (size_t)threadIdx.x * kPack; tile < r.count; tile += kRsUnroll * stride) {
+      int m[kRsUnroll];
+#pragma unroll
+      for (int k = 0; k < kRsUnroll; ++k)
+        m[k] = tile + k * stride < r.count ? (int)coll_gpu_min(kPack, r.count - tile - k * stride) : 0;
+      uint4 v[COLL_GPU_MAX_DIRECT][kRsUnroll];
+#pragma unroll
+      for (int s = 0; s < COLL_GPU_MAX_DIRECT; ++s)
+#pragma unroll
+        for (int k = 0; k < kRsUnroll; ++k)
+          if (s < n && m[k] > 0)
+            v[s][k] = load_pack(aligned, (const char *)p.zc[s].src + r.begin + tile + k * stride, m[k]);
+#pragma unroll
+      for (int k = 0; k < kRsUnroll; ++k) {
+        uint4 acc = v[0][k];
+#pragma unroll
+        for (int s = 1; s < COLL_GPU_MAX_DIRECT; ++s)
+          if (s < n) acc = reduce_pack<T, Op>(acc, v[s][k]);
+        if (m[k] > 0) store_out<T>(aligned, out + tile + k * stride, acc, m[k]);
+      }
+    }
+  }
+  __syncthreads();  // every load of this block has returned
+  if (threadIdx.x == 0) {
+    unsigned long long *reads = (unsigned long long *)flag_at(comm.peer_scratch[rank], L.zc_reads(rank));
+    last = atomicAdd(reads, 1ull) == gridDim.x - 1;
+    if (last) atomicExch(reads, 0ull);  // every block of the call has counted itself: the next call counts from 0
+  }
+  __syncthreads();
+  if (last && q < n && q != rank) {
+    fence_release_sys();
+    st_relaxed_sys(flag_at(comm.peer_scratch[q], L.copied(rank, 0)), p.seq);
+    w.wait_geq(flag_at(comm.peer_scratch[rank], L.copied(q, 0)), p.seq, q);
+  }
+  block_done(comm.status, p.seq);
+}
+
 // Whether every address a call touches starts on a pack boundary.
 __host__ bool reduce_aligned(int nranks, const coll_gpu_work_t &p) {
   if (!packs_aligned(p.sendbuf, p.recvbuf)) return false;
   if (p.coll != COLL_GPU_COLL_REDUCE_SCATTER) return true;
+  for (int q = 0; p.zc_parts > 0 && q < nranks; ++q)  // zero-copy: this rank's block of every rank's input
+    if (!packs_aligned(p.zc[q].src, p.recvbuf)) return false;
+  if (p.zc_parts > 0) return true;
   if (p.each != 0) return p.each * coll_gpu_dtype_size(p.type) % kPack == 0;  // every block at q * each
   for (int q = 0; q < nranks; ++q)
     if (rs_block(p, q).begin * coll_gpu_dtype_size(p.type) % kPack != 0) return false;
@@ -174,7 +244,11 @@ __host__ bool reduce_aligned(int nranks, const coll_gpu_work_t &p) {
 template <typename T, typename Op>
 int reduce_typed(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p, cudaStream_t stream) {
   const bool aligned = reduce_aligned(comm.nranks, p);
-  if (p.algo == COLL_GPU_ALGO_ONESHOT && p.coll == COLL_GPU_COLL_REDUCE_SCATTER)  // reduce: oneshot_typed
+  if (p.zc_parts > 0 && (p.coll != COLL_GPU_COLL_REDUCE_SCATTER || !comm.direct || p.zc_parts > COLL_GPU_ZC_PARTS))
+    return (int)cudaErrorInvalidValue;
+  if (p.zc_parts > 0)
+    reduce_scatter_zero_copy<T, Op><<<reduce_blocks(comm, p), kRingThreads, 0, stream>>>(comm, p, aligned);
+  else if (p.algo == COLL_GPU_ALGO_ONESHOT && p.coll == COLL_GPU_COLL_REDUCE_SCATTER)  // reduce: oneshot_typed
     reduce_scatter_direct<T, Op><<<reduce_blocks(comm, p), kLLThreads, 0, stream>>>(comm, p, aligned);
   else if (p.algo == COLL_GPU_ALGO_RING)
     reduce_ring<T, Op><<<p.nchannels, kRingThreads, 0, stream>>>(comm, p, aligned);

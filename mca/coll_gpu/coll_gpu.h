@@ -261,7 +261,7 @@ int mca_coll_gpu_reduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_c
 
 /* The path bits of the agreement, what a rank's buffers allow; VLAYOUT with GPU: a call with counts whose
  * layout on this rank is not the allgather's or alltoall's (or a gather or scatter), so that every rank takes the
- * zero-copy path with counts, or a nonblocking move of equal blocks (coll_gpu_zero_copy_move) that begins as such a
+ * zero-copy path with counts, or a nonblocking move of equal blocks (coll_gpu_zero_copy_wins) that begins as such a
  * call does (the plan's vargs). */
 enum { COLL_GPU_PATH_HOST = 1, COLL_GPU_PATH_GPU = 2, COLL_GPU_PATH_STAGE = 4, COLL_GPU_PATH_VLAYOUT = 8 };
 /* Whether path bits say the GPU path (with or without VLAYOUT). */
@@ -306,7 +306,7 @@ typedef struct {
   size_t counts[COLL_GPU_MAX_DIRECT]; /* reduce-scatter's blocks: args.counts */
   coll_gpu_args_t vargs;              /* a call's zero-copy call with counts (vargs.v, the layout below), where the
                                          agreement says some rank's is unlike the allgather's or alltoall's; a
-                                         nonblocking zero-copy move's args (vargs.v NULL, coll_gpu_zero_copy_move) */
+                                         nonblocking zero-copy move's args (vargs.v NULL, coll_gpu_zero_copy_wins) */
   coll_gpu_vlayout_t layout;
   const char *name; /* the MPI function, for messages */
   size_t bytes;

@@ -912,13 +912,13 @@ static int plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_co
   pl->name = mv->counted != NULL ? mv->counted : coll_gpu_coll_mpi_name(mv->coll);
   const coll_gpu_args_t args = {mv->coll, src, dst, bytes, NULL, COLL_GPU_UINT8, COLL_GPU_SUM, mv->root};
   pl->args = args;
-  /* a nonblocking or persistent move that goes zero-copy (coll_gpu_zero_copy_move; an alltoall not in place) from
+  /* a nonblocking or persistent move that goes zero-copy (coll_gpu_zero_copy_wins; an alltoall not in place) from
    * coll_gpu_zero_copy_min_bytes and coll_gpu_zero_copy_nonblocking_min_bytes a block: the blocking call's zero-copy
    * moves, begun by the zero-copy exchange in the steps of a call with counts, which never wait for a peer (vargs
    * without a layout: through the FIFOs where some rank's receive buffer cannot be mapped). Made wherever this rank
    * takes the GPU path, as any rank's VLAYOUT makes every rank's call that one. */
   if (!blocking && pl->mine == COLL_GPU_PATH_GPU && mv->counted == NULL && counted_on_gpu(n) &&
-      coll_gpu_zero_copy_move(mv->coll, n) && (mv->coll != COLL_GPU_COLL_ALLTOALL || mv->sbuf != MPI_IN_PLACE)) {
+      coll_gpu_zero_copy_wins(mv->coll, n, bytes) && (mv->coll != COLL_GPU_COLL_ALLTOALL || mv->sbuf != MPI_IN_PLACE)) {
     pl->vargs = args;
     if (c->zero_copy_min_bytes > 0 && bytes >= c->zero_copy_min_bytes && bytes >= c->zero_copy_nonblocking_min_bytes)
       pl->mine |= COLL_GPU_PATH_VLAYOUT;

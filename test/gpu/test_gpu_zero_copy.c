@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
- * The zero-copy moves' buffers (engine/ipc_cache.h): MPI_Alltoall and MPI_Allgather, blocking, nonblocking and
- * persistent in turn, on device memory, every block checked byte for byte and the bytes around the receive buffer
- * left poisoned:
+ * The zero-copy calls' buffers (engine/ipc_cache.h): MPI_Alltoall, MPI_Allgather and MPI_Reduce_scatter_block (int
+ * sums, exact), blocking, nonblocking and persistent in turn, on device memory, every block checked and the bytes
+ * around the receive buffer left poisoned; a reduce-scatter's peers read its send buffer, so each rank poisons its
+ * input as soon as its call returns, one rank comes late to each, and the results must still be right:
  *   - sub-allocations of one large cudaMalloc at random offsets, odd ones included, as a caching allocator
  *     hands them out (the allocation mapped once, the offsets told per call);
  *   - a receive buffer freed and allocated again between calls, its new contents poisoned afresh (a new
@@ -73,13 +74,84 @@ static int start(int gather, int form, const char *send, char *recv, size_t bloc
   return err;
 }
 
+/* Int i of rank `from`'s input to reduce-scatter call `call`: small enough that the sum of every rank's is exact. */
+static int32_t int_of(uint64_t seed, int call, int from, size_t i) {
+  return (int32_t)(mix(seed ^ ((uint64_t)call << 40) ^ ((uint64_t)from << 24) ^ (i << 1)) % 200001) - 100000;
+}
+
+/* An MPI_Reduce_scatter_block (MPI_INT32_T, MPI_SUM) of `count` ints a block, done when this returns: blocking (form
+ * 0), nonblocking (1) or persistent (2). */
+static int start_rs(int form, const int32_t *send, int32_t *recv, int count) {
+  if (form == 0) return MPI_Reduce_scatter_block(send, recv, count, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Request req;
+  int err = form == 1 ? MPI_Ireduce_scatter_block(send, recv, count, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD, &req)
+                      : MPIX_Reduce_scatter_block_init(send, recv, count, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD,
+                                                       MPI_INFO_NULL, &req);
+  if (err == MPI_SUCCESS && form == 2) err = MPI_Start(&req);
+  if (err == MPI_SUCCESS) err = MPI_Wait(&req, MPI_STATUS_IGNORE);
+  if (form == 2 && req != MPI_REQUEST_NULL) MPI_Request_free(&req);
+  return err;
+}
+
+/* A reduce-scatter call of `room` / nranks bytes a block at most (whole ints, one at least) from send to recv, whose
+ * receive block is checked against the sums taken here and whose other `room` - block bytes, and the guards, must
+ * keep their poison. The rank `call` mod nranks comes late (1 ms); every rank poisons its send buffer as soon as its
+ * call returns, before the others have checked theirs: a peer still reading it would sum poison. */
+static void one_rs(const char *what, uint64_t seed, int call, char *send, char *recv, size_t room) {
+  const size_t count = room / (size_t)nranks / 4 > 0 ? room / (size_t)nranks / 4 : 1, all = count * (size_t)nranks;
+  int32_t *in = malloc(all * 4);
+  for (size_t i = 0; i < all; ++i) in[i] = int_of(seed, call, rank, i);
+  TBUF_CHECK(cudaMemcpy(send, in, all * 4, cudaMemcpyHostToDevice));
+  const size_t span = room > count * 4 ? room : count * 4;
+  unsigned char *h = malloc(span + 2 * GUARD);
+  memset(h, POISON, span + 2 * GUARD);
+  TBUF_CHECK(cudaMemcpy(recv - GUARD, h, span + 2 * GUARD, cudaMemcpyHostToDevice));
+  if (rank == call % nranks) usleep(1000);
+  ++checks;
+  if (start_rs(call % 3, (const int32_t *)send, (int32_t *)recv, (int)count) != MPI_SUCCESS)
+    fail(what, "returned an error");
+  TBUF_CHECK(cudaMemset(send, POISON, all * 4));
+  TBUF_CHECK(cudaMemcpy(h, recv - GUARD, span + 2 * GUARD, cudaMemcpyDeviceToHost));
+  ++checks;
+  for (size_t i = 0; i < GUARD; ++i)
+    if (h[i] != POISON || h[GUARD + span + i] != POISON) {
+      fail(what, "a byte beside the receive buffer was written");
+      break;
+    }
+  ++checks;
+  for (size_t i = count * 4; i < span; ++i)
+    if (h[GUARD + i] != POISON) {
+      fail(what, "a byte of the receive buffer past the block was written");
+      break;
+    }
+  ++checks;
+  for (size_t i = 0; i < count; ++i) {
+    int32_t want = 0, got;
+    for (int q = 0; q < nranks; ++q) want += int_of(seed, call, q, (size_t)rank * count + i);
+    memcpy(&got, h + GUARD + i * 4, 4);
+    if (got != want) {
+      char d[160];
+      snprintf(d, sizeof(d), "reduce-scatter %d (form %d), %zu ints a block: int %zu is %d, not %d", call, call % 3,
+               count, i, got, want);
+      fail(what, d);
+      break;
+    }
+  }
+  free(h);
+  free(in);
+}
+
 /* One call of `block` bytes a block from send to recv (device pointers; recv has GUARD bytes on each side inside its
- * allocation), checked: every block, and the guards still poisoned. The calls take turns: MPI_Alltoall,
- * MPI_Ialltoall, MPIX_Alltoall_init, then the same of MPI_Allgather (whose one block goes to every rank: byte_of's
- * `to` 0). */
+ * allocation, send and recv `block` x nranks bytes each), checked: every block, and the guards still poisoned. The
+ * calls take turns: MPI_Alltoall, MPI_Ialltoall, MPIX_Alltoall_init, then the same of MPI_Allgather (whose one block
+ * goes to every rank: byte_of's `to` 0), then of MPI_Reduce_scatter_block (one_rs). */
 static void one_call(const char *what, uint64_t seed, int call, char *send, char *recv, size_t block) {
   const size_t all = block * (size_t)nranks;
-  const int gather = call / 3 % 2;
+  if (call / 3 % 3 == 2) {
+    one_rs(what, seed, call, send, recv, all);
+    return;
+  }
+  const int gather = call / 3 % 3;
   unsigned char *h = malloc(all + 2 * GUARD);
   for (int to = 0; to < (gather ? 1 : nranks); ++to)
     for (size_t i = 0; i < block; ++i) h[(size_t)to * block + i] = byte_of(seed, call, rank, to, i);
@@ -222,28 +294,29 @@ int main(int argc, char **argv) {
   }
   TBUF_CHECK(cudaFree(pool));
 
-  /* a receive buffer freed and allocated again between calls */
-  char *send;
-  TBUF_CHECK(cudaMalloc((void **)&send, all));
+  /* send and receive buffers freed and allocated again between calls (a reduce-scatter exports its send buffer) */
   int reused = 0;
-  char *last = NULL;
+  char *last = NULL, *last_send = NULL;
   for (int call = 0; call < calls; ++call) {
-    char *recv;
+    char *send, *recv;
+    TBUF_CHECK(cudaMalloc((void **)&send, all));
     TBUF_CHECK(cudaMalloc((void **)&recv, all + 2 * GUARD));
-    reused += recv == last;
+    reused += (recv == last) + (send == last_send);
     last = recv;
+    last_send = send;
     one_call("a buffer allocated again", seed, 1000 + call, send, recv + GUARD, most / 2 + (size_t)call * 16);
     TBUF_CHECK(cudaFree(recv));
+    TBUF_CHECK(cudaFree(send));
   }
 
-  /* allocations in turn, more than a low coll_gpu_zero_copy_map_bytes maps at once */
+  /* allocations in turn, more than a low coll_gpu_zero_copy_map_bytes maps at once: both buffers of a call */
   enum { TURNS = 6 };
-  char *recvs[TURNS];
-  for (int k = 0; k < TURNS; ++k) TBUF_CHECK(cudaMalloc((void **)&recvs[k], all + 2 * GUARD));
+  char *bufs[TURNS];
+  for (int k = 0; k < TURNS; ++k) TBUF_CHECK(cudaMalloc((void **)&bufs[k], all + 2 * GUARD));
   for (int call = 0; call < calls; ++call)
-    one_call("allocations in turn", seed, 2000 + call, send, recvs[call % TURNS] + GUARD, most);
-  for (int k = 0; k < TURNS; ++k) TBUF_CHECK(cudaFree(recvs[k]));
-  TBUF_CHECK(cudaFree(send));
+    one_call("allocations in turn", seed, 2000 + call, bufs[(call + 3) % TURNS] + GUARD, bufs[call % TURNS] + GUARD,
+             most);
+  for (int k = 0; k < TURNS; ++k) TBUF_CHECK(cudaFree(bufs[k]));
 
   for (int nb = 0; nb < 2; ++nb) {
     disagree(seed, nb, 1024);

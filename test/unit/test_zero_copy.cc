@@ -544,6 +544,73 @@ TEST(ZeroCopyWords, DisagreeingCountsMoveWhatBothAllowAndAreNamed) {
   }
 }
 
+TEST(ZeroCopyWords, ReduceScatterReadsItsBlockOfEveryRanksInput) {
+  // each rank exports its send buffer and reads its own block of every rank's, equal blocks or drawn counts (zeros
+  // included); the blocks applied as the kernel does (a sum in rank order) against sums taken here by index
+  std::mt19937_64 g(std::random_device{}());
+  for (int round = 0; round < 100; ++round) {
+    const int n = 2 + (int)(g() % (COLL_GPU_MAX_DIRECT - 1));
+    const bool equal = g() % 2 == 0;
+    std::vector<size_t> counts(n), begin(n + 1, 0);
+    const size_t each = 1 + g() % 20;
+    for (int q = 0; q < n; ++q) {
+      counts[q] = equal ? each : g() % 4 == 0 ? 0 : 1 + g() % 20;
+      begin[q + 1] = begin[q] + counts[q];
+    }
+    const size_t total = begin[n];
+    std::vector<std::vector<int32_t>> send(n, std::vector<int32_t>(total)), recv(n);
+    std::vector<coll_gpu_args_t> a(n);
+    for (int r = 0; r < n; ++r) {
+      for (size_t i = 0; i < total; ++i) send[r][i] = (int32_t)(g() % 2001) - 1000;
+      recv[r].assign(counts[r] + 2, -7);  // the block, then 2 elements nothing may write
+      a[r] = coll_gpu_args_t{COLL_GPU_COLL_REDUCE_SCATTER,
+                             send[r].data(),
+                             recv[r].data(),
+                             each,
+                             equal ? nullptr : counts.data(),
+                             COLL_GPU_INT32,
+                             COLL_GPU_SUM,
+                             0,
+                             nullptr};
+      EXPECT_EQ(send[r].data(), coll_gpu::zc_exported(a[r]));
+      EXPECT_FALSE(coll_gpu::zc_receives_nothing(r, n, a[r]));
+      EXPECT_EQ(*std::max_element(counts.begin(), counts.end()) * 4, coll_gpu::zc_most(n, a[r]));
+      EXPECT_TRUE(coll_gpu::zc_fits(n, a[r], total * 4));
+      if (total > 0) {
+        EXPECT_FALSE(coll_gpu::zc_fits(n, a[r], total * 4 - 1));
+      }
+      // a peer's allocation must hold what this rank reads of it
+      EXPECT_TRUE(coll_gpu::zc_reads_fit(r, n, a[r], begin[r + 1] * 4));
+      if (counts[r] > 0) {
+        EXPECT_FALSE(coll_gpu::zc_reads_fit(r, n, a[r], begin[r + 1] * 4 - 1));
+      }
+    }
+    for (int r = 0; r < n; ++r) {
+      void *peer_buf[COLL_GPU_MAX_DIRECT] = {};
+      for (int q = 0; q < n; ++q) peer_buf[q] = const_cast<void *>(coll_gpu::zc_exported(a[q]));
+      coll_gpu_zc_t zc[COLL_GPU_MAX_DIRECT];
+      ASSERT_EQ(-1, coll_gpu::zc_blocks(r, n, a[r], peer_buf, nullptr, zc));
+      for (int q = 0; q < n; ++q) {
+        ASSERT_EQ(counts[r] * 4, zc[q].bytes);
+        ASSERT_EQ(recv[r].data(), zc[q].dst);
+        for (size_t i = 0; i < counts[r]; ++i) {
+          int32_t v;
+          memcpy(&v, (const char *)zc[q].src + i * 4, 4);
+          recv[r][i] = q == 0 ? v : recv[r][i] + v;
+        }
+      }
+      for (size_t i = 0; i < counts[r] + 2; ++i) {
+        int32_t want = -7;
+        if (i < counts[r]) {
+          want = 0;
+          for (int q = 0; q < n; ++q) want += send[q][begin[r] + i];
+        }
+        ASSERT_EQ(want, recv[r][i]) << "rank " << r << " of " << n << ", element " << i;
+      }
+    }
+  }
+}
+
 TEST(ZeroCopyWords, ARankThatReceivesNothingAndTheParts) {
   coll_gpu_vlayout_t v{};
   v.send[1] = {0, 64};
