@@ -461,15 +461,18 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
    * 70.4), faster from 16 KiB (73 against 78 us), 9-15x faster from 16 MiB; 2 hosts x 1 H100: staged faster
    * up to 32 KiB (21-50 us against 38-57). The agreement adds a message's latency to the GPU path. */
   /* 1 MiB a block: on 2 H200 the zero-copy alltoall took 0.91x the FIFOs' time at 1 MiB and 0.83-0.99x from 2 to
-   * 256 MiB, the allgather 0.84-0.91x the ring's from 1 to 256 MiB (docs/benchmarks.md); below 1 MiB not timed (the
-   * LL one-shot kernel takes alltoall to 64 KiB) */
+   * 256 MiB, the allgather 0.84-0.91x the ring's from 1 to 256 MiB; on 4 H200 the allgather 0.79x and the
+   * reduce-scatter 0.89x at 1 MiB (docs/benchmarks.md); below 1 MiB not timed (the LL one-shot kernel takes
+   * alltoall to 64 KiB). Up to which block each goes so: coll_gpu_zero_copy_wins (engine/engine.h) */
   register_size("zero_copy_min_bytes",
-                "Inside a node, MPI_Alltoall (not in place) and, with 2 ranks, MPI_Allgather and MPI_Bcast, "
-                "blocking, nonblocking and persistent, on device buffers with blocks of at least this many bytes "
-                "move each block (a bcast's whole buffer) straight from the sender's buffer into the receiver's, "
-                "mapped once per allocation through CUDA IPC, where every rank's receive buffer is cudaMalloc "
-                "memory (memory of pools, of the virtual memory management API or managed memory goes through the "
-                "FIFOs); MPI_Allgatherv and MPI_Alltoallv of other layouts than the allgather's and alltoall's, and "
+                "Inside a node, MPI_Alltoall (not in place), MPI_Allgather (with 3 to 8 ranks up to 8 MiB a "
+                "block) and, with 2 ranks, MPI_Bcast, blocking, nonblocking and persistent, on device buffers with "
+                "blocks of at least this many bytes move each block (a bcast's whole buffer) straight from the "
+                "sender's buffer into the receiver's, mapped once per allocation through CUDA IPC, where every "
+                "rank's receive buffer is cudaMalloc memory (memory of pools, of the virtual memory management API "
+                "or managed memory goes through the FIFOs); a blocking MPI_Reduce_scatter(_block) not in place (up "
+                "to 64 MiB a block with 2 ranks, 4 MiB with more) reads its block straight from every rank's send "
+                "buffer so; MPI_Allgatherv and MPI_Alltoallv of other layouts than the allgather's and alltoall's, and "
                 "MPI_Gather(v) and MPI_Scatter(v), blocking, nonblocking and persistent, go so at any size (or "
                 "stage); 0: never (and those stage)",
                 1 << 20, 0, (size_t)1 << 40, 1, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->zero_copy_min_bytes);
