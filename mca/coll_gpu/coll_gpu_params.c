@@ -472,7 +472,8 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                 "rank's receive buffer is cudaMalloc memory (memory of pools, of the virtual memory management API "
                 "or managed memory goes through the FIFOs); a blocking MPI_Reduce_scatter(_block) not in place (up "
                 "to 64 MiB a block with 2 ranks, 4 MiB with more) reads its block straight from every rank's send "
-                "buffer so; MPI_Allgatherv and MPI_Alltoallv of other layouts than the allgather's and alltoall's, and "
+                "buffer, mapped the same way where every rank's send buffer is cudaMalloc memory; MPI_Allgatherv and "
+                "MPI_Alltoallv of other layouts than the allgather's and alltoall's, and "
                 "MPI_Gather(v) and MPI_Scatter(v), blocking, nonblocking and persistent, go so at any size (or "
                 "stage); 0: never (and those stage)",
                 1 << 20, 0, (size_t)1 << 40, 1, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->zero_copy_min_bytes);

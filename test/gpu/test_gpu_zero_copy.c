@@ -74,6 +74,16 @@ static int start(int gather, int form, const char *send, char *recv, size_t bloc
   return err;
 }
 
+/* Whether the GUARD bytes on each side of `span` bytes from h + GUARD kept their poison (a check). */
+static void guards_kept(const char *what, const unsigned char *h, size_t span) {
+  ++checks;
+  for (size_t i = 0; i < GUARD; ++i)
+    if (h[i] != POISON || h[GUARD + span + i] != POISON) {
+      fail(what, "a byte beside the receive buffer was written");
+      return;
+    }
+}
+
 /* Int i of rank `from`'s input to reduce-scatter call `call`: small enough that the sum of every rank's is exact. */
 static int32_t int_of(uint64_t seed, int call, int from, size_t i) {
   return (int32_t)(mix(seed ^ ((uint64_t)call << 40) ^ ((uint64_t)from << 24) ^ (i << 1)) % 200001) - 100000;
@@ -112,12 +122,7 @@ static void one_rs(const char *what, uint64_t seed, int call, char *send, char *
     fail(what, "returned an error");
   TBUF_CHECK(cudaMemset(send, POISON, all * 4));
   TBUF_CHECK(cudaMemcpy(h, recv - GUARD, span + 2 * GUARD, cudaMemcpyDeviceToHost));
-  ++checks;
-  for (size_t i = 0; i < GUARD; ++i)
-    if (h[i] != POISON || h[GUARD + span + i] != POISON) {
-      fail(what, "a byte beside the receive buffer was written");
-      break;
-    }
+  guards_kept(what, h, span);
   ++checks;
   for (size_t i = count * 4; i < span; ++i)
     if (h[GUARD + i] != POISON) {
@@ -161,12 +166,7 @@ static void one_call(const char *what, uint64_t seed, int call, char *send, char
   ++checks;
   if (start(gather, call % 3, send, recv, block) != MPI_SUCCESS) fail(what, "returned an error");
   TBUF_CHECK(cudaMemcpy(h, recv - GUARD, all + 2 * GUARD, cudaMemcpyDeviceToHost));
-  ++checks;
-  for (size_t i = 0; i < GUARD; ++i)
-    if (h[i] != POISON || h[GUARD + all + i] != POISON) {
-      fail(what, "a byte beside the receive buffer was written");
-      break;
-    }
+  guards_kept(what, h, all);
   ++checks;
   for (int from = 0; from < nranks; ++from)
     for (size_t i = 0; i < block; ++i)
