@@ -1086,15 +1086,16 @@ void coll_gpu_engine::zx_post_first(const coll_gpu_args_t &a) {
   const bool in_ctx = entered(ctx, mem, whynot, sizeof(whynot)) == COLL_GPU_SUCCESS;
   uint64_t mine[kMailWords] = {};
   coll_gpu_alloc_t al;
+  const char *buf = (const char *)zc_exported(a);
   if (zc_receives_nothing(rank, nranks, a)) {
     mine[kZcCan] = kZcNothing;
-  } else if (in_ctx && coll_gpu_mem_alloc_of(zc_exported(a), &al) == 0 && al.exportable &&
-             zc_fits(nranks, a, al.size - (size_t)((const char *)zc_exported(a) - (char *)al.base)) &&
+  } else if (in_ctx && coll_gpu_mem_alloc_of(buf, &al) == 0 && al.exportable &&
+             zc_fits(nranks, a, al.size - (size_t)(buf - (char *)al.base)) &&
              exports.handle(cuda_ipc_ops(), al.id, al.base, (unsigned char *)&mine[kZcHandle]) == 0) {
     mine[kZcCan] = kZcExported;
     mine[kZcId] = al.id;
     mine[kZcSize] = al.size;
-    mine[kZcOffset] = (uint64_t)((const char *)zc_exported(a) - (char *)al.base);
+    mine[kZcOffset] = (uint64_t)(buf - (char *)al.base);
     mine[kZcRoom] = al.size - mine[kZcOffset];
   }
   mine[kZcMost] = zc_most(nranks, a);
@@ -1431,10 +1432,9 @@ bool zero_copy_wanted(const coll_gpu_engine_t *e, const coll_gpu_args_t &a, cons
   if (choice.algo != COLL_GPU_ALGO_RING || !e->mbox.ready() || e->cfg.zero_copy_min_bytes == 0) return false;
   if (a.coll != COLL_GPU_COLL_REDUCE_SCATTER)
     return coll_gpu_zero_copy_wins(a.coll, e->nranks, a.count) && a.count >= e->cfg.zero_copy_min_bytes;
-  const coll_gpu_vblock_t last = coll_gpu::zc_rs_block(e->nranks - 1, e->nranks, a);
   const size_t most = coll_gpu::zc_most(e->nranks, a);
   return coll_gpu_zero_copy_wins(a.coll, e->nranks, most) && most >= e->cfg.zero_copy_min_bytes &&
-         !Parts::overlap(a, last.displ + last.bytes, e->rank);
+         !Parts::overlap(a, coll_gpu::zc_rs_input(e->nranks, a), e->rank);
 }
 
 // A call's status; a failure leaves the engine refusing every claim.

@@ -164,9 +164,8 @@ int coll_gpu_engine_owns(const coll_gpu_engine_t *e, const coll_gpu_meminfo_t *m
  * COLL_GPU_UNAVAILABLE on every rank, having moved nothing. Bytes a sender sends that its receiver does not take as
  * many of (an erroneous program) move as far as both allow, and the sender's and that receiver's calls fail with
  * COLL_GPU_MISMATCH. type and op: the reductions'. root: bcast's and reduce's. How the engine runs a call depends on
- * its buffers only through
- * whether a reduce-scatter's result overlaps its input (in place, or not): every rank must pass that alike, as
- * MPI_IN_PLACE is. */
+ * its buffers only through whether a reduce-scatter's result overlaps its input (in place, or not): every rank must
+ * pass that alike, as MPI_IN_PLACE is. */
 typedef struct {
   size_t displ, bytes; /* a block of a buffer: from displ on, in bytes */
 } coll_gpu_vblock_t;

@@ -13,11 +13,6 @@ namespace coll_gpu {
 
 namespace {
 size_t smaller(size_t a, size_t b) { return a < b ? a : b; }
-// A reduce-scatter's input: every rank's block.
-size_t rs_input(int n, const coll_gpu_args_t &a) {
-  const coll_gpu_vblock_t last = zc_rs_block(n - 1, n, a);
-  return last.displ + last.bytes;
-}
 }  // namespace
 
 const void *zc_exported(const coll_gpu_args_t &a) {
@@ -30,6 +25,11 @@ coll_gpu_vblock_t zc_rs_block(int q, int n, const coll_gpu_args_t &a) {
   size_t begin = 0;
   for (int r = 0; r < q && r < n; ++r) begin += a.counts[r];
   return coll_gpu_vblock_t{begin * size, a.counts[q] * size};
+}
+
+size_t zc_rs_input(int n, const coll_gpu_args_t &a) {
+  const coll_gpu_vblock_t last = zc_rs_block(n - 1, n, a);
+  return last.displ + last.bytes;
 }
 
 size_t zc_most(int n, const coll_gpu_args_t &a) {
@@ -54,7 +54,7 @@ bool zc_receives_nothing(int rank, int n, const coll_gpu_args_t &a) {
 }
 
 bool zc_fits(int n, const coll_gpu_args_t &a, size_t room) {
-  if (a.coll == COLL_GPU_COLL_REDUCE_SCATTER) return rs_input(n, a) <= room;
+  if (a.coll == COLL_GPU_COLL_REDUCE_SCATTER) return zc_rs_input(n, a) <= room;
   if (a.v == nullptr) return a.count <= (a.coll == COLL_GPU_COLL_BCAST ? room : room / (size_t)n);  // n blocks or 1
   for (int q = 0; q < n; ++q) {
     const coll_gpu_vblock_t &b = a.v->recv[q];
@@ -94,15 +94,15 @@ int zc_takes_unlike(int rank, int n, const coll_gpu_args_t &a, const size_t *giv
 
 int zc_blocks(int rank, int n, const coll_gpu_args_t &a, void *const *peer_buf, const coll_gpu_vblock_t *wants,
               coll_gpu_zc_t *zc) {
+  if (a.coll == COLL_GPU_COLL_REDUCE_SCATTER) {  // my block of each rank's input, reduced into my receive buffer
+    const coll_gpu_vblock_t mine = zc_rs_block(rank, n, a);
+    for (int q = 0; q < n; ++q) zc[q] = {(const char *)peer_buf[q] + mine.displ, a.recvbuf, mine.bytes};
+    return -1;
+  }
   const char *in = (const char *)a.sendbuf;
   int mismatch = -1;
   for (int q = 0; q < n; ++q) {
     coll_gpu_zc_t &z = zc[q];
-    if (a.coll == COLL_GPU_COLL_REDUCE_SCATTER) {  // my block of q's input, reduced into my receive buffer
-      const coll_gpu_vblock_t mine = zc_rs_block(rank, n, a);
-      z = {(const char *)peer_buf[q] + mine.displ, a.recvbuf, mine.bytes};
-      continue;
-    }
     if (a.v == nullptr && a.coll == COLL_GPU_COLL_BCAST) {  // the root's buffer into each peer's
       const bool sends = rank == a.root && q != rank;
       z = {in, sends ? peer_buf[q] : nullptr, sends ? a.count : 0};

@@ -43,6 +43,8 @@ static_assert(kZcSends + COLL_GPU_MAX_DIRECT - 1 <= kMailWords, "message 2 fits 
 const void *zc_exported(const coll_gpu_args_t &a);
 // Bytes from rank q's block on in a reduce-scatter's send buffer, and the block's bytes (counts or equal blocks).
 coll_gpu_vblock_t zc_rs_block(int q, int n, const coll_gpu_args_t &a);
+// The bytes of a reduce-scatter's input: every rank's block.
+size_t zc_rs_input(int n, const coll_gpu_args_t &a);
 // The most bytes this rank sends any rank in call a (its own block included); a reduce-scatter's largest block.
 size_t zc_most(int n, const coll_gpu_args_t &a);
 // Whether this rank receives no byte in call a (a call with counts, or a bcast's root).
