@@ -5,14 +5,8 @@
  */
 #include "engine/mailbox.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -27,86 +21,31 @@ static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t), "a slot's numbe
 
 namespace {
 std::atomic<uint32_t> made{0};  // this process's segments, for their names
-}
+constexpr const char *kKind = "mbox";
+constexpr const char *kWhat = "the node's mailbox";
+}  // namespace
 
 size_t Mailbox::segment_bytes(int nranks) { return (size_t)nranks * kMailSlots * sizeof(Slot); }
 
 Mailbox::Slot *Mailbox::slot(int r, uint64_t n) const {
-  return (Slot *)base_ + (size_t)r * kMailSlots + n % kMailSlots;
-}
-
-coll_gpu_status_t Mailbox::map(int fd, int nranks, int rank, char *why, size_t len) {
-  const size_t bytes = segment_bytes(nranks);
-  void *m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  const int err = errno;
-  close(fd);
-  if (m == MAP_FAILED) {
-    snprintf(why, len, "mapping the node's mailbox: %s", strerror(err));
-    return COLL_GPU_SYSTEM_ERROR;
-  }
-  base_ = m;
-  bytes_ = bytes;
-  rank_ = rank;
-  return COLL_GPU_SUCCESS;
+  return (Slot *)seg_.base() + (size_t)r * kMailSlots + n % kMailSlots;
 }
 
 coll_gpu_status_t Mailbox::make(const char *name, int nranks, int rank, char *why, size_t len) {
-  reset();
-  const int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
-  if (fd < 0) {
-    snprintf(why, len, "making the node's mailbox %s: %s", name, strerror(errno));
-    return COLL_GPU_SYSTEM_ERROR;
-  }
-  if (ftruncate(fd, (off_t)segment_bytes(nranks)) != 0) {  // zero: no message yet
-    snprintf(why, len, "sizing the node's mailbox %s: %s", name, strerror(errno));
-    close(fd);
-    shm_unlink(name);
-    return COLL_GPU_SYSTEM_ERROR;
-  }
-  return map(fd, nranks, rank, why, len);
+  rank_ = rank;
+  return seg_.make(name, segment_bytes(nranks), kWhat, why, len);  // zero: no message yet
 }
 
 coll_gpu_status_t Mailbox::open(const char *name, int nranks, int rank, char *why, size_t len) {
-  reset();
-  const int fd = shm_open(name, O_RDWR, 0600);
-  if (fd < 0) {
-    snprintf(why, len, "opening the node's mailbox %s: %s", name, strerror(errno));
-    return COLL_GPU_SYSTEM_ERROR;
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0 || (size_t)st.st_size != segment_bytes(nranks)) {
-    snprintf(why, len, "the node's mailbox %s is not of %d ranks", name, nranks);
-    close(fd);
-    return COLL_GPU_SYSTEM_ERROR;
-  }
-  return map(fd, nranks, rank, why, len);
+  rank_ = rank;
+  return seg_.open(name, segment_bytes(nranks), kWhat, why, len);
 }
 
-void Mailbox::unlink(const char *name) { shm_unlink(name); }
+void Mailbox::unlink(const char *name) { ShmSegment::unlink(name); }
 
-void Mailbox::name_for(int pid, unsigned k, char *name, size_t len) {
-  snprintf(name, len, "/coll_gpu_mbox.%d.%u", pid, k);
-}
+void Mailbox::name_for(int pid, unsigned k, char *name, size_t len) { ShmSegment::name_for(kKind, pid, k, name, len); }
 
-int Mailbox::sweep() {
-  DIR *dir = opendir("/dev/shm");  // where shm_open keeps its segments on Linux
-  if (dir == nullptr) return 0;
-  int swept = 0;
-  while (const dirent *d = readdir(dir)) {
-    int pid = 0, end = 0;
-    unsigned k = 0;
-    if (sscanf(d->d_name, "coll_gpu_mbox.%d.%u%n", &pid, &k, &end) != 2 || d->d_name[end] != '\0' || pid <= 0) continue;
-    struct stat st;
-    if (fstatat(dirfd(dir), d->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_uid != geteuid() || kill(pid, 0) == 0 ||
-        errno != ESRCH)
-      continue;  // another user's, or its process lives (or cannot be asked)
-    char name[64];
-    name_for(pid, k, name, sizeof(name));
-    if (shm_unlink(name) == 0) ++swept;
-  }
-  closedir(dir);
-  return swept;
-}
+int Mailbox::sweep() { return ShmSegment::sweep(kKind); }
 
 coll_gpu_status_t Mailbox::create(const coll_gpu_bootstrap_t *b, char *why, size_t len) {
   char name[64] = "";
@@ -140,11 +79,7 @@ coll_gpu_status_t Mailbox::create(const coll_gpu_bootstrap_t *b, char *why, size
   return COLL_GPU_SUCCESS;
 }
 
-void Mailbox::reset() {
-  if (base_ != nullptr) munmap(base_, bytes_);
-  base_ = nullptr;
-  bytes_ = 0;
-}
+void Mailbox::reset() { seg_.reset(); }
 
 void Mailbox::post(uint64_t n, const uint64_t *words) {
   Slot *s = slot(rank_, n);

@@ -4,12 +4,12 @@
  * A node's ranks' words for their calls, in host memory they share: each rank posts a message (kMailWords
  * words) under a number that grows with every message, and reads its peers' under the same number. C++ only.
  *
- * The memory is a POSIX shared memory segment that the communicator's rank 0 creates and unlinks once every
- * rank has mapped it (Mailbox::create, a collective step of the engine's creation), so nothing is left behind
- * however the job ends after that; one left by a rank 0 killed before it unlinked is unlinked by the next rank 0
- * of the user's on the host to make one (Mailbox::sweep). Each rank has kMailSlots slots, message n in slot n mod
- * kMailSlots: a rank may post kMailSlots messages beyond the last one every peer has read, which the callers keep to
- * (every message is read by every peer before its sender's call can end). A slot's number is stored after its words
+ * The memory is a POSIX shared memory segment (engine/shm_segment.h) that the communicator's rank 0 creates and
+ * unlinks once every rank has mapped it (Mailbox::create, a collective step of the engine's creation), so nothing is
+ * left behind however the job ends after that; one left by a rank 0 killed before it unlinked is unlinked by the next
+ * rank 0 of the user's on the host to make one (Mailbox::sweep). Each rank has kMailSlots slots, message n in slot n
+ * mod kMailSlots: a rank may post kMailSlots messages beyond the last one every peer has read, which the callers keep
+ * to (every message is read by every peer before its sender's call can end). A slot's number is stored after its words
  * (release) and read before them (acquire), then once more: a reader never takes words of another message.
  */
 #ifndef COLL_GPU_MAILBOX_H
@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "engine/bootstrap.h"
+#include "engine/shm_segment.h"
 #include "engine/status.h"
 
 namespace coll_gpu {
@@ -47,7 +48,7 @@ class Mailbox {
   // ended: a segment of its own it has not unlinked yet goes, and its engine then does without a mailbox.)
   static int sweep();
   void reset();
-  bool ready() const { return base_ != nullptr; }
+  bool ready() const { return seg_.base() != nullptr; }
 
   // This rank's message n (from 1).
   void post(uint64_t n, const uint64_t *words);
@@ -57,10 +58,8 @@ class Mailbox {
  private:
   struct Slot;
   static size_t segment_bytes(int nranks);  // the segment of nranks ranks' slots
-  coll_gpu_status_t map(int fd, int nranks, int rank, char *why, size_t len);
   Slot *slot(int r, uint64_t n) const;
-  void *base_ = nullptr;
-  size_t bytes_ = 0;
+  ShmSegment seg_;
   int rank_ = 0;
 };
 

@@ -17,6 +17,7 @@
 
 #include "engine/ipc_cache.h"
 #include "engine/mailbox.h"
+#include "engine/shm_segment.h"
 #include "engine/zero_copy.h"
 
 namespace {
@@ -229,6 +230,44 @@ TEST(Mailbox, PostedMessagesReachEveryRank) {
   ASSERT_EQ(COLL_GPU_SUCCESS, a.make(other.c_str(), 2, 0, why, sizeof(why)));
   EXPECT_NE(COLL_GPU_SUCCESS, b.open(other.c_str(), 3, 1, why, sizeof(why)));
   coll_gpu::Mailbox::unlink(other.c_str());
+}
+
+// A sweep of one kind of segment (the SHM transport's scratch, the mailbox) leaves the other kinds alone, and a
+// segment opened at another size than it was made is refused.
+TEST(ShmSegment, SweepIsByKindAndOpenChecksTheSize) {
+  const unsigned k = 4000000001u;  // beyond any count of segments a process makes
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    char a[64], b[64], why[256];
+    coll_gpu::ShmSegment::name_for("scratch", (int)getpid(), k, a, sizeof(a));
+    coll_gpu::ShmSegment::name_for("mbox", (int)getpid(), k, b, sizeof(b));
+    coll_gpu::ShmSegment x, y;
+    const bool ok = x.make(a, 4096, "a scratch", why, sizeof(why)) == COLL_GPU_SUCCESS &&
+                    y.make(b, 8192, "a mailbox", why, sizeof(why)) == COLL_GPU_SUCCESS;
+    if (ok) memset(x.base(), 0x5a, 4096);
+    _exit(ok ? 0 : 1);  // and never unlinks them
+  }
+  int status = 0;
+  ASSERT_EQ(child, waitpid(child, &status, 0));
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  char scratch[64], mbox[64], why[256];
+  coll_gpu::ShmSegment::name_for("scratch", (int)child, k, scratch, sizeof(scratch));
+  coll_gpu::ShmSegment::name_for("mbox", (int)child, k, mbox, sizeof(mbox));
+  coll_gpu::ShmSegment probe;
+  EXPECT_NE(COLL_GPU_SUCCESS, probe.open(scratch, 8192, "a scratch", why, sizeof(why)));  // not its size
+  EXPECT_NE(nullptr, strstr(why, "is not 8192 bytes long")) << why;
+  ASSERT_EQ(COLL_GPU_SUCCESS, probe.open(scratch, 4096, "a scratch", why, sizeof(why))) << why;
+  for (size_t i = 0; i < 4096; ++i) ASSERT_EQ(0x5a, ((const unsigned char *)probe.base())[i]) << i;
+  probe.reset();
+  EXPECT_GE(coll_gpu::ShmSegment::sweep("scratch"), 1);
+  EXPECT_NE(COLL_GPU_SUCCESS, probe.open(scratch, 4096, "a scratch", why, sizeof(why)));      // gone
+  EXPECT_EQ(COLL_GPU_SUCCESS, probe.open(mbox, 8192, "a mailbox", why, sizeof(why))) << why;  // another kind
+  probe.reset();
+  EXPECT_GE(coll_gpu::ShmSegment::sweep("mbox"), 1);
+  EXPECT_NE(COLL_GPU_SUCCESS, probe.open(mbox, 8192, "a mailbox", why, sizeof(why)));
+  coll_gpu::ShmSegment::unlink(scratch);
+  coll_gpu::ShmSegment::unlink(mbox);
 }
 
 // A segment whose maker ended before unlinking it (a rank 0 killed inside Mailbox::create) is unlinked by the next
