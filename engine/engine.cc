@@ -20,7 +20,9 @@
  *   4. the transports (engine/transport.h), each connecting the peers it reaches: with several nodes NET
  *      (the network proxies start, their addresses are allgathered, each connects to the ranks of other
  *      nodes it has connections with, and everyone says whether it could), then IPC (allgather of the
- *      IPC handles; each rank opens those of the peers on its node it has connections with);
+ *      IPC handles; each rank opens those of the peers on its node it has connections with) or, where the
+ *      node's GPUs lack peer access (choose_node_transport, at the end of step 3), SHM (the scratch in pinned
+ *      shared host memory: allgather of the segments' names, each rank maps and pins its node peers');
  *   5. the layout: the kernels' view of the communicator (kernels/allreduce.h), each transport's
  *      connections in it (the peers' scratch on this node, NET FIFOs moved by the proxy to other nodes),
  *      uploaded into the scratch;
@@ -113,7 +115,8 @@ uint64_t config_hash(const coll_gpu_engine_config_t &c) {
                         (uint64_t)(int64_t)c.proxy_net,
                         c.zero_copy_min_bytes,
                         c.zero_copy_map_bytes,
-                        c.zero_copy_engines_min_bytes};
+                        c.zero_copy_engines_min_bytes,
+                        (uint64_t)(int64_t)c.node_transport};
   return coll_gpu_hash(v, sizeof(v), 0);
 }
 
@@ -177,8 +180,10 @@ struct coll_gpu_engine {
   int run_turns = 0;                        // coll_gpu_rings_run_turns: the ring calls' run, or 0
   int run_blocks = 0;                       // with run_turns: the fewest first blocks of a call on every ring
   coll_gpu::Ipc ipc;                        // the transports (engine/transport.h): this node's peers
+  coll_gpu::Shm shm;                        // or, where their GPUs lack peer access, through shared host memory
+  bool shm_node = false;                    // alike on every rank: SHM serves the node's peers, not IPC
   coll_gpu::Net net;                        // and other nodes' ranks
-  coll_gpu::Transport transports[2];        // those of this communicator: NET with several nodes, IPC
+  coll_gpu::Transport transports[2];        // those of this communicator: NET with several nodes, IPC or SHM
   int ntransports = 0;
   // sharing (engine.h): under registry_lock, the communicators that hold it; in one word, the one whose calls
   // count on it now and how many (owner << 32 | count; a count of 0: free, whatever owner says)
@@ -229,6 +234,7 @@ struct coll_gpu_engine {
     nodes_scratch = coll_gpu::make_host_array<char>(COLL_GPU_NODES_SCRATCH(nranks));
     return pid != nullptr && visible != nullptr && node != nullptr && linked != nullptr && gone != nullptr &&
            nodes_scratch != nullptr && ipc.alloc(rank, nranks, &mem) &&
+           (cfg.node_transport == COLL_GPU_ENGINE_NODE_IPC || shm.alloc(rank, nranks, &mem)) &&
            coll_gpu_rings_alloc(&rings, nranks) == COLL_GPU_SUCCESS;
   }
   coll_gpu_engine(const coll_gpu_engine &) = delete;
@@ -241,6 +247,7 @@ struct coll_gpu_engine {
     net.reset();                                               // the proxy stops before its FIFOs go
     imports.clear(coll_gpu::cuda_ipc_ops());
     ipc.reset();
+    shm.reset();
     copy_done.reset();
     copy_ready.reset();
     copy_stream.reset();
@@ -262,6 +269,7 @@ struct coll_gpu_engine {
   }
   void link_neighbours();
   coll_gpu_status_t alloc_scratch(char *why, size_t len);
+  void choose_node_transport(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *peers);
   coll_gpu_status_t connect(const coll_gpu::TransportLinks &links, coll_gpu_status_t st, char *why, size_t len);
   coll_gpu_status_t setup_conns(char *why, size_t len);
   bool net_failed(uint8_t *gone, char *why = nullptr, size_t len = 0) const;
@@ -519,9 +527,34 @@ void coll_gpu_engine::link_neighbours() {
   linked[rank] = 0;
 }
 
+// Step 3, last: whether SHM serves the node's peers instead of IPC, alike on every rank: where the parameter says
+// so, or (auto) where some rank's GPU has no peer access to the GPU of a rank of its node it connects to (a GPU not
+// visible to this process is taken to have it: if CUDA IPC then fails, the call stages and says so). Auto costs an
+// allgather. With SHM the zero-copy calls are off: the peers' own buffers cannot be mapped.
+void coll_gpu_engine::choose_node_transport(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *peers) {
+  shm_node = cfg.node_transport == COLL_GPU_ENGINE_NODE_SHM;
+  if (cfg.node_transport == COLL_GPU_ENGINE_NODE_AUTO) {
+    int lacks = -1;  // the first peer whose GPU this rank's cannot reach
+    for (int r = 0; r < nranks && lacks < 0; ++r)
+      if (r != rank && linked[r] && node[r] == node[rank] && coll_gpu_peer_access(mem.device, peers[r].busid) == 0)
+        lacks = r;
+    int bad = -1;
+    shm_node = !coll_gpu_all_ok(b, lacks >= 0 ? 1 : 0, &bad);
+    if (lacks >= 0 && cfg.log != nullptr)
+      cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
+              "comm %s: no CUDA peer access from this rank's GPU to rank %d's (%s)", cfg.name, lacks,
+              peers[lacks].busid);
+  }
+  if (shm_node && cfg.log != nullptr)
+    cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
+            "comm %s: the ranks of a node reach each other through shared host memory (SHM, %s): no zero-copy calls",
+            cfg.name,
+            cfg.node_transport == COLL_GPU_ENGINE_NODE_SHM ? "coll_gpu_node_transport shm" : "no peer access");
+}
+
 // Step 4, first: the layout for the channels the communicator runs, within cfg.scratch_max_bytes, and the scratch,
-// exported for the peers that map it. The same layout on every rank (the same parameters and rank
-// count, the same channels).
+// exported for the peers that map it (device memory for IPC, a shared memory segment of pinned host memory for SHM).
+// The same layout on every rank (the same parameters and rank count, the same channels).
 coll_gpu_status_t coll_gpu_engine::alloc_scratch(char *why, size_t len) {
   // rings only over several nodes (beyond COLL_GPU_MAX_DIRECT ranks the layout has no direct parts anyway)
   if (multinode) layout.ll_bytes = layout.twoshot_bytes = 0;
@@ -541,7 +574,9 @@ coll_gpu_status_t coll_gpu_engine::alloc_scratch(char *why, size_t len) {
             cfg.name, want, cfg.scratch_max_bytes, layout.nchannels, layout.slot_bytes);
   ContextScope ctx(mem);
   COLL_GPU_CHECK(entered(ctx, mem, why, len));
-  CUDA_CHECK(coll_gpu_dev_alloc(scratch.out(), coll_gpu_ar_scratch_bytes(&layout)), why, len);
+  const size_t bytes = coll_gpu_ar_scratch_bytes(&layout);
+  if (shm_node) return shm.set_own(bytes, why, len);
+  CUDA_CHECK(coll_gpu_dev_alloc(scratch.out(), bytes), why, len);
   return ipc.set_own(scratch.get(), why, len);
 }
 
@@ -569,9 +604,9 @@ coll_gpu_status_t coll_gpu_engine::setup_conns(char *why, size_t len) {
     coll_gpu_say(why, len, "out of host memory");
     return COLL_GPU_SYSTEM_ERROR;
   }
-  CUDA_CHECK(coll_gpu_dev_comm_setup(&comm, conns.get(), rank, nranks, &layout, ipc.view(), rings.nrings, rings.span,
-                                     rings.order, (coll_gpu_ar_status_t *)status_dev, (volatile uint8_t *)waiting_dev,
-                                     cfg.wait.timeout_ns, cfg.linger_ns),
+  CUDA_CHECK(coll_gpu_dev_comm_setup(&comm, conns.get(), rank, nranks, &layout, shm_node ? shm.view() : ipc.view(),
+                                     rings.nrings, rings.span, rings.order, (coll_gpu_ar_status_t *)status_dev,
+                                     (volatile uint8_t *)waiting_dev, cfg.wait.timeout_ns, cfg.linger_ns),
              why, len);
   for (int t = 0; t < ntransports; ++t)
     COLL_GPU_CHECK(transports[t].fill(transports[t].self, comm, conns.get(), why, len));
@@ -765,9 +800,10 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     e->run_turns = coll_gpu_rings_run_turns(&e->rings, e->node.get(), e->nodes_scratch.get());
   }
   e->link_neighbours();
+  e->choose_node_transport(b, peers.get());
 
   // 4. the scratch, then the transports: NET (the network proxies, connected to the ranks of other nodes), then
-  // IPC
+  // IPC or SHM
   const coll_gpu_status_t allocated = e->alloc_scratch(why, why_len);
   if (e->multinode) {
     e->rings.span = std::max(1, e->layout.nchannels / e->rings.nrings);  // a run of channels a ring
@@ -790,7 +826,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
                      cfg->log);
     e->transports[e->ntransports++] = coll_gpu::transport_of(&e->net);
   }
-  e->transports[e->ntransports++] = coll_gpu::transport_of(&e->ipc);
+  e->transports[e->ntransports++] = e->shm_node ? coll_gpu::transport_of(&e->shm) : coll_gpu::transport_of(&e->ipc);
   const coll_gpu::TransportLinks links = {b, peers.get(), e->node.get(), e->linked.get()};
   bool connected = e->connect(links, allocated, why, why_len) == COLL_GPU_SUCCESS;
   // 5. the layout: the kernels' view and its connections
@@ -801,7 +837,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     return COLL_GPU_UNAVAILABLE;
   }
   // 7. the zero-copy alltoall's mailbox: without it (alike on every rank) the alltoall goes through the FIFOs
-  if (!e->multinode && b->size <= COLL_GPU_MAX_DIRECT && cfg->zero_copy_min_bytes > 0) {
+  if (!e->multinode && b->size <= COLL_GPU_MAX_DIRECT && cfg->zero_copy_min_bytes > 0 && !e->shm_node) {
     char whynot[256];
     if (e->mbox.create(b, whynot, sizeof(whynot)) != COLL_GPU_SUCCESS && cfg->log != nullptr)
       cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT, "comm %s: no zero-copy alltoall (%s)", cfg->name, whynot);

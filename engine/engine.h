@@ -58,6 +58,12 @@ extern "C" {
 #define COLL_GPU_ENGINE_PROXY_NET_UCX 0
 #define COLL_GPU_ENGINE_PROXY_NET_SOCKETS 1
 
+/* How the ranks of a node reach each other's scratch (engine/transport.h): AUTO, CUDA IPC where every rank's GPU has
+ * peer access to those of the ranks of its node it connects to, else SHM (pinned shared host memory). */
+#define COLL_GPU_ENGINE_NODE_AUTO -1
+#define COLL_GPU_ENGINE_NODE_IPC 0
+#define COLL_GPU_ENGINE_NODE_SHM 1
+
 typedef struct {
   coll_gpu_tune_config_t tune;
   coll_gpu_wait_config_t wait; /* how the host waits; wait.timeout_ns is also when the kernels report a wait */
@@ -77,6 +83,7 @@ typedef struct {
   size_t zero_copy_map_bytes;  /* the bound of the peers' allocations mapped here for it (engine/ipc_cache.h) */
   size_t zero_copy_engines_min_bytes; /* of 2 ranks, a zero-copy call whose largest block is this large or larger
                                          moves the peer's block by copy engines; 0: never (engine/zero_copy.h) */
+  int node_transport;                 /* how a node's ranks reach each other: a COLL_GPU_ENGINE_NODE_* */
 } coll_gpu_engine_config_t;
 
 typedef struct coll_gpu_engine coll_gpu_engine_t;

@@ -2,9 +2,11 @@
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Transports (C++ only; NCCL's ncclTransport): the ways a rank's kernels reach a peer. IPC reaches the
- * peers of the rank's node through their scratch, mapped here with CUDA IPC (this file); NET reaches the
+ * peers of the rank's node through their scratch, mapped here with CUDA IPC (this file); SHM the same peers where
+ * their GPUs lack peer access, through scratch in pinned shared host memory (this file); NET reaches the
  * ranks of other nodes through FIFOs in host memory that the network proxy moves (engine/net.h). Each peer
- * this rank has connections with belongs to exactly one of them, by node.
+ * this rank has connections with belongs to exactly one of them, by node (a communicator's node peers are all IPC's
+ * or all SHM's).
  *
  * Engine creation runs in steps (engine/engine.cc): peer exchange -> nodes and channels (the rings, and
  * which ranks this rank's kernels have connections with) -> the scratch, sized for those channels ->
@@ -25,6 +27,7 @@
 
 #include "engine/bootstrap.h"
 #include "engine/owning.h"
+#include "engine/shm_segment.h"
 #include "engine/status.h"
 #include "kernels/allreduce.h"
 
@@ -100,6 +103,67 @@ class Ipc {
   HostPtr<char[]> handles_;  // every rank's entry, 1 + hsize_ bytes each
   HostPtr<void *[]> view_;
   IpcMapping mapped_[kMaxMapped];
+  int nmapped_ = 0;
+};
+
+// SHM: the same peers where CUDA peer access between their GPUs is unavailable (NCCL's shared memory transport):
+// every rank's scratch lies in pinned host memory, a shared memory segment of its own (engine/shm_segment.h) that
+// the peers it connects with map too, so that the kernels' stores into a peer's scratch and their polls of their
+// own cross PCIe into host memory, with no proxy and no copy by a CPU. Its connections are IPC's over those
+// mappings (coll_gpu_dev_ipc_conns). The segments are unlinked once every rank has mapped its peers'.
+// How SHM pins host memory and maps it into the device: the runtime's (cuda_pin_ops), or a test's. pin returns 0 or
+// an error of its own (a cudaError_t), dev the memory's device view.
+struct PinOps {
+  void *ctx;
+  int (*pin)(void *ctx, void *host, size_t bytes, void **dev);
+  int (*unpin)(void *ctx, void *host);
+};
+PinOps cuda_pin_ops();
+
+class Shm {
+ public:
+  static constexpr const char *kName = "SHM";
+  static constexpr int kNameBytes = 48;  // "/coll_gpu_scratch.PID.K"
+
+  Shm() = default;
+  Shm(const Shm &) = delete;
+  Shm &operator=(const Shm &) = delete;
+  ~Shm() { reset(); }
+
+  // As Ipc::alloc; pins through ops. A meminfo of no device (device -1, a test's) enters no context.
+  bool alloc(int rank, int nranks, const coll_gpu_meminfo_t *mem, const PinOps &ops = cuda_pin_ops());
+  // This rank's scratch: a new segment of `bytes` zero bytes, pinned and mapped into the device's context (view()'s
+  // entry of this rank). Until it succeeds the exchange below says this rank has no scratch.
+  coll_gpu_status_t set_own(size_t bytes, char *why, size_t len);
+  // Allgathers the segments' names, maps and pins those of the peers on this node that this rank has connections
+  // with, then (a collective step, made whatever failed) unlinks its own once every rank is past its mappings.
+  coll_gpu_status_t connect(const TransportLinks &links, char *why, size_t len);
+  coll_gpu_status_t fill(const coll_gpu_dev_comm_t &comm, coll_gpu_dev_conns_t *conns, char *why, size_t len);
+  // As Ipc::view: every rank's scratch as this rank's kernels see it.
+  void *const *view() const { return view_.get(); }
+  // The mappings go, this rank's scratch with them, in the current context (the engine's device's).
+  void reset();
+
+ private:
+  // A segment mapped here and pinned.
+  struct Pinned {
+    ShmSegment seg;
+    void *dev = nullptr;
+    void reset(const PinOps &ops);
+  };
+  coll_gpu_status_t pin(Pinned *p, const char *name, bool make, char *why, size_t len);
+  char *entry(int r) const { return names_.get() + (size_t)r * (1 + kNameBytes); }
+  coll_gpu_status_t map_peers(const TransportLinks &links, char *why, size_t len);
+
+  int rank_ = 0, nranks_ = 0;
+  size_t bytes_ = 0;
+  const coll_gpu_meminfo_t *mem_ = nullptr;
+  PinOps ops_ = {};
+  HostPtr<char[]> names_;  // every rank's entry: a byte that says it has scratch, then its segment's name
+  HostPtr<void *[]> view_;
+  Pinned own_;
+  char own_name_[kNameBytes] = "";  // until it is unlinked
+  Pinned mapped_[Ipc::kMaxMapped];
   int nmapped_ = 0;
 };
 

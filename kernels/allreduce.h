@@ -4,7 +4,8 @@
  * The GPU collective kernels: a plain C launch interface (no MPI, no CUDA types) over the algorithms in
  * kernels/ (allreduce_*, move.cu, reduce.cuh). Every function returns 0 or a cudaError_t value.
  *
- * Memory each rank exposes to its peers through CUDA IPC (one allocation, coll_gpu_ar_scratch_bytes):
+ * Memory each rank exposes to its peers through CUDA IPC (one allocation, coll_gpu_ar_scratch_bytes; with the SHM
+ * transport, pinned shared host memory mapped into every peer's GPU instead, engine/transport.h):
  *   flags: per-sender step counters and per-sender one-shot/two-shot flags
  *   steps: each ring channel's step counters (read and written by this rank's kernels only)
  *   ll:    one-shot LL lines, [parity][sender][line]
@@ -237,7 +238,7 @@ int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_conns_t *con
                             const coll_gpu_ar_layout_t *layout, void *const *peer_scratch, int nrings, int span,
                             const uint16_t *rings, coll_gpu_ar_status_t *status, volatile uint8_t *waiting,
                             uint64_t timeout_ns, uint64_t linger_ns);
-/* The IPC transport's connections: to and from every peer whose scratch is mapped here (peer_scratch[q] not
+/* The IPC and SHM transports' connections: to and from every peer whose scratch is mapped here (peer_scratch[q] not
  * NULL), into its FIFOs and flags and ours, on the ring channels and (with 3 to COLL_GPU_MAX_DIRECT ranks)
  * point to point; the others are left as they are. After coll_gpu_dev_comm_setup. */
 void coll_gpu_dev_ipc_conns(const coll_gpu_dev_comm_t *comm, coll_gpu_dev_conns_t *conns, void *const *peer_scratch);
@@ -334,6 +335,13 @@ int coll_gpu_copy_async(void *dst, const void *src, size_t bytes, void *stream);
 int coll_gpu_legacy_stream_wait(void); /* returns once the work queued on the legacy default stream is done */
 int coll_gpu_host_mapped_alloc(void **host, void **dev, size_t bytes); /* zeroed */
 int coll_gpu_host_mapped_free(void *host);
+/* Pins `bytes` of host memory mapped here (a shared memory segment) and maps it into every context (portable), dev
+ * its device view in this one; unregister ends that. */
+int coll_gpu_host_register(void *host, size_t bytes, void **dev);
+int coll_gpu_host_unregister(void *host);
+/* Whether device `device` can access the memory of the GPU at PCI bus id `busid` as a peer: 1 it can (or it is the
+ * same GPU), 0 it cannot, -1 not known here (that GPU is not visible to this process). */
+int coll_gpu_peer_access(int device, const char *busid);
 /* The GPU's UUID, PCI bus id and multiprocessor count. */
 int coll_gpu_device_identity(int device, char uuid[16], char busid[32], int *sms);
 

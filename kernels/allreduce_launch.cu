@@ -111,10 +111,12 @@ extern "C" void coll_gpu_dev_ipc_conns(const coll_gpu_dev_comm_t *comm, coll_gpu
 extern "C" int coll_gpu_dev_comm_upload(const coll_gpu_dev_comm_t *comm, const coll_gpu_dev_conns_t *conns, int nrings,
                                         const uint16_t *rings) {
   const coll_gpu::Layout L(comm->layout);
-  cudaError_t err = cudaMemcpy((void *)comm->channels, conns, sizeof(*conns), cudaMemcpyHostToDevice);
+  // the scratch is device memory (IPC) or pinned host memory mapped into the device (SHM): the copies take their
+  // direction from the pointers
+  cudaError_t err = cudaMemcpy((void *)comm->channels, conns, sizeof(*conns), cudaMemcpyDefault);
   if (err == cudaSuccess)
     err = cudaMemcpy((char *)comm->channels + (L.rings() - L.conns()), rings,
-                     (size_t)nrings * comm->nranks * sizeof(uint16_t), cudaMemcpyHostToDevice);
+                     (size_t)nrings * comm->nranks * sizeof(uint16_t), cudaMemcpyDefault);
   return (int)err;
 }
 
@@ -230,6 +232,30 @@ extern "C" int coll_gpu_host_mapped_alloc(void **host, void **dev, size_t bytes)
 }
 
 extern "C" int coll_gpu_host_mapped_free(void *host) { return (int)cudaFreeHost(host); }
+
+extern "C" int coll_gpu_host_register(void *host, size_t bytes, void **dev) {
+  cudaError_t err = cudaHostRegister(host, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
+  if (err != cudaSuccess) return (int)err;
+  err = cudaHostGetDevicePointer(dev, host, 0);
+  if (err != cudaSuccess) cudaHostUnregister(host);
+  return (int)err;
+}
+
+extern "C" int coll_gpu_host_unregister(void *host) { return (int)cudaHostUnregister(host); }
+
+extern "C" int coll_gpu_peer_access(int device, const char *busid) {
+  int peer = -1, can = 0;
+  if (cudaDeviceGetByPCIBusId(&peer, busid) != cudaSuccess) {
+    (void)cudaGetLastError();  // not a sticky error: clear it
+    return -1;
+  }
+  if (peer == device) return 1;
+  if (cudaDeviceCanAccessPeer(&can, device, peer) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return can ? 1 : 0;
+}
 
 extern "C" int coll_gpu_device_identity(int device, char uuid[16], char busid[32], int *sms) {
   cudaDeviceProp prop;

@@ -413,6 +413,20 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                 "slots directly, as NCCL's socket transport), or auto: sockets where no rank's host has an RDMA "
                 "device and the nodes are hosts, ucx otherwise. Every rank must use the same",
                 nets, COLL_GPU_ENGINE_PROXY_NET_AUTO, &c->proxy_net);
+  static const mca_base_var_enum_value_t node_transports[] = {{COLL_GPU_ENGINE_NODE_AUTO, "auto"},
+                                                              {COLL_GPU_ENGINE_NODE_IPC, "ipc"},
+                                                              {COLL_GPU_ENGINE_NODE_SHM, "shm"},
+                                                              {0, NULL}};
+  register_enum("node_transport",
+                "How the ranks of a node reach each other's GPU memory: ipc (each rank's scratch in device memory, "
+                "mapped by its peers through CUDA IPC, over NVLink or PCIe peer to peer), shm (each rank's scratch "
+                "in pinned shared host memory that the peers' GPUs read and write directly, with no proxy and no "
+                "copy by a CPU, as NCCL's shared memory transport; slower than ipc where the GPUs have peer access, "
+                "and the zero-copy calls of coll_gpu_zero_copy_min_bytes go through the FIFOs or stage), or auto: "
+                "shm where some rank's GPU has no CUDA peer access to another GPU of its node (PCIe GPUs without "
+                "peer to peer, some virtual machines), ipc otherwise. With ipc, where a rank cannot map a peer's "
+                "scratch the communicator's calls stage. Every rank must use the same",
+                node_transports, COLL_GPU_ENGINE_NODE_IPC, &c->node_transport);
   register_string("socket_ifname",
                   "Network interfaces whose IPv4 addresses the proxy's sockets are reached on, as NCCL_SOCKET_IFNAME: "
                   "name prefixes, comma-separated (eth,ib), a leading ^ to exclude them instead. Empty: every "
