@@ -17,7 +17,8 @@
 # build stays in /tmp/coll-gpu-build for a next command while the machine is held); BENCH_MAX_MB (default 512) bounds the
 # benchmark's largest message; BENCH_COLLS (default "allreduce bcast allgather alltoall reduce reduce_scatter")
 # the collectives it runs, none for no benchmark; BENCH_ARGS more benchmark options (one GPU: "-N", since NCCL
-# takes a GPU per rank);
+# takes a GPU per rank); BENCH_MPIRUN more mpirun options for the benchmark (the SHM transport beside NCCL's:
+# "--mca coll_gpu_node_transport shm -x NCCL_P2P_DISABLE=1");
 # TESTS_FIRST, test cases run (and reported) before the benchmark. The benchmark runs NCCL beside coll/gpu
 # on the same buffers; contrib/ratio-bands.sh then sums up ours/NCCL per collective and size band.
 set -u
@@ -80,7 +81,7 @@ fi
 for np in $(echo ${1-2 $ngpu} | tr " " "\n" | sort -nu); do
   for coll in ${BENCH_COLLS:-allreduce bcast allgather alltoall reduce reduce_scatter}; do
     echo "== $coll on device buffers through coll/gpu, $np ranks"
-    timeout 150 mpirun -np "$np" --bind-to none $path --mca coll gpu,tuned,libnbc,basic,self,inter \
+    timeout 150 mpirun -np "$np" --bind-to none $path --mca coll gpu,tuned,libnbc,basic,self,inter ${BENCH_MPIRUN:-} \
       test/perf/coll_gpu_allreduce_bench -C "$coll" -d cuda -c -M $((${BENCH_MAX_MB:-512} << 20)) ${BENCH_ARGS:-} 2>&1
   done | tee "$out/bench_np$np.txt"
   echo "== ours/NCCL per collective, $np ranks: lowest-highest ratio per size band"
