@@ -37,6 +37,7 @@
 
 #include <atomic>
 
+#include "common/hash.h"
 #include "engine/bootstrap.h"
 
 namespace {

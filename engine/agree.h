@@ -5,7 +5,7 @@
  * (bits), and a rank that needs the answer reads the OR of all posts. On one node it costs one cache line
  * written per rank and one read per peer, instead of an MPI allreduce; across nodes, a message per post to
  * each rank of the other nodes (below). A wait lasts while the ranks it waits for exist
- * (engine/wait.h).
+ * (common/wait.h).
  *
  * Nothing here needs the other ranks to be set up: the agreements of every communicator of a job on a
  * node live in one table, a file in a directory the MPI library removes at the job's end, which the first
@@ -43,8 +43,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/status.h"
-#include "engine/wait.h"
+#include "common/status.h"
+#include "common/wait.h"
 #include "kernels/allreduce.h"
 
 #ifdef __cplusplus
@@ -100,7 +100,7 @@ typedef struct coll_gpu_agree coll_gpu_agree_t;
 coll_gpu_status_t coll_gpu_agree_create(coll_gpu_agree_table_t *t, const coll_gpu_agree_key_t *key, uint64_t instance,
                                         int rank, coll_gpu_agree_t **out);
 
-/* Watching an agreement's wait (engine/wait.h): after wait->timeout_ns, report(ctx, late) is called
+/* Watching an agreement's wait (common/wait.h): after wait->timeout_ns, report(ctx, late) is called
  * once with late[r] = 1 for each rank that holds it up, and the wait goes on. */
 typedef struct {
   coll_gpu_wait_config_t wait;

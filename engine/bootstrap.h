@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/status.h"
+#include "common/status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -40,8 +40,6 @@ typedef struct {
   int32_t rdma;         /* this host has an RDMA device (/sys/class/infiniband) */
 } coll_gpu_peer_t;
 
-/* Hash of a host identity string (FNV-1a, 64 bits). */
-uint64_t coll_gpu_hash(const void *data, size_t bytes, uint64_t seed);
 /* This machine's identity: host name and kernel boot id, hashed. */
 uint64_t coll_gpu_host_id(void);
 /* Whether this host has an RDMA device (InfiniBand, RoCE: an entry under /sys/class/infiniband). */

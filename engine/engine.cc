@@ -43,6 +43,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "common/hash.h"
 #include "engine/ipc_cache.h"
 #include "engine/mailbox.h"
 #include "engine/net.h"

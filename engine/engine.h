@@ -4,7 +4,7 @@
  * The communicator engine: what one communicator needs to run its collectives on its GPUs. Created lazily
  * and collectively (through the bootstrap interface) on the first collective that every rank passes device
  * buffers to; destroyed with the communicator. No MPI here. C++17 (engine.cc) behind this C API; every
- * function that can fail returns a coll_gpu_status_t (engine/status.h) and says why in `why`.
+ * function that can fail returns a coll_gpu_status_t (common/status.h) and says why in `why`.
  *
  * The ring channels follow the rings of the topology search (engine/rings.h), computed at creation.
  * Per rank it holds one scratch allocation on the buffers' GPU, exchanged with every peer as a CUDA IPC
@@ -36,12 +36,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/log.h"
+#include "common/status.h"
+#include "common/wait.h"
 #include "engine/bootstrap.h"
-#include "engine/log.h"
 #include "engine/rings.h"
-#include "engine/status.h"
 #include "engine/tune.h"
-#include "engine/wait.h"
 #include "kernels/allreduce.h"
 #include "kernels/gpu_mem.h"
 

@@ -18,9 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/status.h"
 #include "engine/bootstrap.h"
 #include "engine/shm_segment.h"
-#include "engine/status.h"
 
 namespace coll_gpu {
 

@@ -15,9 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/status.h"
 #include "engine/bootstrap.h"
 #include "engine/owning.h"
-#include "engine/status.h"
 #include "engine/transport.h"
 #include "kernels/allreduce.h"
 #include "proxy/proxy.h"

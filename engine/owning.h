@@ -16,7 +16,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "engine/status.h"
+#include "common/status.h"
 #include "kernels/allreduce.h"
 #include "kernels/gpu_mem.h"
 

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 
+#include "common/hash.h"
 #include "topo/topo.h"
 #include "topo/topo_probe.h"
 

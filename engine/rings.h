@@ -20,9 +20,9 @@
 
 #include <stdint.h>
 
+#include "common/log.h"
+#include "common/status.h"
 #include "engine/bootstrap.h"
-#include "engine/log.h"
-#include "engine/status.h"
 #include "kernels/allreduce.h"
 
 #ifdef __cplusplus

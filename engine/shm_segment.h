@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "engine/status.h"
+#include "common/status.h"
 
 namespace coll_gpu {
 

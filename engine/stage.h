@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "engine/status.h"
+#include "common/status.h"
 #include "kernels/gpu_mem.h"
 
 #ifdef __cplusplus

@@ -25,10 +25,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/status.h"
 #include "engine/bootstrap.h"
 #include "engine/owning.h"
 #include "engine/shm_segment.h"
-#include "engine/status.h"
 #include "kernels/allreduce.h"
 
 namespace coll_gpu {

@@ -24,7 +24,7 @@
 #include <new>
 #include <type_traits>
 
-#include "engine/wait.h"
+#include "common/wait.h"
 
 namespace coll_gpu {
 namespace {

@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/status.h"
+#include "common/status.h"
 #include "proxy/net_op.h"
 
 namespace coll_gpu {

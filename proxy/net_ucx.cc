@@ -5,7 +5,7 @@
  */
 #include "proxy/net_ucx.h"
 
-#include "engine/wait.h"
+#include "common/wait.h"
 
 #include <stdio.h>
 #include <stdlib.h>

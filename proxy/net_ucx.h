@@ -13,7 +13,7 @@
 
 #include <ucp/api/ucp.h>
 
-#include "engine/status.h"
+#include "common/status.h"
 #include "proxy/net_op.h"
 
 namespace coll_gpu {

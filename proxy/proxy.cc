@@ -36,7 +36,7 @@
 #include <atomic>
 #include <new>
 
-#include "engine/wait.h"
+#include "common/wait.h"
 #include "proxy/net.h"
 #include "proxy/trace.h"
 

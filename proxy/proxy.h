@@ -40,8 +40,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/log.h"
-#include "engine/status.h"
+#include "common/log.h"
+#include "common/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -13,7 +13,7 @@
 
 #include <atomic>
 
-#include "engine/wait.h"
+#include "common/wait.h"
 
 namespace {
 

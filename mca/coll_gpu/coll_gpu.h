@@ -14,9 +14,9 @@
 
 #include <pthread.h>
 
+#include "common/log.h"
 #include "engine/agree.h"
 #include "engine/engine.h"
-#include "engine/log.h"
 #include "engine/stage.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"

@@ -45,6 +45,7 @@
  * call with an error naming it.
  */
 #include "coll_gpu.h"
+#include "common/hash.h"
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/datatype/ompi_datatype_internal.h"
 #include "ompi/group/group.h"

@@ -20,10 +20,10 @@
 #include <random>
 #include <vector>
 
+#include "common/wait.h"
 #include "engine/bootstrap.h"
 #include "engine/net.h"
 #include "engine/rings.h"
-#include "engine/wait.h"
 #include "mpi_bootstrap.h"
 #include "test/common/fd_io.h"
 

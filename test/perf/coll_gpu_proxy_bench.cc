@@ -34,7 +34,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "engine/wait.h"
+#include "common/wait.h"
 #include "proxy/proxy.h"
 #include "test/common/fd_io.h"
 

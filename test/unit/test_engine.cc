@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "common/status.h"
 #include "engine/engine.h"
-#include "engine/status.h"
 
 namespace {
 

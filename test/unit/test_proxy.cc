@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/wait.h"
+#include "common/wait.h"
 #include "proxy/proxy.h"
 #include "proxy/trace.h"
 #include "test/common/fd_io.h"

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
- * Waits that yield and sleep (engine/wait.h).
+ * Waits that yield and sleep (common/wait.h).
  */
-#include "engine/wait.h"
+#include "common/wait.h"
 
 #include <errno.h>
 #include <sched.h>

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "engine/log.h"
+#include "common/log.h"
 
 #ifdef __cplusplus
 extern "C" {

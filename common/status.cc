@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
- * The status type's words and the breadcrumbs of COLL_GPU_CHECK (engine/status.h).
+ * The status type's words and the breadcrumbs of COLL_GPU_CHECK (common/status.h).
  */
-#include "engine/status.h"
+#include "common/status.h"
 
 #include <stdarg.h>
 #include <stdio.h>
