@@ -37,8 +37,11 @@ coll_gpu_status_t ShmSegment::make(const char *name, size_t bytes, const char *w
     snprintf(why, len, "making %s %s: %s", what, name, strerror(errno));
     return COLL_GPU_SYSTEM_ERROR;
   }
-  if (ftruncate(fd, (off_t)bytes) != 0) {  // zero bytes
-    snprintf(why, len, "sizing %s %s: %s", what, name, strerror(errno));
+  // zero bytes, every page taken now: a /dev/shm too small fails here, not as a SIGBUS at a later store
+  const int err = posix_fallocate(fd, 0, (off_t)bytes);
+  if (err != 0) {
+    snprintf(why, len, "sizing %s %s to %zu bytes: %s%s", what, name, bytes, strerror(err),
+             err == ENOSPC ? " (/dev/shm is too small: enlarge it, a container's --shm-size for one)" : "");
     close(fd);
     shm_unlink(name);
     return COLL_GPU_SYSTEM_ERROR;

@@ -24,8 +24,8 @@ class ShmSegment {
   ShmSegment(const ShmSegment &) = delete;
   ShmSegment &operator=(const ShmSegment &) = delete;
 
-  // A new segment of `bytes` zero bytes under `name` (unique on the host), mapped here; what: the segment, for
-  // messages ("the node's mailbox").
+  // A new segment of `bytes` zero bytes under `name` (unique on the host), its pages allocated (a /dev/shm without
+  // room for them fails here), mapped here; what: the segment, for messages ("the node's mailbox").
   coll_gpu_status_t make(const char *name, size_t bytes, const char *what, char *why, size_t len);
   // The segment under `name`, which must be `bytes` long, mapped here.
   coll_gpu_status_t open(const char *name, size_t bytes, const char *what, char *why, size_t len);

@@ -270,6 +270,17 @@ TEST(ShmSegment, SweepIsByKindAndOpenChecksTheSize) {
   coll_gpu::ShmSegment::unlink(mbox);
 }
 
+// A segment larger than /dev/shm can hold is refused when it is made, with the reason, and nothing is left.
+TEST(ShmSegment, ASegmentThatDoesNotFitIsRefusedAtOnce) {
+  char name[64], why[256] = "";
+  coll_gpu::ShmSegment::name_for("scratch", (int)getpid(), 4000000002u, name, sizeof(name));
+  coll_gpu::ShmSegment big, probe;
+  ASSERT_NE(COLL_GPU_SUCCESS, big.make(name, (size_t)1 << 44, "a scratch", why, sizeof(why)));  // 16 TiB
+  EXPECT_EQ(nullptr, big.base());
+  EXPECT_NE(nullptr, strstr(why, "sizing a scratch")) << why;
+  EXPECT_NE(COLL_GPU_SUCCESS, probe.open(name, (size_t)1 << 44, "a scratch", why, sizeof(why)));  // unlinked
+}
+
 // A segment whose maker ended before unlinking it (a rank 0 killed inside Mailbox::create) is unlinked by the next
 // sweep; one of a live process is not.
 TEST(Mailbox, SweepUnlinksOnlyTheSegmentsOfEndedProcesses) {
