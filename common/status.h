@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
- * The engine's one status type, returned by every engine function that can fail, with the reason in words
- * beside it (a `why` buffer the glue prints). In the engine's C++, COLL_GPU_CHECK(call) returns a failed
- * status to the caller and leaves a breadcrumb on the way up, as NCCL's NCCLCHECK does: at
- * coll_gpu_verbose >= 60 (trace) each function it passes through logs `engine/engine.cc:123 -> CUDA error`.
+ * The project's one status type, returned by every engine and proxy function that can fail, with the reason in
+ * words beside it (a `why` buffer the glue prints). In C++, COLL_GPU_CHECK(call) returns a failed status to the
+ * caller and leaves a breadcrumb on the way up, as NCCL's NCCLCHECK does: at coll_gpu_verbose >= 60 (trace) each
+ * function it passes through logs `engine/engine.cc:123 -> CUDA error`.
  */
 #ifndef COLL_GPU_STATUS_H
 #define COLL_GPU_STATUS_H

@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/colls.h"
 #include "kernels/partition.h"
 
 #ifdef __cplusplus
@@ -46,43 +47,6 @@ extern "C" {
 #define COLL_GPU_MAX_CHANNELS 128 /* ring channels, one block each: 128 of an H200's 132 SMs */
 #define COLL_GPU_MAX_RINGS 16     /* distinct ring orders (topo/ finds at most 16) */
 
-/* Element types the kernels reduce. Signed and unsigned integers differ only in MAX and MIN. */
-typedef enum {
-  COLL_GPU_INT8,
-  COLL_GPU_UINT8,
-  COLL_GPU_INT16,
-  COLL_GPU_UINT16,
-  COLL_GPU_INT32,
-  COLL_GPU_UINT32,
-  COLL_GPU_INT64,
-  COLL_GPU_UINT64,
-  COLL_GPU_FLOAT,
-  COLL_GPU_DOUBLE,
-  COLL_GPU_BOOL, /* C bool / C++ bool: one byte holding 0 or 1 */
-  COLL_GPU_FLOAT_INT,
-  COLL_GPU_DOUBLE_INT,
-  COLL_GPU_LONG_INT,
-  COLL_GPU_2INT,
-  COLL_GPU_SHORT_INT,
-  COLL_GPU_NTYPES
-} coll_gpu_dtype_t;
-
-typedef enum {
-  COLL_GPU_SUM,
-  COLL_GPU_PROD,
-  COLL_GPU_MAX,
-  COLL_GPU_MIN,
-  COLL_GPU_LAND,
-  COLL_GPU_LOR,
-  COLL_GPU_LXOR,
-  COLL_GPU_BAND,
-  COLL_GPU_BOR,
-  COLL_GPU_BXOR,
-  COLL_GPU_MAXLOC,
-  COLL_GPU_MINLOC,
-  COLL_GPU_NOPS
-} coll_gpu_redop_t;
-
 /* Size in bytes of one element (the MPI extent of the pair types), 0 for an unknown type. */
 size_t coll_gpu_dtype_size(coll_gpu_dtype_t type);
 /* Whether the kernels implement op on type (the pairs MPI allows). */
@@ -90,30 +54,6 @@ int coll_gpu_op_supported(coll_gpu_dtype_t type, coll_gpu_redop_t op);
 /* The same reduction on host memory: dst[i] = a[i] op b[i] (dst may alias a or b). For tests. */
 int coll_gpu_reduce_host(coll_gpu_dtype_t type, coll_gpu_redop_t op, void *dst, const void *a, const void *b,
                          size_t count);
-
-/* CHAIN is an allreduce across nodes run as a reduce to rank 0, then a bcast from it, each a RING call along its
- * chain: the engine runs the two (engine/engine.cc); no kernel takes CHAIN. */
-typedef enum {
-  COLL_GPU_ALGO_ONESHOT,
-  COLL_GPU_ALGO_TWOSHOT,
-  COLL_GPU_ALGO_RING,
-  COLL_GPU_ALGO_CHAIN,
-  COLL_GPU_NALGOS
-} coll_gpu_algo_t;
-
-/* The collectives the kernels run. The moves (bcast, allgather, alltoall) copy bytes: their calls give
- * count in bytes, type COLL_GPU_UINT8 and no op; kernels/move.cu runs them. The reductions other than
- * allreduce (reduce, reduce-scatter) are kernels/reduce.cuh's. */
-typedef enum {
-  COLL_GPU_COLL_ALLREDUCE,
-  COLL_GPU_COLL_BCAST,          /* recvbuf at root -> recvbuf everywhere (sendbuf = recvbuf) */
-  COLL_GPU_COLL_ALLGATHER,      /* each rank's sendbuf -> block r of every recvbuf */
-  COLL_GPU_COLL_ALLTOALL,       /* block q of rank r's sendbuf -> block r of rank q's recvbuf */
-  COLL_GPU_COLL_REDUCE,         /* every rank's sendbuf, reduced -> recvbuf at root */
-  COLL_GPU_COLL_REDUCE_SCATTER, /* elements blocks[q] of every sendbuf, reduced -> recvbuf at rank q */
-  COLL_GPU_NCOLLS
-} coll_gpu_coll_t;
-typedef enum { COLL_GPU_PROTO_LL, COLL_GPU_PROTO_SIMPLE, COLL_GPU_NPROTOS } coll_gpu_proto_t;
 
 /* Sizes of the shared scratch, fixed when the engine is created. */
 typedef struct {

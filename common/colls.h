@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
+/*
+ * The collectives, algorithms, protocols, element types and reduction ops of the whole project, as every layer
+ * names them (the glue maps MPI's onto them, the engine chooses, the kernels run them). The kernels' facts about
+ * them (element sizes, which pairs they reduce) are kernels/allreduce.h's.
+ */
+#ifndef COLL_GPU_COLLS_H
+#define COLL_GPU_COLLS_H
+
+/* Element types the kernels reduce. Signed and unsigned integers differ only in MAX and MIN. */
+typedef enum {
+  COLL_GPU_INT8,
+  COLL_GPU_UINT8,
+  COLL_GPU_INT16,
+  COLL_GPU_UINT16,
+  COLL_GPU_INT32,
+  COLL_GPU_UINT32,
+  COLL_GPU_INT64,
+  COLL_GPU_UINT64,
+  COLL_GPU_FLOAT,
+  COLL_GPU_DOUBLE,
+  COLL_GPU_BOOL, /* C bool / C++ bool: one byte holding 0 or 1 */
+  COLL_GPU_FLOAT_INT,
+  COLL_GPU_DOUBLE_INT,
+  COLL_GPU_LONG_INT,
+  COLL_GPU_2INT,
+  COLL_GPU_SHORT_INT,
+  COLL_GPU_NTYPES
+} coll_gpu_dtype_t;
+
+typedef enum {
+  COLL_GPU_SUM,
+  COLL_GPU_PROD,
+  COLL_GPU_MAX,
+  COLL_GPU_MIN,
+  COLL_GPU_LAND,
+  COLL_GPU_LOR,
+  COLL_GPU_LXOR,
+  COLL_GPU_BAND,
+  COLL_GPU_BOR,
+  COLL_GPU_BXOR,
+  COLL_GPU_MAXLOC,
+  COLL_GPU_MINLOC,
+  COLL_GPU_NOPS
+} coll_gpu_redop_t;
+
+/* CHAIN is an allreduce across nodes run as a reduce to rank 0, then a bcast from it, each a RING call along its
+ * chain: the engine runs the two (engine/engine.cc); no kernel takes CHAIN. */
+typedef enum {
+  COLL_GPU_ALGO_ONESHOT,
+  COLL_GPU_ALGO_TWOSHOT,
+  COLL_GPU_ALGO_RING,
+  COLL_GPU_ALGO_CHAIN,
+  COLL_GPU_NALGOS
+} coll_gpu_algo_t;
+
+/* The collectives the kernels run. The moves (bcast, allgather, alltoall) copy bytes: their calls give
+ * count in bytes, type COLL_GPU_UINT8 and no op; kernels/move.cu runs them. The reductions other than
+ * allreduce (reduce, reduce-scatter) are kernels/reduce.cuh's. */
+typedef enum {
+  COLL_GPU_COLL_ALLREDUCE,
+  COLL_GPU_COLL_BCAST,          /* recvbuf at root -> recvbuf everywhere (sendbuf = recvbuf) */
+  COLL_GPU_COLL_ALLGATHER,      /* each rank's sendbuf -> block r of every recvbuf */
+  COLL_GPU_COLL_ALLTOALL,       /* block q of rank r's sendbuf -> block r of rank q's recvbuf */
+  COLL_GPU_COLL_REDUCE,         /* every rank's sendbuf, reduced -> recvbuf at root */
+  COLL_GPU_COLL_REDUCE_SCATTER, /* elements blocks[q] of every sendbuf, reduced -> recvbuf at rank q */
+  COLL_GPU_NCOLLS
+} coll_gpu_coll_t;
+typedef enum { COLL_GPU_PROTO_LL, COLL_GPU_PROTO_SIMPLE, COLL_GPU_NPROTOS } coll_gpu_proto_t;
+
+#endif
