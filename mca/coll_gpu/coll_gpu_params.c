@@ -279,7 +279,8 @@ static void register_topology(mca_coll_gpu_component_t *c) {
                   "", OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &c->topo_dump_file);
 }
 
-static void register_allreduce(mca_coll_gpu_component_t *c) {
+/* The algorithms of the collectives on device buffers, and their channels. */
+static void register_algorithms(mca_coll_gpu_component_t *c) {
   static const mca_base_var_enum_value_t algorithms[] = {{-1, "auto"},
                                                          {COLL_GPU_ALGO_ONESHOT, "oneshot"},
                                                          {COLL_GPU_ALGO_TWOSHOT, "twoshot"},
@@ -361,6 +362,10 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                "within coll_gpu_scratch_max_bytes",
                COLL_GPU_MAX_CHANNELS, 1, COLL_GPU_MAX_CHANNELS, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
                &c->max_channels);
+}
+
+/* The engine's scratch: its parts' bounds and its own. */
+static void register_scratch(mca_coll_gpu_component_t *c) {
   register_size(
       "oneshot_max_bytes",
       "Largest MPI_Allreduce message (bytes) the one-shot LL algorithm takes, and the largest piece a one-shot "
@@ -383,6 +388,10 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                 "less than 64 KiB), then the ring channels; an engine whose other parts alone do not fit is not "
                 "made (its collectives stage). 0: no bound",
                 256 << 20, 0, (size_t)64 << 30, 1, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->scratch_max_bytes);
+}
+
+/* How ranks reach each other: nodes, the network proxy, the node's transport. */
+static void register_transports(mca_coll_gpu_component_t *c) {
   register_int("virtual_nodes",
                "A testing feature: split each host's ranks into virtual nodes of this many consecutive ranks "
                "(0: one node per host). Ranks of different virtual nodes reach each other through the network "
@@ -432,6 +441,10 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                   "name prefixes, comma-separated (eth,ib), a leading ^ to exclude them instead. Empty: every "
                   "interface that is up but loopback, docker* and virbr* (none: loopback, one host only)",
                   "", OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &c->socket_ifname);
+}
+
+/* The ring's steps and the one-shot kernel's lingering. */
+static void register_steps(mca_coll_gpu_component_t *c) {
   register_size("ring_chunk_bytes",
                 "Bytes a ring channel moves per step, up to coll_gpu_ring_slot_bytes (larger values take a whole "
                 "slot): smaller steps fill a chain's pipeline sooner, larger ones pay the per-step flags less "
@@ -447,6 +460,10 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                "or two-shot call needs the multiprocessors. 0 launches a kernel "
                "per call (0-10000)",
                50, 0, 10000, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &c->oneshot_linger_us);
+}
+
+/* Waits for peers. */
+static void register_waits(mca_coll_gpu_component_t *c) {
   register_int("timeout",
                "Seconds after which a wait for peers is reported once (which communicator, call and ranks) by a "
                "watchdog line printed at every verbosity. The wait goes on as long as the ranks it waits for "
@@ -458,6 +475,10 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                "in steps of up to 50 us. Not used (no spinning) where Open MPI yields when idle, as with more "
                "ranks than cores (0-1000000)",
                50, 0, 1000000, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL, &c->spin_us);
+}
+
+/* The path agreement. */
+static void register_agreement(mca_coll_gpu_component_t *c) {
   register_bool(
       "uniform_buffers",
       "Assert that in every collective call all ranks pass the same kind of memory (all host, or all "
@@ -470,10 +491,10 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
       "assertion, the ranks that passed device memory wait for it on the GPU, with a watchdog line naming "
       "it after coll_gpu_timeout seconds",
       false, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->uniform_buffers);
-  /* 2 hosts x 2 H100 of the mini-cluster, tcp between them (docs/benchmarks.md): allreduce on the GPU path
-   * without the agreement 64-80 us up to 64 KiB against 39-102 us staged, as fast at 8 KiB (70.7 against
-   * 70.4), faster from 16 KiB (73 against 78 us), 9-15x faster from 16 MiB; 2 hosts x 1 H100: staged faster
-   * up to 32 KiB (21-50 us against 38-57). The agreement adds a message's latency to the GPU path. */
+}
+
+/* The zero-copy calls inside a node. */
+static void register_zero_copy(mca_coll_gpu_component_t *c) {
   /* 1 MiB a block: on 2 H200 the zero-copy alltoall took 0.91x the FIFOs' time at 1 MiB and 0.83-0.99x from 2 to
    * 256 MiB, the allgather 0.84-0.91x the ring's from 1 to 256 MiB; on 4 H200 the allgather 0.79x and the
    * reduce-scatter 0.89x at 1 MiB (docs/benchmarks.md); below 1 MiB not timed (the LL one-shot kernel takes
@@ -516,6 +537,14 @@ static void register_allreduce(mca_coll_gpu_component_t *c) {
                 "nonblocking and persistent calls overlap computation better with it; 0: never",
                 (size_t)64 << 20, 0, (size_t)1 << 40, 1, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
                 &c->zero_copy_engines_min_bytes);
+}
+
+/* Across hosts: which calls take the GPU path. */
+static void register_net_sizes(mca_coll_gpu_component_t *c) {
+  /* 2 hosts x 2 H100 of the mini-cluster, tcp between them (docs/benchmarks.md): allreduce on the GPU path
+   * without the agreement 64-80 us up to 64 KiB against 39-102 us staged, as fast at 8 KiB (70.7 against
+   * 70.4), faster from 16 KiB (73 against 78 us), 9-15x faster from 16 MiB; 2 hosts x 1 H100: staged faster
+   * up to 32 KiB (21-50 us against 38-57). The agreement adds a message's latency to the GPU path. */
   register_size("net_min_bytes",
                 "Across hosts, collectives on device buffers of fewer bytes than this (the message; a block per "
                 "rank for MPI_Allgather and MPI_Alltoall) go through Open MPI's own collective over host memory "
@@ -614,7 +643,14 @@ int mca_coll_gpu_register_params(void) {
                 "collectives that a component below runs inside a staged call (coll/inter on an "
                 "intercommunicator). Settable through MPI_T",
                 false, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL, &c->force_staging);
-  register_allreduce(c);
+  register_algorithms(c);
+  register_scratch(c);
+  register_transports(c);
+  register_steps(c);
+  register_waits(c);
+  register_agreement(c);
+  register_zero_copy(c);
+  register_net_sizes(c);
   register_topology(c);
   register_pvars();
   if (bad_values[0] != '\0') opal_show_help("help-mpi-coll-gpu.txt", "bad parameters", true, bad_values);
