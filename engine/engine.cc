@@ -47,6 +47,7 @@
 #include "engine/ipc_cache.h"
 #include "engine/mailbox.h"
 #include "engine/net.h"
+#include "engine/nodes.h"
 #include "engine/owning.h"
 #include "engine/stage.h"
 #include "engine/zero_copy.h"

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "engine/proxy_cpus.h"
 #include "engine/rings.h"
 #include "kernels/staging.h"
 

@@ -200,29 +200,6 @@ int coll_gpu_near_cpus(const char *busid, int *cpus, int max) {
   return n;
 }
 
-int coll_gpu_proxy_cpus(const int *near, int nnear, const int *mine, int nmine, int *out, int *share_of) {
-  const bool bound = nmine > 0 && nmine <= 2;
-  int n = 0;
-  for (int i = 0, j = 0; i < nnear; ++i) {  // both lists increase: one walk
-    while (j < nmine && mine[j] < near[i]) ++j;
-    const bool its = j < nmine && mine[j] == near[i];
-    if (its != bound || nmine == 0) out[n++] = near[i];  // bound: near but its own; else near and its own
-  }
-  if (n == 0) {  // bound around the GPU: all of near; kept off the GPU's CPUs: all of its own
-    const int *all = bound ? near : mine;
-    n = bound ? nnear : nmine;
-    for (int i = 0; i < n; ++i) out[i] = all[i];
-  }
-  *share_of = bound ? nnear : n;
-  return n;
-}
-
-int coll_gpu_proxy_auto_threads(int ncpus, int ranks, int most) {
-  const int share = ncpus / (ranks > 1 ? ranks : 1);
-  const int t = share - 1 < most ? share - 1 : most;
-  return t > 1 ? t : 1;
-}
-
 coll_gpu_status_t coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *peers,
                                          const coll_gpu_topo_config_t *cfg, coll_gpu_rings_t *rings, char *why,
                                          size_t why_len) {
@@ -326,30 +303,6 @@ coll_gpu_status_t coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const co
   return COLL_GPU_SUCCESS;
 }
 
-int coll_gpu_nodes_assign(const coll_gpu_peer_t *peers, int n, int virtual_nodes, uint16_t *node, void *scratch) {
-  // per host met so far: its id, its ranks so far, and the node its last rank is on
-  struct Host {
-    uint64_t id;
-    int ranks, node;
-  };
-  static_assert(sizeof(Host) <= 16, "COLL_GPU_NODES_SCRATCH");
-  Host *hosts = (Host *)scratch;
-  int nhosts = 0, nodes = 0;
-  for (int r = 0; r < n; ++r) {
-    int h = 0;
-    while (h < nhosts && hosts[h].id != peers[r].host) ++h;
-    if (h == nhosts) hosts[nhosts++] = Host{peers[r].host, 0, -1};
-    const int local = hosts[h].ranks++;
-    // a host's first rank, or the first of a block of virtual_nodes: a new node
-    if (local == 0 || (virtual_nodes > 0 && local % virtual_nodes == 0)) {
-      hosts[h].node = r;
-      ++nodes;
-    }
-    node[r] = (uint16_t)hosts[h].node;
-  }
-  return nodes;
-}
-
 void coll_gpu_rings_by_node(coll_gpu_rings_t *rings, const uint16_t *node, void *scratch) {
   const int n = rings->n;
   uint16_t *sorted = (uint16_t *)scratch;
@@ -449,21 +402,4 @@ int coll_gpu_ring_moves_net(const uint16_t *ring, int n, const uint16_t *node, i
     receives = d != 1;
   }
   return (sends && node[next] != node[rank]) || (receives && node[prev] != node[rank]);
-}
-
-int coll_gpu_gpu_ranks(const coll_gpu_peer_t *peers, int n, void *scratch) {
-  static_assert(sizeof(int) <= 16, "COLL_GPU_NODES_SCRATCH");
-  int *by_gpu = (int *)scratch;  // the ranks, sorted by host and GPU
-  for (int r = 0; r < n; ++r) by_gpu[r] = r;
-  const auto before = [peers](int a, int b) {
-    if (peers[a].host != peers[b].host) return peers[a].host < peers[b].host;
-    return memcmp(peers[a].uuid, peers[b].uuid, sizeof(peers[a].uuid)) < 0;
-  };
-  std::sort(by_gpu, by_gpu + n, before);
-  int most = n > 0 ? 1 : 0;
-  for (int i = 1, run = 1; i < n; ++i) {
-    run = before(by_gpu[i - 1], by_gpu[i]) ? 1 : run + 1;
-    if (run > most) most = run;
-  }
-  return most;
 }

@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "engine/bootstrap.h"
+#include "engine/nodes.h"
 #include "kernels/allreduce.h"
 
 #ifdef __cplusplus
@@ -71,28 +72,6 @@ coll_gpu_status_t coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const co
  * coll_gpu_rings_compute described), into cpus[], at most max of them, in increasing order. Returns how
  * many, or -1 when the view does not place the GPU or says nothing of its CPUs. */
 int coll_gpu_near_cpus(const char *busid, int *cpus, int max);
-/* Where the network proxy's threads run, from the CPUs near the GPU (near[0..nnear)) and the rank's
- * affinity (mine[0..nmine)). A rank bound to a core (at most 2 CPUs: a core and its second hardware
- * thread) keeps it: the near CPUs but its own (all of near if that leaves none). A rank that may run on
- * more (not bound, bound to a socket or a NUMA node, or confined by its launcher, a cpuset or taskset)
- * shares them with its threads: those of them near the GPU, or all of them where none is (as NCCL
- * places its threads), never CPUs it was kept off. Lists in increasing order; out[] holds the more of
- * nnear and nmine.
- * Returns how many CPUs it chose; *share_of gets how many the ranks of the machine share (the threads'
- * count comes from it): near's for a bound rank, the chosen ones' otherwise. */
-int coll_gpu_proxy_cpus(const int *near, int nnear, const int *mine, int nmine, int *out, int *share_of);
-/* How many progress threads a rank's proxy starts when the user leaves it to the engine: the rank's share
- * of the `ncpus` CPUs near its GPU (`ranks` ranks on its machine share them) less the one the rank itself
- * polls on, at least 1 and at most `most` (a thread per NET channel). Every thread polls while its
- * channels move: more of them than CPUs make each wait for a CPU, a time slice at a time. */
-int coll_gpu_proxy_auto_threads(int ncpus, int ranks, int most);
-
-/* Scratch bytes the functions below need for n ranks. */
-#define COLL_GPU_NODES_SCRATCH(n) ((size_t)(n)*16)
-/* Each rank's node, named by its lowest rank, into node[0..n): its host, or with virtual_nodes > 0 the block
- * of that many consecutive ranks of its host (counted among that host's ranks in rank order) it falls in.
- * Returns how many nodes there are. Time: n times the hosts. */
-int coll_gpu_nodes_assign(const coll_gpu_peer_t *peers, int n, int virtual_nodes, uint16_t *node, void *scratch);
 /* With several nodes: reorders each ring to visit the nodes one after another, in the order it first reaches
  * them, keeping its order inside each node, so that it crosses between nodes once per node. Time: n times
  * the nodes. */
@@ -132,9 +111,6 @@ int coll_gpu_rings_run_turns(const coll_gpu_rings_t *rings, const uint16_t *node
  * every other ring collective moves every hop. Time: n. */
 int coll_gpu_ring_moves_net(const uint16_t *ring, int n, const uint16_t *node, int rank, coll_gpu_coll_t coll,
                             int root);
-/* The most ranks on one GPU (the same host and GPU UUID): ranks that share a GPU (several a GPU, under MPS
- * or taking turns) run their kernels on its multiprocessors together. Time: n log n. */
-int coll_gpu_gpu_ranks(const coll_gpu_peer_t *peers, int n, void *scratch);
 
 #ifdef __cplusplus
 }

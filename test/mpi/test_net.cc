@@ -23,6 +23,7 @@
 #include "common/wait.h"
 #include "engine/bootstrap.h"
 #include "engine/net.h"
+#include "engine/nodes.h"
 #include "engine/rings.h"
 #include "mpi_bootstrap.h"
 #include "test/common/fd_io.h"

@@ -17,6 +17,8 @@
 
 #include "common/status.h"
 #include "engine/engine.h"
+#include "engine/nodes.h"
+#include "engine/proxy_cpus.h"
 
 namespace {
 
