@@ -3,7 +3,7 @@
 /*
  * The communicator engine: what one communicator needs to run its collectives on its GPUs. Created lazily
  * and collectively (through the bootstrap interface) on the first collective that every rank passes device
- * buffers to; destroyed with the communicator. No MPI here. C++17 (engine.cc) behind this C API; every
+ * buffers to; destroyed with the communicator. No MPI here. C++17 (engine*.cc) behind this C API; every
  * function that can fail returns a coll_gpu_status_t (common/status.h) and says why in `why`.
  *
  * The ring channels follow the rings of the topology search (engine/rings.h), computed at creation.

@@ -2,7 +2,7 @@
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The user buffers of a node's ranks, mapped into each other's processes through CUDA IPC, for the calls that
- * move data straight from one user buffer into another (engine/engine.cc's zero-copy alltoall). C++ only.
+ * move data straight from one user buffer into another (engine/engine_zero_copy.cc's exchange). C++ only.
  *
  * A rank exports an allocation once: its handle, kept by the id CUDA gave the allocation (coll_gpu_alloc_t).
  * A rank maps a peer's allocation once, kept by the peer and that id: memory freed and allocated again at the

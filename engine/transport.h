@@ -8,7 +8,7 @@
  * this rank has connections with belongs to exactly one of them, by node (a communicator's node peers are all IPC's
  * or all SHM's).
  *
- * Engine creation runs in steps (engine/engine.cc): peer exchange -> nodes and channels (the rings, and
+ * Engine creation runs in steps (engine/engine_create.cc): peer exchange -> nodes and channels (the rings, and
  * which ranks this rank's kernels have connections with) -> the scratch, sized for those channels ->
  * transports -> layout. In the transports step
  * each transport connects the peers it reaches (connect: a collective step, which every rank makes in the
