@@ -145,11 +145,11 @@ static void window_phase(coll_gpu_agree_t *a, MPI_Comm comm, const coll_gpu_agre
     const double t0 = MPI_Wtime();
     for (int i = 0; i < K; ++i) coll_gpu_agree_post(a, bits[i]);
     const double took = MPI_Wtime() - t0;
-    EXPECT(coll_gpu_agree_last(a) == first + K - 1 && took < 0.2,
+    EXPECT(coll_gpu_agree_last(a) == first + K - 1 && took < 0.9, /* rank 1 reads from 1 s on */
            "a rank that only posts ran %d agreements ahead at once (it posted %llu of them in %.3f s)", K,
            (unsigned long long)(coll_gpu_agree_last(a) - first + 1), took);
   } else {
-    if (rank == 1) usleep(300000);
+    if (rank == 1) usleep(1000000); /* long past rank 2's posts, even on a loaded machine (0.32 s seen) */
     for (int i = 0; i < K; ++i) {
       uint8_t missing[64] = {0};
       uint32_t all;
