@@ -361,7 +361,7 @@ void mca_coll_gpu_calls_module_gone(mca_coll_gpu_module_t *m);
 /* Component close: the progress callback goes. */
 void mca_coll_gpu_calls_fini(void);
 
-/* coll_gpu_gpupath.c, for the nonblocking forms */
+/* coll_gpu_comm.c: a communicator's GPU resources, for both the blocking and the nonblocking forms */
 coll_gpu_agree_t *mca_coll_gpu_agreement(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm);
 /* A new intra-communicator's agreement key and instance, for one of 2 to COLL_GPU_MAX_COMM_RANKS ranks (comm_query,
  * also where the component is disabled, so that the count stays the same on every member). */
@@ -389,6 +389,9 @@ typedef struct {
 } mca_coll_gpu_watch_ctx_t;
 /* The agreement's watchdog line (ctx: a mca_coll_gpu_watch_ctx_t). */
 void mca_coll_gpu_agree_report(void *ctx, const uint8_t *late);
+/* How the glue's waits go (coll_gpu_spin_us, coll_gpu_timeout, driving Open MPI's progress), for the engine and the
+ * agreement. */
+coll_gpu_wait_config_t mca_coll_gpu_wait_config(void);
 int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm,
                                const coll_gpu_meminfo_t *mem);
 /* Before a call of m posts its path: where the plan is the GPU path, its claim on m's engine (engine/engine.h),

@@ -2,8 +2,9 @@
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The GPU path of MPI_Allreduce, MPI_Reduce, MPI_Reduce_scatter(_block), MPI_Bcast, MPI_Allgather(v),
- * MPI_Alltoall(v), MPI_Gather(v) and MPI_Scatter(v): which path a call takes, the same on every rank, and the
- * engine's bootstrap over the communicator.
+ * MPI_Alltoall(v), MPI_Gather(v) and MPI_Scatter(v): which path a call takes, the same on every rank, and the blocking
+ * calls' way onto the GPUs (the nonblocking and persistent ones go on in coll_gpu_request.c; what both use of the
+ * communicator's GPU resources, the engine's bootstrap among them, is coll_gpu_comm.c's).
  *
  * Each rank classifies its own buffers into one bit: HOST (both buffers host memory), GPU (both on the
  * engine's device, a type and op the kernels implement) or STAGE (anything else on a device). The OR
@@ -36,8 +37,8 @@
  * coll_gpu_net_blocking_min_bytes where that is below coll_gpu_net_min_bytes (net_min). Nonblocking and
  * persistent calls still agree.
  *
- * The engine's set-up (the first call on the GPUs) exchanges through the previous module's nonblocking
- * collectives, completed by driving progress: it may run inside progress (a queued nonblocking call), and
+ * The engine's set-up (the first call on the GPUs, coll_gpu_comm.c) exchanges through the previous module's
+ * nonblocking collectives, completed by driving progress: it may run inside progress (a queued nonblocking call), and
  * a nested blocking wait would wait on itself with threads.
  *
  * Late is not dead: every wait (the agreement's, the kernels') lasts as long as the ranks it waits for
@@ -57,54 +58,6 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
-
-/* ------------------------------------------------------------------ bootstrap over the communicator */
-
-typedef struct {
-  struct ompi_communicator_t *comm;
-  mca_coll_gpu_module_t *m;
-} bootstrap_ctx_t;
-
-/* The engine's set-up runs where a call starts, which may be inside Open MPI's progress (a queued
- * nonblocking call): its exchanges are the previous module's nonblocking collectives, completed by driving
- * progress here, never a blocking wait (which, nested in progress, would wait on itself with threads). */
-static int bs_complete(int rc, ompi_request_t **req) {
-  if (rc != OMPI_SUCCESS) return rc;
-  while (!REQUEST_COMPLETE(*req)) opal_progress();
-  rc = (*req)->req_status.MPI_ERROR;
-  ompi_request_free(req);
-  return rc;
-}
-
-static int bs_allgather(void *ctx, const void *send, void *recv, size_t bytes) {
-  bootstrap_ctx_t *c = ctx;
-  if (c->m->previous_iallgather == NULL)
-    return c->m->previous_allgather((void *)send, (int)bytes, &ompi_mpi_byte.dt, recv, (int)bytes, &ompi_mpi_byte.dt,
-                                    c->comm, c->m->previous_allgather_module);
-  ompi_request_t *req = MPI_REQUEST_NULL;
-  const int rc = c->m->previous_iallgather(send, (int)bytes, &ompi_mpi_byte.dt, recv, (int)bytes, &ompi_mpi_byte.dt,
-                                           c->comm, &req, c->m->previous_iallgather_module);
-  return bs_complete(rc, &req);
-}
-
-static int bs_bcast(void *ctx, void *buf, size_t bytes, int root) {
-  bootstrap_ctx_t *c = ctx;
-  if (c->m->previous_ibcast == NULL)
-    return c->m->previous_bcast(buf, (int)bytes, &ompi_mpi_byte.dt, root, c->comm, c->m->previous_bcast_module);
-  ompi_request_t *req = MPI_REQUEST_NULL;
-  const int rc =
-      c->m->previous_ibcast(buf, (int)bytes, &ompi_mpi_byte.dt, root, c->comm, &req, c->m->previous_ibcast_module);
-  return bs_complete(rc, &req);
-}
-
-static int bs_barrier(void *ctx) {
-  bootstrap_ctx_t *c = ctx;
-  if (c->m->previous_ibarrier == NULL)
-    return c->comm->c_coll->coll_barrier(c->comm, c->comm->c_coll->coll_barrier_module);
-  ompi_request_t *req = MPI_REQUEST_NULL;
-  const int rc = c->m->previous_ibarrier(c->comm, &req, c->m->previous_ibarrier_module);
-  return bs_complete(rc, &req);
-}
 
 /* ------------------------------------------------------------------ types and ops */
 
@@ -196,113 +149,6 @@ static int map_op(struct ompi_op_t *op, coll_gpu_redop_t *out) {
   return 0;
 }
 
-/* ------------------------------------------------------------------ the agreement */
-
-bool mca_coll_gpu_gpupath_possible(struct ompi_communicator_t *comm) {
-  const int size = ompi_comm_size(comm);
-  return size >= 2 && size <= COLL_GPU_MAX_COMM_RANKS;
-}
-
-void mca_coll_gpu_agreement_key(struct ompi_communicator_t *comm, coll_gpu_agree_key_t *k, uint64_t *instance) {
-  memset(k, 0, sizeof(*k));
-  k->cid = comm->c_contextid;
-  k->size = (uint32_t)ompi_comm_size(comm);
-  uint64_t h = k->size;
-  for (uint32_t r = 0; r < k->size; ++r) {
-    const ompi_proc_t *p = ompi_group_peer_lookup(comm->c_local_group, (int)r);
-    const opal_process_name_t name = p->super.proc_name;
-    const uint64_t member = (uint64_t)name.jobid << 32 | name.vpid;
-    h = coll_gpu_hash(&member, sizeof(member), h);
-  }
-  k->members = h != 0 ? h : 1;
-  *instance = coll_gpu_agree_instance(k);
-}
-
-/* The node's agreement table of this job: a file in Open MPI's job session directory, which the job's
- * cleanup removes (also when a rank is killed), opened by each process at its first need. */
-static struct {
-  coll_gpu_agree_table_t *table;
-  int state; /* COLL_GPU_STATE_* */
-  int marked;
-} node = {NULL, COLL_GPU_STATE_NONE, 0};
-static pthread_mutex_t node_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static coll_gpu_agree_table_t *node_table(void) {
-  if (OPAL_LIKELY(__atomic_load_n(&node.state, __ATOMIC_ACQUIRE) != COLL_GPU_STATE_NONE)) return node.table;
-  pthread_mutex_lock(&node_lock);
-  if (node.state == COLL_GPU_STATE_NONE) {
-    const char *dir = opal_process_info.job_session_dir;
-    char path[PATH_MAX], why[PATH_MAX + 128] = "Open MPI gave this process no job session directory";
-    if (dir != NULL && snprintf(path, sizeof(path), "%s/%s", dir, COLL_GPU_AGREE_TABLE_NAME) < (int)sizeof(path))
-      coll_gpu_agree_table_open(path, &node.table, why, sizeof(why));
-    if (node.table == NULL) /* at the default verbosity: device buffers will be staged */
-      opal_show_help("help-mpi-coll-gpu.txt", "no agreement table", true, opal_process_info.nodename, why);
-    __atomic_store_n(&node.state, node.table != NULL ? COLL_GPU_STATE_READY : COLL_GPU_STATE_OFF, __ATOMIC_RELEASE);
-  }
-  pthread_mutex_unlock(&node_lock);
-  return node.table;
-}
-
-void mca_coll_gpu_agreement_fini(void) {
-  coll_gpu_agree_table_close(node.table);
-  node.table = NULL;
-  node.state = COLL_GPU_STATE_NONE;
-  node.marked = 0;
-}
-
-/* The communicator's agreement, made on first use without any communication; NULL when it has none (then
- * on every rank alike, or a rank that has none never joins and its peers read UNKNOWN). A process that may
- * pass device memory marks the node's table: every rank of the node takes part from its next call on. */
-coll_gpu_agree_t *mca_coll_gpu_agreement(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm) {
-  if (OPAL_LIKELY(m->agree_state == COLL_GPU_STATE_READY)) {
-    if (OPAL_UNLIKELY(!node.marked) && mca_coll_gpu_staging_possible()) {
-      coll_gpu_agree_table_mark(node.table);
-      node.marked = 1;
-    }
-    return m->agree;
-  }
-  if (m->agree_state == COLL_GPU_STATE_OFF) return NULL;
-  coll_gpu_agree_table_t *t = node_table();
-  const size_t n = (size_t)ompi_comm_size(comm);
-  if (m->late == NULL) m->late = calloc(n, 1);
-  if (m->missing == NULL) m->missing = calloc(n, 1);
-  if (t == NULL || m->late == NULL || m->missing == NULL ||
-      coll_gpu_agree_create(t, &m->agree_key, m->agree_instance, ompi_comm_rank(comm), &m->agree) != COLL_GPU_SUCCESS ||
-      !mca_coll_gpu_agree_net(m, comm)) {
-    coll_gpu_agree_destroy(m->agree); /* a rank without one never joins: its peers read UNKNOWN */
-    m->agree = NULL;
-    m->agree_state = COLL_GPU_STATE_OFF;
-    return NULL;
-  }
-  m->agree_state = COLL_GPU_STATE_READY;
-  return mca_coll_gpu_agreement(m, comm);
-}
-
-/* ------------------------------------------------------------------ waiting */
-
-static void progress(void) { opal_progress(); }
-
-/* How this process waits: it spins coll_gpu_spin_us before yielding, and not at all where Open MPI
- * itself yields when idle (more ranks than cores: mpi_yield_when_idle). Its waits drive Open MPI's
- * progress: a peer may need this rank's part of a nonblocking call before it reaches this one. */
-static coll_gpu_wait_config_t wait_config(void) {
-  const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
-  coll_gpu_wait_config_t w = {opal_progress_yield_when_idle ? 0 : (uint64_t)c->spin_us * 1000,
-                              (uint64_t)c->timeout * 1000000000ULL, progress};
-  return w;
-}
-
-/* The agreement's watchdog line, once per call. */
-void mca_coll_gpu_agree_report(void *ctx, const uint8_t *late) {
-  const mca_coll_gpu_watch_ctx_t *w = ctx;
-  char ranks[128] = "";
-  coll_gpu_append_ranks(ranks, sizeof(ranks), late, ompi_comm_size(w->comm));
-  COLL_GPU_LOG(COLL_GPU_LVL_WATCHDOG, COLL_GPU_LOG_COLL,
-               "comm %s: %s (%zu bytes) has waited %d s for rank(s)%s to reach it, whose processes are "
-               "alive: still waiting (reported once per call, after coll_gpu_timeout)",
-               w->comm->c_name, w->call, w->bytes, mca_coll_gpu_component.timeout, ranks);
-}
-
 /* Whether a call of `bytes` stages at once, on every rank alike: across hosts, below `min`. */
 static int staged_across_hosts(size_t bytes, size_t min, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m) {
   return bytes < min && mca_coll_gpu_spans_hosts(m, comm);
@@ -336,18 +182,6 @@ void mca_coll_gpu_path_host(size_t bytes, struct ompi_communicator_t *comm, mca_
   mca_coll_gpu_agree_unlock(m);
 }
 
-void mca_coll_gpu_agree_lock(mca_coll_gpu_module_t *m) {
-  if (opal_using_threads()) pthread_mutex_lock(&m->agree_mutex);
-}
-
-int mca_coll_gpu_agree_trylock(mca_coll_gpu_module_t *m) {
-  return !opal_using_threads() || pthread_mutex_trylock(&m->agree_mutex) == 0;
-}
-
-void mca_coll_gpu_agree_unlock(mca_coll_gpu_module_t *m) {
-  if (opal_using_threads()) pthread_mutex_unlock(&m->agree_mutex);
-}
-
 /* ------------------------------------------------------------------ the decision */
 
 /* This rank's path bit, and the memory the engine would run on. */
@@ -367,108 +201,6 @@ static int local_path(const void *sbuf, void *rbuf, int typed, const mca_coll_gp
   return COLL_GPU_PATH_GPU;
 }
 
-static void topo_warn(const char *what) {
-  opal_show_help("help-mpi-coll-gpu.txt", "topology", true, opal_process_info.nodename, what);
-}
-
-/* The communicator's processes in rank order, hashed, for an engine it may share (engine/engine.h); 0 where
- * it shares none. Engines are shared only where every call's path is agreed on: a claim refused on one rank
- * then stages the call on every rank. */
-static uint64_t share_members(const mca_coll_gpu_module_t *m) {
-  if (mca_coll_gpu_component.uniform_buffers || m->agree_state == COLL_GPU_STATE_OFF) return 0;
-  return m->agree_key.members; /* not 0 */
-}
-
-int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm,
-                               const coll_gpu_meminfo_t *mem) {
-  const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
-  bootstrap_ctx_t bctx = {comm, m};
-  coll_gpu_bootstrap_t b = {ompi_comm_rank(comm), ompi_comm_size(comm), &bctx, bs_allgather, bs_bcast, bs_barrier};
-  coll_gpu_engine_config_t cfg;
-  memset(&cfg, 0, sizeof(cfg));
-  cfg.tune.algorithm = c->allreduce_algorithm;
-  cfg.tune.protocol = c->allreduce_protocol;
-  cfg.tune.nchannels = c->nchannels;
-  cfg.tune.max_channels = c->max_channels;
-  cfg.tune.oneshot_max_bytes = c->oneshot_max_bytes;
-  cfg.tune.twoshot_max_bytes = c->twoshot_max_bytes;
-  cfg.tune.ring_chunk_bytes = c->ring_chunk_bytes;
-  for (int k = 0; k < COLL_GPU_NCOLLS; ++k) cfg.tune.move_algorithm[k] = c->move_algorithm[k];
-  cfg.wait = wait_config();
-  cfg.linger_ns = (uint64_t)c->oneshot_linger_us * 1000;
-  cfg.slot_bytes = c->ring_slot_bytes;
-  cfg.scratch_max_bytes = c->scratch_max_bytes;
-  cfg.virtual_nodes = c->virtual_nodes;
-  cfg.proxy_threads = c->proxy_threads;
-  cfg.proxy_net = c->proxy_net;
-  cfg.socket_ifname = c->socket_ifname;
-  cfg.node_transport = c->node_transport;
-  cfg.zero_copy_min_bytes = c->zero_copy_min_bytes;
-  cfg.zero_copy_map_bytes = c->zero_copy_map_bytes;
-  cfg.zero_copy_engines_min_bytes = c->zero_copy_engines_min_bytes;
-  cfg.log = mca_coll_gpu_engine_log;
-  cfg.name = comm->c_name;
-  cfg.topo.file = c->topo_file;
-  cfg.topo.dump_file = c->topo_dump_file;
-  cfg.topo.log = mca_coll_gpu_engine_log;
-  cfg.topo.warn = topo_warn;
-  cfg.topo.name = comm->c_name;
-  /* another communicator's engine of its own may be offered where no call of another communicator's can overlap
-   * one of this one's (engine/engine.h) */
-  const coll_gpu_engine_share_t share = {share_members(m), m->claim_tag, __atomic_load_n(&m->claims, __ATOMIC_ACQUIRE),
-                                         !opal_using_threads()};
-  char why[256];
-  if (coll_gpu_engine_create(&b, &cfg, mem, &share, &m->engine, why, sizeof(why)) == COLL_GPU_SUCCESS) {
-    __atomic_store_n(&m->claims, 0, __ATOMIC_RELEASE); /* the engine counts them now */
-    m->engine_state = COLL_GPU_STATE_READY;
-    return 1;
-  }
-  m->engine_state = COLL_GPU_STATE_OFF;
-  COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
-               "comm %s: no GPU path (%s); collectives on device buffers are staged", comm->c_name, why);
-  return 0;
-}
-
-int mca_coll_gpu_claim(mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
-  if (!mca_coll_gpu_path_is_gpu(pl->mine)) return 0;
-  if (m->engine == NULL) {
-    __atomic_add_fetch(&m->claims, 1, __ATOMIC_ACQ_REL);
-    return 1;
-  }
-  if (coll_gpu_engine_claim(m->engine, m->claim_tag)) return 1;
-  pl->mine = COLL_GPU_PATH_STAGE; /* another communicator's calls hold the engine */
-  return 0;
-}
-
-void mca_coll_gpu_unclaim(mca_coll_gpu_module_t *m) {
-  if (m->engine != NULL)
-    coll_gpu_engine_unclaim(m->engine, m->claim_tag);
-  else
-    __atomic_sub_fetch(&m->claims, 1, __ATOMIC_ACQ_REL);
-}
-
-/* A failed call's message (help topic `topic` of help-mpi-coll-gpu.txt), written by this process itself (not sent to
- * mpirun as a help message), so that it is seen even when the error handler aborts the job right after. */
-static void say_failed(const char *topic, ...) {
-  va_list ap;
-  va_start(ap, topic);
-  char *msg = opal_show_help_vstring("help-mpi-coll-gpu.txt", topic, true, ap);
-  va_end(ap);
-  if (msg != NULL) {
-    fprintf(stderr, "%s", msg);
-    fflush(stderr);
-    free(msg);
-  }
-}
-
-/* A failure of the GPU path's call: reported, and the communicator stages from now on. */
-int mca_coll_gpu_failed(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, const char *call, size_t bytes,
-                        const char *where, const char *why) {
-  m->engine_state = m->agree_state = COLL_GPU_STATE_OFF;
-  say_failed("call failed", call, comm->c_name, ompi_comm_rank(comm), bytes, where, why);
-  return OMPI_ERROR;
-}
-
 /* Every rank's path for this call, from this rank's: through the agreement, or as the user asserted it.
  * Returns 0 with *all set; -1 when the call goes on through the previous module (no agreement); 1 when
  * it failed (a rank gone: *rc set). */
@@ -481,7 +213,7 @@ static int agree_path(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm
   coll_gpu_agree_t *a = mca_coll_gpu_agreement(m, comm);
   if (a == NULL) return -1;
   mca_coll_gpu_watch_ctx_t wctx = {comm, call, bytes};
-  const coll_gpu_agree_watch_t watch = {wait_config(), mca_coll_gpu_agree_report, &wctx};
+  const coll_gpu_agree_watch_t watch = {mca_coll_gpu_wait_config(), mca_coll_gpu_agree_report, &wctx};
   char why[256];
   mca_coll_gpu_agree_lock(m);
   memset(m->missing, 0, (size_t)ompi_comm_size(comm));
@@ -591,11 +323,6 @@ static coll_gpu_status_t run_engine(mca_coll_gpu_module_t *m, const mca_coll_gpu
   st = coll_gpu_engine_run(m->engine, &in_dev, why, len);
   if (st == COLL_GPU_SUCCESS && mca_coll_gpu_join_out(m->engine, j, dev, why, len) != 0) st = COLL_GPU_CUDA_ERROR;
   return st;
-}
-
-int mca_coll_gpu_mismatched(struct ompi_communicator_t *comm, const char *call, size_t bytes, const char *why) {
-  say_failed("counts disagree", call, comm->c_name, ompi_comm_rank(comm), bytes, why);
-  return MPI_ERR_TRUNCATE;
 }
 
 /* run_blocking's agreement (none on an engine of the communicator's own) and run, the claim taken. */
