@@ -183,9 +183,10 @@ TEST(ShmTransport, ARankThatCannotPinFailsWithItsPeersAndLeavesNothing) {
     EXPECT_NE(COLL_GPU_SUCCESS, j.connected[r]) << "rank " << r;
     EXPECT_EQ(0, j.left_after_connect[r]) << "rank " << r;
     EXPECT_EQ(j.ranks[r].pinned, j.ranks[r].unpinned) << "rank " << r;
-    if (r != 1)
+    if (r != 1) {
       EXPECT_NE(std::string::npos, j.why_connect[r].find("rank 1 could not make or pin its scratch"))
           << j.why_connect[r];
+    }
   }
   EXPECT_NE(std::string::npos, j.why_connect[1].find("cannot pin a peer's scratch")) << j.why_connect[1];
   EXPECT_EQ(0, segments_here());
