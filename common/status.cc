@@ -30,6 +30,8 @@ const char *coll_gpu_status_string(coll_gpu_status_t s) {
       return "internal error";
     case COLL_GPU_MISMATCH:
       return "arguments differ between ranks";
+    case COLL_GPU_INVALID_INPUT:
+      return "input not valid";
   }
   return "unknown status";
 }

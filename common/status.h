@@ -25,7 +25,8 @@ typedef enum {
   COLL_GPU_BOOTSTRAP_ERROR = 4, /* an exchange through the bootstrap interface (MPI) failed */
   COLL_GPU_PEER_GONE = 5,       /* a peer's process ended before the call completed */
   COLL_GPU_INTERNAL_ERROR = 6,  /* the engine was asked for something it cannot run: a bug */
-  COLL_GPU_MISMATCH = 7         /* the ranks' arguments of one call disagree (an erroneous program) */
+  COLL_GPU_MISMATCH = 7,        /* the ranks' arguments of one call disagree (an erroneous program) */
+  COLL_GPU_INVALID_INPUT = 8    /* what the user gave is not valid: a topology file, a value; the reason says where */
 } coll_gpu_status_t;
 
 /* "CUDA error", ... */

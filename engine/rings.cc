@@ -51,7 +51,7 @@ char *describe_node(const coll_gpu_topo_config_t *cfg, size_t *len) {
     if (topo_xml_load(cfg->file, &root, err, sizeof(err)) != 0) {
       warn(cfg, "coll_gpu_topo_file: %s. The topology is probed instead.", err);
       root = nullptr;
-    } else if (have_nvml && topo_complete(root, &nvml) < 0) {
+    } else if (int completed = 0; have_nvml && topo_complete(root, &nvml, &completed) != COLL_GPU_SUCCESS) {
       topo_xml_free(root);
       root = nullptr;
     }
@@ -192,7 +192,7 @@ int coll_gpu_near_cpus(const char *busid, int *cpus, int max) {
   pthread_mutex_lock(&view_lock);
   topo_xml_node_t *root = nullptr;
   char err[256];
-  int n = -1;
+  int n = 0;
   if (view_text != nullptr && topo_xml_parse(view_text, view_len, "<view>", &root, err, sizeof(err)) == 0)
     n = topo_xml_gpu_cpus(root, busid, cpus, max);
   pthread_mutex_unlock(&view_lock);

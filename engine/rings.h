@@ -70,7 +70,7 @@ coll_gpu_status_t coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const co
 
 /* The CPUs near GPU `busid` (the <cpu> it hangs from in this process's view of its node, the one the last
  * coll_gpu_rings_compute described), into cpus[], at most max of them, in increasing order. Returns how
- * many, or -1 when the view does not place the GPU or says nothing of its CPUs. */
+ * many: none where the view does not place the GPU or says nothing of its CPUs. */
 int coll_gpu_near_cpus(const char *busid, int *cpus, int max);
 /* With several nodes: reorders each ring to visit the nodes one after another, in the order it first reaches
  * them, keeping its order inside each node, so that it crosses between nodes once per node. Time: n times

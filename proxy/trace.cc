@@ -39,13 +39,13 @@ void from_environment() {
 
 }  // namespace
 
-extern "C" int coll_gpu_trace_start(const char *dir) {
+extern "C" coll_gpu_status_t coll_gpu_trace_start(const char *dir) {
   if (events == nullptr) events = (Event *)calloc(COLL_GPU_TRACE_MAX_EVENTS, sizeof(Event));
-  if (events == nullptr) return -1;
+  if (events == nullptr) return COLL_GPU_SYSTEM_ERROR;
   snprintf(where, sizeof(where), "%s", dir);
   used.store(0);
   state.store(2, std::memory_order_release);
-  return 0;
+  return COLL_GPU_SUCCESS;
 }
 
 extern "C" void coll_gpu_trace_stop(void) {
@@ -64,12 +64,12 @@ extern "C" void coll_gpu_trace(char kind, int rank, int peer, int conn, uint64_t
   if (i < COLL_GPU_TRACE_MAX_EVENTS) events[i] = Event{coll_gpu_now_ns(), step, rank, peer, conn, kind};
 }
 
-extern "C" int coll_gpu_trace_write(void) {
-  if (state.load(std::memory_order_acquire) != 2) return 0;
+extern "C" coll_gpu_status_t coll_gpu_trace_write(void) {
+  if (state.load(std::memory_order_acquire) != 2) return COLL_GPU_SUCCESS;
   char path[PATH_MAX + 32];
   snprintf(path, sizeof(path), "%s/steps.%ld", where, (long)getpid());
   FILE *f = fopen(path, "w");
-  if (f == nullptr) return -1;
+  if (f == nullptr) return COLL_GPU_SYSTEM_ERROR;
   uint32_t n = used.load();
   if (n > COLL_GPU_TRACE_MAX_EVENTS) n = COLL_GPU_TRACE_MAX_EVENTS;
   for (uint32_t i = 0; i < n; ++i) {
@@ -78,5 +78,5 @@ extern "C" int coll_gpu_trace_write(void) {
     fprintf(f, "%c %d %d %d %llu %llu\n", e.kind, e.rank, e.peer, e.conn, (unsigned long long)e.step,
             (unsigned long long)e.ns);
   }
-  return fclose(f) == 0 ? 0 : -1;
+  return fclose(f) == 0 ? COLL_GPU_SUCCESS : COLL_GPU_SYSTEM_ERROR;
 }

@@ -20,21 +20,23 @@
 
 #include <stdint.h>
 
+#include "common/status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define COLL_GPU_TRACE_MAX_EVENTS (1 << 20)
 
-/* Starts recording (dir: where coll_gpu_trace_write writes); 0, or -1 without memory for the events. */
-int coll_gpu_trace_start(const char *dir);
+/* Starts recording (dir: where coll_gpu_trace_write writes); COLL_GPU_SYSTEM_ERROR without memory for the events. */
+coll_gpu_status_t coll_gpu_trace_start(const char *dir);
 /* Stops recording and forgets the events. */
 void coll_gpu_trace_stop(void);
 /* One event, while recording (and the first time, started from COLL_GPU_STEP_TRACE where it is set). */
 void coll_gpu_trace(char kind, int rank, int peer, int conn, uint64_t step);
-/* Writes every event so far to DIR/steps.<pid>: 0, or -1 where the file cannot be written (nothing is
- * recorded: 0). */
-int coll_gpu_trace_write(void);
+/* Writes every event so far to DIR/steps.<pid>: COLL_GPU_SYSTEM_ERROR where the file cannot be written (nothing is
+ * recorded: success). */
+coll_gpu_status_t coll_gpu_trace_write(void);
 
 #ifdef __cplusplus
 }

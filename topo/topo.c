@@ -77,13 +77,14 @@ typedef struct {
   int host; /* the file being read */
 } builder_t;
 
-static int fail(builder_t *b, const topo_xml_node_t *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(builder_t *b, const topo_xml_node_t *at, const char *fmt, ...) {
+static coll_gpu_status_t fail(builder_t *b, const topo_xml_node_t *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static coll_gpu_status_t fail(builder_t *b, const topo_xml_node_t *at, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   topo_verror(b->err, b->errlen, b->file, at != NULL ? at->line : 0, fmt, ap);
   va_end(ap);
-  return -1;
+  return COLL_GPU_INVALID_INPUT;
 }
 
 const char *topo_path_name(topo_path_type_t t) {
@@ -98,18 +99,21 @@ static void lower_copy(char *dst, const char *src) {
 }
 
 /* An integer attribute: 0 when absent (*v = def), -1 when malformed or out of [lo, hi]. */
-static int int_attr(builder_t *b, const topo_xml_node_t *n, const char *key, long def, long lo, long hi, long *v) {
+static coll_gpu_status_t int_attr(builder_t *b, const topo_xml_node_t *n, const char *key, long def, long lo, long hi,
+                                  long *v) {
   const char *s = topo_xml_attr(n, key);
   *v = def;
-  if (s == NULL) return 0;
+  if (s == NULL) return COLL_GPU_SUCCESS;
   char *end;
   *v = strtol(s, &end, 0);
   if (end == s || *end != '\0' || *v < lo || *v > hi)
     return fail(b, n, "<%s %s=\"%s\">: expected an integer from %ld to %ld", n->name, key, s, lo, hi);
-  return 0;
+  return COLL_GPU_SUCCESS;
 }
 
-static int add_node(builder_t *b, const topo_xml_node_t *at, node_type_t type, int parent, const char *busid) {
+/* A new node, *id its index. */
+static coll_gpu_status_t add_node(builder_t *b, const topo_xml_node_t *at, node_type_t type, int parent,
+                                  const char *busid, int *id) {
   topo_system_t *s = b->s;
   if (s->nnodes == MAX_NODES) return fail(b, at, "more than %d devices", MAX_NODES);
   node_t *n = &s->nodes[s->nnodes];
@@ -118,48 +122,54 @@ static int add_node(builder_t *b, const topo_xml_node_t *at, node_type_t type, i
   n->gpu = -1;
   n->host = b->host;
   lower_copy(n->busid, busid != NULL ? busid : "");
-  return s->nnodes++;
+  *id = s->nnodes++;
+  return COLL_GPU_SUCCESS;
 }
 
-static int add_edge(builder_t *b, const topo_xml_node_t *at, int from, int to, double cap, edge_kind_t kind) {
+static coll_gpu_status_t add_edge(builder_t *b, const topo_xml_node_t *at, int from, int to, double cap,
+                                  edge_kind_t kind) {
   topo_system_t *s = b->s;
   if (s->nedges == MAX_EDGES) return fail(b, at, "more than %d links", MAX_EDGES);
   s->edges[s->nedges++] = (edge_t){from, to, cap, kind};
-  return 0;
+  return COLL_GPU_SUCCESS;
 }
 
+/* The edge from `from` to `to` of that kind, or NO_EDGE. */
+enum { NO_EDGE = -1 };
 static int find_edge(const topo_system_t *s, int from, int to, edge_kind_t kind) {
   for (int e = 0; e < s->nedges; ++e)
     if (s->edges[e].from == from && s->edges[e].to == to && s->edges[e].kind == kind) return e;
-  return -1;
+  return NO_EDGE;
 }
 
 /* The link from a <pci> element to its parent: width x GT/s x 0.75 / 8 GB/s (NCCL's PCIe efficiency). */
-static int pci_bw(builder_t *b, const topo_xml_node_t *n, double *bw) {
+static coll_gpu_status_t pci_bw(builder_t *b, const topo_xml_node_t *n, double *bw) {
   const char *speed = topo_xml_attr(n, "link_speed");
   long width;
-  if (int_attr(b, n, "link_width", 16, 1, 32, &width) != 0) return -1;
+  if (int_attr(b, n, "link_width", 16, 1, 32, &width) != 0) return COLL_GPU_INVALID_INPUT;
   *bw = PCI_BW_DEFAULT;
-  if (speed == NULL) return 0;
+  if (speed == NULL) return COLL_GPU_SUCCESS;
   char *end;
   const double gts = strtod(speed, &end);
   if (end == speed || gts <= 0 || gts > 1000)
     return fail(b, n, "<pci link_speed=\"%s\">: expected a rate such as \"16.0 GT/s PCIe\"", speed);
   *bw = (double)width * gts * 0.75 / 8;
-  return 0;
+  return COLL_GPU_SUCCESS;
 }
 
-static int walk(builder_t *b, const topo_xml_node_t *x, int parent);
+static coll_gpu_status_t walk(builder_t *b, const topo_xml_node_t *x, int parent);
 
 /* A NIC port below node `parent`, linked at its speed. */
-static int add_port(builder_t *b, const topo_xml_node_t *at, int parent, const char *name, long mbps) {
-  const int id = add_node(b, at, N_NIC, parent, name != NULL ? name : "nic");
+static coll_gpu_status_t add_port(builder_t *b, const topo_xml_node_t *at, int parent, const char *name, long mbps) {
+  int id;
   const double bw = (double)mbps / 8000;
-  return id < 0 || add_edge(b, at, id, parent, bw, E_PCI) != 0 || add_edge(b, at, parent, id, bw, E_PCI) != 0 ? -1 : 0;
+  coll_gpu_status_t st = add_node(b, at, N_NIC, parent, name != NULL ? name : "nic", &id);
+  if (st == COLL_GPU_SUCCESS) st = add_edge(b, at, id, parent, bw, E_PCI);
+  return st == COLL_GPU_SUCCESS ? add_edge(b, at, parent, id, bw, E_PCI) : st;
 }
 
 /* A <nic>: a port per <net>, or one of NIC_MBPS when it lists none. */
-static int add_nic(builder_t *b, const topo_xml_node_t *x, int parent) {
+static coll_gpu_status_t add_nic(builder_t *b, const topo_xml_node_t *x, int parent) {
   int ports = 0;
   for (int i = 0; i < x->nchildren; ++i) {
     const topo_xml_node_t *net = x->children[i];
@@ -167,25 +177,26 @@ static int add_nic(builder_t *b, const topo_xml_node_t *x, int parent) {
     if (strcmp(net->name, "net") != 0) continue;
     if (int_attr(b, net, "speed", NIC_MBPS, 1, 100000000, &mbps) != 0 ||
         add_port(b, net, parent, topo_xml_attr(net, "name"), mbps) != 0)
-      return -1;
+      return COLL_GPU_INVALID_INPUT;
     ++ports;
   }
   return ports > 0 ? 0 : add_port(b, x, parent, NULL, NIC_MBPS);
 }
 
 /* A <pci> element below node `parent`. */
-static int add_pci(builder_t *b, const topo_xml_node_t *x, int parent) {
+static coll_gpu_status_t add_pci(builder_t *b, const topo_xml_node_t *x, int parent) {
   const char *busid = topo_xml_attr(x, "busid");
   if (busid == NULL) return fail(b, x, "<pci> without busid");
   long cls;
-  if (int_attr(b, x, "class", 0x060400, 0, 0xffffff, &cls) != 0) return -1;
+  if (int_attr(b, x, "class", 0x060400, 0, 0xffffff, &cls) != 0) return COLL_GPU_INVALID_INPUT;
   double bw;
-  if (pci_bw(b, x, &bw) != 0) return -1;
+  if (pci_bw(b, x, &bw) != 0) return COLL_GPU_INVALID_INPUT;
   node_type_t type = (cls >> 16) == 0x03 ? N_GPU : N_PCI; /* a NIC's ports are its <nic><net> elements */
-  int id = add_node(b, x, type, parent, busid);
-  if (id < 0) return -1;
+  int id;
+  if (add_node(b, x, type, parent, busid, &id) != COLL_GPU_SUCCESS) return COLL_GPU_INVALID_INPUT;
   b->s->nodes[id].bridge = (cls >> 8) == 0x0604;
-  if (add_edge(b, x, id, parent, bw, E_PCI) != 0 || add_edge(b, x, parent, id, bw, E_PCI) != 0) return -1;
+  if (add_edge(b, x, id, parent, bw, E_PCI) != 0 || add_edge(b, x, parent, id, bw, E_PCI) != 0)
+    return COLL_GPU_INVALID_INPUT;
   if (type == N_GPU) {
     topo_system_t *s = b->s;
     if (s->ngpus == TOPO_MAX_GPUS) return fail(b, x, "more than %d GPUs", TOPO_MAX_GPUS);
@@ -202,24 +213,24 @@ static int add_pci(builder_t *b, const topo_xml_node_t *x, int parent) {
       if (g->xml != NULL) return fail(b, c, "a second <gpu> in <pci busid=\"%s\">", busid);
       long rank, sm;
       if (int_attr(b, c, "rank", g->label, 0, 1 << 20, &rank) != 0 || int_attr(b, c, "sm", 0, 0, 1000, &sm) != 0)
-        return -1;
+        return COLL_GPU_INVALID_INPUT;
       g->label = (int)rank;
       g->sm = (int)sm;
       g->xml = c;
     }
-    return 0;
+    return COLL_GPU_SUCCESS;
   }
   return walk(b, x, id);
 }
 
 /* The children of an element whose node is `parent`. */
-static int walk(builder_t *b, const topo_xml_node_t *x, int parent) {
+static coll_gpu_status_t walk(builder_t *b, const topo_xml_node_t *x, int parent) {
   for (int i = 0; i < x->nchildren; ++i) {
     const topo_xml_node_t *c = x->children[i];
     if (strcmp(c->name, "pci") == 0) {
-      if (add_pci(b, c, parent) != 0) return -1;
+      if (add_pci(b, c, parent) != 0) return COLL_GPU_INVALID_INPUT;
     } else if (strcmp(c->name, "nic") == 0) {
-      if (add_nic(b, c, parent) != 0) return -1;
+      if (add_nic(b, c, parent) != 0) return COLL_GPU_INVALID_INPUT;
     } else if (strcmp(c->name, "gpu") == 0) {
       return fail(b, c, "<gpu> outside a <pci> element");
     } else if (strcmp(c->name, "cpu") == 0) {
@@ -227,11 +238,11 @@ static int walk(builder_t *b, const topo_xml_node_t *x, int parent) {
     }
     /* anything else (<net> of a <nic>, vendor extensions) does not change paths between GPUs */
   }
-  return 0;
+  return COLL_GPU_SUCCESS;
 }
 
 /* The <nvlink> elements of every GPU, once all GPUs are known. */
-static int add_nvlinks(builder_t *b, const char *const *files) {
+static coll_gpu_status_t add_nvlinks(builder_t *b, const char *const *files) {
   topo_system_t *s = b->s;
   for (int g = 0; g < s->ngpus; ++g) {
     const topo_xml_node_t *x = s->gpus[g].xml;
@@ -247,7 +258,7 @@ static int add_nvlinks(builder_t *b, const char *const *files) {
       if (target == NULL) return fail(b, l, "<nvlink> without target");
       if (int_attr(b, l, "count", 1, 1, 64, &count) != 0 ||
           int_attr(b, l, "tclass", 0x030200, 0, 0xffffff, &tclass) != 0)
-        return -1;
+        return COLL_GPU_INVALID_INPUT;
       char busid[TOPO_XML_MAX_VALUE];
       lower_copy(busid, target);
       int to = -1;
@@ -260,14 +271,14 @@ static int add_nvlinks(builder_t *b, const char *const *files) {
       if (to >= 0 && s->nodes[to].type == N_GPU) {
         /* each GPU lists its own side: one direction here */
         if (find_edge(s, from, to, E_NVL) >= 0) return fail(b, l, "a second <nvlink> to %s", target);
-        if (add_edge(b, l, from, to, (double)count * per_link, E_NVL) != 0) return -1;
+        if (add_edge(b, l, from, to, (double)count * per_link, E_NVL) != 0) return COLL_GPU_INVALID_INPUT;
       } else if (tclass == NVSWITCH_TCLASS) {
-        if (to < 0 && (to = add_node(b, l, N_NVS, -1, busid)) < 0) return -1;
+        if (to < 0 && add_node(b, l, N_NVS, -1, busid, &to) != COLL_GPU_SUCCESS) return COLL_GPU_INVALID_INPUT;
         if (find_edge(s, from, to, E_NVL) >= 0) return fail(b, l, "a second <nvlink> to NVSwitch %s", target);
         /* the switch side is not in the file: both directions from the GPU's entry */
         if (add_edge(b, l, from, to, (double)count * per_link, E_NVL) != 0 ||
             add_edge(b, l, to, from, (double)count * per_link, E_NVL) != 0)
-          return -1;
+          return COLL_GPU_INVALID_INPUT;
       } else {
         return fail(b, l, "<nvlink target=\"%s\">: neither a GPU of this file nor an NVSwitch (tclass 0x068000)",
                     target);
@@ -275,7 +286,7 @@ static int add_nvlinks(builder_t *b, const char *const *files) {
       s->gpus[g].nvlinks += (int)count;
     }
   }
-  return 0;
+  return COLL_GPU_SUCCESS;
 }
 
 static double path_bw(const topo_system_t *s, const path_t *p) {
@@ -367,36 +378,36 @@ static void net_path(const topo_system_t *s, int net, int i, int j, path_t *p) {
 }
 
 /* One file's node: its CPUs (linked to each other) and what hangs below them. */
-static int build_host(builder_t *b, const topo_xml_node_t *root) {
+static coll_gpu_status_t build_host(builder_t *b, const topo_xml_node_t *root) {
   topo_system_t *s = b->s;
   long version;
   if (strcmp(root->name, "system") != 0) return fail(b, root, "the root element is <%s>, not <system>", root->name);
-  if (int_attr(b, root, "version", 1, 1, 1, &version) != 0) return -1;
+  if (int_attr(b, root, "version", 1, 1, 1, &version) != 0) return COLL_GPU_INVALID_INPUT;
   const int first_cpu = s->nnodes;
   for (int i = 0; i < root->nchildren; ++i) {
     const topo_xml_node_t *c = root->children[i];
     if (strcmp(c->name, "cpu") != 0) continue;
     long numa;
-    if (int_attr(b, c, "numaid", -1, -1, 4096, &numa) != 0) return -1;
-    const int cpu = add_node(b, c, N_CPU, -1, NULL);
-    if (cpu < 0) return -1;
+    if (int_attr(b, c, "numaid", -1, -1, 4096, &numa) != 0) return COLL_GPU_INVALID_INPUT;
+    int cpu;
+    if (add_node(b, c, N_CPU, -1, NULL, &cpu) != COLL_GPU_SUCCESS) return COLL_GPU_INVALID_INPUT;
     for (int other = first_cpu; other < cpu; ++other)
       if (s->nodes[other].type == N_CPU &&
           (add_edge(b, c, cpu, other, SYS_BW, E_SYS) != 0 || add_edge(b, c, other, cpu, SYS_BW, E_SYS) != 0))
-        return -1;
-    if (walk(b, c, cpu) != 0) return -1;
+        return COLL_GPU_INVALID_INPUT;
+    if (walk(b, c, cpu) != 0) return COLL_GPU_INVALID_INPUT;
   }
-  return 0;
+  return COLL_GPU_SUCCESS;
 }
 
-int topo_system_build(const topo_xml_node_t *const *roots, const char *const *files, int nroots, topo_system_t **out,
-                      char *err, size_t errlen) {
+coll_gpu_status_t topo_system_build(const topo_xml_node_t *const *roots, const char *const *files, int nroots,
+                                    topo_system_t **out, char *err, size_t errlen) {
   topo_system_t *s = calloc(1, sizeof(*s));
   builder_t b = {s, "<topology>", err, errlen, 0};
   *out = NULL;
   if (s == NULL) {
     snprintf(err, errlen, "out of memory");
-    return -1;
+    return COLL_GPU_SYSTEM_ERROR;
   }
   for (b.host = 0; b.host < nroots; ++b.host) {
     b.file = files != NULL && files[b.host] != NULL ? files[b.host] : "<topology>";
@@ -419,7 +430,7 @@ int topo_system_build(const topo_xml_node_t *const *roots, const char *const *fi
         goto bad;
       }
     b.host = -1;
-    if ((net = add_node(&b, NULL, N_NET, -1, "network")) < 0) goto bad;
+    if (add_node(&b, NULL, N_NET, -1, "network", &net) != COLL_GPU_SUCCESS) goto bad;
     for (int n = 0; n < net; ++n)
       if (s->nodes[n].type == N_NIC) {
         const double bw = s->edges[find_edge(s, n, s->nodes[n].parent, E_PCI)].cap;
@@ -440,10 +451,10 @@ int topo_system_build(const topo_xml_node_t *const *roots, const char *const *fi
       }
     }
   *out = s;
-  return 0;
+  return COLL_GPU_SUCCESS;
 bad:
   free(s);
-  return -1;
+  return COLL_GPU_INVALID_INPUT;
 }
 
 void topo_system_free(topo_system_t *s) { free(s); }
@@ -552,16 +563,16 @@ static double greedy_ring(const topo_system_t *s, const double *left, int *uses,
   return ring_speed(s, order, n, left, uses, &types);
 }
 
-int topo_search_rings(const topo_system_t *s, topo_rings_t *rings, char *err, size_t errlen) {
+coll_gpu_status_t topo_search_rings(const topo_system_t *s, topo_rings_t *rings, char *err, size_t errlen) {
   const int n = s->ngpus;
   memset(rings, 0, sizeof(*rings));
   if (n < 1) {
     snprintf(err, errlen, "no GPU to search rings over");
-    return -1;
+    return COLL_GPU_INVALID_INPUT;
   }
   if (n == 1) {
     rings->nrings = 1;
-    return 0;
+    return COLL_GPU_SUCCESS;
   }
   double left[MAX_EDGES];
   int uses[MAX_EDGES] = {0};
@@ -578,5 +589,5 @@ int topo_search_rings(const topo_system_t *s, topo_rings_t *rings, char *err, si
       for (int k = 0; k < p->nedges; ++k) left[p->edges[k]] -= best_speed;
     }
   }
-  return 0;
+  return COLL_GPU_SUCCESS;
 }

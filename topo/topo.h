@@ -51,15 +51,15 @@ typedef struct {
   int order[TOPO_MAX_RINGS][TOPO_MAX_GPUS]; /* GPU indices, starting at GPU 0 */
 } topo_rings_t;
 
-/* Builds the graph of the nodes that XML trees describe, one tree per node. Returns 0, or -1 with
- * "file:line: what" in err. A GPU is a <pci> of class 0x03xxxx (with or without a <gpu> child: a vendor
- * file may give only the PCI placement), numbered in the order of the files; <nvlink> targets are GPUs
- * of the same node (by bus id) or NVSwitches (tclass 0x068000). Each <net> of a <nic> is a NIC port
- * (speed in Mb/s); each GPU takes the NIC of its node with the best path to it (path type, then
+/* Builds the graph of the nodes that XML trees describe, one tree per node. Returns COLL_GPU_SUCCESS, or a
+ * failure (COLL_GPU_INVALID_INPUT: a tree that is not valid) with "file:line: what" in err. A GPU is a <pci> of class
+ * 0x03xxxx (with or without a <gpu> child: a vendor file may give only the PCI placement), numbered in the order of the
+ * files; <nvlink> targets are GPUs of the same node (by bus id) or NVSwitches (tclass 0x068000). Each <net> of a <nic>
+ * is a NIC port (speed in Mb/s); each GPU takes the NIC of its node with the best path to it (path type, then
  * bandwidth, then the first in the file), and a path to a GPU of another node goes through both GPUs'
  * NICs. Several nodes need a NIC on each. */
-int topo_system_build(const topo_xml_node_t *const *roots, const char *const *files, int nroots, topo_system_t **out,
-                      char *err, size_t errlen);
+coll_gpu_status_t topo_system_build(const topo_xml_node_t *const *roots, const char *const *files, int nroots,
+                                    topo_system_t **out, char *err, size_t errlen);
 void topo_system_free(topo_system_t *s);
 
 int topo_ngpus(const topo_system_t *s);
@@ -77,8 +77,9 @@ topo_path_t topo_path(const topo_system_t *s, int from, int to);
  * going to fewer and better hops (the sum of path types), then to the first in lexicographic order;
  * above that, each ring grows greedily from GPU 0, each hop to the GPU with the most bandwidth left
  * on the way (then the better path type, then the lower index). The search stops at TOPO_MAX_RINGS,
- * or when the best ring left moves less than half the first. Returns 0, or -1 with a reason in err. */
-int topo_search_rings(const topo_system_t *s, topo_rings_t *rings, char *err, size_t errlen);
+ * or when the best ring left moves less than half the first. Returns COLL_GPU_SUCCESS, or a failure with a reason in
+ * err. */
+coll_gpu_status_t topo_search_rings(const topo_system_t *s, topo_rings_t *rings, char *err, size_t errlen);
 
 #define TOPO_TREE_ARITY 3 /* NCCL's too: the next GPU of the node's chain and two other nodes */
 #define TOPO_MAX_TREES (2 * TOPO_MAX_RINGS)

@@ -19,13 +19,13 @@
 #define GPU_TCLASS "0x030200"      /* a 3D controller: what NCCL gives a GPU as an NVLink's far end */
 #define MAX_PCI_DEPTH 16           /* bridges between a device and its host bridge */
 
-static int say(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int say(char *err, size_t errlen, const char *fmt, ...) {
+static coll_gpu_status_t say(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static coll_gpu_status_t say(char *err, size_t errlen, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(err, errlen, fmt, ap);
   va_end(ap);
-  return -1;
+  return COLL_GPU_SYSTEM_ERROR;
 }
 
 /* "00000000:19:00.0" or "0000:19:00.0", any case -> "0000:19:00.0"; domains above 16 bits are kept. */
@@ -65,14 +65,14 @@ static int nvml_sm(void *ctx, const char *busid) {
   nvml_t *n = ctx;
   nvml_device_t d;
   int major, minor;
-  if (n->by_busid(busid, &d) != 0 || n->cc(d, &major, &minor) != 0) return -1;
+  if (n->by_busid(busid, &d) != 0 || n->cc(d, &major, &minor) != 0) return 0;
   return major * 10 + minor;
 }
 
 static int nvml_links(void *ctx, const char *busid, topo_nvlink_end_t *ends, int max) {
   nvml_t *n = ctx;
   nvml_device_t d;
-  if (n->by_busid(busid, &d) != 0) return -1;
+  if (n->by_busid(busid, &d) != 0) return 0;
   int count = 0;
   for (unsigned l = 0; l < TOPO_MAX_NVLINKS && count < max; ++l) {
     int active = 0;
@@ -92,7 +92,7 @@ static int nvml_links(void *ctx, const char *busid, topo_nvlink_end_t *ends, int
   return count;
 }
 
-int topo_nvml_open(topo_gpu_info_t *info, char *err, size_t errlen) {
+coll_gpu_status_t topo_nvml_open(topo_gpu_info_t *info, char *err, size_t errlen) {
   memset(info, 0, sizeof(*info));
   nvml_t *n = calloc(1, sizeof(*n));
   if (n == NULL) return say(err, errlen, "out of memory");
@@ -100,7 +100,7 @@ int topo_nvml_open(topo_gpu_info_t *info, char *err, size_t errlen) {
   if (n->lib == NULL) {
     say(err, errlen, "%s", dlerror());
     free(n);
-    return -1;
+    return COLL_GPU_SYSTEM_ERROR;
   }
   nvml_return_t (*init)(void) = (nvml_return_t(*)(void))dlsym(n->lib, "nvmlInit_v2");
   n->shutdown = (nvml_return_t(*)(void))dlsym(n->lib, "nvmlShutdown");
@@ -120,11 +120,11 @@ int topo_nvml_open(topo_gpu_info_t *info, char *err, size_t errlen) {
     info->ctx = n;
     info->sm = nvml_sm;
     info->nvlinks = nvml_links;
-    return 0;
+    return COLL_GPU_SUCCESS;
   }
   dlclose(n->lib);
   free(n);
-  return -1;
+  return COLL_GPU_SYSTEM_ERROR;
 }
 
 void topo_nvml_close(topo_gpu_info_t *info) {
@@ -138,13 +138,13 @@ void topo_nvml_close(topo_gpu_info_t *info) {
 
 /* ------------------------------------------------------------------ the <gpu> element */
 
-static int add_gpu(topo_xml_node_t *pci, int dev, const topo_gpu_info_t *info) {
+static coll_gpu_status_t add_gpu(topo_xml_node_t *pci, int dev, const topo_gpu_info_t *info) {
   const char *busid = topo_xml_attr(pci, "busid");
   topo_xml_node_t *g = topo_xml_add(pci, "gpu");
-  if (g == NULL || topo_xml_setf(g, "dev", "%d", dev) != 0) return -1;
-  if (info == NULL || busid == NULL) return 0;
+  if (g == NULL || topo_xml_setf(g, "dev", "%d", dev) != 0) return COLL_GPU_SYSTEM_ERROR;
+  if (info == NULL || busid == NULL) return COLL_GPU_SUCCESS;
   const int sm = info->sm(info->ctx, busid);
-  if (sm > 0 && topo_xml_setf(g, "sm", "%d", sm) != 0) return -1;
+  if (sm > 0 && topo_xml_setf(g, "sm", "%d", sm) != 0) return COLL_GPU_SYSTEM_ERROR;
   topo_nvlink_end_t ends[TOPO_MAX_NVLINKS];
   const int n = info->nvlinks(info->ctx, busid, ends, TOPO_MAX_NVLINKS);
   /* one <nvlink> per far end, with the number of links to it, in the order the links first reach it */
@@ -159,33 +159,31 @@ static int add_gpu(topo_xml_node_t *pci, int dev, const topo_gpu_info_t *info) {
     topo_xml_node_t *l = topo_xml_add(g, "nvlink");
     if (l == NULL || topo_xml_set(l, "target", ends[i].busid) != 0 || topo_xml_setf(l, "count", "%d", count) != 0 ||
         topo_xml_set(l, "tclass", ends[i].nvswitch ? NVSWITCH_TCLASS : GPU_TCLASS) != 0)
-      return -1;
+      return COLL_GPU_SYSTEM_ERROR;
   }
-  return 0;
+  return COLL_GPU_SUCCESS;
 }
 
-/* Completes every GPU <pci> below n; *dev numbers them in document order. */
-static int complete(topo_xml_node_t *n, const topo_gpu_info_t *info, int *dev) {
-  int done = 0;
+/* Completes every GPU <pci> below n, counted in *done; *dev numbers them in document order. */
+static coll_gpu_status_t complete(topo_xml_node_t *n, const topo_gpu_info_t *info, int *dev, int *done) {
   for (int i = 0; i < n->nchildren; ++i) {
     topo_xml_node_t *c = n->children[i];
     if (topo_xml_is_gpu(c)) {
       const int d = (*dev)++;
       if (topo_xml_child(c, "gpu") != NULL) continue;
-      if (add_gpu(c, d, info) != 0) return -1;
-      ++done;
-    } else {
-      const int r = complete(c, info, dev);
-      if (r < 0) return -1;
-      done += r;
+      if (add_gpu(c, d, info) != COLL_GPU_SUCCESS) return COLL_GPU_SYSTEM_ERROR;
+      ++*done;
+    } else if (complete(c, info, dev, done) != COLL_GPU_SUCCESS) {
+      return COLL_GPU_SYSTEM_ERROR;
     }
   }
-  return done;
+  return COLL_GPU_SUCCESS;
 }
 
-int topo_complete(topo_xml_node_t *root, const topo_gpu_info_t *info) {
+coll_gpu_status_t topo_complete(topo_xml_node_t *root, const topo_gpu_info_t *info, int *completed) {
   int dev = 0;
-  return complete(root, info, &dev);
+  *completed = 0;
+  return complete(root, info, &dev, completed);
 }
 
 /* ------------------------------------------------------------------ hwloc */
@@ -221,15 +219,16 @@ static int read_sys(const probe_t *p, char *buf, size_t len, const char *fmt, ..
 }
 
 /* class, link_speed and link_width of the <pci> of a device or bridge. */
-static int pci_attrs(const probe_t *p, topo_xml_node_t *x, const struct hwloc_pcidev_attr_s *a) {
+static coll_gpu_status_t pci_attrs(const probe_t *p, topo_xml_node_t *x, const struct hwloc_pcidev_attr_s *a) {
   char busid[TOPO_BUSID_LEN], v[64];
   busid_of(a, busid);
-  if (topo_xml_set(x, "busid", busid) != 0 || topo_xml_setf(x, "class", "0x%04x00", a->class_id) != 0) return -1;
+  if (topo_xml_set(x, "busid", busid) != 0 || topo_xml_setf(x, "class", "0x%04x00", a->class_id) != 0)
+    return COLL_GPU_SYSTEM_ERROR;
   if (read_sys(p, v, sizeof(v), "bus/pci/devices/%s/max_link_speed", busid) && topo_xml_set(x, "link_speed", v) != 0)
-    return -1;
+    return COLL_GPU_SYSTEM_ERROR;
   if (read_sys(p, v, sizeof(v), "bus/pci/devices/%s/max_link_width", busid) && topo_xml_set(x, "link_width", v) != 0)
-    return -1;
-  return 0;
+    return COLL_GPU_SYSTEM_ERROR;
+  return COLL_GPU_SUCCESS;
 }
 
 static topo_xml_node_t *child_with(topo_xml_node_t *n, const char *name, const char *key, const char *value) {
@@ -302,9 +301,10 @@ static topo_xml_node_t *parent_of(probe_t *p, hwloc_obj_t dev) {
   return x;
 }
 
-/* A <net> per active port of an OpenFabrics device, speed from the port's rate ("200 Gb/sec (4X HDR)"). */
-static int add_ib_ports(probe_t *p, topo_xml_node_t *nic, const char *name) {
-  int ports = 0;
+/* A <net> per active port of an OpenFabrics device, speed from the port's rate ("200 Gb/sec (4X HDR)"), counted in
+ * *ports. */
+static coll_gpu_status_t add_ib_ports(probe_t *p, topo_xml_node_t *nic, const char *name, int *ports) {
+  *ports = 0;
   for (int port = 1; port <= 8; ++port) {
     char state[64], rate[64];
     if (!read_sys(p, state, sizeof(state), "class/infiniband/%s/ports/%d/state", name, port)) continue;
@@ -312,69 +312,71 @@ static int add_ib_ports(probe_t *p, topo_xml_node_t *nic, const char *name) {
     topo_xml_node_t *net = topo_xml_add(nic, "net");
     if (net == NULL || topo_xml_set(net, "name", name) != 0 || topo_xml_setf(net, "dev", "%d", p->nnics) != 0 ||
         topo_xml_setf(net, "port", "%d", port) != 0)
-      return -1;
+      return COLL_GPU_SYSTEM_ERROR;
     if (read_sys(p, rate, sizeof(rate), "class/infiniband/%s/ports/%d/rate", name, port) && atof(rate) > 0 &&
         topo_xml_setf(net, "speed", "%ld", (long)(atof(rate) * 1000)) != 0)
-      return -1;
-    ++ports;
+      return COLL_GPU_SYSTEM_ERROR;
+    ++*ports;
   }
-  return ports;
+  return COLL_GPU_SUCCESS;
 }
 
-static int add_nic(probe_t *p, hwloc_obj_t dev, hwloc_obj_t os) {
+static coll_gpu_status_t add_nic(probe_t *p, hwloc_obj_t dev, hwloc_obj_t os) {
   topo_xml_node_t *parent = parent_of(p, dev);
   topo_xml_node_t *pci = parent != NULL ? pci_of(p, parent, &dev->attr->pcidev) : NULL;
-  if (pci == NULL) return -1;
+  if (pci == NULL) return COLL_GPU_SYSTEM_ERROR;
   topo_xml_node_t *nic = topo_xml_child(pci, "nic");
-  if (nic == NULL && (nic = topo_xml_add(pci, "nic")) == NULL) return -1;
+  if (nic == NULL && (nic = topo_xml_add(pci, "nic")) == NULL) return COLL_GPU_SYSTEM_ERROR;
   if (os->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS) {
-    const int ports = add_ib_ports(p, nic, os->name);
-    if (ports < 0) return -1;
+    int ports;
+    if (add_ib_ports(p, nic, os->name, &ports) != COLL_GPU_SUCCESS) return COLL_GPU_SYSTEM_ERROR;
     if (ports > 0) {
       ++p->nnics;
-      return 0;
+      return COLL_GPU_SUCCESS;
     }
     /* no port state to read (a replayed machine): the device, speed unknown */
   }
   char v[64];
   topo_xml_node_t *net = topo_xml_add(nic, "net");
   if (net == NULL || topo_xml_set(net, "name", os->name) != 0 || topo_xml_setf(net, "dev", "%d", p->nnics++) != 0)
-    return -1;
-  if (os->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS && topo_xml_set(net, "port", "1") != 0) return -1;
+    return COLL_GPU_SYSTEM_ERROR;
+  if (os->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS && topo_xml_set(net, "port", "1") != 0)
+    return COLL_GPU_SYSTEM_ERROR;
   if (os->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK && read_sys(p, v, sizeof(v), "class/net/%s/speed", os->name) &&
       atol(v) > 0 && topo_xml_set(net, "speed", v) != 0)
-    return -1;
-  return 0;
+    return COLL_GPU_SYSTEM_ERROR;
+  return COLL_GPU_SUCCESS;
 }
 
-static int add_gpu_pci(probe_t *p, hwloc_obj_t dev) {
+static coll_gpu_status_t add_gpu_pci(probe_t *p, hwloc_obj_t dev) {
   topo_xml_node_t *parent = parent_of(p, dev);
   topo_xml_node_t *pci = parent != NULL ? pci_of(p, parent, &dev->attr->pcidev) : NULL;
-  return pci == NULL ? -1 : add_gpu(pci, p->ngpus++, p->o->gpus);
+  return pci == NULL ? COLL_GPU_SYSTEM_ERROR : add_gpu(pci, p->ngpus++, p->o->gpus);
 }
 
-static int walk_pci(probe_t *p, int nics) {
+static coll_gpu_status_t walk_pci(probe_t *p, int nics) {
   for (hwloc_obj_t dev = hwloc_get_next_pcidev(p->t, NULL); dev != NULL; dev = hwloc_get_next_pcidev(p->t, dev)) {
     const struct hwloc_pcidev_attr_s *a = &dev->attr->pcidev;
     if (!nics) {
-      if (a->vendor_id == NVIDIA_VENDOR && a->class_id >> 8 == 0x03 && add_gpu_pci(p, dev) != 0) return -1;
+      if (a->vendor_id == NVIDIA_VENDOR && a->class_id >> 8 == 0x03 && add_gpu_pci(p, dev) != 0)
+        return COLL_GPU_SYSTEM_ERROR;
       continue;
     }
     for (hwloc_obj_t os = dev->io_first_child; os != NULL; os = os->next_sibling) {
       if (os->type != HWLOC_OBJ_OS_DEVICE) continue;
       const int ib = os->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS;
       if ((ib || (!p->has_ib && os->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK)) && add_nic(p, dev, os) != 0)
-        return -1;
+        return COLL_GPU_SYSTEM_ERROR;
     }
   }
-  return 0;
+  return COLL_GPU_SUCCESS;
 }
 
-int topo_probe(const topo_probe_opts_t *opts, topo_xml_node_t **root, char *err, size_t errlen) {
+coll_gpu_status_t topo_probe(const topo_probe_opts_t *opts, topo_xml_node_t **root, char *err, size_t errlen) {
   probe_t p = {.o = opts};
   *root = NULL;
   if (hwloc_topology_init(&p.t) != 0) return say(err, errlen, "hwloc_topology_init failed");
-  int rc = -1;
+  coll_gpu_status_t rc = COLL_GPU_SYSTEM_ERROR;
   if (opts->hwloc_xml != NULL && hwloc_topology_set_xml(p.t, opts->hwloc_xml) != 0) {
     say(err, errlen, "%s: hwloc cannot read it as an XML topology", opts->hwloc_xml);
     goto out;
@@ -393,7 +395,7 @@ int topo_probe(const topo_probe_opts_t *opts, topo_xml_node_t **root, char *err,
     goto out;
   }
   *root = p.root;
-  rc = 0;
+  rc = COLL_GPU_SUCCESS;
 out:
   hwloc_topology_destroy(p.t);
   return rc;

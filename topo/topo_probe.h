@@ -31,15 +31,16 @@ typedef struct {
  * their own. */
 typedef struct {
   void *ctx;
-  /* Compute capability as major * 10 + minor, or -1 when NVML does not know the GPU. */
+  /* Compute capability as major * 10 + minor, or 0 when NVML does not know the GPU. */
   int (*sm)(void *ctx, const char *busid);
-  /* Its active NVLinks that carry P2P traffic, up to max of them: how many, or -1 when NVML does not
-   * know the GPU. */
+  /* Its active NVLinks that carry P2P traffic, up to max of them: how many (none where NVML does not know the
+   * GPU). */
   int (*nvlinks)(void *ctx, const char *busid, topo_nvlink_end_t *ends, int max);
 } topo_gpu_info_t;
 
-/* Opens libnvidia-ml.so.1 and initializes it. Returns 0, or -1 with the reason in err (no driver). */
-int topo_nvml_open(topo_gpu_info_t *info, char *err, size_t errlen);
+/* Opens libnvidia-ml.so.1 and initializes it. Returns COLL_GPU_SUCCESS, or a failure with the reason in err (no
+ * driver). */
+coll_gpu_status_t topo_nvml_open(topo_gpu_info_t *info, char *err, size_t errlen);
 void topo_nvml_close(topo_gpu_info_t *info);
 
 typedef struct {
@@ -48,13 +49,13 @@ typedef struct {
   const topo_gpu_info_t *gpus; /* NULL: GPUs get no <gpu> element (no NVML) */
 } topo_probe_opts_t;
 
-/* Probes into a new <system version="1"> tree. Returns 0, or -1 with the reason in err. A machine
+/* Probes into a new <system version="1"> tree. Returns COLL_GPU_SUCCESS, or a failure with the reason in err. A machine
  * without GPUs gives a tree without any. */
-int topo_probe(const topo_probe_opts_t *opts, topo_xml_node_t **root, char *err, size_t errlen);
+coll_gpu_status_t topo_probe(const topo_probe_opts_t *opts, topo_xml_node_t **root, char *err, size_t errlen);
 
 /* Gives every GPU <pci> of the tree that has no <gpu> child one from info (sm and NVLinks): a vendor
- * file with the PCI placement only. Returns how many it completed, or -1 when out of memory. */
-int topo_complete(topo_xml_node_t *root, const topo_gpu_info_t *info);
+ * file with the PCI placement only, *completed of them. COLL_GPU_SYSTEM_ERROR: out of memory. */
+coll_gpu_status_t topo_complete(topo_xml_node_t *root, const topo_gpu_info_t *info, int *completed);
 
 #ifdef __cplusplus
 }

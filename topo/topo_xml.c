@@ -22,20 +22,20 @@ typedef struct {
   size_t errlen;
 } parser_t;
 
-static int fail(parser_t *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(parser_t *ps, const char *fmt, ...) {
+static coll_gpu_status_t fail(parser_t *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static coll_gpu_status_t fail(parser_t *ps, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   topo_verror(ps->err, ps->errlen, ps->file, ps->line, fmt, ap);
   va_end(ap);
-  return -1;
+  return COLL_GPU_INVALID_INPUT;
 }
 
-int topo_verror(char *err, size_t errlen, const char *file, int line, const char *fmt, va_list ap) {
+coll_gpu_status_t topo_verror(char *err, size_t errlen, const char *file, int line, const char *fmt, va_list ap) {
   /* line 0: a tree that was built, not read (a probe) */
   int n = line > 0 ? snprintf(err, errlen, "%s:%d: ", file, line) : snprintf(err, errlen, "%s: ", file);
   if (n >= 0 && (size_t)n < errlen) vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-  return -1;
+  return COLL_GPU_INVALID_INPUT;
 }
 
 static void skip_space(parser_t *ps) {
@@ -44,12 +44,12 @@ static void skip_space(parser_t *ps) {
 }
 
 /* Skips to just after `close`, counting lines; -1 when the text ends first. */
-static int skip_past(parser_t *ps, const char *close, const char *what) {
+static coll_gpu_status_t skip_past(parser_t *ps, const char *close, const char *what) {
   const size_t n = strlen(close);
   for (; ps->p + n <= ps->end; ++ps->p) {
     if (memcmp(ps->p, close, n) == 0) {
       ps->p += n;
-      return 0;
+      return COLL_GPU_SUCCESS;
     }
     if (*ps->p == '\n') ++ps->line;
   }
@@ -58,18 +58,18 @@ static int skip_past(parser_t *ps, const char *close, const char *what) {
 
 static int is_name_char(char c) { return isalnum((unsigned char)c) || c == '_' || c == '-' || c == '.' || c == ':'; }
 
-static int read_name(parser_t *ps, char *out, const char *what) {
+static coll_gpu_status_t read_name(parser_t *ps, char *out, const char *what) {
   size_t n = 0;
   for (; ps->p < ps->end && is_name_char(*ps->p); ++ps->p) {
     if (n + 1 >= TOPO_XML_MAX_NAME) return fail(ps, "%s name longer than %d bytes", what, TOPO_XML_MAX_NAME - 1);
     out[n++] = *ps->p;
   }
   out[n] = '\0';
-  return n == 0 ? fail(ps, "expected a %s name", what) : 0;
+  return n == 0 ? fail(ps, "expected a %s name", what) : COLL_GPU_SUCCESS;
 }
 
 /* A quoted attribute value with entities decoded into out (TOPO_XML_MAX_VALUE bytes). */
-static int read_value(parser_t *ps, char *out) {
+static coll_gpu_status_t read_value(parser_t *ps, char *out) {
   if (ps->p >= ps->end || (*ps->p != '"' && *ps->p != '\'')) return fail(ps, "expected a quoted attribute value");
   const char quote = *ps->p++;
   static const struct {
@@ -99,7 +99,7 @@ static int read_value(parser_t *ps, char *out) {
   if (ps->p >= ps->end) return fail(ps, "unterminated attribute value");
   ++ps->p;
   out[n] = '\0';
-  return 0;
+  return COLL_GPU_SUCCESS;
 }
 
 /* An element with no attributes and no children; NULL when out of memory. */
@@ -113,13 +113,13 @@ static topo_xml_node_t *alloc_node(const char *name) {
   return n;
 }
 
-static int attach(topo_xml_node_t *parent, topo_xml_node_t *child) {
+static coll_gpu_status_t attach(topo_xml_node_t *parent, topo_xml_node_t *child) {
   topo_xml_node_t **c = realloc(parent->children, (size_t)(parent->nchildren + 1) * sizeof(*c));
-  if (c == NULL) return -1;
+  if (c == NULL) return COLL_GPU_SYSTEM_ERROR;
   parent->children = c;
   c[parent->nchildren++] = child;
   child->parent = parent;
-  return 0;
+  return COLL_GPU_SUCCESS;
 }
 
 static topo_xml_node_t *new_node(parser_t *ps, const char *name, topo_xml_node_t *parent) {
@@ -137,33 +137,33 @@ static topo_xml_node_t *new_node(parser_t *ps, const char *name, topo_xml_node_t
   return n;
 }
 
-static int add_child(parser_t *ps, topo_xml_node_t *parent, topo_xml_node_t *child) {
-  return attach(parent, child) != 0 ? fail(ps, "out of memory") : 0;
+static coll_gpu_status_t add_child(parser_t *ps, topo_xml_node_t *parent, topo_xml_node_t *child) {
+  return attach(parent, child) != COLL_GPU_SUCCESS ? fail(ps, "out of memory") : COLL_GPU_SUCCESS;
 }
 
 /* After '<' and the name: attributes up to '>' or '/>'. Sets *closed for '/>'. */
-static int read_attrs(parser_t *ps, topo_xml_node_t *n, int *closed) {
+static coll_gpu_status_t read_attrs(parser_t *ps, topo_xml_node_t *n, int *closed) {
   for (;;) {
     skip_space(ps);
     if (ps->p >= ps->end) return fail(ps, "unterminated <%s>", n->name);
     if (*ps->p == '>') {
       ++ps->p;
       *closed = 0;
-      return 0;
+      return COLL_GPU_SUCCESS;
     }
     if (*ps->p == '/') {
       if (ps->p + 1 >= ps->end || ps->p[1] != '>') return fail(ps, "expected '/>' in <%s>", n->name);
       ps->p += 2;
       *closed = 1;
-      return 0;
+      return COLL_GPU_SUCCESS;
     }
     char key[TOPO_XML_MAX_NAME], value[TOPO_XML_MAX_VALUE];
-    if (read_name(ps, key, "attribute") != 0) return -1;
+    if (read_name(ps, key, "attribute") != 0) return COLL_GPU_INVALID_INPUT;
     skip_space(ps);
     if (ps->p >= ps->end || *ps->p != '=') return fail(ps, "expected '=' after attribute %s", key);
     ++ps->p;
     skip_space(ps);
-    if (read_value(ps, value) != 0) return -1;
+    if (read_value(ps, value) != 0) return COLL_GPU_INVALID_INPUT;
     if (topo_xml_attr(n, key) != NULL) return fail(ps, "attribute %s given twice in <%s>", key, n->name);
     if (n->nattrs == TOPO_XML_MAX_ATTRS)
       return fail(ps, "more than %d attributes in <%s>", TOPO_XML_MAX_ATTRS, n->name);
@@ -176,14 +176,15 @@ static int read_attrs(parser_t *ps, topo_xml_node_t *n, int *closed) {
   }
 }
 
-int topo_xml_parse(const char *text, size_t len, const char *file, topo_xml_node_t **root, char *err, size_t errlen) {
+coll_gpu_status_t topo_xml_parse(const char *text, size_t len, const char *file, topo_xml_node_t **root, char *err,
+                                 size_t errlen) {
   parser_t ps = {text, text + len, file != NULL ? file : "<topology>", 1, 0, err, errlen};
   topo_xml_node_t *top = NULL, *cur = NULL;
   int depth = 0;
   *root = NULL;
   if (len > TOPO_XML_MAX_BYTES) {
     fail(&ps, "larger than %d bytes", TOPO_XML_MAX_BYTES);
-    return -1;
+    return COLL_GPU_INVALID_INPUT;
   }
   for (;;) {
     skip_space(&ps);
@@ -256,16 +257,16 @@ int topo_xml_parse(const char *text, size_t len, const char *file, topo_xml_node
   }
   if (top == NULL) {
     fail(&ps, "no element");
-    return -1;
+    return COLL_GPU_INVALID_INPUT;
   }
   *root = top;
-  return 0;
+  return COLL_GPU_SUCCESS;
 bad:
   topo_xml_free(top);
-  return -1;
+  return COLL_GPU_INVALID_INPUT;
 }
 
-int topo_xml_load(const char *path, topo_xml_node_t **root, char *err, size_t errlen) {
+coll_gpu_status_t topo_xml_load(const char *path, topo_xml_node_t **root, char *err, size_t errlen) {
   *root = NULL;
   /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is then refused as no regular file */
   const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -273,19 +274,19 @@ int topo_xml_load(const char *path, topo_xml_node_t **root, char *err, size_t er
   if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     snprintf(err, errlen, "%s: %s", path, fd < 0 ? "cannot open it" : "not a regular file");
     if (fd >= 0) close(fd);
-    return -1;
+    return COLL_GPU_SYSTEM_ERROR;
   }
   FILE *f = fdopen(fd, "rb");
   if (f == NULL) {
     close(fd);
     snprintf(err, errlen, "%s: cannot open it", path);
-    return -1;
+    return COLL_GPU_SYSTEM_ERROR;
   }
   char *buf = malloc(TOPO_XML_MAX_BYTES + 1);
   size_t len = buf != NULL ? fread(buf, 1, TOPO_XML_MAX_BYTES + 1, f) : 0;
   const int read_error = ferror(f);
   fclose(f);
-  int rc = -1;
+  coll_gpu_status_t rc = COLL_GPU_SYSTEM_ERROR;
   if (buf == NULL)
     snprintf(err, errlen, "%s: out of memory", path);
   else if (read_error)
@@ -296,17 +297,17 @@ int topo_xml_load(const char *path, topo_xml_node_t **root, char *err, size_t er
   return rc;
 }
 
-int topo_xml_save(const topo_xml_node_t *root, const char *path, char *err, size_t errlen) {
+coll_gpu_status_t topo_xml_save(const topo_xml_node_t *root, const char *path, char *err, size_t errlen) {
   const size_t len = strlen(path) + 8;
   char *tmp = malloc(len);
   if (tmp == NULL) {
     snprintf(err, errlen, "%s: out of memory", path);
-    return -1;
+    return COLL_GPU_SYSTEM_ERROR;
   }
   snprintf(tmp, len, "%s.XXXXXX", path);
   const int fd = mkstemp(tmp);
   FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-  int rc = -1;
+  coll_gpu_status_t rc = COLL_GPU_SYSTEM_ERROR;
   if (f == NULL) {
     snprintf(err, errlen, "%s: cannot create a file beside it: %s", path, strerror(errno));
     if (fd >= 0) close(fd);
@@ -315,14 +316,14 @@ int topo_xml_save(const topo_xml_node_t *root, const char *path, char *err, size
     if (bad || rename(tmp, path) != 0)
       snprintf(err, errlen, "%s: cannot write it: %s", path, strerror(errno));
     else
-      rc = 0;
+      rc = COLL_GPU_SUCCESS;
   }
   if (rc != 0 && fd >= 0) unlink(tmp);
   free(tmp);
   return rc;
 }
 
-static int write_escaped(FILE *f, const char *s) {
+static coll_gpu_status_t write_escaped(FILE *f, const char *s) {
   for (; *s; ++s) {
     const char *e = NULL;
     switch (*s) {
@@ -341,23 +342,24 @@ static int write_escaped(FILE *f, const char *s) {
       default:
         break;
     }
-    if ((e != NULL ? fputs(e, f) : fputc(*s, f)) == EOF) return -1;
+    if ((e != NULL ? fputs(e, f) : fputc(*s, f)) == EOF) return COLL_GPU_SYSTEM_ERROR;
   }
-  return 0;
+  return COLL_GPU_SUCCESS;
 }
 
-static int write_node(const topo_xml_node_t *n, FILE *f, int depth) {
-  if (fprintf(f, "%*s<%s", 2 * depth, "", n->name) < 0) return -1;
+static coll_gpu_status_t write_node(const topo_xml_node_t *n, FILE *f, int depth) {
+  if (fprintf(f, "%*s<%s", 2 * depth, "", n->name) < 0) return COLL_GPU_SYSTEM_ERROR;
   for (int i = 0; i < n->nattrs; ++i)
-    if (fprintf(f, " %s=\"", n->keys[i]) < 0 || write_escaped(f, n->values[i]) != 0 || fputc('"', f) == EOF) return -1;
-  if (n->nchildren == 0) return fputs("/>\n", f) == EOF ? -1 : 0;
-  if (fputs(">\n", f) == EOF) return -1;
+    if (fprintf(f, " %s=\"", n->keys[i]) < 0 || write_escaped(f, n->values[i]) != 0 || fputc('"', f) == EOF)
+      return COLL_GPU_SYSTEM_ERROR;
+  if (n->nchildren == 0) return fputs("/>\n", f) == EOF ? COLL_GPU_SYSTEM_ERROR : COLL_GPU_SUCCESS;
+  if (fputs(">\n", f) == EOF) return COLL_GPU_SYSTEM_ERROR;
   for (int i = 0; i < n->nchildren; ++i)
-    if (write_node(n->children[i], f, depth + 1) != 0) return -1;
-  return fprintf(f, "%*s</%s>\n", 2 * depth, "", n->name) < 0 ? -1 : 0;
+    if (write_node(n->children[i], f, depth + 1) != 0) return COLL_GPU_SYSTEM_ERROR;
+  return fprintf(f, "%*s</%s>\n", 2 * depth, "", n->name) < 0 ? COLL_GPU_SYSTEM_ERROR : COLL_GPU_SUCCESS;
 }
 
-int topo_xml_write(const topo_xml_node_t *root, FILE *f) { return write_node(root, f, 0); }
+coll_gpu_status_t topo_xml_write(const topo_xml_node_t *root, FILE *f) { return write_node(root, f, 0); }
 
 void topo_xml_free(topo_xml_node_t *n) {
   if (n == NULL) return;
@@ -398,7 +400,7 @@ int topo_xml_gpu_cpus(const topo_xml_node_t *root, const char *busid, int *cpus,
   const topo_xml_node_t *n = find_gpu(root, busid);
   while (n != NULL && strcmp(n->name, "cpu") != 0) n = n->parent;
   const char *c = n != NULL ? topo_xml_attr(n, "affinity") : NULL;
-  if (c == NULL) return -1;
+  if (c == NULL) return 0;
   /* the words, most significant first (a value holds at most TOPO_XML_MAX_VALUE / 2 of them) */
   unsigned long words[TOPO_XML_MAX_VALUE / 2];
   int nwords = 0;
@@ -409,7 +411,7 @@ int topo_xml_gpu_cpus(const topo_xml_node_t *root, const char *busid, int *cpus,
     const unsigned long v = isxdigit((unsigned char)*c) ? strtoul(c, &end, 16) : 0;
     if (!isxdigit((unsigned char)*c) || errno != 0 || v > 0xfffffffful || (*end != ',' && *end != '\0') ||
         nwords == TOPO_XML_MAX_VALUE / 2)
-      return -1;
+      return 0;
     words[nwords++] = v;
     if (*end == '\0') break;
     c = end + 1;
@@ -439,22 +441,22 @@ topo_xml_node_t *topo_xml_add(topo_xml_node_t *parent, const char *name) {
   return n;
 }
 
-int topo_xml_set(topo_xml_node_t *n, const char *key, const char *value) {
-  if (strlen(key) >= TOPO_XML_MAX_NAME || strlen(value) >= TOPO_XML_MAX_VALUE) return -1;
+coll_gpu_status_t topo_xml_set(topo_xml_node_t *n, const char *key, const char *value) {
+  if (strlen(key) >= TOPO_XML_MAX_NAME || strlen(value) >= TOPO_XML_MAX_VALUE) return COLL_GPU_INVALID_INPUT;
   char *v = strdup(value);
-  if (v == NULL) return -1;
+  if (v == NULL) return COLL_GPU_SYSTEM_ERROR;
   for (int i = 0; i < n->nattrs; ++i)
     if (strcmp(n->keys[i], key) == 0) {
       free(n->values[i]);
       n->values[i] = v;
-      return 0;
+      return COLL_GPU_SUCCESS;
     }
   if (n->nattrs == TOPO_XML_MAX_ATTRS || (n->keys[n->nattrs] = strdup(key)) == NULL) {
     free(v);
-    return -1;
+    return COLL_GPU_SYSTEM_ERROR;
   }
   n->values[n->nattrs++] = v;
-  return 0;
+  return COLL_GPU_SUCCESS;
 }
 
 void topo_xml_unset(topo_xml_node_t *n, const char *key) {
@@ -469,13 +471,13 @@ void topo_xml_unset(topo_xml_node_t *n, const char *key) {
     }
 }
 
-int topo_xml_setf(topo_xml_node_t *n, const char *key, const char *fmt, ...) {
+coll_gpu_status_t topo_xml_setf(topo_xml_node_t *n, const char *key, const char *fmt, ...) {
   char value[TOPO_XML_MAX_VALUE];
   va_list ap;
   va_start(ap, fmt);
   const int len = vsnprintf(value, sizeof(value), fmt, ap);
   va_end(ap);
-  return len < 0 || len >= (int)sizeof(value) ? -1 : topo_xml_set(n, key, value);
+  return len < 0 || len >= (int)sizeof(value) ? COLL_GPU_INVALID_INPUT : topo_xml_set(n, key, value);
 }
 
 void topo_xml_remove(topo_xml_node_t *n) {
@@ -525,25 +527,26 @@ bad:
   return NULL;
 }
 
-int topo_xml_merge(topo_xml_node_t *dst, const topo_xml_node_t *src) {
+coll_gpu_status_t topo_xml_merge(topo_xml_node_t *dst, const topo_xml_node_t *src) {
   for (int i = 0; i < src->nattrs; ++i)
-    if (topo_xml_attr(dst, src->keys[i]) == NULL && topo_xml_set(dst, src->keys[i], src->values[i]) != 0) return -1;
+    if (topo_xml_attr(dst, src->keys[i]) == NULL && topo_xml_set(dst, src->keys[i], src->values[i]) != 0)
+      return COLL_GPU_SYSTEM_ERROR;
   for (int i = 0; i < src->nchildren; ++i) {
     const topo_xml_node_t *c = src->children[i];
     topo_xml_node_t *match = NULL;
     for (int j = 0; j < dst->nchildren && match == NULL; ++j)
       if (same_element(dst->children[j], c)) match = dst->children[j];
     if (match != NULL) {
-      if (topo_xml_merge(match, c) != 0) return -1;
+      if (topo_xml_merge(match, c) != 0) return COLL_GPU_SYSTEM_ERROR;
       continue;
     }
     topo_xml_node_t *copy = copy_tree(c);
     if (copy == NULL || attach(dst, copy) != 0) {
       topo_xml_free(copy);
-      return -1;
+      return COLL_GPU_SYSTEM_ERROR;
     }
   }
-  return 0;
+  return COLL_GPU_SUCCESS;
 }
 
 char *topo_xml_text(const topo_xml_node_t *root, size_t *len) {
@@ -551,7 +554,7 @@ char *topo_xml_text(const topo_xml_node_t *root, size_t *len) {
   size_t n = 0;
   FILE *f = open_memstream(&text, &n);
   if (f == NULL) return NULL;
-  const int rc = topo_xml_write(root, f);
+  const coll_gpu_status_t rc = topo_xml_write(root, f);
   if (fclose(f) != 0 || rc != 0) {
     free(text);
     return NULL;

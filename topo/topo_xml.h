@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "common/status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -38,19 +40,21 @@ typedef struct topo_xml_node {
   struct topo_xml_node *parent;
 } topo_xml_node_t;
 
-/* Parses text (len bytes; `file` names it in errors). Returns 0 and the root element, or -1 with
- * "file:line: what" in err. */
-int topo_xml_parse(const char *text, size_t len, const char *file, topo_xml_node_t **root, char *err, size_t errlen);
+/* Parses text (len bytes; `file` names it in errors). Returns COLL_GPU_SUCCESS and the root element, or a failure
+ * (COLL_GPU_INVALID_INPUT: not valid) with "file:line: what" in err. */
+coll_gpu_status_t topo_xml_parse(const char *text, size_t len, const char *file, topo_xml_node_t **root, char *err,
+                                 size_t errlen);
 /* Reads and parses a file, which must be a regular one (a FIFO or a device is refused, never waited on). */
-int topo_xml_load(const char *path, topo_xml_node_t **root, char *err, size_t errlen);
-/* Writes the tree, two spaces per level, attributes in their order. Returns 0 or -1 (write error). */
-int topo_xml_write(const topo_xml_node_t *root, FILE *f);
+coll_gpu_status_t topo_xml_load(const char *path, topo_xml_node_t **root, char *err, size_t errlen);
+/* Writes the tree, two spaces per level, attributes in their order. COLL_GPU_SYSTEM_ERROR: a write failed. */
+coll_gpu_status_t topo_xml_write(const topo_xml_node_t *root, FILE *f);
 /* Writes the tree to a new file beside path and renames it to path: whatever path was (a symbolic link
- * too) is replaced, never written through. Returns 0, or -1 with the reason in err. */
-int topo_xml_save(const topo_xml_node_t *root, const char *path, char *err, size_t errlen);
+ * too) is replaced, never written through. Returns COLL_GPU_SUCCESS, or a failure with the reason in err. */
+coll_gpu_status_t topo_xml_save(const topo_xml_node_t *root, const char *path, char *err, size_t errlen);
 void topo_xml_free(topo_xml_node_t *root);
-/* Writes "file:line: " and the formatted message into err; returns -1. The errors of topo/ all look so. */
-int topo_verror(char *err, size_t errlen, const char *file, int line, const char *fmt, va_list ap);
+/* Writes "file:line: " and the formatted message into err; returns COLL_GPU_INVALID_INPUT. The errors of topo/ all
+ * look so. */
+coll_gpu_status_t topo_verror(char *err, size_t errlen, const char *file, int line, const char *fmt, va_list ap);
 
 /* The value of attribute key, or NULL. */
 const char *topo_xml_attr(const topo_xml_node_t *n, const char *key);
@@ -60,21 +64,22 @@ topo_xml_node_t *topo_xml_child(const topo_xml_node_t *n, const char *name);
 int topo_xml_is_gpu(const topo_xml_node_t *n);
 /* The CPUs near the GPU with bus id `busid` below root: the affinity of the <cpu> it hangs from (NCCL's
  * format: 32-bit hex words joined by commas, the last one CPUs 0-31), into cpus[] in increasing order, at
- * most max of them. Returns how many, or -1 when the GPU, its <cpu> or a readable affinity is missing. */
+ * most max of them. Returns how many: none where the GPU, its <cpu> or a readable affinity is missing. */
 int topo_xml_gpu_cpus(const topo_xml_node_t *root, const char *busid, int *cpus, int max);
 
-/* Building trees (the probe, the merge of the ranks' views). NULL or -1: out of memory, or past the
+/* Building trees (the probe, the merge of the ranks' views). NULL or a failure: out of memory, or past the
  * name and value bounds. */
 topo_xml_node_t *topo_xml_add(topo_xml_node_t *parent, const char *name); /* at the end; NULL parent: a root */
-int topo_xml_set(topo_xml_node_t *n, const char *key, const char *value); /* sets or replaces */
-void topo_xml_unset(topo_xml_node_t *n, const char *key);                 /* removes it, if there */
-int topo_xml_setf(topo_xml_node_t *n, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+coll_gpu_status_t topo_xml_set(topo_xml_node_t *n, const char *key, const char *value); /* sets or replaces */
+void topo_xml_unset(topo_xml_node_t *n, const char *key);                               /* removes it, if there */
+coll_gpu_status_t topo_xml_setf(topo_xml_node_t *n, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 void topo_xml_remove(topo_xml_node_t *n); /* detaches it from its parent and frees it */
 /* Adds to dst what src has and dst lacks, recursively: elements are the same when they have the same
  * name and the same key attribute (busid, numaid, target or name, the first present; bus ids in either
  * case); attributes dst lacks are copied, those it has are kept. Deterministic: the result depends
  * only on the two trees and their order. */
-int topo_xml_merge(topo_xml_node_t *dst, const topo_xml_node_t *src);
+coll_gpu_status_t topo_xml_merge(topo_xml_node_t *dst, const topo_xml_node_t *src);
 /* The tree as topo_xml_write writes it, in a malloc'd string of *len bytes; NULL when out of memory. */
 char *topo_xml_text(const topo_xml_node_t *root, size_t *len);
 

@@ -277,10 +277,10 @@ TEST(Topo, GpuCpusComeFromItsCpuAffinity) {
   EXPECT_EQ(std::vector<int>(cpus, cpus + 3), (std::vector<int>{0, 1, 40}));
   ASSERT_EQ(4, topo_xml_gpu_cpus(root, "0000:3d:00.0", cpus, 64));
   EXPECT_EQ(std::vector<int>(cpus, cpus + 4), (std::vector<int>{4, 5, 6, 7}));
-  EXPECT_EQ(-1, topo_xml_gpu_cpus(root, "0000:1c:00.0", cpus, 64)) << "a NIC is not a GPU";
-  EXPECT_EQ(-1, topo_xml_gpu_cpus(root, "0000:5d:00.0", cpus, 64)) << "an affinity that is not hex words";
-  EXPECT_EQ(-1, topo_xml_gpu_cpus(root, "0000:7d:00.0", cpus, 64)) << "no affinity";
-  EXPECT_EQ(-1, topo_xml_gpu_cpus(root, "0000:99:00.0", cpus, 64)) << "no such GPU";
+  EXPECT_EQ(0, topo_xml_gpu_cpus(root, "0000:1c:00.0", cpus, 64)) << "a NIC is not a GPU";
+  EXPECT_EQ(0, topo_xml_gpu_cpus(root, "0000:5d:00.0", cpus, 64)) << "an affinity that is not hex words";
+  EXPECT_EQ(0, topo_xml_gpu_cpus(root, "0000:7d:00.0", cpus, 64)) << "no affinity";
+  EXPECT_EQ(0, topo_xml_gpu_cpus(root, "0000:99:00.0", cpus, 64)) << "no such GPU";
   topo_xml_free(root);
 }
 
@@ -336,7 +336,7 @@ TEST(Topo, BoundsAreEnforced) {
   EXPECT_NE(std::string::npos, parse_error(std::string(TOPO_XML_MAX_BYTES + 1, ' ')).find("larger than"));
   topo_xml_node_t *root = nullptr;
   char e[256];
-  EXPECT_EQ(-1, topo_xml_load("/nonexistent/topo.xml", &root, e, sizeof(e)));
+  EXPECT_EQ(COLL_GPU_SYSTEM_ERROR, topo_xml_load("/nonexistent/topo.xml", &root, e, sizeof(e)));
   EXPECT_STREQ("/nonexistent/topo.xml: cannot open it", e);
 }
 

@@ -29,12 +29,12 @@ struct FakeNvml {
       FakeNvml *f = static_cast<FakeNvml *>(ctx);
       ++f->sm_calls;
       auto it = f->sm.find(busid);
-      return it == f->sm.end() ? -1 : it->second;
+      return it == f->sm.end() ? 0 : it->second;  // 0: NVML does not know it
     };
     i.nvlinks = [](void *ctx, const char *busid, topo_nvlink_end_t *ends, int max) {
       FakeNvml *f = static_cast<FakeNvml *>(ctx);
       auto it = f->links.find(busid);
-      if (it == f->links.end()) return f->sm.count(busid) ? 0 : -1;
+      if (it == f->links.end()) return 0;
       int n = 0;
       for (const auto &e : it->second)
         if (n < max) ends[n++] = e;
@@ -181,7 +181,7 @@ TEST(TopoProbe, BadHwlocFileIsAnError) {
   topo_probe_opts_t o = {"/nonexistent/hwloc.xml", nullptr, nullptr};
   topo_xml_node_t *root = nullptr;
   char e[256] = "";
-  EXPECT_EQ(-1, topo_probe(&o, &root, e, sizeof(e)));
+  EXPECT_EQ(COLL_GPU_SYSTEM_ERROR, topo_probe(&o, &root, e, sizeof(e)));
   EXPECT_EQ(nullptr, root);
   EXPECT_NE(nullptr, strstr(e, "/nonexistent/hwloc.xml")) << e;
 }
@@ -200,8 +200,11 @@ TEST(TopoProbe, VendorFileCompletedWithNvml) {
     nvml.link(b, "fffffff:ff:ff.0", 18, 1);
   }
   topo_gpu_info_t info = nvml.info();
-  EXPECT_EQ(8, topo_complete(root, &info));
-  EXPECT_EQ(0, topo_complete(root, &info));
+  int completed = -1;
+  EXPECT_EQ(COLL_GPU_SUCCESS, topo_complete(root, &info, &completed));
+  EXPECT_EQ(8, completed);
+  EXPECT_EQ(COLL_GPU_SUCCESS, topo_complete(root, &info, &completed));
+  EXPECT_EQ(0, completed);
   topo_system_t *s = nullptr;
   const topo_xml_node_t *roots[1] = {root};
   ASSERT_EQ(0, topo_system_build(roots, nullptr, 1, &s, e, sizeof(e))) << e;
@@ -261,7 +264,7 @@ TEST(TopoProbe, BuildersRespectTheBounds) {
   topo_xml_node_t *root = topo_xml_add(nullptr, "system");
   ASSERT_NE(nullptr, root);
   EXPECT_EQ(nullptr, topo_xml_add(root, std::string(TOPO_XML_MAX_NAME, 'x').c_str()));
-  EXPECT_EQ(-1, topo_xml_set(root, "v", std::string(TOPO_XML_MAX_VALUE, 'x').c_str()));
+  EXPECT_EQ(COLL_GPU_INVALID_INPUT, topo_xml_set(root, "v", std::string(TOPO_XML_MAX_VALUE, 'x').c_str()));
   EXPECT_EQ(0, topo_xml_set(root, "version", "1"));
   EXPECT_EQ(0, topo_xml_set(root, "version", "2"));  // replaced, not added
   EXPECT_EQ(1, root->nattrs);
