@@ -193,15 +193,15 @@ void coll_gpu_engine::link_neighbours() {
 // so, or (auto) where some rank's GPU has no peer access to the GPU of a rank of its node it connects to (a GPU not
 // visible to this process is taken to have it: if CUDA IPC then fails, the call stages and says so). Auto costs an
 // allgather. With SHM the zero-copy calls are off: the peers' own buffers cannot be mapped.
-void coll_gpu_engine::choose_node_transport(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *peers) {
+void coll_gpu_engine::choose_node_transport(const coll_gpu::TransportLinks &links) {
+  const coll_gpu_peer_t *peers = links.peers;
   shm_node = cfg.node_transport == COLL_GPU_ENGINE_NODE_SHM;
   if (cfg.node_transport == COLL_GPU_ENGINE_NODE_AUTO) {
     int lacks = -1;  // the first peer whose GPU this rank's cannot reach
     for (int r = 0; r < nranks && lacks < 0; ++r)
-      if (r != rank && linked[r] && node[r] == node[rank] && coll_gpu_peer_access(mem.device, peers[r].busid) == 0)
-        lacks = r;
+      if (links.node_peer(r, rank) && coll_gpu_peer_access(mem.device, peers[r].busid) == 0) lacks = r;
     int bad = -1;
-    shm_node = !coll_gpu_all_ok(b, lacks >= 0 ? 1 : 0, &bad);
+    shm_node = !coll_gpu_all_ok(links.b, lacks >= 0 ? 1 : 0, &bad);
     if (lacks >= 0 && cfg.log != nullptr)
       cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
               "comm %s: no CUDA peer access from this rank's GPU to rank %d's (%s)", cfg.name, lacks,
@@ -462,7 +462,8 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     e->run_turns = coll_gpu_rings_run_turns(&e->rings, e->node.get(), e->nodes_scratch.get());
   }
   e->link_neighbours();
-  e->choose_node_transport(b, peers.get());
+  const coll_gpu::TransportLinks links = {b, peers.get(), e->node.get(), e->linked.get()};
+  e->choose_node_transport(links);
 
   // 4. the scratch, then the transports: NET (the network proxies, connected to the ranks of other nodes), then
   // IPC or SHM
@@ -489,7 +490,6 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     e->transports[e->ntransports++] = coll_gpu::transport_of(&e->net);
   }
   e->transports[e->ntransports++] = e->shm_node ? coll_gpu::transport_of(&e->shm) : coll_gpu::transport_of(&e->ipc);
-  const coll_gpu::TransportLinks links = {b, peers.get(), e->node.get(), e->linked.get()};
   bool connected = e->connect(links, allocated, why, why_len) == COLL_GPU_SUCCESS;
   // 5. the layout: the kernels' view and its connections
   connected = connected && e->setup_conns(why, why_len) == COLL_GPU_SUCCESS;

@@ -201,7 +201,7 @@ struct coll_gpu_engine {
   }
   void link_neighbours();
   coll_gpu_status_t alloc_scratch(char *why, size_t len);
-  void choose_node_transport(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *peers);
+  void choose_node_transport(const coll_gpu::TransportLinks &links);
   coll_gpu_status_t connect(const coll_gpu::TransportLinks &links, coll_gpu_status_t st, char *why, size_t len);
   coll_gpu_status_t setup_conns(char *why, size_t len);
   bool net_failed(uint8_t *gone, char *why = nullptr, size_t len = 0) const;

@@ -38,7 +38,6 @@ class ShmSegment {
   static int sweep(const char *kind);
   void reset();
   void *base() const { return base_; }
-  size_t bytes() const { return bytes_; }
 
  private:
   coll_gpu_status_t map(int fd, size_t bytes, const char *what, char *why, size_t len);

@@ -48,7 +48,7 @@ coll_gpu_status_t Ipc::connect(const TransportLinks &links, char *why, size_t le
   ContextScope ctx(*mem_);
   COLL_GPU_CHECK(entered(ctx, *mem_, why, len));
   for (int r = 0; r < nranks_; ++r) {
-    if (r == rank_ || !links.linked[r] || links.node[r] != links.node[rank_]) continue;  // another node: NET's
+    if (!links.node_peer(r, rank_)) continue;  // another node's: NET's
     if (nmapped_ == kMaxMapped) {
       coll_gpu_say(why, len, "more than %d peers to map", kMaxMapped);
       return COLL_GPU_INTERNAL_ERROR;
@@ -132,8 +132,7 @@ coll_gpu_status_t Shm::set_own(size_t bytes, char *why, size_t len) {
   ShmSegment::name_for(kShmKind, (int)getpid(), segments.fetch_add(1) + 1, own_name_, sizeof(own_name_));
   const coll_gpu_status_t st = pin(&own_, own_name_, true, why, len);
   if (st != COLL_GPU_SUCCESS) {
-    ShmSegment::unlink(own_name_);
-    own_name_[0] = '\0';
+    unlink_own();
     return st;
   }
   view_[rank_] = own_.dev;
@@ -144,7 +143,7 @@ coll_gpu_status_t Shm::set_own(size_t bytes, char *why, size_t len) {
 
 coll_gpu_status_t Shm::map_peers(const TransportLinks &links, char *why, size_t len) {
   for (int r = 0; r < nranks_; ++r) {
-    if (r == rank_ || !links.linked[r] || links.node[r] != links.node[rank_]) continue;  // another node: NET's
+    if (!links.node_peer(r, rank_)) continue;  // another node's: NET's
     if (nmapped_ == Ipc::kMaxMapped) {
       coll_gpu_say(why, len, "more than %d peers to map", Ipc::kMaxMapped);
       return COLL_GPU_INTERNAL_ERROR;
@@ -174,8 +173,7 @@ coll_gpu_status_t Shm::connect(const TransportLinks &links, char *why, size_t le
   // host whatever happens next; a failure is every rank's at the engine's next step
   int bad = -1;
   coll_gpu_all_ok(b, st == COLL_GPU_SUCCESS ? 0 : 1, &bad);
-  if (own_name_[0] != '\0') ShmSegment::unlink(own_name_);
-  own_name_[0] = '\0';
+  unlink_own();
   return st;
 }
 
@@ -188,6 +186,10 @@ void Shm::reset() {
   for (auto &m : mapped_) m.reset(ops_);
   nmapped_ = 0;
   own_.reset(ops_);
+  unlink_own();
+}
+
+void Shm::unlink_own() {
   if (own_name_[0] != '\0') ShmSegment::unlink(own_name_);
   own_name_[0] = '\0';
 }

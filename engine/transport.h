@@ -39,6 +39,8 @@ struct TransportLinks {
   const coll_gpu_peer_t *peers;  // the peer exchange
   const uint16_t *node;          // every rank's node (its lowest rank)
   const uint8_t *linked;         // 1: this rank's kernels have connections with that rank
+  // Whether rank r is a peer of `rank`'s node that its kernels have connections with (IPC's or SHM's to reach).
+  bool node_peer(int r, int rank) const { return r != rank && linked[r] && node[r] == node[rank]; }
 };
 
 // One transport: its name and its two steps, over its object.
@@ -106,11 +108,6 @@ class Ipc {
   int nmapped_ = 0;
 };
 
-// SHM: the same peers where CUDA peer access between their GPUs is unavailable (NCCL's shared memory transport):
-// every rank's scratch lies in pinned host memory, a shared memory segment of its own (engine/shm_segment.h) that
-// the peers it connects with map too, so that the kernels' stores into a peer's scratch and their polls of their
-// own cross PCIe into host memory, with no proxy and no copy by a CPU. Its connections are IPC's over those
-// mappings (coll_gpu_dev_ipc_conns). The segments are unlinked once every rank has mapped its peers'.
 // How SHM pins host memory and maps it into the device: the runtime's (cuda_pin_ops), or a test's. pin returns 0 or
 // an error of its own (a cudaError_t), dev the memory's device view.
 struct PinOps {
@@ -120,6 +117,11 @@ struct PinOps {
 };
 PinOps cuda_pin_ops();
 
+// SHM: the same peers where CUDA peer access between their GPUs is unavailable (NCCL's shared memory transport):
+// every rank's scratch lies in pinned host memory, a shared memory segment of its own (engine/shm_segment.h) that
+// the peers it connects with map too, so that the kernels' stores into a peer's scratch and their polls of their
+// own cross PCIe into host memory, with no proxy and no copy by a CPU. Its connections are IPC's over those
+// mappings (coll_gpu_dev_ipc_conns). The segments are unlinked once every rank has mapped its peers'.
 class Shm {
  public:
   static constexpr const char *kName = "SHM";
@@ -154,6 +156,7 @@ class Shm {
   coll_gpu_status_t pin(Pinned *p, const char *name, bool make, char *why, size_t len);
   char *entry(int r) const { return names_.get() + (size_t)r * (1 + kNameBytes); }
   coll_gpu_status_t map_peers(const TransportLinks &links, char *why, size_t len);
+  void unlink_own();  // this rank's segment leaves the host's names (its mappings stay)
 
   int rank_ = 0, nranks_ = 0;
   size_t bytes_ = 0;
