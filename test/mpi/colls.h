@@ -23,11 +23,15 @@ extern bool verbose;
 extern bool gpu_path;     /* test_colls -G: the GPU path's calls must stage nothing */
 extern int gap_max_us;    /* test_colls -r: the most a rank waits before each collective */
 extern int virtual_nodes; /* test_colls -G: coll_gpu_virtual_nodes as the run sets it (ranks per virtual node) */
+extern bool node_shm;     /* test_colls -G: coll_gpu_node_transport shm, where no zero-copy call runs */
 /* staged_count.c: coll/gpu's count of the buffers it staged (MPI_T), once opened; an integer parameter of coll/gpu
  * as the run sets it (MPI_T), or dflt where it cannot be read. */
 void staged_count_open(void);
 unsigned long long staged_count(void);
 int gpu_param_int(const char *name, int dflt);
+/* Whether the run forces the SHM node transport (coll_gpu_node_transport shm): the calls that only the zero-copy
+ * exchange serves (with counts unlike from rank to rank, gather(v), scatter(v), alltoall in place) stage there. */
+bool gpu_node_shm(void);
 
 #define POISON 0xA5 /* the byte every output is filled with before a collective */
 

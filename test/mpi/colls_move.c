@@ -259,14 +259,15 @@ static void run_move(dcoll_t c, const layout_t *L, int count, bool inplace, bool
    * after another they run as allgather and alltoall (alltoall of at most 8 ranks, not in place), of any other
    * layout as the zero-copy call with counts (at most 8 ranks of one node, not split into virtual ones; alltoallv
    * not in place); nor do gather(v) and scatter(v) (as the call with counts) and alltoall in place (from a copy
-   * of the receive buffer), at most 8 ranks of one node; not with -m mixed, where a rank of host memory
-   * stages them all (a call with counts takes no joining rank) */
+   * of the receive buffer), at most 8 ranks of one node and not over the SHM node transport (no zero-copy call);
+   * not with -m mixed, where a rank of host memory stages them all (a call with counts takes no joining rank) */
   const bool one_node = virtual_nodes == 0 || virtual_nodes >= n;
-  const bool counts_gpu = v == V_EQUAL || (n <= 8 && one_node);
+  const bool zero_copy = n <= 8 && one_node && !node_shm;
+  const bool counts_gpu = v == V_EQUAL || zero_copy;
   const bool rooted = c == D_GATHER || c == D_GATHERV || c == D_SCATTER || c == D_SCATTERV;
   const bool must_gpu = gpu_path && count > 0 && L == &layouts[0] && kind != TBUF_MIXED && one_host() &&
                         ((counts_gpu && (c == D_ALLGATHERV || (c == D_ALLTOALLV && !inplace && n <= 8))) ||
-                         ((rooted || (c == D_ALLTOALL && inplace)) && n <= 8 && one_node));
+                         ((rooted || (c == D_ALLTOALL && inplace)) && zero_copy));
   const unsigned long long staged_before = must_gpu ? staged_count() : 0;
   random_gap(salt + 31 * (uint64_t)root + nb);
   switch (c) {

@@ -40,3 +40,5 @@ int gpu_param_int(const char *name, int dflt) {
   MPI_T_finalize();
   return v;
 }
+
+bool gpu_node_shm(void) { return gpu_param_int("coll_gpu_node_transport", 0) == 1; /* auto -1, ipc 0, shm 1 */ }

@@ -36,6 +36,7 @@ long checks, failures;
 bool verbose;
 bool gpu_path;
 int virtual_nodes;
+bool node_shm;
 int gap_max_us;
 
 /* A legal program posts a nonblocking collective, then waits on point-to-point traffic that the other
@@ -198,6 +199,7 @@ int main(int argc, char **argv) {
   if (gpu_path) {
     staged_count_open();
     virtual_nodes = gpu_param_int("coll_gpu_virtual_nodes", 0);
+    node_shm = gpu_node_shm();
   }
   seed = s;
   alarm(600); /* a hang becomes a failure, never a stuck test run */

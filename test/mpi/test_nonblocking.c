@@ -51,8 +51,10 @@ uint64_t seed = 1;
 tbuf_kind_t kind = TBUF_HOST;
 long checks, failures;
 bool verbose, gpu_path;
-/* -G beyond 8 ranks (COLL_GPU_MAX_DIRECT): the calls that stage there by design are left off the GPU */
-bool beyond_direct;
+/* -G: the calls that stage by design are left off the GPU. Beyond 8 ranks (COLL_GPU_MAX_DIRECT): a reduce-scatter
+ * takes equal blocks, an alltoall host memory. Beyond 8 ranks or over the SHM node transport: calls with counts
+ * unlike from rank to rank take host memory. */
+bool beyond_direct, counts_staged;
 int gap_max_us;
 
 enum { ALLREDUCE, BCAST, ALLGATHER, REDUCE, RSB, RS, ALLTOALL, ALLGATHERV, ALLTOALLV, GATHER, BARRIER, NCALLS };
@@ -127,8 +129,7 @@ static size_t spread(const int *counts, int n, int *displs) {
   return at;
 }
 
-/* Call c's layout `lay` and its buffers (on host memory where -G goes beyond 8 ranks: such calls stage there by
- * design). */
+/* Call c's layout `lay` and its buffers (on host memory where such calls stage by design: counts_staged). */
 static void counted_alloc(call_t *c, uint64_t lay) {
   const int n = nranks, a2a = c->what == ALLTOALLV;
   for (int q = 0; q < n; ++q) {
@@ -137,8 +138,8 @@ static void counted_alloc(call_t *c, uint64_t lay) {
   }
   const size_t sk = a2a ? spread(c->scounts, n, c->sdispls) : (size_t)c->scounts[0];
   const size_t rk = spread(c->rcounts, n, c->rdispls);
-  c->s = buf_of(sk * 4, beyond_direct);
-  c->r = buf_of(rk * 4, beyond_direct);
+  c->s = buf_of(sk * 4, counts_staged);
+  c->r = buf_of(rk * 4, counts_staged);
   c->want = malloc(rk * 4 + 4);
   c->want_n = rk;
 }
@@ -559,6 +560,7 @@ int main(int argc, char **argv) {
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   beyond_direct = gpu_path && nranks > 8;
+  counts_staged = beyond_direct || (gpu_path && gpu_node_shm());
   comms[0] = MPI_COMM_WORLD;
   for (int j = 0; ncomms > 1 && j < ncomms; ++j) MPI_Comm_dup(MPI_COMM_WORLD, &comms[j]);
   for (int j = 0; ncomms > 1 && j < ncomms; ++j) blocking_on(comms[j], 0xd0b00 + (uint64_t)j);

@@ -55,10 +55,10 @@ TEST(Tune, ChoiceMinimizesTheModel) {
   for (int n : {2, 8})
     for (size_t bytes = 8; bytes <= (1ul << 28); bytes *= 4) {
       coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, n, bytes);
-      double t = coll_gpu_tune_time_us(ch.algo, n, bytes, ch.nchannels);
+      double t = coll_gpu_tune_time_us(&c, ch.algo, n, bytes);
       for (int a = 0; a < COLL_GPU_NALGOS; ++a) {
         if (coll_gpu_tune_fits(&c, (coll_gpu_algo_t)a, bytes)) {
-          EXPECT_LE(t, coll_gpu_tune_time_us((coll_gpu_algo_t)a, n, bytes, ch.nchannels));
+          EXPECT_LE(t, coll_gpu_tune_time_us(&c, (coll_gpu_algo_t)a, n, bytes));
         }
       }
     }
@@ -160,9 +160,9 @@ TEST(Tune, OtherCollectives) {
       for (size_t bytes = 8; bytes <= (1ul << 30); bytes *= 8) {
         const coll_gpu_choice_t ch = coll_gpu_tune_choose_move(&c, coll, n, bytes);
         EXPECT_EQ(coll_gpu_algo_proto(ch.algo), ch.proto);
-        const double t = coll_gpu_tune_move_time_us(coll, ch.algo, n, bytes, c.oneshot_max_bytes);
-        EXPECT_LE(t, coll_gpu_tune_move_time_us(coll, COLL_GPU_ALGO_RING, n, bytes, c.oneshot_max_bytes));
-        EXPECT_LE(t, coll_gpu_tune_move_time_us(coll, COLL_GPU_ALGO_ONESHOT, n, bytes, c.oneshot_max_bytes));
+        const double t = coll_gpu_tune_move_time_us(&c, coll, ch.algo, n, bytes);
+        EXPECT_LE(t, coll_gpu_tune_move_time_us(&c, coll, COLL_GPU_ALGO_RING, n, bytes));
+        EXPECT_LE(t, coll_gpu_tune_move_time_us(&c, coll, COLL_GPU_ALGO_ONESHOT, n, bytes));
         if (ch.algo == COLL_GPU_ALGO_RING) {
           EXPECT_EQ(0u, ch.chunk % 16);  // whole packs per step
           EXPECT_GE(ch.nchannels, 1);
