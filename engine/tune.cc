@@ -17,16 +17,27 @@
  * two). The two-shot kernel takes ~10.5 us up to 256 KiB, whatever the size: each of its two phases
  * loads, stores, then waits on a system-scope fence (~1.3 us) and on the peers' flags; 4 MiB and 16 MiB
  * took 33 and 75 us through the component. At 4 ranks, two-shot took ~10 us more than at 2 (30 against
- * 20 up to 256 KiB), ~3.7 of it the flag release stores that now share one fence; kTwoshotPeerUs is
+ * 20 up to 256 KiB), ~3.7 of it the flag release stores that now share one fence; twoshot_peer_us is
  * the rest, from that one run. The ring (64 channels, 512 KiB slots) moved 8 MiB in ~43 us, 16 MiB in
  * ~70 and 1 GiB at 311-316 GB/s bus bandwidth. */
-constexpr double kOneshotUs = 2.0;      // LL one-shot: one flag round, no fence
-constexpr double kLLBw = 85e3;          // bytes/us of one-shot data per peer: half of each line is flags
-constexpr double kTwoshotUs = 10.5;     // two-shot at 2 ranks: two phases of data, fence and flags
-constexpr double kTwoshotPeerUs = 3.0;  // two-shot: each peer beyond the first
-constexpr double kSimpleBw = 300e3;     // bytes/us of the two-shot kernel's bus traffic
-constexpr double kRingBw = 310e3;       // bytes/us of the ring's bus traffic at large sizes
-constexpr double kRingStepUs = 8.0;     // per dependent ring step: wait, barrier, data, release, seen by the next rank
+namespace {
+// The model's constants for one kind of link between the ranks of a node.
+struct LinkCosts {
+  double oneshot_us;       // LL one-shot: one flag round, no fence
+  double ll_bw;            // bytes/us of one-shot data per peer: half of each line is flags
+  double twoshot_us;       // two-shot at 2 ranks: two phases of data, fence and flags
+  double twoshot_peer_us;  // two-shot: each peer beyond the first
+  double simple_bw;        // bytes/us of the two-shot kernel's bus traffic
+  double ring_bw;          // bytes/us of the ring's bus traffic at large sizes
+  double ring_step_us;     // per dependent ring step: wait, barrier, data, release, seen by the next rank
+};
+constexpr LinkCosts kNvlink = {2.0, 85e3, 10.5, 3.0, 300e3, 310e3, 8.0};
+const LinkCosts &costs(const coll_gpu_tune_config_t *c) {
+  (void)c;
+  return kNvlink;
+}
+}  // namespace
+
 /* two-shot: a block per 16 KiB of message. Blocks are latency-bound (each waits for its peers' flags), so
  * more of them pay: on 2 H200, 512 KiB took 21 us with 32 blocks against 33 with 8, 1 MiB 23.5 us with 64
  * against 33 with 16, 2-8 MiB 2-4% less again with 128 than with 64 */
@@ -42,16 +53,16 @@ coll_gpu_proto_t coll_gpu_algo_proto(coll_gpu_algo_t algo) {
   return algo == COLL_GPU_ALGO_ONESHOT ? COLL_GPU_PROTO_LL : COLL_GPU_PROTO_SIMPLE;
 }
 
-double coll_gpu_tune_time_us(coll_gpu_algo_t algo, int nranks, size_t bytes, int nchannels) {
-  double n = nranks, b = (double)bytes;
-  (void)nchannels;
+double coll_gpu_tune_time_us(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, int nranks, size_t bytes) {
+  const LinkCosts &k = costs(c);
+  const double n = nranks, b = (double)bytes;
   switch (algo) {
     case COLL_GPU_ALGO_ONESHOT: /* every rank pushes its data to n - 1 peers */
-      return kOneshotUs + (n - 1) * b / kLLBw;
+      return k.oneshot_us + (n - 1) * b / k.ll_bw;
     case COLL_GPU_ALGO_TWOSHOT: /* 2 (n - 1) / n of the data out */
-      return kTwoshotUs + (n - 2) * kTwoshotPeerUs + 2 * (n - 1) / n * b / kSimpleBw;
+      return k.twoshot_us + (n - 2) * k.twoshot_peer_us + 2 * (n - 1) / n * b / k.simple_bw;
     case COLL_GPU_ALGO_RING: /* 2 (n - 1) steps to fill the pipeline; 2 (n - 1) / n of the data out */
-      return 2 * (n - 1) * kRingStepUs + 2 * (n - 1) / n * b / kRingBw;
+      return 2 * (n - 1) * k.ring_step_us + 2 * (n - 1) / n * b / k.ring_bw;
     default:
       return 1e30;
   }
@@ -158,7 +169,7 @@ coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, int nran
       for (int a = 0; a < COLL_GPU_NALGOS; ++a) {
         if (!coll_gpu_tune_fits(c, (coll_gpu_algo_t)a, bytes)) continue;
         if (pass == 0 && c->protocol >= 0 && (int)coll_gpu_algo_proto((coll_gpu_algo_t)a) != c->protocol) continue;
-        double t = coll_gpu_tune_time_us((coll_gpu_algo_t)a, nranks, bytes, 0);
+        double t = coll_gpu_tune_time_us(c, (coll_gpu_algo_t)a, nranks, bytes);
         if (t < best_t) {
           best_t = t;
           best = (coll_gpu_algo_t)a;
@@ -183,26 +194,28 @@ coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, int nran
 
 /* A launch of its own for each one-shot slot of data beyond the first (a call's ~9 us around its kernel). */
 constexpr double kLaunchUs = 9.0;
-double coll_gpu_tune_move_time_us(coll_gpu_coll_t coll, coll_gpu_algo_t algo, int nranks, size_t bytes,
-                                  size_t ll_bytes) {
+double coll_gpu_tune_move_time_us(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo,
+                                  int nranks, size_t bytes) {
+  const LinkCosts &k = costs(c);
   const double n = nranks, b = (double)bytes;
+  const size_t ll_bytes = c->oneshot_max_bytes;
   if (algo == COLL_GPU_ALGO_ONESHOT) { /* every rank pushes n - 1 blocks (a bcast's root n - 1 copies) */
     const double extra = ll_bytes > 0 && bytes > ll_bytes ? (double)((bytes - 1) / ll_bytes) : 0;
-    return kOneshotUs + extra * kLaunchUs + (n - 1) * b / kLLBw;
+    return k.oneshot_us + extra * kLaunchUs + (n - 1) * b / k.ll_bw;
   }
   if (algo != COLL_GPU_ALGO_RING) return 1e30;
   switch (coll) {
     case COLL_GPU_COLL_BCAST:  /* a chain of n - 1 hops; every link carries the buffer once */
     case COLL_GPU_COLL_REDUCE: /* the same chain, towards the root */
-      return (n - 1) * kRingStepUs + b / kRingBw;
+      return (n - 1) * k.ring_step_us + b / k.ring_bw;
     case COLL_GPU_COLL_ALLGATHER:      /* n - 1 steps; every link carries n - 1 blocks */
     case COLL_GPU_COLL_REDUCE_SCATTER: /* the same steps, reducing */
-      return (n - 1) * kRingStepUs + (n - 1) * b / kRingBw;
+      return (n - 1) * k.ring_step_us + (n - 1) * b / k.ring_bw;
     case COLL_GPU_COLL_ALLTOALL: /* 2 ranks: one ring step each way; more: pairwise, every peer at once */
       /* the pairwise kernel has the ring's constants until a machine with more than 2 GPUs times it: on one
        * H100 with 3-8 ranks simulated it took 8.5-13 us at 64 KiB per block (coll_gpu_kernel_bench -C
        * alltoall -a ring -n N), about the ring's step */
-      return kRingStepUs + (n - 1) * b / kRingBw;
+      return k.ring_step_us + (n - 1) * b / k.ring_bw;
     default:
       return 1e30;
   }
@@ -254,8 +267,8 @@ coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, col
   coll_gpu_algo_t best = COLL_GPU_ALGO_ONESHOT;
   if (forced == COLL_GPU_ALGO_ONESHOT || forced == COLL_GPU_ALGO_RING) {
     best = (coll_gpu_algo_t)forced;
-  } else if (coll_gpu_tune_move_time_us(coll, COLL_GPU_ALGO_RING, nranks, bytes, c->oneshot_max_bytes) <
-             coll_gpu_tune_move_time_us(coll, COLL_GPU_ALGO_ONESHOT, nranks, bytes, c->oneshot_max_bytes)) {
+  } else if (coll_gpu_tune_move_time_us(c, coll, COLL_GPU_ALGO_RING, nranks, bytes) <
+             coll_gpu_tune_move_time_us(c, coll, COLL_GPU_ALGO_ONESHOT, nranks, bytes)) {
     best = COLL_GPU_ALGO_RING;
   }
   if (best == COLL_GPU_ALGO_ONESHOT && c->oneshot_max_bytes < 16) best = COLL_GPU_ALGO_RING; /* no LL slot */

@@ -43,7 +43,7 @@ typedef struct {
 /* The protocol an algorithm runs. */
 coll_gpu_proto_t coll_gpu_algo_proto(coll_gpu_algo_t algo);
 /* Modelled time in microseconds of one allreduce of `bytes` on `nranks` ranks, without the launch. */
-double coll_gpu_tune_time_us(coll_gpu_algo_t algo, int nranks, size_t bytes, int nchannels);
+double coll_gpu_tune_time_us(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, int nranks, size_t bytes);
 /* Whether the scratch holds `bytes` for the algorithm. */
 int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, size_t bytes);
 /* The choice for one call. A forced algorithm that does not fit falls back to the model. */
@@ -51,8 +51,8 @@ coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, int nran
 /* The collectives other than allreduce (the moves, reduce, reduce-scatter) with `bytes` per block (reduce:
  * the buffer): direct LL or ring. Alltoall beyond 2 ranks runs direct LL at every size (the ring connects
  * neighbours only). */
-double coll_gpu_tune_move_time_us(coll_gpu_coll_t coll, coll_gpu_algo_t algo, int nranks, size_t bytes,
-                                  size_t ll_bytes);
+double coll_gpu_tune_move_time_us(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo,
+                                  int nranks, size_t bytes);
 coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks,
                                             size_t bytes);
 /* Fits the scratch layout l into `most` bytes (0: no bound) by shrinking its ring FIFOs, the part that
