@@ -207,6 +207,7 @@ void coll_gpu_engine::choose_node_transport(const coll_gpu::TransportLinks &link
               "comm %s: no CUDA peer access from this rank's GPU to rank %d's (%s)", cfg.name, lacks,
               peers[lacks].busid);
   }
+  cfg.tune.shm = shm_node ? 1 : 0;  // the tuning model's costs for the link
   if (shm_node && cfg.log != nullptr)
     cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
             "comm %s: the ranks of a node reach each other through shared host memory (SHM, %s): no zero-copy calls",

@@ -32,10 +32,22 @@ struct LinkCosts {
   double ring_step_us;     // per dependent ring step: wait, barrier, data, release, seen by the next rank
 };
 constexpr LinkCosts kNvlink = {2.0, 85e3, 10.5, 3.0, 300e3, 310e3, 8.0};
-const LinkCosts &costs(const coll_gpu_tune_config_t *c) {
-  (void)c;
-  return kNvlink;
-}
+/* Through shared host memory (the SHM transport), every line crosses PCIe twice: the writer's posted stores, then
+ * the reader's loads, each a round trip. On one H200 shared by the ranks under MPS (coll_gpu_allreduce_bench -N,
+ * coll_gpu_node_transport shm, each algorithm forced, 8 B to 4 MiB at 2 and 4 ranks): one-shot LL moved ~1 KB/us per
+ * peer (allreduce at 2 ranks: 12 us at 8 B, 29 at 16 KiB, 49 at 32 KiB, 111 at 64 KiB), two-shot took 24-26 us up to
+ * 64 KiB and 98 at 1 MiB, the ring 24-33 us up to 64 KiB and 88 at 1 MiB (~15 GB/s); at 4 ranks, sharing the one
+ * PCIe link, ~9 GB/s. These constants are not those readings: they are the set, searched on a grid, whose choices
+ * came closest to the fastest measured algorithm at every size, collective and rank count of that run: the chosen
+ * algorithm's time was 1.004x the fastest on average over the 240 points, 1.67x at worst (reduce-scatter of 32 KiB
+ * at 2 ranks: ring, 54 us, against one-shot's 33). NVLink's constants chose 1.41x the fastest on average there,
+ * 7.3x at worst (allreduce of 64 KiB at 2 ranks: one-shot, 111 us, against two-shot's 26; at 4 ranks 256 KiB: 551
+ * against 81). They give one-shot LL up to 16 KiB (allreduce: 8 KiB at 2 ranks, 4 KiB at 3-8; alltoall: 16 KiB at 2,
+ * 4 KiB at 4), two-shot allreduce up to 128 KiB at 2 ranks and 256 KiB at 3-4, and the ring beyond. GPUs of their
+ * own, each with its own PCIe link, may move these crossovers: measured on such a machine, its figures should
+ * replace these. */
+constexpr LinkCosts kShm = {2.0, 2e3, 6.0, 1.0, 5e3, 7.5e3, 10.0};
+const LinkCosts &costs(const coll_gpu_tune_config_t *c) { return c->shm ? kShm : kNvlink; }
 }  // namespace
 
 /* two-shot: a block per 16 KiB of message. Blocks are latency-bound (each waits for its peers' flags), so

@@ -31,6 +31,8 @@ typedef struct {
                             takes channels by its size (a channel per kNetStepBytes of a ring step) */
   int net_ring_channels; /* with net: the most channels allreduce, allgather and reduce-scatter take unless
                             nchannels says (one per proxy thread); 0: no bound */
+  int shm;               /* the ranks of a node reach each other through shared host memory (the SHM transport):
+                            the model takes that link's costs, not NVLink's */
 } coll_gpu_tune_config_t;
 
 typedef struct {

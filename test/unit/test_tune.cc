@@ -27,6 +27,7 @@ coll_gpu_tune_config_t defaults() {
   c.max_blocks = 0;
   c.net = 0;
   c.net_ring_channels = 0;
+  c.shm = 0;
   return c;
 }
 
@@ -76,6 +77,34 @@ TEST(Tune, MeasuredChoices) {
   EXPECT_EQ(COLL_GPU_ALGO_TWOSHOT, coll_gpu_tune_choose(&c, 8, 1 << 20).algo);
   EXPECT_EQ(COLL_GPU_ALGO_TWOSHOT, coll_gpu_tune_choose(&c, 2, 16 << 20).algo);
   EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, 2, 32 << 20).algo);
+}
+
+// Over the SHM node transport (shared host memory) the choices follow its costs, which the run on one H200 under
+// MPS backs (engine/tune.cc): at 2 ranks allreduce one-shot at 8 KiB (21 us against two-shot's 25), two-shot
+// at 64 KiB (26 against one-shot's 111 and the ring's 33) and the ring at 1 MiB (88 against 98); at 4 ranks
+// two-shot at 8 KiB (34 against 39) and the ring at 512 KiB (114 against 141); the others one-shot at 16 KiB
+// (bcast at 2 ranks: 23 against 32) and the ring at 32 KiB (44 against 32), and NVLink's choices unchanged.
+TEST(Tune, SharedMemoryChoices) {
+  coll_gpu_tune_config_t c = defaults();
+  c.shm = 1;
+  EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, 2, 8 << 10).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_TWOSHOT, coll_gpu_tune_choose(&c, 2, 64 << 10).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, 2, 1 << 20).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_TWOSHOT, coll_gpu_tune_choose(&c, 4, 8 << 10).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, 4, 512 << 10).algo);
+  for (int k = COLL_GPU_COLL_BCAST; k < COLL_GPU_NCOLLS; ++k)
+    for (int n : {2, 4}) {
+      const coll_gpu_coll_t coll = (coll_gpu_coll_t)k;
+      if (coll != COLL_GPU_COLL_ALLTOALL) {
+        EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose_move(&c, coll, n, 16 << 10).algo) << k << " " << n;
+      }
+      EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose_move(&c, coll, n, 32 << 10).algo) << k << " " << n;
+      coll_gpu_tune_config_t nv = c;
+      nv.shm = 0;
+      EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose_move(&nv, coll, n, 32 << 10).algo) << k << " " << n;
+    }
+  c.shm = 0;
+  EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, 2, 64 << 10).algo);
 }
 
 TEST(Tune, ForcedAlgorithmWhereItFits) {
