@@ -433,9 +433,10 @@ static void register_transports(mca_coll_gpu_component_t *c) {
                 "copy by a CPU, as NCCL's shared memory transport; slower than ipc where the GPUs have peer access, "
                 "and the zero-copy calls of coll_gpu_zero_copy_min_bytes go through the FIFOs or stage), or auto: "
                 "shm where some rank's GPU has no CUDA peer access to another GPU of its node (PCIe GPUs without "
-                "peer to peer, some virtual machines), ipc otherwise. With ipc, where a rank cannot map a peer's "
-                "scratch the communicator's calls stage. Every rank must use the same",
-                node_transports, COLL_GPU_ENGINE_NODE_IPC, &c->node_transport);
+                "peer to peer, some virtual machines), ipc otherwise (one allgather where the engine is made). With "
+                "ipc, where a rank cannot map a peer's scratch the communicator's calls stage. Every rank must use "
+                "the same",
+                node_transports, COLL_GPU_ENGINE_NODE_AUTO, &c->node_transport);
   register_string("socket_ifname",
                   "Network interfaces whose IPv4 addresses the proxy's sockets are reached on, as NCCL_SOCKET_IFNAME: "
                   "name prefixes, comma-separated (eth,ib), a leading ^ to exclude them instead. Empty: every "
