@@ -350,8 +350,7 @@ class Parts {
     else  // the scratch's bound left those rings no channel
       rings_ = 0;
     if (e.multinode) tune.max_channels = std::min(tune.max_channels, kNetChannels);
-    choice_ = c == COLL_GPU_COLL_ALLREDUCE ? coll_gpu_tune_choose(&tune, e.nranks, end_ * size_)
-                                           : coll_gpu_tune_choose_move(&tune, c, e.nranks, end_ * size_);
+    choice_ = coll_gpu_tune_choose(&tune, c, e.nranks, end_ * size_);
     piece_ = c != COLL_GPU_COLL_ALLREDUCE && choice_.algo == COLL_GPU_ALGO_ONESHOT ? e.layout.ll_bytes / size_ : end_;
     // an allgather across nodes sends each rank's block into every other node once, on the ring where the rank
     // starts its node's run, and a reduce-scatter reduces it there where the rank ends it, where the call's

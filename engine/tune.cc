@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
- * The allreduce tuning model (engine/tune.h).
+ * The tuning model (engine/tune.h).
  *
  * time = latency + bytes moved per rank / bandwidth, with the constants below (per GPU, over NVLink on
  * H200 through NVSwitch), measured: the latencies are those of the kernels, not the flag round trips
@@ -168,7 +168,8 @@ int net_ring_bound(const coll_gpu_tune_config_t *c, int nchannels, size_t step) 
  * below a chain's latency.) */
 constexpr size_t kNetChainBytes = (size_t)256 << 10;
 
-coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, int nranks, size_t bytes) {
+namespace {
+coll_gpu_choice_t choose_allreduce(const coll_gpu_tune_config_t *c, int nranks, size_t bytes) {
   coll_gpu_algo_t best = COLL_GPU_ALGO_RING;
   if (c->algorithm >= 0 && coll_gpu_tune_fits(c, (coll_gpu_algo_t)c->algorithm, bytes)) {
     best = (coll_gpu_algo_t)c->algorithm;
@@ -203,6 +204,7 @@ coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, int nran
   }
   return ch;
 }
+}  // namespace
 
 /* A launch of its own for each one-shot slot of data beyond the first (a call's ~9 us around its kernel). */
 constexpr double kLaunchUs = 9.0;
@@ -271,10 +273,8 @@ size_t ring_chunk(coll_gpu_coll_t coll, int nranks, size_t bytes, int nchannels,
   if (coll == COLL_GPU_COLL_ALLTOALL && nranks == 2 && bytes / (size_t)nchannels < ((size_t)2 << 20)) return 128 << 10;
   return 0;
 }
-}  // namespace
 
-coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks,
-                                            size_t bytes) {
+coll_gpu_choice_t choose_move(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks, size_t bytes) {
   const int forced = coll >= 0 && coll < COLL_GPU_NCOLLS ? c->move_algorithm[coll] : -1;
   coll_gpu_algo_t best = COLL_GPU_ALGO_ONESHOT;
   if (forced == COLL_GPU_ALGO_ONESHOT || forced == COLL_GPU_ALGO_RING) {
@@ -308,6 +308,12 @@ coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, col
     ch.chunk = c->ring_chunk_bytes > 0 ? c->ring_chunk_bytes : ring_chunk(coll, nranks, bytes, ch.nchannels, c->net);
   }
   return ch;
+}
+}  // namespace
+
+coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks,
+                                       size_t bytes) {
+  return coll == COLL_GPU_COLL_ALLREDUCE ? choose_allreduce(c, nranks, bytes) : choose_move(c, coll, nranks, bytes);
 }
 
 /* The ring FIFOs first give up slot bytes: on 2 H200 at 256 MiB, 128 channels of 256 KiB and of 512 KiB

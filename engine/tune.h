@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
- * Algorithm choice for the GPU allreduce: a latency + bandwidth model per algorithm, by message size and
- * rank count, with the overrides of the MCA parameters. Pure arithmetic: the same inputs give the same
- * choice on every rank.
+ * Algorithm choice for the GPU collectives, one chooser for all: a latency + bandwidth model per algorithm
+ * and kind of node link (NVLink or shared host memory), by collective, message size and rank count, with the
+ * overrides of the MCA parameters. Pure arithmetic: the same inputs give the same choice on every rank.
  */
 #ifndef COLL_GPU_TUNE_H
 #define COLL_GPU_TUNE_H
@@ -48,15 +48,15 @@ coll_gpu_proto_t coll_gpu_algo_proto(coll_gpu_algo_t algo);
 double coll_gpu_tune_time_us(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, int nranks, size_t bytes);
 /* Whether the scratch holds `bytes` for the algorithm. */
 int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, size_t bytes);
-/* The choice for one call. A forced algorithm that does not fit falls back to the model. */
-coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, int nranks, size_t bytes);
-/* The collectives other than allreduce (the moves, reduce, reduce-scatter) with `bytes` per block (reduce:
- * the buffer): direct LL or ring. Alltoall beyond 2 ranks runs direct LL at every size (the ring connects
- * neighbours only). */
+/* Modelled time in microseconds of one call of a collective other than allreduce (the moves, reduce,
+ * reduce-scatter) with `bytes` per block (bcast and reduce: the buffer), direct LL (ONESHOT) or RING (alltoall beyond
+ * 2 ranks: pairwise over point-to-point connections), without the launch. */
 double coll_gpu_tune_move_time_us(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo,
                                   int nranks, size_t bytes);
-coll_gpu_choice_t coll_gpu_tune_choose_move(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks,
-                                            size_t bytes);
+/* The choice for one call of `coll` of `bytes` (allreduce: the message; the others as coll_gpu_tune_move_time_us
+ * counts them): the algorithm the config forces (algorithm for allreduce, move_algorithm for the others) where it
+ * fits, else the least modelled time among the algorithms that fit; its protocol, channels and ring step. */
+coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks, size_t bytes);
 /* Fits the scratch layout l into `most` bytes (0: no bound) by shrinking its ring FIFOs, the part that
  * grows with the channels: first the slots, to no less than 64 KiB (a multiple of 4 KiB), then the
  * channels, then the slots below 64 KiB on one channel. The other parts (flags, one-shot, two-shot and

@@ -190,9 +190,7 @@ int main(int argc, char **argv) {
          coll_gpu_coll_name((coll_gpu_coll_t)coll), n, ndev, coll_gpu_algo_name(algo), iters);
   printf("# %-14s %8s %12s\n", "Size(B)", "blocks", "us/call");
   for (size_t bytes = min; bytes <= max; bytes *= 2) {
-    coll_gpu_choice_t ch = coll == COLL_GPU_COLL_ALLREDUCE
-                               ? coll_gpu_tune_choose(&tune, n, bytes)
-                               : coll_gpu_tune_choose_move(&tune, (coll_gpu_coll_t)coll, n, bytes);
+    coll_gpu_choice_t ch = coll_gpu_tune_choose(&tune, (coll_gpu_coll_t)coll, n, bytes);
     if (ch.nchannels > budget) ch.nchannels = budget;
     coll_gpu_work_t p;
     memset(&p, 0, sizeof(p));

@@ -37,7 +37,7 @@ TEST(Tune, ChoicesGrowWithSize) {
   for (int n : {2, 3, 4, 8}) {
     int last = COLL_GPU_ALGO_ONESHOT;
     for (size_t bytes = 8; bytes <= (1ul << 31); bytes *= 2) {
-      coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, n, bytes);
+      coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, n, bytes);
       EXPECT_GE((int)ch.algo, last) << n << " ranks, " << bytes << " bytes";
       last = ch.algo;
       EXPECT_TRUE(coll_gpu_tune_fits(&c, ch.algo, bytes));
@@ -45,8 +45,8 @@ TEST(Tune, ChoicesGrowWithSize) {
       EXPECT_LE(ch.nchannels, ch.algo == COLL_GPU_ALGO_RING ? c.max_channels : 2 * COLL_GPU_MAX_CHANNELS);
       EXPECT_EQ(coll_gpu_algo_proto(ch.algo), ch.proto);
     }
-    EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, n, 8).algo);
-    EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, n, 1ul << 30).algo);
+    EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, n, 8).algo);
+    EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, n, 1ul << 30).algo);
   }
 }
 
@@ -55,7 +55,7 @@ TEST(Tune, ChoiceMinimizesTheModel) {
   coll_gpu_tune_config_t c = defaults();
   for (int n : {2, 8})
     for (size_t bytes = 8; bytes <= (1ul << 28); bytes *= 4) {
-      coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, n, bytes);
+      coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, n, bytes);
       double t = coll_gpu_tune_time_us(&c, ch.algo, n, bytes);
       for (int a = 0; a < COLL_GPU_NALGOS; ++a) {
         if (coll_gpu_tune_fits(&c, (coll_gpu_algo_t)a, bytes)) {
@@ -71,12 +71,13 @@ TEST(Tune, ChoiceMinimizesTheModel) {
 // against the ring's 80).
 TEST(Tune, MeasuredChoices) {
   coll_gpu_tune_config_t c = defaults();
-  EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, 2, 512 << 10).algo);
-  EXPECT_EQ(COLL_GPU_ALGO_TWOSHOT, coll_gpu_tune_choose(&c, 2, 1 << 20).algo);
-  for (int n : {2, 3, 4}) EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, n, 256 << 10).algo) << n;
-  EXPECT_EQ(COLL_GPU_ALGO_TWOSHOT, coll_gpu_tune_choose(&c, 8, 1 << 20).algo);
-  EXPECT_EQ(COLL_GPU_ALGO_TWOSHOT, coll_gpu_tune_choose(&c, 2, 16 << 20).algo);
-  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, 2, 32 << 20).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 512 << 10).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_TWOSHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 1 << 20).algo);
+  for (int n : {2, 3, 4})
+    EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, n, 256 << 10).algo) << n;
+  EXPECT_EQ(COLL_GPU_ALGO_TWOSHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 8, 1 << 20).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_TWOSHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 16 << 20).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 32 << 20).algo);
 }
 
 // Over the SHM node transport (shared host memory) the choices follow its costs, which the run on one H200 under
@@ -87,62 +88,65 @@ TEST(Tune, MeasuredChoices) {
 TEST(Tune, SharedMemoryChoices) {
   coll_gpu_tune_config_t c = defaults();
   c.shm = 1;
-  EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, 2, 8 << 10).algo);
-  EXPECT_EQ(COLL_GPU_ALGO_TWOSHOT, coll_gpu_tune_choose(&c, 2, 64 << 10).algo);
-  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, 2, 1 << 20).algo);
-  EXPECT_EQ(COLL_GPU_ALGO_TWOSHOT, coll_gpu_tune_choose(&c, 4, 8 << 10).algo);
-  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, 4, 512 << 10).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 8 << 10).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_TWOSHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 64 << 10).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 1 << 20).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_TWOSHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 8 << 10).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 512 << 10).algo);
   for (int k = COLL_GPU_COLL_BCAST; k < COLL_GPU_NCOLLS; ++k)
     for (int n : {2, 4}) {
       const coll_gpu_coll_t coll = (coll_gpu_coll_t)k;
       if (coll != COLL_GPU_COLL_ALLTOALL) {
-        EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose_move(&c, coll, n, 16 << 10).algo) << k << " " << n;
+        EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, coll, n, 16 << 10).algo) << k << " " << n;
       }
-      EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose_move(&c, coll, n, 32 << 10).algo) << k << " " << n;
+      EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, coll, n, 32 << 10).algo) << k << " " << n;
       coll_gpu_tune_config_t nv = c;
       nv.shm = 0;
-      EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose_move(&nv, coll, n, 32 << 10).algo) << k << " " << n;
+      EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&nv, coll, n, 32 << 10).algo) << k << " " << n;
     }
   c.shm = 0;
-  EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, 2, 64 << 10).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 64 << 10).algo);
 }
 
 TEST(Tune, ForcedAlgorithmWhereItFits) {
   coll_gpu_tune_config_t c = defaults();
   c.algorithm = COLL_GPU_ALGO_RING;
-  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, 8, 8).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 8, 8).algo);
   c.algorithm = COLL_GPU_ALGO_ONESHOT;
-  EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, 8, c.oneshot_max_bytes).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 8, c.oneshot_max_bytes).algo);
   // too large for the one-shot scratch: the model decides
-  EXPECT_NE(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, 8, c.oneshot_max_bytes + 16).algo);
+  EXPECT_NE(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 8, c.oneshot_max_bytes + 16).algo);
 }
 
 TEST(Tune, ProtocolRestrictsTheChoice) {
   coll_gpu_tune_config_t c = defaults();
   c.protocol = COLL_GPU_PROTO_SIMPLE;
-  EXPECT_NE(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, 8, 8).algo);
+  EXPECT_NE(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 8, 8).algo);
   c.protocol = COLL_GPU_PROTO_LL;
-  EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, 8, c.oneshot_max_bytes).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 8, c.oneshot_max_bytes).algo);
   // nothing of that protocol fits: any algorithm
-  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, 8, 1ul << 30).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 8, 1ul << 30).algo);
 }
 
 TEST(Tune, ZeroSizesDisableAlgorithms) {
   coll_gpu_tune_config_t c = defaults();
   c.oneshot_max_bytes = 0;
   c.twoshot_max_bytes = 0;
-  for (size_t bytes : {8ul, 1ul << 20}) EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, 4, bytes).algo);
+  for (size_t bytes : {8ul, 1ul << 20})
+    EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, bytes).algo);
 }
 
 TEST(Tune, ChannelsForcedAndBounded) {
   coll_gpu_tune_config_t c = defaults();
   c.nchannels = 5;
-  EXPECT_EQ(5, coll_gpu_tune_choose(&c, 4, 1ul << 30).nchannels);
+  EXPECT_EQ(5, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 1ul << 30).nchannels);
   c.nchannels = 32;
-  EXPECT_EQ(c.max_channels, coll_gpu_tune_choose(&c, 4, 1ul << 30).nchannels);  // the ring's FIFOs
-  EXPECT_EQ(32, coll_gpu_tune_choose(&c, 4, 1 << 20).nchannels);                // two-shot: 32 blocks
+  EXPECT_EQ(c.max_channels,
+            coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 1ul << 30).nchannels);    // the ring's FIFOs
+  EXPECT_EQ(32, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 1 << 20).nchannels);  // two-shot: 32 blocks
   c.nchannels = 0;
-  EXPECT_EQ(64, coll_gpu_tune_choose(&c, 8, 1 << 20).nchannels);  // two-shot: a block per 16 KiB
+  EXPECT_EQ(64,
+            coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 8, 1 << 20).nchannels);  // two-shot: a block per 16 KiB
 }
 
 // Inside a node a ring that carries more than 512 MiB over each link runs at most 64 channels; what the
@@ -151,29 +155,29 @@ TEST(Tune, WideRingsRunFewerChannels) {
   coll_gpu_tune_config_t c = defaults();
   c.max_channels = 128;
   const size_t mib = 1ul << 20;
-  EXPECT_EQ(128, coll_gpu_tune_choose(&c, 4, 256 * mib).nchannels);  // 384 MiB a link
-  EXPECT_EQ(64, coll_gpu_tune_choose(&c, 4, 512 * mib).nchannels);   // 768 MiB a link
-  EXPECT_EQ(128, coll_gpu_tune_choose(&c, 2, 512 * mib).nchannels);  // 512 MiB a link
-  EXPECT_EQ(64, coll_gpu_tune_choose(&c, 2, 1024 * mib).nchannels);
+  EXPECT_EQ(128, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 256 * mib).nchannels);  // 384 MiB a link
+  EXPECT_EQ(64, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 512 * mib).nchannels);   // 768 MiB a link
+  EXPECT_EQ(128, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 512 * mib).nchannels);  // 512 MiB a link
+  EXPECT_EQ(64, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 1024 * mib).nchannels);
   for (coll_gpu_coll_t coll : {COLL_GPU_COLL_ALLGATHER, COLL_GPU_COLL_REDUCE_SCATTER}) {
-    EXPECT_EQ(128, coll_gpu_tune_choose_move(&c, coll, 4, 128 * mib).nchannels);  // 3 blocks a link
-    EXPECT_EQ(64, coll_gpu_tune_choose_move(&c, coll, 4, 256 * mib).nchannels);
-    EXPECT_EQ(128, coll_gpu_tune_choose_move(&c, coll, 2, 512 * mib).nchannels);
-    EXPECT_EQ(64, coll_gpu_tune_choose_move(&c, coll, 8, 128 * mib).nchannels);
+    EXPECT_EQ(128, coll_gpu_tune_choose(&c, coll, 4, 128 * mib).nchannels);  // 3 blocks a link
+    EXPECT_EQ(64, coll_gpu_tune_choose(&c, coll, 4, 256 * mib).nchannels);
+    EXPECT_EQ(128, coll_gpu_tune_choose(&c, coll, 2, 512 * mib).nchannels);
+    EXPECT_EQ(64, coll_gpu_tune_choose(&c, coll, 8, 128 * mib).nchannels);
   }
-  EXPECT_EQ(128, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 4, 1024 * mib).nchannels);  // pairs
+  EXPECT_EQ(128, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLTOALL, 4, 1024 * mib).nchannels);  // pairs
   for (coll_gpu_coll_t coll : {COLL_GPU_COLL_BCAST, COLL_GPU_COLL_REDUCE}) {  // a chain: the buffer a link
-    EXPECT_EQ(128, coll_gpu_tune_choose_move(&c, coll, 8, 512 * mib).nchannels);
-    EXPECT_EQ(64, coll_gpu_tune_choose_move(&c, coll, 8, 1024 * mib).nchannels);
+    EXPECT_EQ(128, coll_gpu_tune_choose(&c, coll, 8, 512 * mib).nchannels);
+    EXPECT_EQ(64, coll_gpu_tune_choose(&c, coll, 8, 1024 * mib).nchannels);
   }
   c.nchannels = 100;
-  EXPECT_EQ(100, coll_gpu_tune_choose(&c, 4, 1024 * mib).nchannels);
+  EXPECT_EQ(100, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 1024 * mib).nchannels);
   c.nchannels = 0;
   c.max_channels = 32;
-  EXPECT_EQ(32, coll_gpu_tune_choose(&c, 4, 1024 * mib).nchannels);
+  EXPECT_EQ(32, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 1024 * mib).nchannels);
   c.max_channels = 128;
   c.net = 1;  // over the network the step sets the channels, up to every one
-  EXPECT_EQ(128, coll_gpu_tune_choose(&c, 4, 1024 * mib).nchannels);
+  EXPECT_EQ(128, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 1024 * mib).nchannels);
 }
 
 // The collectives other than allreduce: direct LL for small blocks, the ring for large ones (alltoall
@@ -184,10 +188,10 @@ TEST(Tune, OtherCollectives) {
   for (int k = COLL_GPU_COLL_BCAST; k < COLL_GPU_NCOLLS; ++k) {
     const coll_gpu_coll_t coll = (coll_gpu_coll_t)k;
     for (int n : {2, 3, 4, 8}) {
-      EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose_move(&c, coll, n, 8).algo) << k << " " << n;
-      EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose_move(&c, coll, n, 1ul << 30).algo) << k << " " << n;
+      EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, coll, n, 8).algo) << k << " " << n;
+      EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, coll, n, 1ul << 30).algo) << k << " " << n;
       for (size_t bytes = 8; bytes <= (1ul << 30); bytes *= 8) {
-        const coll_gpu_choice_t ch = coll_gpu_tune_choose_move(&c, coll, n, bytes);
+        const coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, coll, n, bytes);
         EXPECT_EQ(coll_gpu_algo_proto(ch.algo), ch.proto);
         const double t = coll_gpu_tune_move_time_us(&c, coll, ch.algo, n, bytes);
         EXPECT_LE(t, coll_gpu_tune_move_time_us(&c, coll, COLL_GPU_ALGO_RING, n, bytes));
@@ -200,11 +204,11 @@ TEST(Tune, OtherCollectives) {
       }
       coll_gpu_tune_config_t f = c;
       f.move_algorithm[k] = COLL_GPU_ALGO_RING;
-      EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose_move(&f, coll, n, 8).algo);
+      EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&f, coll, n, 8).algo);
       f.move_algorithm[k] = COLL_GPU_ALGO_ONESHOT;
-      EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose_move(&f, coll, n, 1ul << 30).algo);
+      EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&f, coll, n, 1ul << 30).algo);
       f.oneshot_max_bytes = 0;  // no LL slot: the ring, whatever is forced
-      EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose_move(&f, coll, n, 8).algo);
+      EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&f, coll, n, 8).algo);
     }
   }
   EXPECT_STREQ("reduce_scatter", coll_gpu_coll_name(COLL_GPU_COLL_REDUCE_SCATTER));
@@ -219,21 +223,21 @@ TEST(Tune, RingChunk) {
   c.max_channels = 64;
   const size_t big = 1ul << 30;
   for (int n : {2, 4, 8}) {
-    EXPECT_EQ(64u << 10, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_BCAST, n, big).chunk) << n;
-    EXPECT_EQ(64u << 10, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_REDUCE, n, big).chunk) << n;
-    EXPECT_EQ(0u, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLGATHER, n, big).chunk) << n;
-    EXPECT_EQ(0u, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_REDUCE_SCATTER, n, big).chunk) << n;
-    EXPECT_EQ(0u, coll_gpu_tune_choose(&c, n, big).chunk) << n;
+    EXPECT_EQ(64u << 10, coll_gpu_tune_choose(&c, COLL_GPU_COLL_BCAST, n, big).chunk) << n;
+    EXPECT_EQ(64u << 10, coll_gpu_tune_choose(&c, COLL_GPU_COLL_REDUCE, n, big).chunk) << n;
+    EXPECT_EQ(0u, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, n, big).chunk) << n;
+    EXPECT_EQ(0u, coll_gpu_tune_choose(&c, COLL_GPU_COLL_REDUCE_SCATTER, n, big).chunk) << n;
+    EXPECT_EQ(0u, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, n, big).chunk) << n;
   }
   // 2 ranks, 64 channels: 64 MiB per block is 1 MiB per channel, 128 MiB is 2 MiB
-  EXPECT_EQ(128u << 10, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, 64ul << 20).chunk);
-  EXPECT_EQ(0u, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, 128ul << 20).chunk);
-  EXPECT_EQ(0u, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 4, 64ul << 20).chunk);  // pairwise
+  EXPECT_EQ(128u << 10, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLTOALL, 2, 64ul << 20).chunk);
+  EXPECT_EQ(0u, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLTOALL, 2, 128ul << 20).chunk);
+  EXPECT_EQ(0u, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLTOALL, 4, 64ul << 20).chunk);  // pairwise
   c.ring_chunk_bytes = 4096;
   for (int k = COLL_GPU_COLL_BCAST; k < COLL_GPU_NCOLLS; ++k)
-    EXPECT_EQ(4096u, coll_gpu_tune_choose_move(&c, (coll_gpu_coll_t)k, 2, big).chunk) << k;
-  EXPECT_EQ(4096u, coll_gpu_tune_choose(&c, 2, big).chunk);
-  EXPECT_EQ(0u, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_BCAST, 2, 8).chunk);  // one-shot: no ring step
+    EXPECT_EQ(4096u, coll_gpu_tune_choose(&c, (coll_gpu_coll_t)k, 2, big).chunk) << k;
+  EXPECT_EQ(4096u, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, big).chunk);
+  EXPECT_EQ(0u, coll_gpu_tune_choose(&c, COLL_GPU_COLL_BCAST, 2, 8).chunk);  // one-shot: no ring step
 }
 
 // Across nodes an allreduce up to 256 KiB runs as the chain of a reduce and a bcast (CHAIN), the ring above; a
@@ -245,11 +249,12 @@ TEST(Tune, NetAllreduceChain) {
     c.algorithm = algorithm;
     c.net = 0;
     for (size_t bytes = 8; bytes <= 256 * mib; bytes *= 4)
-      EXPECT_NE(COLL_GPU_ALGO_CHAIN, coll_gpu_tune_choose(&c, 4, bytes).algo) << algorithm << " " << bytes;
+      EXPECT_NE(COLL_GPU_ALGO_CHAIN, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, bytes).algo)
+          << algorithm << " " << bytes;
     c.net = 1;
     for (int n : {2, 4, 16, 1024}) {
       for (size_t bytes = 8; bytes <= 256 * mib; bytes *= 2) {
-        const coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, n, bytes);
+        const coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, n, bytes);
         const bool chain = algorithm == COLL_GPU_ALGO_CHAIN || bytes <= 256 * kib;
         EXPECT_EQ(chain ? COLL_GPU_ALGO_CHAIN : COLL_GPU_ALGO_RING, ch.algo) << algorithm << " " << n << " " << bytes;
         EXPECT_EQ(COLL_GPU_PROTO_SIMPLE, ch.proto);
@@ -257,7 +262,7 @@ TEST(Tune, NetAllreduceChain) {
     }
   }
   c.algorithm = COLL_GPU_ALGO_RING;
-  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, 4, 8).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 8).algo);
   EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_ALGO_ONESHOT, 8));
   EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_ALGO_TWOSHOT, 8));
   EXPECT_STREQ("chain", coll_gpu_algo_name(COLL_GPU_ALGO_CHAIN));
@@ -274,7 +279,7 @@ TEST(Tune, NetChainChunk) {
   for (int coll : {COLL_GPU_COLL_BCAST, COLL_GPU_COLL_REDUCE}) {
     for (int n : {2, 4, 16}) {
       for (size_t bytes = 256 * kib; bytes <= 256 * mib; bytes *= 2) {
-        const coll_gpu_choice_t ch = coll_gpu_tune_choose_move(&c, (coll_gpu_coll_t)coll, n, bytes);
+        const coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, (coll_gpu_coll_t)coll, n, bytes);
         ASSERT_EQ(COLL_GPU_ALGO_RING, ch.algo) << bytes;
         const size_t part = bytes / (size_t)ch.nchannels;
         const size_t want = part <= 128 * kib ? 32 * kib : part <= mib ? 128 * kib : 256 * kib;
@@ -283,13 +288,13 @@ TEST(Tune, NetChainChunk) {
     }
   }
   // 16 channels from 64 KiB a ring step: 1 MiB is 64 KiB a channel, 8 MiB 512 KiB, 64 MiB 4 MiB
-  EXPECT_EQ(32 * kib, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_BCAST, 4, mib).chunk);
-  EXPECT_EQ(128 * kib, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_REDUCE, 4, 8 * mib).chunk);
-  EXPECT_EQ(256 * kib, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_BCAST, 4, 64 * mib).chunk);
-  EXPECT_EQ(0u, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLGATHER, 4, 64 * mib).chunk);
-  EXPECT_EQ(0u, coll_gpu_tune_choose(&c, 4, 64 * mib).chunk);
+  EXPECT_EQ(32 * kib, coll_gpu_tune_choose(&c, COLL_GPU_COLL_BCAST, 4, mib).chunk);
+  EXPECT_EQ(128 * kib, coll_gpu_tune_choose(&c, COLL_GPU_COLL_REDUCE, 4, 8 * mib).chunk);
+  EXPECT_EQ(256 * kib, coll_gpu_tune_choose(&c, COLL_GPU_COLL_BCAST, 4, 64 * mib).chunk);
+  EXPECT_EQ(0u, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, 4, 64 * mib).chunk);
+  EXPECT_EQ(0u, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 64 * mib).chunk);
   c.ring_chunk_bytes = 4096;
-  EXPECT_EQ(4096u, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_BCAST, 4, 64 * mib).chunk);
+  EXPECT_EQ(4096u, coll_gpu_tune_choose(&c, COLL_GPU_COLL_BCAST, 4, 64 * mib).chunk);
 }
 
 // Over the network allreduce, allgather and reduce-scatter take a channel per proxy thread at most while a
@@ -305,41 +310,41 @@ TEST(Tune, NetRingChannels) {
     c.net_ring_channels = bound;
     for (size_t bytes = 8; bytes <= 256 * mib; bytes *= 4) {
       // a channel per 4 KiB of a ring step, up to all 16
-      const int allreduce = coll_gpu_tune_choose(&c, 4, bytes).nchannels;
+      const int allreduce = coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, bytes).nchannels;
       const int want = (int)std::min<size_t>(16, std::max<size_t>(1, (bytes / 4 + 4 * kib - 1) / (4 * kib)));
       const bool bounded = bound > 0 && bytes / 4 < 16 * mib;  // the step: a quarter of the buffer
       EXPECT_EQ(bounded ? std::min(want, bound) : want, allreduce) << bound << " " << bytes;
       for (int coll : {COLL_GPU_COLL_ALLGATHER, COLL_GPU_COLL_REDUCE_SCATTER}) {
-        const int n = coll_gpu_tune_choose_move(&c, (coll_gpu_coll_t)coll, 4, bytes).nchannels;
+        const int n = coll_gpu_tune_choose(&c, (coll_gpu_coll_t)coll, 4, bytes).nchannels;
         const int all = (int)std::min<size_t>(16, std::max<size_t>(1, (bytes + 4 * kib - 1) / (4 * kib)));
         EXPECT_EQ(bound > 0 && bytes < 16 * mib ? std::min(all, bound) : all, n) << coll << " " << bytes;
       }
     }
     for (int coll : {COLL_GPU_COLL_BCAST, COLL_GPU_COLL_REDUCE}) {
-      EXPECT_EQ(16, coll_gpu_tune_choose_move(&c, (coll_gpu_coll_t)coll, 4, mib).nchannels) << bound;
+      EXPECT_EQ(16, coll_gpu_tune_choose(&c, (coll_gpu_coll_t)coll, 4, mib).nchannels) << bound;
       // the chains: a channel per 4 KiB of the buffer, bounded up to 256 KiB
       for (size_t bytes = 8; bytes <= 4 * mib; bytes *= 2) {
         const int all = (int)std::min<size_t>(16, std::max<size_t>(1, (bytes + 4 * kib - 1) / (4 * kib)));
         EXPECT_EQ(bound > 0 && bytes <= 256 * kib ? std::min(all, bound) : all,
-                  coll_gpu_tune_choose_move(&c, (coll_gpu_coll_t)coll, 4, bytes).nchannels)
+                  coll_gpu_tune_choose(&c, (coll_gpu_coll_t)coll, 4, bytes).nchannels)
             << coll << " " << bytes << " bound " << bound;
       }
     }
-    EXPECT_EQ(bound > 0 ? bound : 16, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLGATHER, 4, mib).nchannels);
-    EXPECT_EQ(bound > 0 ? bound : 16, coll_gpu_tune_choose(&c, 4, 64 * mib - 4).nchannels);
-    EXPECT_EQ(bound > 0 ? bound : 16, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLGATHER, 4, 8 * mib).nchannels);
-    EXPECT_EQ(16, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_REDUCE_SCATTER, 4, 16 * mib).nchannels);
-    EXPECT_EQ(16, coll_gpu_tune_choose(&c, 4, 64 * mib).nchannels);
+    EXPECT_EQ(bound > 0 ? bound : 16, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, 4, mib).nchannels);
+    EXPECT_EQ(bound > 0 ? bound : 16, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 64 * mib - 4).nchannels);
+    EXPECT_EQ(bound > 0 ? bound : 16, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, 4, 8 * mib).nchannels);
+    EXPECT_EQ(16, coll_gpu_tune_choose(&c, COLL_GPU_COLL_REDUCE_SCATTER, 4, 16 * mib).nchannels);
+    EXPECT_EQ(16, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 64 * mib).nchannels);
   }
   c.net_ring_channels = 8;
   c.nchannels = 12;  // the parameter: every ring collective takes it
-  EXPECT_EQ(12, coll_gpu_tune_choose(&c, 4, mib).nchannels);
-  EXPECT_EQ(12, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_REDUCE_SCATTER, 4, mib).nchannels);
-  EXPECT_EQ(12, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_BCAST, 4, 128 * kib).nchannels);
+  EXPECT_EQ(12, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, mib).nchannels);
+  EXPECT_EQ(12, coll_gpu_tune_choose(&c, COLL_GPU_COLL_REDUCE_SCATTER, 4, mib).nchannels);
+  EXPECT_EQ(12, coll_gpu_tune_choose(&c, COLL_GPU_COLL_BCAST, 4, 128 * kib).nchannels);
   c.nchannels = 0;
   c.net = 0;  // inside a node: no bound
-  EXPECT_EQ(16, coll_gpu_tune_choose(&c, 4, mib).nchannels);
-  EXPECT_EQ(16, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_REDUCE, 4, 128 * kib).nchannels);
+  EXPECT_EQ(16, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, mib).nchannels);
+  EXPECT_EQ(16, coll_gpu_tune_choose(&c, COLL_GPU_COLL_REDUCE, 4, 128 * kib).nchannels);
 }
 
 // Alltoall's two blocks per channel (2 ranks) or per connection (pairwise, at most a connection per
@@ -350,25 +355,25 @@ TEST(Tune, AlltoallFitsTheGpu) {
   c.max_channels = 64;
   const size_t big = 1ul << 30;
   // not known, then an H100's or H200's 132
-  EXPECT_EQ(64, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
+  EXPECT_EQ(64, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
   c.min_sms = 132;
-  EXPECT_EQ(64, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
+  EXPECT_EQ(64, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
   c.min_sms = 40;
-  EXPECT_EQ(39, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
-  EXPECT_EQ(64, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLGATHER, 2, big).nchannels);
-  EXPECT_EQ(39, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 3, big).nchannels);
-  EXPECT_EQ(39, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 8, big).nchannels);
+  EXPECT_EQ(39, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
+  EXPECT_EQ(64, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, 2, big).nchannels);
+  EXPECT_EQ(39, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLTOALL, 3, big).nchannels);
+  EXPECT_EQ(39, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLTOALL, 8, big).nchannels);
   c.nchannels = 48;  // forced: still capped
-  EXPECT_EQ(39, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
+  EXPECT_EQ(39, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
   c.min_sms = 1;  // no channel count fits one multiprocessor: left as it is
-  EXPECT_EQ(48, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
+  EXPECT_EQ(48, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
   // 128 channels: the 2-rank alltoall takes 64 (256 blocks would not fit an H200), the others all
   c.nchannels = 0;
   c.max_channels = 128;
   c.min_sms = 132;
-  EXPECT_EQ(64, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
-  EXPECT_EQ(128, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLGATHER, 2, big / 2).nchannels);  // not wide
-  EXPECT_EQ(128, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 3, big).nchannels);
+  EXPECT_EQ(64, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLTOALL, 2, big).nchannels);
+  EXPECT_EQ(128, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, 2, big / 2).nchannels);  // not wide
+  EXPECT_EQ(128, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLTOALL, 3, big).nchannels);
 }
 
 // Ranks sharing a GPU (max_blocks): no ring or two-shot kernel takes more blocks, forced or not; alltoall's
@@ -380,23 +385,23 @@ TEST(Tune, SharedGpuBoundsTheBlocks) {
   c.max_blocks = 32;  // 4 ranks on a 132-multiprocessor GPU
   for (int n : {2, 3, 4, 8, 16}) {
     for (size_t bytes = 8; bytes <= (1ul << 30); bytes *= 4) {
-      const coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, n, bytes);
+      const coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, n, bytes);
       EXPECT_LE(ch.nchannels, 32) << n << " ranks, " << bytes << " bytes, " << coll_gpu_algo_name(ch.algo);
       for (int coll = 0; coll < COLL_GPU_NCOLLS; ++coll) {
-        const coll_gpu_choice_t mv = coll_gpu_tune_choose_move(&c, (coll_gpu_coll_t)coll, n, bytes);
+        const coll_gpu_choice_t mv = coll_gpu_tune_choose(&c, (coll_gpu_coll_t)coll, n, bytes);
         if (mv.algo != COLL_GPU_ALGO_RING) continue;
         EXPECT_LE(mv.nchannels * (coll == COLL_GPU_COLL_ALLTOALL ? 2 : 1), 32)
             << coll_gpu_coll_name((coll_gpu_coll_t)coll) << ", " << n << " ranks, " << bytes << " bytes";
       }
     }
   }
-  EXPECT_EQ(32, coll_gpu_tune_choose(&c, 2, 1ul << 30).nchannels);
+  EXPECT_EQ(32, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 1ul << 30).nchannels);
   c.algorithm = COLL_GPU_ALGO_TWOSHOT;
-  EXPECT_EQ(32, coll_gpu_tune_choose(&c, 2, 16ul << 20).nchannels);
+  EXPECT_EQ(32, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 16ul << 20).nchannels);
   c.nchannels = 100;  // forced
-  EXPECT_EQ(32, coll_gpu_tune_choose(&c, 2, 16ul << 20).nchannels);
+  EXPECT_EQ(32, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 16ul << 20).nchannels);
   c.max_blocks = 1;  // one block: the 2-rank alltoall still gets a channel
-  EXPECT_EQ(1, coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_ALLTOALL, 2, 1ul << 30).nchannels);
+  EXPECT_EQ(1, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLTOALL, 2, 1ul << 30).nchannels);
 }
 
 // Every part of the scratch lies inside it, the parts do not overlap, and they grow with the sizes.
@@ -532,19 +537,19 @@ TEST(Tune, NetChannelsGrowWithTheStep) {
       {2, 8, 1, 1},       {2, 8 << 10, 1, 2},  {2, 8 << 10 | 4, 2, 3}, {2, 16 << 10, 2, 4},       {2, 64 << 10, 8, 8},
       {2, 1 << 30, 8, 8}, {4, 16 << 10, 1, 4}, {8, 128 << 10, 4, 8},   {8, (32 << 10) + 8, 2, 8}, {3, 12 << 10, 1, 3}};
   for (const Case &k : cases) {
-    const coll_gpu_choice_t ar = coll_gpu_tune_choose(&c, k.nranks, k.bytes);
+    const coll_gpu_choice_t ar = coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, k.nranks, k.bytes);
     EXPECT_EQ(ar.algo, COLL_GPU_ALGO_RING);
     EXPECT_EQ(ar.nchannels, k.allreduce) << k.nranks << " ranks, " << k.bytes << " bytes";
     for (coll_gpu_coll_t m : {COLL_GPU_COLL_ALLGATHER, COLL_GPU_COLL_BCAST, COLL_GPU_COLL_REDUCE_SCATTER})
-      EXPECT_EQ(coll_gpu_tune_choose_move(&c, m, k.nranks, k.bytes).nchannels, k.allgather)
+      EXPECT_EQ(coll_gpu_tune_choose(&c, m, k.nranks, k.bytes).nchannels, k.allgather)
           << coll_gpu_coll_name(m) << ", " << k.nranks << " ranks, " << k.bytes << " bytes";
   }
   c.nchannels = 3;
-  EXPECT_EQ(coll_gpu_tune_choose(&c, 2, 8).nchannels, 3);
-  EXPECT_EQ(coll_gpu_tune_choose_move(&c, COLL_GPU_COLL_BCAST, 2, 1 << 30).nchannels, 3);
+  EXPECT_EQ(coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 8).nchannels, 3);
+  EXPECT_EQ(coll_gpu_tune_choose(&c, COLL_GPU_COLL_BCAST, 2, 1 << 30).nchannels, 3);
   c.nchannels = 0;
   c.net = 0;  // within a node the ring runs every channel at every size
-  EXPECT_EQ(coll_gpu_tune_choose(&c, 2, 8).nchannels, 8);
+  EXPECT_EQ(coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 8).nchannels, 8);
 }
 
 }  // namespace
