@@ -72,8 +72,15 @@ uint64_t config_hash(const coll_gpu_engine_config_t &c) {
                         c.zero_copy_min_bytes,
                         c.zero_copy_map_bytes,
                         c.zero_copy_engines_min_bytes,
-                        (uint64_t)(int64_t)c.node_transport};
-  return coll_gpu_hash(v, sizeof(v), 0);
+                        (uint64_t)(int64_t)c.node_transport,
+                        (uint64_t)c.tune.nrules};
+  uint64_t h = coll_gpu_hash(v, sizeof(v), 0);
+  for (int i = 0; i < c.tune.nrules; ++i) {
+    const coll_gpu_tune_rule_t &r = c.tune.rules[i];
+    const uint64_t rule[] = {(uint64_t)r.coll, r.from, r.to, (uint64_t)r.algo};
+    h = coll_gpu_hash(rule, sizeof(rule), h);
+  }
+  return h;
 }
 
 // What each rank says at step 0: the engine it offers (none: all zero), who it is, for the name of a

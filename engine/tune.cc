@@ -10,6 +10,9 @@
  */
 #include "engine/tune.h"
 
+#include <stdint.h>
+#include <string.h>
+
 /* Constants from the benchmark on 2 H200 (coll_gpu_allreduce_bench), the launch taken out: kernel times
  * from globaltimer stamps in block 0 (one-shot and two-shot) or host time less the ~9 us a launched call
  * costs around its kernel. The one-shot LL kernel takes ~2 us at 8 B; one-shot calls of 256 KiB, 512
@@ -169,10 +172,24 @@ int net_ring_bound(const coll_gpu_tune_config_t *c, int nchannels, size_t step) 
 constexpr size_t kNetChainBytes = (size_t)256 << 10;
 
 namespace {
+// The algorithm of the first of the user's rules that matches a call of `coll` of `bytes` and fits it; -1: none.
+int ruled(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, size_t bytes) {
+  for (int i = 0; i < c->nrules; ++i) {
+    const coll_gpu_tune_rule_t &r = c->rules[i];
+    if (r.coll == (int)coll && bytes >= r.from && bytes <= r.to &&
+        (coll != COLL_GPU_COLL_ALLREDUCE || coll_gpu_tune_fits(c, (coll_gpu_algo_t)r.algo, bytes)))
+      return r.algo;
+  }
+  return -1;
+}
+
 coll_gpu_choice_t choose_allreduce(const coll_gpu_tune_config_t *c, int nranks, size_t bytes) {
   coll_gpu_algo_t best = COLL_GPU_ALGO_RING;
+  int rule = -1;
   if (c->algorithm >= 0 && coll_gpu_tune_fits(c, (coll_gpu_algo_t)c->algorithm, bytes)) {
     best = (coll_gpu_algo_t)c->algorithm;
+  } else if ((rule = ruled(c, COLL_GPU_COLL_ALLREDUCE, bytes)) >= 0) {
+    best = (coll_gpu_algo_t)rule;
   } else if (c->net) {
     best = bytes <= kNetChainBytes ? COLL_GPU_ALGO_CHAIN : COLL_GPU_ALGO_RING;
   } else {
@@ -277,8 +294,11 @@ size_t ring_chunk(coll_gpu_coll_t coll, int nranks, size_t bytes, int nchannels,
 coll_gpu_choice_t choose_move(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks, size_t bytes) {
   const int forced = coll >= 0 && coll < COLL_GPU_NCOLLS ? c->move_algorithm[coll] : -1;
   coll_gpu_algo_t best = COLL_GPU_ALGO_ONESHOT;
+  int rule = -1;
   if (forced == COLL_GPU_ALGO_ONESHOT || forced == COLL_GPU_ALGO_RING) {
     best = (coll_gpu_algo_t)forced;
+  } else if ((rule = ruled(c, coll, bytes)) >= 0) {
+    best = (coll_gpu_algo_t)rule;
   } else if (coll_gpu_tune_move_time_us(c, coll, COLL_GPU_ALGO_RING, nranks, bytes) <
              coll_gpu_tune_move_time_us(c, coll, COLL_GPU_ALGO_ONESHOT, nranks, bytes)) {
     best = COLL_GPU_ALGO_RING;
@@ -314,6 +334,86 @@ coll_gpu_choice_t choose_move(const coll_gpu_tune_config_t *c, coll_gpu_coll_t c
 coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks,
                                        size_t bytes) {
   return coll == COLL_GPU_COLL_ALLREDUCE ? choose_allreduce(c, nranks, bytes) : choose_move(c, coll, nranks, bytes);
+}
+
+namespace {
+// A byte count of a rule, [p, end): digits, then k, m or g (either case); false where it is not one.
+bool rule_bytes(const char *p, const char *end, size_t *v) {
+  if (p == end || *p < '0' || *p > '9') return false;
+  unsigned long long x = 0;
+  for (; p < end && *p >= '0' && *p <= '9'; ++p) {
+    if (x > (~0ull - 9) / 10) return false;
+    x = x * 10 + (unsigned long long)(*p - '0');
+  }
+  int shift = 0;
+  if (p < end) {
+    const char u = (char)(*p | 0x20);
+    shift = u == 'k' ? 10 : u == 'm' ? 20 : u == 'g' ? 30 : -1;
+    if (shift < 0 || ++p != end || x > (~0ull >> shift)) return false;
+  }
+  *v = (size_t)(x << shift);
+  return true;
+}
+
+// The index of the name of [p, end) among names(k) for k below count; -1: none.
+int rule_name(const char *p, const char *end, int count, const char *(*names)(int)) {
+  for (int k = 0; k < count; ++k) {
+    const char *name = names(k);
+    if (strlen(name) == (size_t)(end - p) && strncmp(p, name, (size_t)(end - p)) == 0) return k;
+  }
+  return -1;
+}
+const char *coll_name_of(int k) { return coll_gpu_coll_name((coll_gpu_coll_t)k); }
+const char *algo_name_of(int k) { return coll_gpu_algo_name((coll_gpu_algo_t)k); }
+}  // namespace
+
+coll_gpu_status_t coll_gpu_tune_parse_rules(const char *text, coll_gpu_tune_rule_t rules[COLL_GPU_TUNE_MAX_RULES],
+                                            int *n, char *why, size_t len) {
+  *n = 0;
+  for (const char *s = text; s != nullptr && *s != '\0';) {
+    const char *end = s + strcspn(s, ",");
+    const int entry = (int)(end - s);
+    const char *c1 = (const char *)memchr(s, ':', (size_t)(end - s));
+    const char *c2 = c1 != nullptr ? (const char *)memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : nullptr;
+    const char *dash = c2 != nullptr ? (const char *)memchr(c1 + 1, '-', (size_t)(c2 - c1 - 1)) : nullptr;
+    if (*n == COLL_GPU_TUNE_MAX_RULES) {
+      coll_gpu_say(why, len, "more than %d rules", COLL_GPU_TUNE_MAX_RULES);
+      return COLL_GPU_INVALID_INPUT;
+    }
+    if (c2 == nullptr || dash == nullptr) {
+      coll_gpu_say(why, len, "\"%.*s\" is not COLL:FROM-TO:ALGO", entry, s);
+      return COLL_GPU_INVALID_INPUT;
+    }
+    coll_gpu_tune_rule_t &r = rules[*n];
+    r.coll = rule_name(s, c1, COLL_GPU_NCOLLS, coll_name_of);
+    r.algo = rule_name(c2 + 1, end, COLL_GPU_NALGOS, algo_name_of);
+    r.to = SIZE_MAX;
+    const bool has = r.algo >= 0 && (r.coll == COLL_GPU_COLL_ALLREDUCE || r.algo == COLL_GPU_ALGO_ONESHOT ||
+                                     r.algo == COLL_GPU_ALGO_RING);
+    if (r.coll < 0) {
+      coll_gpu_say(why, len, "\"%.*s\": %.*s is not allreduce, bcast, allgather, alltoall, reduce or reduce_scatter",
+                   entry, s, (int)(c1 - s), s);
+    } else if (!rule_bytes(c1 + 1, dash, &r.from) || (dash + 1 < c2 && !rule_bytes(dash + 1, c2, &r.to))) {
+      coll_gpu_say(why, len, "\"%.*s\": %.*s is not FROM-TO or FROM- in bytes (k, m, g allowed)", entry, s,
+                   (int)(c2 - c1 - 1), c1 + 1);
+    } else if (r.from > r.to) {
+      coll_gpu_say(why, len, "\"%.*s\": FROM is above TO", entry, s);
+    } else if (!has) {
+      coll_gpu_say(why, len, "\"%.*s\": %s has no algorithm %.*s (%s)", entry, s, coll_name_of(r.coll),
+                   (int)(end - c2 - 1), c2 + 1,
+                   r.coll == COLL_GPU_COLL_ALLREDUCE ? "oneshot, twoshot, ring, chain" : "oneshot, ring");
+    } else {
+      ++*n;
+      s = end;
+      if (*s == ',' && *++s == '\0') {
+        coll_gpu_say(why, len, "a comma at the end");
+        return COLL_GPU_INVALID_INPUT;
+      }
+      continue;
+    }
+    return COLL_GPU_INVALID_INPUT;
+  }
+  return COLL_GPU_SUCCESS;
 }
 
 /* The ring FIFOs first give up slot bytes: on 2 H200 at 256 MiB, 128 channels of 256 KiB and of 512 KiB

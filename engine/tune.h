@@ -10,11 +10,21 @@
 
 #include <stddef.h>
 
+#include "common/status.h"
 #include "kernels/allreduce.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* A user's rule (coll_gpu_tuning_rules): calls of `coll` from `from` to `to` bytes, both included (as the chooser
+ * counts them), take `algo`. */
+typedef struct {
+  int coll;        /* a coll_gpu_coll_t */
+  size_t from, to; /* to SIZE_MAX: no end */
+  int algo;        /* a coll_gpu_algo_t that the collective has */
+} coll_gpu_tune_rule_t;
+#define COLL_GPU_TUNE_MAX_RULES 32
 
 typedef struct {
   int algorithm;                       /* -1: choose, else a coll_gpu_algo_t */
@@ -33,6 +43,9 @@ typedef struct {
                             nchannels says (one per proxy thread); 0: no bound */
   int shm;               /* the ranks of a node reach each other through shared host memory (the SHM transport):
                             the model takes that link's costs, not NVLink's */
+  const coll_gpu_tune_rule_t *rules; /* the user's rules (nrules of them; storage the caller keeps): the first that
+                                        matches a call and fits it takes it, where no algorithm is forced */
+  int nrules;
 } coll_gpu_tune_config_t;
 
 typedef struct {
@@ -55,8 +68,17 @@ double coll_gpu_tune_move_time_us(const coll_gpu_tune_config_t *c, coll_gpu_coll
                                   int nranks, size_t bytes);
 /* The choice for one call of `coll` of `bytes` (allreduce: the message; the others as coll_gpu_tune_move_time_us
  * counts them): the algorithm the config forces (algorithm for allreduce, move_algorithm for the others) where it
- * fits, else the least modelled time among the algorithms that fit; its protocol, channels and ring step. */
+ * fits, else the first of the user's rules that matches the call and fits it, else the least modelled time among
+ * the algorithms that fit; its protocol, channels and ring step. */
 coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks, size_t bytes);
+/* Parses coll_gpu_tuning_rules: COLL:FROM-TO:ALGO entries, comma-separated, COLL one of coll_gpu_coll_name's
+ * (allreduce, bcast, allgather, alltoall, reduce, reduce_scatter), FROM and TO byte counts (k, m or g after the
+ * digits: KiB, MiB, GiB; TO left out: no end, FROM <= TO), ALGO one of coll_gpu_algo_name's that the collective has
+ * (allreduce: oneshot, twoshot, ring, chain; the others: oneshot, ring). Empty or NULL: no rule. Fills up to
+ * COLL_GPU_TUNE_MAX_RULES rules and *n; COLL_GPU_INVALID_INPUT, with the entry and what is wrong with it in why,
+ * where the text is not such a list. */
+coll_gpu_status_t coll_gpu_tune_parse_rules(const char *text, coll_gpu_tune_rule_t rules[COLL_GPU_TUNE_MAX_RULES],
+                                            int *n, char *why, size_t len);
 /* Fits the scratch layout l into `most` bytes (0: no bound) by shrinking its ring FIFOs, the part that
  * grows with the channels: first the slots, to no less than 64 KiB (a multiple of 4 KiB), then the
  * channels, then the slots below 64 KiB on one channel. The other parts (flags, one-shot, two-shot and

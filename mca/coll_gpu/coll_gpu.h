@@ -56,6 +56,10 @@ typedef struct {
   int move_algorithm[COLL_GPU_NCOLLS]; /* all but allreduce: -1 auto, ONESHOT, RING or NALGOS (stage) */
   int nchannels;                       /* 0 auto */
   int max_channels;
+  /* coll_gpu_tuning_rules as given, and its rules (ntuning_rules of them) */
+  char *tuning_rules;
+  coll_gpu_tune_rule_t tuning_rule[COLL_GPU_TUNE_MAX_RULES];
+  int ntuning_rules;
   size_t oneshot_max_bytes;
   size_t twoshot_max_bytes;
   size_t ring_slot_bytes;

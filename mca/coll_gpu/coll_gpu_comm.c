@@ -212,6 +212,8 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
   cfg.tune.twoshot_max_bytes = c->twoshot_max_bytes;
   cfg.tune.ring_chunk_bytes = c->ring_chunk_bytes;
   for (int k = 0; k < COLL_GPU_NCOLLS; ++k) cfg.tune.move_algorithm[k] = c->move_algorithm[k];
+  cfg.tune.rules = c->tuning_rule;
+  cfg.tune.nrules = c->ntuning_rules;
   cfg.wait = mca_coll_gpu_wait_config();
   cfg.linger_ns = (uint64_t)c->oneshot_linger_us * 1000;
   cfg.slot_bytes = c->ring_slot_bytes;

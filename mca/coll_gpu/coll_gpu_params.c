@@ -341,6 +341,26 @@ static void register_algorithms(mca_coll_gpu_component_t *c) {
                 "order; in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol), or staged. "
                 "MPI_Reduce_scatter with counts that differ is always staged in place, and with more than 8 ranks",
                 moves, -1, &c->move_algorithm[COLL_GPU_COLL_REDUCE_SCATTER]);
+  register_string(
+      "tuning_rules",
+      "Per collective and range of sizes, the algorithm the tuning model's choice gives way to, as coll/tuned's "
+      "dynamic rules do: COLL:FROM-TO:ALGO entries, comma-separated, COLL one of allreduce, bcast, allgather, "
+      "alltoall, reduce, reduce_scatter; FROM and TO bytes, both included (k, m, g allowed; TO left out: no end), of "
+      "the message, or for allgather, alltoall and reduce_scatter of a rank's block; ALGO one the collective has "
+      "(allreduce: oneshot, twoshot, ring, chain; the others: oneshot, ring). The first rule that matches a call and "
+      "fits it takes it (oneshot and twoshot run on one node within coll_gpu_oneshot_max_bytes and "
+      "coll_gpu_twoshot_max_bytes, chain over several nodes only); a coll_gpu_<COLL>_algorithm other than auto wins "
+      "over the rules, and communicators of more than 8 ranks run the ring. Every rank must use the same. Empty: no "
+      "rule. Example: allreduce:0-32k:oneshot,allreduce:32k-:ring",
+      "", OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->tuning_rules);
+  char why[256];
+  if (coll_gpu_tune_parse_rules(c->tuning_rules, c->tuning_rule, &c->ntuning_rules, why, sizeof(why)) !=
+      COLL_GPU_SUCCESS) {
+    char allowed[384];
+    snprintf(allowed, sizeof(allowed), "empty, or COLL:FROM-TO:ALGO entries separated by commas; here %s", why);
+    bad_value("coll_gpu_tuning_rules", c->tuning_rules, allowed, "none");
+    c->ntuning_rules = 0;
+  }
   register_int("nchannels",
                "Thread blocks of the two-shot allreduce and channels (one block each) of the ring; 0 lets the "
                "tuning model choose by size (inside a node every ring channel, but 64 where each link carries more "

@@ -28,6 +28,8 @@ coll_gpu_tune_config_t defaults() {
   c.net = 0;
   c.net_ring_channels = 0;
   c.shm = 0;
+  c.rules = nullptr;
+  c.nrules = 0;
   return c;
 }
 
@@ -106,6 +108,109 @@ TEST(Tune, SharedMemoryChoices) {
     }
   c.shm = 0;
   EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 64 << 10).algo);
+}
+
+// The user's rules: parsed from their text, each entry checked, with the reason where one is wrong.
+TEST(Tune, RulesParse) {
+  coll_gpu_tune_rule_t r[COLL_GPU_TUNE_MAX_RULES];
+  int n = -1;
+  char why[256];
+  ASSERT_EQ(COLL_GPU_SUCCESS, coll_gpu_tune_parse_rules("allreduce:0-64k:oneshot,bcast:1M-:ring,reduce_scatter:"
+                                                        "3-3:oneshot,allreduce:2g-4G:chain",
+                                                        r, &n, why, sizeof(why)));
+  ASSERT_EQ(4, n);
+  EXPECT_EQ(COLL_GPU_COLL_ALLREDUCE, r[0].coll);
+  EXPECT_EQ(0u, r[0].from);
+  EXPECT_EQ(65536u, r[0].to);
+  EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, r[0].algo);
+  EXPECT_EQ(COLL_GPU_COLL_BCAST, r[1].coll);
+  EXPECT_EQ(1u << 20, r[1].from);
+  EXPECT_EQ(SIZE_MAX, r[1].to);
+  EXPECT_EQ(COLL_GPU_ALGO_RING, r[1].algo);
+  EXPECT_EQ(COLL_GPU_COLL_REDUCE_SCATTER, r[2].coll);
+  EXPECT_EQ(3u, r[2].from);
+  EXPECT_EQ(3u, r[2].to);
+  EXPECT_EQ((size_t)2 << 30, r[3].from);
+  EXPECT_EQ((size_t)4 << 30, r[3].to);
+  EXPECT_EQ(COLL_GPU_ALGO_CHAIN, r[3].algo);
+  for (const char *none : {"", static_cast<const char *>(nullptr)}) {
+    n = -1;
+    EXPECT_EQ(COLL_GPU_SUCCESS, coll_gpu_tune_parse_rules(none, r, &n, why, sizeof(why)));
+    EXPECT_EQ(0, n);
+  }
+  const struct {
+    const char *text, *reason;
+  } bad[] = {{"allreduce:0-64k", "is not COLL:FROM-TO:ALGO"},
+             {"allreduce:64k:ring", "is not COLL:FROM-TO:ALGO"},
+             {"scan:0-:ring", "scan is not allreduce"},
+             {"allreduce:-64k:ring", "is not FROM-TO"},
+             {"allreduce:1x-2:ring", "is not FROM-TO"},
+             {"allreduce:0-99999999999999999999:ring", "is not FROM-TO"},
+             {"allreduce:0-99999999999g:ring", "is not FROM-TO"},
+             {"allreduce:2k-1k:ring", "FROM is above TO"},
+             {"bcast:0-:twoshot", "bcast has no algorithm twoshot"},
+             {"alltoall:0-:chain", "alltoall has no algorithm chain"},
+             {"allreduce:0-:Ring", "allreduce has no algorithm Ring"},
+             {"allreduce:0-:ring,", "a comma at the end"},
+             {"allreduce:0-:ring,,bcast:0-:ring", "\"\" is not COLL:FROM-TO:ALGO"}};
+  for (const auto &b : bad) {
+    why[0] = '\0';
+    EXPECT_EQ(COLL_GPU_INVALID_INPUT, coll_gpu_tune_parse_rules(b.text, r, &n, why, sizeof(why))) << b.text;
+    EXPECT_NE(nullptr, strstr(why, b.reason)) << b.text << ": " << why;
+  }
+  std::string many;
+  for (int i = 0; i <= COLL_GPU_TUNE_MAX_RULES; ++i) many += std::string(i > 0 ? "," : "") + "bcast:0-:ring";
+  EXPECT_EQ(COLL_GPU_INVALID_INPUT, coll_gpu_tune_parse_rules(many.c_str(), r, &n, why, sizeof(why)));
+  EXPECT_NE(nullptr, strstr(why, "more than"));
+  many = many.substr(0, many.rfind(','));  // exactly the most
+  EXPECT_EQ(COLL_GPU_SUCCESS, coll_gpu_tune_parse_rules(many.c_str(), r, &n, why, sizeof(why)));
+  EXPECT_EQ(COLL_GPU_TUNE_MAX_RULES, n);
+}
+
+// A rule takes the calls of its collective in its range where no algorithm is forced and the algorithm fits them;
+// the first that matches wins; the model decides the rest.
+TEST(Tune, RulesChoose) {
+  coll_gpu_tune_rule_t r[COLL_GPU_TUNE_MAX_RULES];
+  int n = 0;
+  char why[256];
+  ASSERT_EQ(COLL_GPU_SUCCESS,
+            coll_gpu_tune_parse_rules("allreduce:0-1k:ring,allreduce:0-64k:twoshot,allreduce:1m-:oneshot,"
+                                      "bcast:0-16k:ring,alltoall:1m-2m:oneshot",
+                                      r, &n, why, sizeof(why)));
+  coll_gpu_tune_config_t c = defaults();
+  c.rules = r;
+  c.nrules = n;
+  const coll_gpu_tune_config_t model = defaults();
+  for (int ranks : {2, 4, 8}) {
+    EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, ranks, 8).algo);
+    EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, ranks, 1024).algo);
+    EXPECT_EQ(COLL_GPU_ALGO_TWOSHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, ranks, 1025).algo);
+    EXPECT_EQ(COLL_GPU_ALGO_TWOSHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, ranks, 64 << 10).algo);
+    // between the rules, and where one-shot does not fit (above coll_gpu_oneshot_max_bytes), the model
+    for (size_t bytes : {(size_t)128 << 10, (size_t)1 << 20, (size_t)64 << 20}) {
+      EXPECT_EQ(coll_gpu_tune_choose(&model, COLL_GPU_COLL_ALLREDUCE, ranks, bytes).algo,
+                coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, ranks, bytes).algo)
+          << bytes;
+    }
+    EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_BCAST, ranks, 16 << 10).algo);
+    EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_BCAST, ranks, (16 << 10) + 1).algo);
+    EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLTOALL, ranks, 1 << 20).algo);
+    EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLTOALL, ranks, 4 << 20).algo);
+    // other collectives: the model
+    EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, ranks, 8).algo);
+  }
+  // what a parameter forces wins over the rules
+  c.algorithm = COLL_GPU_ALGO_ONESHOT;
+  c.move_algorithm[COLL_GPU_COLL_BCAST] = COLL_GPU_ALGO_ONESHOT;
+  EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 8).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_BCAST, 4, 8).algo);
+  // across nodes: a rule whose algorithm runs there takes its calls, one that does not (one-shot) gives way
+  c = defaults();
+  c.net = 1;
+  c.rules = r;
+  c.nrules = n;
+  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 8).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_CHAIN, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 2048).algo);
 }
 
 TEST(Tune, ForcedAlgorithmWhereItFits) {
