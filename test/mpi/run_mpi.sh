@@ -37,9 +37,10 @@ case $(sed -n 's/^select //p' "$case_file") in
 priority) coll="" ;;
 stock) coll="--mca coll ^gpu" ;;
 esac
-case "$prog" in
-test/gpu/*)
-  # GPU cases are skipped (exit 77), never passed, on a machine without a usable GPU
+case "$case_file $prog" in
+*test/gpu/*)
+  # GPU cases (a case under test/gpu/, or a program there) are skipped (exit 77), never passed, on a machine
+  # without a usable GPU
   if ! ./test/gpu/gpu_probe; then
     echo "SKIP: no CUDA device here"
     exit 77
