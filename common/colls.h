@@ -3,7 +3,7 @@
 /*
  * The collectives, algorithms, protocols, element types and reduction ops of the whole project, as every layer
  * names them (the glue maps MPI's onto them, the engine chooses, the kernels run them). The kernels' facts about
- * them (element sizes, which pairs they reduce) are kernels/allreduce.h's.
+ * them (element sizes, which pairs they reduce) are kernels/kernels.h's.
  */
 #ifndef COLL_GPU_COLLS_H
 #define COLL_GPU_COLLS_H

@@ -45,7 +45,7 @@
 
 #include "common/status.h"
 #include "common/wait.h"
-#include "kernels/allreduce.h"
+#include "kernels/kernels.h"
 
 #ifdef __cplusplus
 extern "C" {

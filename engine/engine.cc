@@ -172,7 +172,7 @@ bool coll_gpu_engine::linger_takes(int blocks) {
   return true;
 }
 
-// Starts one-shot call p on a lingering kernel (coll_gpu_ar_status_t says how): hands it to the kernel
+// Starts one-shot call p on a lingering kernel (coll_gpu_dev_status_t says how): hands it to the kernel
 // that lingers, else launches one. Sets *blocks to the blocks that will write done. Such kernels run on a
 // non-blocking stream, so the call first waits for the work queued on the legacy default stream, as a
 // kernel on the blocking stream would. In the current context; linger_takes said yes.
@@ -180,7 +180,7 @@ coll_gpu_status_t coll_gpu_engine::linger_start(coll_gpu_work_t *p, int *blocks,
   CUDA_CHECK(coll_gpu_legacy_stream_wait(), why, why_len);
   if (lingering) {
     ticket = next_ticket(ticket);
-    coll_gpu_ar_linger_post(status, ticket, p);
+    coll_gpu_linger_post(status, ticket, p);
     *blocks = linger_blocks;
     if (status->leaving != instance) return COLL_GPU_SUCCESS;  // it will see the call
     // it stopped polling: once it says it exits, done[0] tells whether it took the call
@@ -195,9 +195,9 @@ coll_gpu_status_t coll_gpu_engine::linger_start(coll_gpu_work_t *p, int *blocks,
   }
   p->instance = ++instance;
   p->ticket = next_ticket(ticket);
-  CUDA_CHECK(coll_gpu_ar_linger_launch(&comm, p, linger_stream.get()), why, why_len);
+  CUDA_CHECK(coll_gpu_linger_launch(&comm, p, linger_stream.get()), why, why_len);
   lingering = true;
-  linger_blocks = *blocks = coll_gpu_ar_blocks(&comm, p);
+  linger_blocks = *blocks = coll_gpu_work_blocks(&comm, p);
   return COLL_GPU_SUCCESS;
 }
 
@@ -207,7 +207,7 @@ coll_gpu_status_t coll_gpu_engine::linger_start(coll_gpu_work_t *p, int *blocks,
 // lingering kernel queues behind it on linger_stream). A kernel that has already left ignores the order.
 void coll_gpu_engine::linger_stop() {
   ticket = next_ticket(ticket);
-  coll_gpu_ar_linger_stop(status, ticket);
+  coll_gpu_linger_stop(status, ticket);
   lingering = false;
 }
 
@@ -249,7 +249,7 @@ coll_gpu_status_t coll_gpu_engine::launch(const coll_gpu_work_t &p, coll_gpu_pro
   flight.reported = false;
   flight.chained = chaining;
   flight.unlike = -1;
-  int blocks = coll_gpu_ar_blocks(&comm, &p);
+  int blocks = coll_gpu_work_blocks(&comm, &p);
   if (multinode) wake_proxy(p);
   coll_gpu_trace('L', rank, p.coll, p.algo, p.seq);
   ContextScope ctx(mem);
@@ -272,7 +272,7 @@ coll_gpu_status_t coll_gpu_engine::launch(const coll_gpu_work_t &p, coll_gpu_pro
           coll_gpu_zc_engines_launch(&comm, &p, stream.get(), copy_stream.get(), copy_ready.get(), copy_done.get()),
           why, why_len);
     } else {
-      CUDA_CHECK(coll_gpu_ar_launch(&comm, &p, stream.get()), why, why_len);
+      CUDA_CHECK(coll_gpu_work_launch(&comm, &p, stream.get()), why, why_len);
     }
   }
   flight.blocks = blocks;

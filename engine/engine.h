@@ -8,7 +8,7 @@
  *
  * The ring channels follow the rings of the topology search (engine/rings.h), computed at creation.
  * Per rank it holds one scratch allocation on the buffers' GPU, exchanged with every peer as a CUDA IPC
- * handle (kernels/allreduce.h gives its layout), two streams (one for lingering one-shot kernels) and
+ * handle (kernels/kernels.h gives its layout), two streams (one for lingering one-shot kernels) and
  * host-mapped status words. Only the handles of this exchange are ever opened.
  *
  * Communicators over the same processes in the same rank order (MPI_Comm_dup, and splits that keep every
@@ -42,8 +42,8 @@
 #include "engine/bootstrap.h"
 #include "engine/rings.h"
 #include "engine/tune.h"
-#include "kernels/allreduce.h"
 #include "kernels/gpu_mem.h"
+#include "kernels/kernels.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -23,7 +23,7 @@
  *      IPC handles; each rank opens those of the peers on its node it has connections with) or, where the
  *      node's GPUs lack peer access (choose_node_transport, at the end of step 3), SHM (the scratch in pinned
  *      shared host memory: allgather of the segments' names, each rank maps and pins its node peers');
- *   5. the layout: the kernels' view of the communicator (kernels/allreduce.h), each transport's
+ *   5. the layout: the kernels' view of the communicator (kernels/kernels.h), each transport's
  *      connections in it (the peers' scratch on this node, NET FIFOs moved by the proxy to other nodes),
  *      uploaded into the scratch;
  *   6. allgather of the results of 4 and 5;
@@ -174,8 +174,8 @@ void registry_add(coll_gpu_engine *e, const coll_gpu_engine_share_t *share) {
 coll_gpu_status_t coll_gpu_engine::setup_local(char *why, size_t len) {
   ContextScope ctx(mem);
   COLL_GPU_CHECK(entered(ctx, mem, why, len));
-  CUDA_CHECK(coll_gpu_host_mapped_alloc(status_mem.out(), &status_dev, sizeof(coll_gpu_ar_status_t)), why, len);
-  status = (coll_gpu_ar_status_t *)status_mem.get();
+  CUDA_CHECK(coll_gpu_host_mapped_alloc(status_mem.out(), &status_dev, sizeof(coll_gpu_dev_status_t)), why, len);
+  status = (coll_gpu_dev_status_t *)status_mem.get();
   CUDA_CHECK(coll_gpu_host_mapped_alloc(waiting_mem.out(), &waiting_dev, (size_t)nranks), why, len);
   waiting = (volatile uint8_t *)waiting_mem.get();
   CUDA_CHECK(coll_gpu_stream_create(stream.out(), 0), why, len);
@@ -228,7 +228,7 @@ void coll_gpu_engine::choose_node_transport(const coll_gpu::TransportLinks &link
 coll_gpu_status_t coll_gpu_engine::alloc_scratch(char *why, size_t len) {
   // rings only over several nodes (beyond COLL_GPU_MAX_DIRECT ranks the layout has no direct parts anyway)
   if (multinode) layout.ll_bytes = layout.twoshot_bytes = 0;
-  const size_t want = coll_gpu_ar_scratch_bytes(&layout);
+  const size_t want = coll_gpu_scratch_bytes(&layout);
   if (!coll_gpu_tune_fit_layout(&layout, cfg.scratch_max_bytes)) {
     coll_gpu_say(why, len,
                  "%zu bytes of scratch at %d ranks do not fit coll_gpu_scratch_max_bytes (%zu) even with one ring "
@@ -244,7 +244,7 @@ coll_gpu_status_t coll_gpu_engine::alloc_scratch(char *why, size_t len) {
             cfg.name, want, cfg.scratch_max_bytes, layout.nchannels, layout.slot_bytes);
   ContextScope ctx(mem);
   COLL_GPU_CHECK(entered(ctx, mem, why, len));
-  const size_t bytes = coll_gpu_ar_scratch_bytes(&layout);
+  const size_t bytes = coll_gpu_scratch_bytes(&layout);
   if (shm_node) return shm.set_own(bytes, why, len);
   CUDA_CHECK(coll_gpu_dev_alloc(scratch.out(), bytes), why, len);
   return ipc.set_own(scratch.get(), why, len);
@@ -275,7 +275,7 @@ coll_gpu_status_t coll_gpu_engine::setup_conns(char *why, size_t len) {
     return COLL_GPU_SYSTEM_ERROR;
   }
   CUDA_CHECK(coll_gpu_dev_comm_setup(&comm, conns.get(), rank, nranks, &layout, shm_node ? shm.view() : ipc.view(),
-                                     rings.nrings, rings.span, rings.order, (coll_gpu_ar_status_t *)status_dev,
+                                     rings.nrings, rings.span, rings.order, (coll_gpu_dev_status_t *)status_dev,
                                      (volatile uint8_t *)waiting_dev, cfg.wait.timeout_ns, cfg.linger_ns),
              why, len);
   for (int t = 0; t < ntransports; ++t)
@@ -300,7 +300,7 @@ void coll_gpu_engine::log_channels(const coll_gpu_peer_t &me) const {
   if (cfg.log == nullptr) return;
   cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
           "comm %s: GPU collectives on device %d (%s), %d ranks, %zu bytes of scratch", cfg.name, mem.device, me.busid,
-          nranks, coll_gpu_ar_scratch_bytes(&layout));
+          nranks, coll_gpu_scratch_bytes(&layout));
   if (multinode) {
     int nodes = 0, hops = 0;
     const uint16_t *ring = coll_gpu_ring(&rings, 0);

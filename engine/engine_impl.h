@@ -81,7 +81,7 @@ struct coll_gpu_engine {
   coll_gpu_engine_config_t cfg;
   int rank = 0, nranks = 0;
   coll_gpu_meminfo_t mem;
-  coll_gpu_ar_layout_t layout = {};
+  coll_gpu_scratch_layout_t layout = {};
   coll_gpu::DeviceMemory scratch;
   coll_gpu::DeviceMemory bounce;  // coll_gpu_engine_bounce: device memory for a rank that joins a call through it
   size_t bounce_bytes = 0;
@@ -90,15 +90,15 @@ struct coll_gpu_engine {
   coll_gpu::Stream copy_stream;    // non-blocking: the zero-copy calls' copy engines, between the two events
   coll_gpu::Event copy_ready, copy_done;
   coll_gpu::HostMappedMemory status_mem;
-  coll_gpu_ar_status_t *status = nullptr;  // host view of status_mem
-  void *status_dev = nullptr;              // device view
-  coll_gpu::HostMappedMemory waiting_mem;  // a byte per rank: the kernels' long waits (coll_gpu_dev_comm_t)
-  volatile uint8_t *waiting = nullptr;     // host view
-  void *waiting_dev = nullptr;             // device view
-  bool lingering = false;                  // a lingering one-shot kernel may be polling for calls
-  int linger_blocks = 0;                   // its blocks
-  uint64_t instance = 0;                   // lingering kernels launched
-  uint32_t ticket = 0;                     // the last ticket of status->call
+  coll_gpu_dev_status_t *status = nullptr;  // host view of status_mem
+  void *status_dev = nullptr;               // device view
+  coll_gpu::HostMappedMemory waiting_mem;   // a byte per rank: the kernels' long waits (coll_gpu_dev_comm_t)
+  volatile uint8_t *waiting = nullptr;      // host view
+  void *waiting_dev = nullptr;              // device view
+  bool lingering = false;                   // a lingering one-shot kernel may be polling for calls
+  int linger_blocks = 0;                    // its blocks
+  uint64_t instance = 0;                    // lingering kernels launched
+  uint32_t ticket = 0;                      // the last ticket of status->call
   uint64_t seq = 0;
   coll_gpu_rings_t rings = {};
   coll_gpu_dev_comm_t comm = {};            // what every kernel gets, its connections uploaded into the scratch

@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "kernels/allreduce.h"
+#include "kernels/kernels.h"
 
 namespace coll_gpu {
 

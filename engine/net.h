@@ -19,7 +19,7 @@
 #include "engine/bootstrap.h"
 #include "engine/owning.h"
 #include "engine/transport.h"
-#include "kernels/allreduce.h"
+#include "kernels/kernels.h"
 #include "proxy/proxy.h"
 
 namespace coll_gpu {

@@ -17,8 +17,8 @@
 #include <utility>
 
 #include "common/status.h"
-#include "kernels/allreduce.h"
 #include "kernels/gpu_mem.h"
+#include "kernels/kernels.h"
 
 namespace coll_gpu {
 

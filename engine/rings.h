@@ -24,7 +24,7 @@
 #include "common/status.h"
 #include "engine/bootstrap.h"
 #include "engine/nodes.h"
-#include "kernels/allreduce.h"
+#include "kernels/kernels.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -29,7 +29,7 @@
 #include "engine/bootstrap.h"
 #include "engine/owning.h"
 #include "engine/shm_segment.h"
-#include "kernels/allreduce.h"
+#include "kernels/kernels.h"
 
 namespace coll_gpu {
 

@@ -421,11 +421,11 @@ coll_gpu_status_t coll_gpu_tune_parse_rules(const char *text, coll_gpu_tune_rule
 constexpr size_t kFitSlotBytes = 64 << 10;
 constexpr size_t kSlotAlign = 4 << 10;
 
-int coll_gpu_tune_fit_layout(coll_gpu_ar_layout_t *l, size_t most) {
-  if (most == 0 || coll_gpu_ar_scratch_bytes(l) <= most) return 1;
-  coll_gpu_ar_layout_t rest = *l;
+int coll_gpu_tune_fit_layout(coll_gpu_scratch_layout_t *l, size_t most) {
+  if (most == 0 || coll_gpu_scratch_bytes(l) <= most) return 1;
+  coll_gpu_scratch_layout_t rest = *l;
   rest.nchannels = 0;
-  const size_t fixed = coll_gpu_ar_scratch_bytes(&rest);
+  const size_t fixed = coll_gpu_scratch_bytes(&rest);
   const size_t per_slot = COLL_GPU_RING_SLOTS; /* a channel takes this many slots */
   if (fixed >= most || (most - fixed) / per_slot < kSlotAlign) return 0;
   const size_t room = most - fixed; /* bytes for nchannels x per_slot slots */

@@ -11,7 +11,7 @@
 #include <stddef.h>
 
 #include "common/status.h"
-#include "kernels/allreduce.h"
+#include "kernels/kernels.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -84,7 +84,7 @@ coll_gpu_status_t coll_gpu_tune_parse_rules(const char *text, coll_gpu_tune_rule
  * channels, then the slots below 64 KiB on one channel. The other parts (flags, one-shot, two-shot and
  * point-to-point FIFOs) stay. Returns 1 when l fits (perhaps changed), 0 when even one channel of 4 KiB
  * slots does not (l unchanged). The same inputs give the same layout on every rank. */
-int coll_gpu_tune_fit_layout(coll_gpu_ar_layout_t *l, size_t most);
+int coll_gpu_tune_fit_layout(coll_gpu_scratch_layout_t *l, size_t most);
 const char *coll_gpu_algo_name(coll_gpu_algo_t algo);
 const char *coll_gpu_coll_name(coll_gpu_coll_t coll);     /* "bcast" */
 const char *coll_gpu_coll_mpi_name(coll_gpu_coll_t coll); /* "MPI_Bcast" */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
- * The lingering one-shot kernel (kernels/allreduce.h, coll_gpu_ar_status_t): it serves the call it was
+ * The lingering one-shot kernel (kernels/kernels.h, coll_gpu_dev_status_t): it serves the call it was
  * launched with, then block 0 polls host memory for the next and hands each call it takes (or the order
  * to exit) to the other blocks as an LL record in this rank's scratch. Only block 0 decides, so every
  * block serves the same calls. One kernel serves the direct calls of allreduce and reduce (the one-shot
@@ -33,7 +33,7 @@ __device__ bool read_record(const void *rec, uint32_t ticket, uint32_t &d0, uint
 // which (kRec*).
 __device__ void leader_next(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p, uint32_t ticket, uint32_t &d0,
                             uint32_t &d1) {
-  coll_gpu_ar_status_t *st = comm.status;
+  coll_gpu_dev_status_t *st = comm.status;
   const uint64_t deadline = global_timer() + comm.linger_ns;
   while (!read_record((const void *)st->call, ticket, d0, d1)) {
     if (!__shfl_sync(kRecLanes, global_timer() >= deadline, 0)) continue;
@@ -142,7 +142,7 @@ int oneshot_blocks(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w) {
 
 }  // namespace coll_gpu
 
-extern "C" int coll_gpu_ar_linger_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream) {
+extern "C" int coll_gpu_linger_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream) {
   if (w->instance == 0) return (int)cudaErrorInvalidValue;
   const coll_gpu_work_t b = coll_gpu::bytewise(*w);
   coll_gpu::oneshot_linger<<<coll_gpu::oneshot_blocks(*comm, b), coll_gpu::kLLThreads, 0, (cudaStream_t)stream>>>(*comm,
@@ -150,7 +150,7 @@ extern "C" int coll_gpu_ar_linger_launch(const coll_gpu_dev_comm_t *comm, const 
   return (int)cudaGetLastError();
 }
 
-extern "C" void coll_gpu_ar_linger_post(coll_gpu_ar_status_t *status, uint32_t ticket, const coll_gpu_work_t *p) {
+extern "C" void coll_gpu_linger_post(coll_gpu_dev_status_t *status, uint32_t ticket, const coll_gpu_work_t *p) {
   const size_t width = coll_gpu::bytewise_width(p->type, p->op);  // as coll_gpu::bytewise
   const uint32_t type = width == 1 ? (uint32_t)p->type : (uint32_t)COLL_GPU_UINT8;
   const uint64_t send = (uint64_t)(uintptr_t)p->sendbuf, recv = (uint64_t)(uintptr_t)p->recvbuf;
@@ -169,7 +169,7 @@ extern "C" void coll_gpu_ar_linger_post(coll_gpu_ar_status_t *status, uint32_t t
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
-extern "C" void coll_gpu_ar_linger_stop(coll_gpu_ar_status_t *status, uint32_t ticket) {
+extern "C" void coll_gpu_linger_stop(coll_gpu_dev_status_t *status, uint32_t ticket) {
   for (int k = 0; k < COLL_GPU_LINGER_WORDS; ++k)
     status->call[k] = (uint64_t)ticket << 32 | (k == 7 ? (uint32_t)coll_gpu::kRecExit : 0u);
   __atomic_thread_fence(__ATOMIC_SEQ_CST);

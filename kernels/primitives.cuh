@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "kernels/allreduce.h"
+#include "kernels/kernels.h"
 #include "kernels/partition.h"
 #include "kernels/reduce_ops.cuh"
 
@@ -23,12 +23,12 @@ constexpr int kSpinsPerCheck = 64;  // polls between two reads of the global tim
 constexpr int kUnroll = 4;          // packs each thread keeps in flight: one load per pack would leave a block
                                     // latency-bound at about 8 KiB per memory round trip
 
-// Scratch layout (kernels/allreduce.h). Flags first, each on its own line:
+// Scratch layout (kernels/kernels.h). Flags first, each on its own line:
 //   tail[ch]: ring steps posted to us by the previous rank; head[ch]: ring slots freed by the next rank;
 //   flag[phase][sender][block]: the seq of the last one-shot/two-shot phase a sender completed.
 struct Layout {
-  coll_gpu_ar_layout_t l;
-  COLL_GPU_HD explicit Layout(const coll_gpu_ar_layout_t &layout) : l(layout) {}
+  coll_gpu_scratch_layout_t l;
+  COLL_GPU_HD explicit Layout(const coll_gpu_scratch_layout_t &layout) : l(layout) {}
   COLL_GPU_HD static size_t align(size_t x) { return (x + 255) & ~(size_t)255; }
   // the direct algorithms' parts (LL lines, two-shot slots, point-to-point) exist for at most
   // COLL_GPU_MAX_DIRECT ranks; a larger communicator runs the rings only
@@ -119,14 +119,14 @@ __device__ __forceinline__ uint64_t global_timer() {
   return t;
 }
 
-// A wait that only the host ends (kernels/allreduce.h: late is not dead). Every kSpinsPerCheck polls it
+// A wait that only the host ends (kernels/kernels.h: late is not dead). Every kSpinsPerCheck polls it
 // reads the global timer; once the kernel has run kAbortCheckNs it also reads the host's abort word (a
 // host-memory load, about 1 us, so not in the first microseconds every call spends in its waits), and
 // past timeout_ns it flags the peer it waits for in the communicator's waiting bytes (and status->waited).
 constexpr uint64_t kAbortCheckNs = 1000000;
 struct Waiter {
   uint64_t check_from, report_from;
-  coll_gpu_ar_status_t *status;
+  coll_gpu_dev_status_t *status;
   volatile uint8_t *waiting;
   __device__ explicit Waiter(const coll_gpu_dev_comm_t &comm) : status(comm.status), waiting(comm.waiting) {
     check_from = global_timer() + kAbortCheckNs;
@@ -397,7 +397,7 @@ __device__ __forceinline__ Call call_of(const coll_gpu_work_t &p) {
 // release instead costs about 1.5 us per call on the H200 machines (an empty kernel and a host spin on
 // its word: 8.1 us with __threadfence_system before the store, 6.6 us without). The error words are
 // made visible system-wide where they are written (Waiter::expired).
-__device__ __forceinline__ void block_done(coll_gpu_ar_status_t *status, uint64_t seq) {
+__device__ __forceinline__ void block_done(coll_gpu_dev_status_t *status, uint64_t seq) {
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) st_relaxed_sys((uint64_t *)&status->done[blockIdx.x], seq);

@@ -6,7 +6,7 @@
  * runRing): send, recv, recvReduceSend, recvReduceCopySend, recvCopySend.
  *
  * A channel reaches its neighbours through its two connections (coll_gpu_conn_t in the communicator's
- * device copy, kernels/allreduce.h). A send writes into the send connection's FIFO slot (step mod depth),
+ * device copy, kernels/kernels.h). A send writes into the send connection's FIFO slot (step mod depth),
  * then raises its tail; a receive waits for the receive connection's tail, consumes the slot, then raises
  * its head, which frees the slot. One release fence after the step's data orders both flags. Each
  * channel's step counters (steps sent, steps received) live in this rank's scratch: a kernel reads them

@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "kernels/allreduce.h"
+#include "kernels/kernels.h"
 
 #ifdef __CUDACC__
 #define COLL_GPU_HD __host__ __device__ __forceinline__

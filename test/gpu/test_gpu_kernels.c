@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 #include "engine/tune.h"
-#include "kernels/allreduce.h"
+#include "kernels/kernels.h"
 
 #define CHECK(call)                                                                                 \
   do {                                                                                              \
@@ -50,7 +50,7 @@ enum { GUARD = 64, POISON = 0xA5, MAX_BYTES = 8 << 20, SPAN = MAX_BYTES + 2 * GU
 #define MAX_SIM 16 /* simulated ranks at most */
 
 /* The kernels' limits for this test's layout. */
-static const coll_gpu_ar_layout_t LAYOUT_TEMPLATE = {
+static const coll_gpu_scratch_layout_t LAYOUT_TEMPLATE = {
     .ll_bytes = 512 << 10, .twoshot_bytes = 4 << 20, .slot_bytes = 32 << 10, .nchannels = 8};
 
 /* Types and ops whose result does not depend on the order of reduction: the reference may run in rank
@@ -173,9 +173,9 @@ static void fold(const combo_t *c, unsigned char *dst, const unsigned char *cons
 typedef struct {
   int n;
   int dev[MAX_SIM];
-  coll_gpu_ar_layout_t layout;
+  coll_gpu_scratch_layout_t layout;
   void *scratch[MAX_SIM];
-  coll_gpu_ar_status_t *status[MAX_SIM];
+  coll_gpu_dev_status_t *status[MAX_SIM];
   void *status_dev[MAX_SIM];
   void *stream[MAX_SIM];
   uint64_t seq;
@@ -197,8 +197,8 @@ static void comm_init(comm_t *c, int n) {
   for (int r = 0; r < n; ++r) {
     c->dev[r] = r % ndev;
     CHECK(cudaSetDevice(c->dev[r]));
-    CHECK(coll_gpu_dev_alloc(&c->scratch[r], coll_gpu_ar_scratch_bytes(&c->layout)));
-    CHECK(coll_gpu_host_mapped_alloc((void **)&c->status[r], &c->status_dev[r], sizeof(coll_gpu_ar_status_t)));
+    CHECK(coll_gpu_dev_alloc(&c->scratch[r], coll_gpu_scratch_bytes(&c->layout)));
+    CHECK(coll_gpu_host_mapped_alloc((void **)&c->status[r], &c->status_dev[r], sizeof(coll_gpu_dev_status_t)));
     CHECK(coll_gpu_host_mapped_alloc((void **)&c->waiting[r], &c->waiting_dev[r], (size_t)n));
     CHECK(coll_gpu_stream_create(&c->stream[r], 1));
     CHECK(cudaMalloc((void **)&c->send[r], SPAN));
@@ -219,7 +219,7 @@ static void comm_init(comm_t *c, int n) {
     CHECK(cudaSetDevice(c->dev[r]));
     static coll_gpu_dev_conns_t conns;
     CHECK(coll_gpu_dev_comm_setup(&c->comm[r], &conns, r, n, &c->layout, c->scratch, c->nrings, 1, c->rings,
-                                  (coll_gpu_ar_status_t *)c->status_dev[r], (volatile uint8_t *)c->waiting_dev[r],
+                                  (coll_gpu_dev_status_t *)c->status_dev[r], (volatile uint8_t *)c->waiting_dev[r],
                                   (uint64_t)HANG_S * 1000 * 1000 * 1000, 0));
     coll_gpu_dev_ipc_conns(&c->comm[r], &conns, c->scratch);
     CHECK(coll_gpu_dev_comm_upload(&c->comm[r], &conns, c->nrings, c->rings));
@@ -502,13 +502,13 @@ static int run_call(comm_t *c, const call_t *k, images_t *im) {
     q->chunk = k->chunk;
     q->seq = c->seq;
     CHECK(cudaSetDevice(c->dev[r]));
-    CHECK(coll_gpu_ar_launch(&c->comm[r], q, c->stream[r]));
+    CHECK(coll_gpu_work_launch(&c->comm[r], q, c->stream[r]));
   }
   int failed = hung(c, what);
   for (int r = 0; r < n; ++r) {
     CHECK(cudaSetDevice(c->dev[r]));
     CHECK(coll_gpu_stream_sync(c->stream[r]));
-    const int blocks = coll_gpu_ar_blocks(&c->comm[r], &p[r]);
+    const int blocks = coll_gpu_work_blocks(&c->comm[r], &p[r]);
     for (int b = 0; b < blocks; ++b)
       if (c->status[r]->done[b] != c->seq) {
         fprintf(stderr, "FAIL %s: rank %d block %d wrote done %llu, not %llu\n", what, r, b,

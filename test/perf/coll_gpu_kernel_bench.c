@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "engine/tune.h"
-#include "kernels/allreduce.h"
+#include "kernels/kernels.h"
 
 #define CHECK(call)                                                                                 \
   do {                                                                                              \
@@ -46,9 +46,9 @@ static double now_us(void) {
 
 /* The simulated ranks. */
 static int nranks, ndev;
-static coll_gpu_ar_layout_t layout;
+static coll_gpu_scratch_layout_t layout;
 static void *scratch[COLL_GPU_MAX_DIRECT], *status_dev[COLL_GPU_MAX_DIRECT], *stream[COLL_GPU_MAX_DIRECT];
-static coll_gpu_ar_status_t *status[COLL_GPU_MAX_DIRECT];
+static coll_gpu_dev_status_t *status[COLL_GPU_MAX_DIRECT];
 static uint8_t *waiting[COLL_GPU_MAX_DIRECT];
 static void *waiting_dev[COLL_GPU_MAX_DIRECT];
 static char *buf[COLL_GPU_MAX_DIRECT];
@@ -66,7 +66,7 @@ static double run_graphs(coll_gpu_work_t p, size_t half, int calls) {
       p.sendbuf = buf[r];
       p.recvbuf = buf[r] + half;
       p.seq = seq + 1 + (uint64_t)it;
-      CHECK(coll_gpu_ar_launch(&comm[r], &p, stream[r]));
+      CHECK(coll_gpu_work_launch(&comm[r], &p, stream[r]));
     }
     cudaGraph_t g;
     CHECK(cudaStreamEndCapture((cudaStream_t)stream[r], &g));
@@ -166,11 +166,11 @@ int main(int argc, char **argv) {
   }
   const int budget = sms / ((n + ndev - 1) / ndev); /* blocks per rank that fit with every other rank's */
 
-  layout = (coll_gpu_ar_layout_t){n, tune.oneshot_max_bytes, tune.twoshot_max_bytes, 512 << 10, tune.max_channels};
+  layout = (coll_gpu_scratch_layout_t){n, tune.oneshot_max_bytes, tune.twoshot_max_bytes, 512 << 10, tune.max_channels};
   for (int r = 0; r < n; ++r) {
     CHECK(cudaSetDevice(r % ndev));
-    CHECK(coll_gpu_dev_alloc(&scratch[r], coll_gpu_ar_scratch_bytes(&layout)));
-    CHECK(coll_gpu_host_mapped_alloc((void **)&status[r], &status_dev[r], sizeof(coll_gpu_ar_status_t)));
+    CHECK(coll_gpu_dev_alloc(&scratch[r], coll_gpu_scratch_bytes(&layout)));
+    CHECK(coll_gpu_host_mapped_alloc((void **)&status[r], &status_dev[r], sizeof(coll_gpu_dev_status_t)));
     CHECK(coll_gpu_host_mapped_alloc((void **)&waiting[r], &waiting_dev[r], (size_t)n));
     CHECK(coll_gpu_stream_create(&stream[r], 1));
     CHECK(coll_gpu_dev_alloc((void **)&buf[r], 2 * half));
@@ -181,7 +181,7 @@ int main(int argc, char **argv) {
     CHECK(cudaSetDevice(r % ndev));
     static coll_gpu_dev_conns_t conns;
     CHECK(coll_gpu_dev_comm_setup(&comm[r], &conns, r, n, &layout, scratch, 1, 1, ring,
-                                  (coll_gpu_ar_status_t *)status_dev[r], (volatile uint8_t *)waiting_dev[r],
+                                  (coll_gpu_dev_status_t *)status_dev[r], (volatile uint8_t *)waiting_dev[r],
                                   30ULL * 1000 * 1000 * 1000, 0));
     coll_gpu_dev_ipc_conns(&comm[r], &conns, scratch);
     CHECK(coll_gpu_dev_comm_upload(&comm[r], &conns, 1, ring));
@@ -206,7 +206,7 @@ int main(int argc, char **argv) {
     for (int q = 0; q < n; ++q) p.blocks[q] = (coll_gpu_range_t){(size_t)q * (bytes / 4), bytes / 4};
     p.algo = algo;
     p.nchannels = ch.nchannels;
-    const int blocks = coll_gpu_ar_blocks(&comm[0], &p);
+    const int blocks = coll_gpu_work_blocks(&comm[0], &p);
     if (blocks > budget) {
       printf("  %-14zu %8d %12s\n", bytes, blocks, "(too many blocks to share the GPU)");
       continue;

@@ -13,7 +13,7 @@
 #include <set>
 #include <vector>
 
-#include "kernels/allreduce.h"
+#include "kernels/kernels.h"
 #include "kernels/partition.h"
 
 namespace {
@@ -264,7 +264,7 @@ TEST(Partition, BlocksTakeTurnsAtTheChannelsOfTheirRings) {
 // every rank mapped its peers' at the same addresses, which lets views be compared across ranks).
 struct Views {
   int n = 0, nrings = 0, span = 1;
-  coll_gpu_ar_layout_t layout{};
+  coll_gpu_scratch_layout_t layout{};
   std::vector<uint16_t> rings;  // [ring][position]
   std::vector<void *> base;
   std::vector<coll_gpu_dev_comm_t> comm;
@@ -272,8 +272,8 @@ struct Views {
   size_t bytes = 0;                         // each rank's scratch
 
   Views(int ranks, int channels) : n(ranks), base(ranks), comm(ranks), conns(ranks) {
-    layout = coll_gpu_ar_layout_t{n, 64u << 10, 1u << 20, 32u << 10, channels};
-    bytes = coll_gpu_ar_scratch_bytes(&layout);
+    layout = coll_gpu_scratch_layout_t{n, 64u << 10, 1u << 20, 32u << 10, channels};
+    bytes = coll_gpu_scratch_bytes(&layout);
     nrings = 1 + (int)(rng()() % COLL_GPU_MAX_RINGS);
     span = 1 + (int)(rng()() % 8);
     rings.resize((size_t)nrings * n);
@@ -408,8 +408,8 @@ TEST(DevComm, ChannelsDoNotOverlap) {
 // bytes a rank per ring, nothing else, and is smaller than a direct communicator's.
 TEST(DevComm, ScratchGrowsWithTheRingOrdersOnly) {
   auto bytes = [](int n) {
-    const coll_gpu_ar_layout_t l{n, 64u << 10, 1u << 20, 256u << 10, COLL_GPU_MAX_CHANNELS};
-    return coll_gpu_ar_scratch_bytes(&l);
+    const coll_gpu_scratch_layout_t l{n, 64u << 10, 1u << 20, 256u << 10, COLL_GPU_MAX_CHANNELS};
+    return coll_gpu_scratch_bytes(&l);
   };
   const size_t nine = bytes(COLL_GPU_MAX_DIRECT + 1);
   EXPECT_LT(nine, bytes(COLL_GPU_MAX_DIRECT));

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
- * The plain launch interface of the allreduce kernels (kernels/allreduce.h) and the CUDA resources the
+ * The plain launch interface of the allreduce kernels (kernels/kernels.h) and the CUDA resources the
  * engine needs: device scratch, IPC handles, a stream, host-mapped status words.
  */
 #include <cuda_runtime.h>
@@ -10,11 +10,11 @@
 
 #include "kernels/primitives.cuh"
 
-extern "C" size_t coll_gpu_ar_scratch_bytes(const coll_gpu_ar_layout_t *l) { return coll_gpu::Layout(*l).total(); }
+extern "C" size_t coll_gpu_scratch_bytes(const coll_gpu_scratch_layout_t *l) { return coll_gpu::Layout(*l).total(); }
 
 extern "C" int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_conns_t *conns, int rank, int nranks,
-                                       const coll_gpu_ar_layout_t *layout, void *const *peer_scratch, int nrings,
-                                       int span, const uint16_t *rings, coll_gpu_ar_status_t *status,
+                                       const coll_gpu_scratch_layout_t *layout, void *const *peer_scratch, int nrings,
+                                       int span, const uint16_t *rings, coll_gpu_dev_status_t *status,
                                        volatile uint8_t *waiting, uint64_t timeout_ns, uint64_t linger_ns) {
   if (nranks < 1 || nranks > COLL_GPU_MAX_COMM_RANKS || rank < 0 || rank >= nranks || nrings < 1 ||
       nrings > COLL_GPU_MAX_RINGS || span < 1 || layout->nranks != nranks || layout->nchannels < 0 ||
@@ -139,15 +139,15 @@ static bool oneshot_body(const coll_gpu_work_t &w) {
   return w.algo == COLL_GPU_ALGO_ONESHOT && (w.coll == COLL_GPU_COLL_ALLREDUCE || w.coll == COLL_GPU_COLL_REDUCE);
 }
 
-// The blocks of the kernel coll_gpu_ar_launch picks.
-extern "C" int coll_gpu_ar_blocks(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w) {
+// The blocks of the kernel coll_gpu_work_launch picks.
+extern "C" int coll_gpu_work_blocks(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w) {
   if (oneshot_body(*w)) return coll_gpu::oneshot_blocks(*comm, *w);
   if (is_reduction(w->coll)) return coll_gpu::reduce_blocks(*comm, *w);
   if (w->coll != COLL_GPU_COLL_ALLREDUCE) return coll_gpu::move_blocks(*comm, *w);
   return w->nchannels;
 }
 
-extern "C" int coll_gpu_ar_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *call, void *stream) {
+extern "C" int coll_gpu_work_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *call, void *stream) {
   cudaStream_t s = (cudaStream_t)stream;
   coll_gpu_work_t w = coll_gpu::bytewise(*call);
   const size_t slot = comm->layout.slot_bytes;

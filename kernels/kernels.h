@@ -4,7 +4,7 @@
  * The GPU collective kernels: a plain C launch interface (no MPI, no CUDA types) over the algorithms in
  * kernels/ (allreduce_*, move.cu, reduce.cuh). Every function returns 0 or a cudaError_t value.
  *
- * Memory each rank exposes to its peers through CUDA IPC (one allocation, coll_gpu_ar_scratch_bytes; with the SHM
+ * Memory each rank exposes to its peers through CUDA IPC (one allocation, coll_gpu_scratch_bytes; with the SHM
  * transport, pinned shared host memory mapped into every peer's GPU instead, engine/transport.h):
  *   flags: per-sender step counters and per-sender one-shot/two-shot flags
  *   steps: each ring channel's step counters (read and written by this rank's kernels only)
@@ -25,8 +25,8 @@
  * -> 373 us) while the other rings did not change. With the connections last and the rest passed by
  * value it runs at its old speed; which of the two changes mattered was not isolated.
  */
-#ifndef COLL_GPU_KERNELS_ALLREDUCE_H
-#define COLL_GPU_KERNELS_ALLREDUCE_H
+#ifndef COLL_GPU_KERNELS_KERNELS_H
+#define COLL_GPU_KERNELS_KERNELS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -62,17 +62,17 @@ typedef struct {
   size_t twoshot_bytes; /* largest two-shot message */
   size_t slot_bytes;    /* one ring FIFO slot */
   int nchannels;        /* ring channels allocated */
-} coll_gpu_ar_layout_t;
+} coll_gpu_scratch_layout_t;
 
 /* Ring FIFO depth per channel (NCCL_STEPS in NCCL). */
 #define COLL_GPU_RING_SLOTS 8
 
 /* Bytes of the IPC-shared scratch for a layout, and the offsets of its parts. */
-size_t coll_gpu_ar_scratch_bytes(const coll_gpu_ar_layout_t *l);
+size_t coll_gpu_scratch_bytes(const coll_gpu_scratch_layout_t *l);
 
 /* Host-mapped words between the host and the kernels.
  *
- * A lingering one-shot kernel (coll_gpu_ar_linger_launch) stays on the GPU after its call and takes the
+ * A lingering one-shot kernel (coll_gpu_linger_launch) stays on the GPU after its call and takes the
  * next ones from `call`, so they need no launch (the direct calls of every collective but reduce-scatter,
  * whose per-rank blocks do not fit). The host writes a call as COLL_GPU_LINGER_WORDS words in one cache
  * line, each holding 32 bits of the call next to the call's ticket (1, 2, ... skipping 0), so one read of
@@ -84,7 +84,7 @@ size_t coll_gpu_ar_scratch_bytes(const coll_gpu_ar_layout_t *l);
  * Both sides store, fence, then load, so at least one of them sees the other's store: no call is lost. A
  * kernel takes tickets above those of every kernel before it on this engine, the ticket an exited kernel
  * waited for included. Before it launches a ring or two-shot kernel, the host writes the order to exit
- * under the next ticket instead (coll_gpu_ar_linger_stop), so that the multiprocessors are free. */
+ * under the next ticket instead (coll_gpu_linger_stop), so that the multiprocessors are free. */
 #define COLL_GPU_LINGER_WORDS 10
 typedef struct {
   volatile uint64_t done[COLL_GPU_MAX_CHANNELS * 2]; /* block b writes the call's seq when it finishes */
@@ -94,7 +94,7 @@ typedef struct {
   volatile uint64_t leaving __attribute__((aligned(128))); /* kernel: the instance that stopped polling */
   volatile uint64_t exited;                                /* kernel: the instance that exits */
   volatile uint64_t call[COLL_GPU_LINGER_WORDS] __attribute__((aligned(128))); /* host: ticket << 32 | 32 bits */
-} coll_gpu_ar_status_t;
+} coll_gpu_dev_status_t;
 
 /* Late is not dead: the kernels never give up a wait on their own. A wait that lasts timeout_ns sets
  * waiting[peer] and waited for the host's watchdog message and keeps polling; only the host ends it, by setting
@@ -149,9 +149,9 @@ typedef struct {
  * serve one node's GPUs. */
 typedef struct {
   int rank, nranks;
-  coll_gpu_ar_layout_t layout;
+  coll_gpu_scratch_layout_t layout;
   void *peer_scratch[COLL_GPU_MAX_DIRECT]; /* direct: every rank's scratch as mapped here; [rank] is our own */
-  coll_gpu_ar_status_t *status;            /* host-mapped, as a device pointer */
+  coll_gpu_dev_status_t *status;           /* host-mapped, as a device pointer */
   volatile uint8_t *waiting; /* host-mapped, nranks bytes: 1 where a wait for that rank passed timeout_ns */
   uint64_t timeout_ns;       /* a wait this long is reported in status->waiting */
   uint64_t linger_ns;        /* how long a lingering one-shot kernel polls for the next call after one */
@@ -175,8 +175,8 @@ typedef struct {
  * view of nranks host-mapped bytes. 0, or cudaErrorInvalidValue for a rank count, channel count, span or
  * ring out of range. */
 int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_conns_t *conns, int rank, int nranks,
-                            const coll_gpu_ar_layout_t *layout, void *const *peer_scratch, int nrings, int span,
-                            const uint16_t *rings, coll_gpu_ar_status_t *status, volatile uint8_t *waiting,
+                            const coll_gpu_scratch_layout_t *layout, void *const *peer_scratch, int nrings, int span,
+                            const uint16_t *rings, coll_gpu_dev_status_t *status, volatile uint8_t *waiting,
                             uint64_t timeout_ns, uint64_t linger_ns);
 /* The IPC and SHM transports' connections: to and from every peer whose scratch is mapped here (peer_scratch[q] not
  * NULL), into its FIFOs and flags and ours, on the ring channels and (with 3 to COLL_GPU_MAX_DIRECT ranks)
@@ -235,26 +235,27 @@ typedef struct {
 } coll_gpu_work_t;
 
 /* Launches call w of w->coll on communicator comm (its connections uploaded) on stream (a cudaStream_t). The blocks
- * that finish write seq into status->done[0..blocks); coll_gpu_ar_blocks says how many to wait for. */
-int coll_gpu_ar_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream);
-int coll_gpu_ar_blocks(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w);
+ * that finish write seq into status->done[0..blocks); coll_gpu_work_blocks says how many to wait for. */
+int coll_gpu_work_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream);
+int coll_gpu_work_blocks(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w);
 /* Launches zero-copy call w (zc_engines set) on stream: a kernel announces the call and waits for every peer's
  * announcement; copy_stream (non-blocking, of this context) then copies the peers' blocks with cudaMemcpyAsync
  * between events ready and copied while a kernel copies this rank's own block; a last kernel, after both, tells
- * the peers and waits for theirs. coll_gpu_ar_blocks says how many blocks to wait for, as for coll_gpu_ar_launch. */
+ * the peers and waits for theirs. coll_gpu_work_blocks says how many blocks to wait for, as for coll_gpu_work_launch.
+ */
 int coll_gpu_zc_engines_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream,
                                void *copy_stream, void *ready, void *copied);
 
 /* One-shot calls up to this many blocks can go to a lingering kernel (64 KiB). */
 #define COLL_GPU_LINGER_MAX_BLOCKS 16
 /* Launches one-shot call w (w->algo ONESHOT; not a reduce-scatter) as a lingering kernel of
- * coll_gpu_ar_blocks blocks; it serves later calls of at most as many blocks that coll_gpu_ar_linger_post
+ * coll_gpu_work_blocks blocks; it serves later calls of at most as many blocks that coll_gpu_linger_post
  * hands it. */
-int coll_gpu_ar_linger_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream);
+int coll_gpu_linger_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream);
 /* Writes call w into status->call under ticket, then fences (the caller reads status->leaving next). */
-void coll_gpu_ar_linger_post(coll_gpu_ar_status_t *status, uint32_t ticket, const coll_gpu_work_t *w);
+void coll_gpu_linger_post(coll_gpu_dev_status_t *status, uint32_t ticket, const coll_gpu_work_t *w);
 /* Writes the order to exit into status->call under ticket, then fences. */
-void coll_gpu_ar_linger_stop(coll_gpu_ar_status_t *status, uint32_t ticket);
+void coll_gpu_linger_stop(coll_gpu_dev_status_t *status, uint32_t ticket);
 
 /* Resources, all in the current context. */
 int coll_gpu_dev_alloc(void **ptr, size_t bytes); /* zeroed */
