@@ -423,14 +423,9 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
       coll_gpu_nodes_assign(peers.get(), b->size, cfg->virtual_nodes, e->node.get(), e->nodes_scratch.get()) > 1;
   int here = 0;  // ranks on this host: they share its CPUs
   for (int r = 0; r < b->size; ++r) here += peers[r].host == peers[b->rank].host;
-  if (e->multinode || b->size > COLL_GPU_MAX_DIRECT) {
-    // ring algorithms only: the direct ones write into every peer's scratch; across nodes, an allreduce's choice
-    // between the ring and the chain of a reduce and a bcast stays the tuning's, or the user's
-    const int forced = e->cfg.tune.algorithm;
-    e->cfg.tune.algorithm =
-        e->multinode && (forced < 0 || forced == COLL_GPU_ALGO_CHAIN) ? forced : (int)COLL_GPU_ALGO_RING;
-    for (int c = 0; c < COLL_GPU_NCOLLS; ++c) e->cfg.tune.move_algorithm[c] = COLL_GPU_ALGO_RING;
-  }
+  // ring algorithms only: the direct ones write into every peer's scratch; across nodes, an allreduce's choice
+  // between the ring and the chain of a reduce and a bcast stays the tuning's, or the user's
+  e->cfg.tune.ring_only = e->multinode || b->size > COLL_GPU_MAX_DIRECT;
   if (e->multinode) {  // on a few channels (the rings' turns below tell how many)
     e->own = first;
     e->cfg.tune.net = 1;

@@ -86,9 +86,9 @@ double coll_gpu_tune_time_us(const coll_gpu_tune_config_t *c, coll_gpu_algo_t al
 int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, size_t bytes) {
   switch (algo) {
     case COLL_GPU_ALGO_ONESHOT: /* the direct algorithms write into every peer's scratch: one node only */
-      return !c->net && bytes <= c->oneshot_max_bytes;
+      return !c->ring_only && !c->net && bytes <= c->oneshot_max_bytes;
     case COLL_GPU_ALGO_TWOSHOT:
-      return !c->net && bytes <= c->twoshot_max_bytes;
+      return !c->ring_only && !c->net && bytes <= c->twoshot_max_bytes;
     case COLL_GPU_ALGO_CHAIN:
       return c->net;
     default:
@@ -303,7 +303,8 @@ coll_gpu_choice_t choose_move(const coll_gpu_tune_config_t *c, coll_gpu_coll_t c
              coll_gpu_tune_move_time_us(c, coll, COLL_GPU_ALGO_ONESHOT, nranks, bytes)) {
     best = COLL_GPU_ALGO_RING;
   }
-  if (best == COLL_GPU_ALGO_ONESHOT && c->oneshot_max_bytes < 16) best = COLL_GPU_ALGO_RING; /* no LL slot */
+  if (best == COLL_GPU_ALGO_ONESHOT && (c->ring_only || c->oneshot_max_bytes < 16)) /* no direct call, no LL slot */
+    best = COLL_GPU_ALGO_RING;
   coll_gpu_choice_t ch = {best, coll_gpu_algo_proto(best), 0, 0};
   if (best == COLL_GPU_ALGO_RING) {
     /* a step: a block, or a chunk of the chain's buffer; each link carries n - 1 blocks, or the buffer (the

@@ -37,6 +37,9 @@ typedef struct {
   int move_algorithm[COLL_GPU_NCOLLS]; /* every collective but allreduce: -1 choose, else ONESHOT or RING */
   int min_sms;                         /* the fewest multiprocessors among the ranks' GPUs; 0: not known */
   int max_blocks;        /* 0: any; else the most blocks a ring or two-shot kernel takes (ranks that share a GPU) */
+  int ring_only;         /* the direct algorithms (one-shot, two-shot, which write into every peer's scratch) do not
+                            run: across nodes, and beyond COLL_GPU_MAX_DIRECT ranks; what is forced or ruled gives
+                            way to the ring (to the ring or the chain for an allreduce across nodes) */
   int net;               /* the ranks span nodes: ring hops between them go through the network proxy, and a ring call
                             takes channels by its size (a channel per kNetStepBytes of a ring step) */
   int net_ring_channels; /* with net: the most channels allreduce, allgather and reduce-scatter take unless

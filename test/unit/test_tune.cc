@@ -25,6 +25,7 @@ coll_gpu_tune_config_t defaults() {
   for (int &a : c.move_algorithm) a = -1;
   c.min_sms = 0;
   c.max_blocks = 0;
+  c.ring_only = 0;
   c.net = 0;
   c.net_ring_channels = 0;
   c.shm = 0;
@@ -211,6 +212,39 @@ TEST(Tune, RulesChoose) {
   c.nrules = n;
   EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 8).algo);
   EXPECT_EQ(COLL_GPU_ALGO_CHAIN, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 2048).algo);
+}
+
+// Where only the rings run (across nodes, beyond 8 ranks), every collective takes the ring whatever is forced or
+// ruled; across nodes an allreduce takes the ring or the chain.
+TEST(Tune, RingOnly) {
+  coll_gpu_tune_rule_t r[COLL_GPU_TUNE_MAX_RULES];
+  int n = 0;
+  char why[256];
+  ASSERT_EQ(COLL_GPU_SUCCESS,
+            coll_gpu_tune_parse_rules("allreduce:0-:oneshot,bcast:0-:oneshot", r, &n, why, sizeof(why)));
+  for (int net : {0, 1})
+    for (int forced : {-1, (int)COLL_GPU_ALGO_ONESHOT, (int)COLL_GPU_ALGO_TWOSHOT, (int)COLL_GPU_ALGO_CHAIN}) {
+      coll_gpu_tune_config_t c = defaults();
+      c.ring_only = 1;
+      c.net = net;
+      c.algorithm = forced;
+      c.rules = r;
+      c.nrules = n;
+      for (int k = 0; k < COLL_GPU_NCOLLS; ++k)
+        c.move_algorithm[k] = k == COLL_GPU_COLL_ALLREDUCE || forced != COLL_GPU_ALGO_ONESHOT ? -1 : forced;
+      for (size_t bytes : {(size_t)8, (size_t)64 << 10, (size_t)1 << 20, (size_t)64 << 20}) {
+        const coll_gpu_algo_t a = coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 16, bytes).algo;
+        if (net) {
+          EXPECT_TRUE(a == COLL_GPU_ALGO_RING || a == COLL_GPU_ALGO_CHAIN) << forced << " " << bytes;
+        } else {
+          EXPECT_EQ(COLL_GPU_ALGO_RING, a) << forced << " " << bytes;
+        }
+        for (int k = COLL_GPU_COLL_BCAST; k < COLL_GPU_NCOLLS; ++k) {
+          EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, (coll_gpu_coll_t)k, 16, bytes).algo)
+              << k << " " << forced << " " << bytes;
+        }
+      }
+    }
 }
 
 TEST(Tune, ForcedAlgorithmWhereItFits) {
