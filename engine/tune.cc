@@ -91,8 +91,10 @@ int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, si
       return !c->ring_only && !c->net && bytes <= c->twoshot_max_bytes;
     case COLL_GPU_ALGO_CHAIN:
       return c->net;
-    default:
+    case COLL_GPU_ALGO_RING:
       return 1;
+    default: /* not a GPU algorithm (staged is the glue's) */
+      return 0;
   }
 }
 

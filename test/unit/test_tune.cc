@@ -249,6 +249,13 @@ TEST(Tune, RingOnly) {
 
 TEST(Tune, ForcedAlgorithmWhereItFits) {
   coll_gpu_tune_config_t c = defaults();
+  // staged is not the engine's to run: forced on it, the engine's calls take the model's choice
+  c.algorithm = COLL_GPU_NALGOS;
+  EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_NALGOS, 8));
+  EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 8).algo);
+  c.ring_only = 1;
+  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 16, 8).algo);
+  c = defaults();
   c.algorithm = COLL_GPU_ALGO_RING;
   EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 8, 8).algo);
   c.algorithm = COLL_GPU_ALGO_ONESHOT;
