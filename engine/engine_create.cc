@@ -423,9 +423,6 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
       coll_gpu_nodes_assign(peers.get(), b->size, cfg->virtual_nodes, e->node.get(), e->nodes_scratch.get()) > 1;
   int here = 0;  // ranks on this host: they share its CPUs
   for (int r = 0; r < b->size; ++r) here += peers[r].host == peers[b->rank].host;
-  // ring algorithms only: the direct ones write into every peer's scratch; across nodes, an allreduce's choice
-  // between the ring and the chain of a reduce and a bcast stays the tuning's, or the user's
-  e->cfg.tune.ring_only = e->multinode || b->size > COLL_GPU_MAX_DIRECT;
   if (e->multinode) {  // on a few channels (the rings' turns below tell how many)
     e->own = first;
     e->cfg.tune.net = 1;

@@ -83,12 +83,18 @@ double coll_gpu_tune_time_us(const coll_gpu_tune_config_t *c, coll_gpu_algo_t al
   }
 }
 
-int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, size_t bytes) {
+namespace {
+// Whether the direct algorithms run: they write into every peer's scratch, which holds their parts on one node of at
+// most COLL_GPU_MAX_DIRECT ranks.
+bool direct(const coll_gpu_tune_config_t *c, int nranks) { return !c->net && nranks <= COLL_GPU_MAX_DIRECT; }
+}  // namespace
+
+int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, int nranks, size_t bytes) {
   switch (algo) {
-    case COLL_GPU_ALGO_ONESHOT: /* the direct algorithms write into every peer's scratch: one node only */
-      return !c->ring_only && !c->net && bytes <= c->oneshot_max_bytes;
+    case COLL_GPU_ALGO_ONESHOT:
+      return direct(c, nranks) && bytes <= c->oneshot_max_bytes;
     case COLL_GPU_ALGO_TWOSHOT:
-      return !c->ring_only && !c->net && bytes <= c->twoshot_max_bytes;
+      return direct(c, nranks) && bytes <= c->twoshot_max_bytes;
     case COLL_GPU_ALGO_CHAIN:
       return c->net;
     case COLL_GPU_ALGO_RING:
@@ -175,11 +181,11 @@ constexpr size_t kNetChainBytes = (size_t)256 << 10;
 
 namespace {
 // The algorithm of the first of the user's rules that matches a call of `coll` of `bytes` and fits it; -1: none.
-int ruled(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, size_t bytes) {
+int ruled(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks, size_t bytes) {
   for (int i = 0; i < c->nrules; ++i) {
     const coll_gpu_tune_rule_t &r = c->rules[i];
     if (r.coll == (int)coll && bytes >= r.from && bytes <= r.to &&
-        (coll != COLL_GPU_COLL_ALLREDUCE || coll_gpu_tune_fits(c, (coll_gpu_algo_t)r.algo, bytes)))
+        (coll != COLL_GPU_COLL_ALLREDUCE || coll_gpu_tune_fits(c, (coll_gpu_algo_t)r.algo, nranks, bytes)))
       return r.algo;
   }
   return -1;
@@ -188,9 +194,9 @@ int ruled(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, size_t bytes) {
 coll_gpu_choice_t choose_allreduce(const coll_gpu_tune_config_t *c, int nranks, size_t bytes) {
   coll_gpu_algo_t best = COLL_GPU_ALGO_RING;
   int rule = -1;
-  if (c->algorithm >= 0 && coll_gpu_tune_fits(c, (coll_gpu_algo_t)c->algorithm, bytes)) {
+  if (c->algorithm >= 0 && coll_gpu_tune_fits(c, (coll_gpu_algo_t)c->algorithm, nranks, bytes)) {
     best = (coll_gpu_algo_t)c->algorithm;
-  } else if ((rule = ruled(c, COLL_GPU_COLL_ALLREDUCE, bytes)) >= 0) {
+  } else if ((rule = ruled(c, COLL_GPU_COLL_ALLREDUCE, nranks, bytes)) >= 0) {
     best = (coll_gpu_algo_t)rule;
   } else if (c->net) {
     best = bytes <= kNetChainBytes ? COLL_GPU_ALGO_CHAIN : COLL_GPU_ALGO_RING;
@@ -199,7 +205,7 @@ coll_gpu_choice_t choose_allreduce(const coll_gpu_tune_config_t *c, int nranks, 
     for (int pass = 0; pass < 2 && best_t > 1e30; ++pass) {
       /* first among the algorithms of the forced protocol, then among all */
       for (int a = 0; a < COLL_GPU_NALGOS; ++a) {
-        if (!coll_gpu_tune_fits(c, (coll_gpu_algo_t)a, bytes)) continue;
+        if (!coll_gpu_tune_fits(c, (coll_gpu_algo_t)a, nranks, bytes)) continue;
         if (pass == 0 && c->protocol >= 0 && (int)coll_gpu_algo_proto((coll_gpu_algo_t)a) != c->protocol) continue;
         double t = coll_gpu_tune_time_us(c, (coll_gpu_algo_t)a, nranks, bytes);
         if (t < best_t) {
@@ -299,13 +305,13 @@ coll_gpu_choice_t choose_move(const coll_gpu_tune_config_t *c, coll_gpu_coll_t c
   int rule = -1;
   if (forced == COLL_GPU_ALGO_ONESHOT || forced == COLL_GPU_ALGO_RING) {
     best = (coll_gpu_algo_t)forced;
-  } else if ((rule = ruled(c, coll, bytes)) >= 0) {
+  } else if ((rule = ruled(c, coll, nranks, bytes)) >= 0) {
     best = (coll_gpu_algo_t)rule;
   } else if (coll_gpu_tune_move_time_us(c, coll, COLL_GPU_ALGO_RING, nranks, bytes) <
              coll_gpu_tune_move_time_us(c, coll, COLL_GPU_ALGO_ONESHOT, nranks, bytes)) {
     best = COLL_GPU_ALGO_RING;
   }
-  if (best == COLL_GPU_ALGO_ONESHOT && (c->ring_only || c->oneshot_max_bytes < 16)) /* no direct call, no LL slot */
+  if (best == COLL_GPU_ALGO_ONESHOT && (!direct(c, nranks) || c->oneshot_max_bytes < 16)) /* no LL slot */
     best = COLL_GPU_ALGO_RING;
   coll_gpu_choice_t ch = {best, coll_gpu_algo_proto(best), 0, 0};
   if (best == COLL_GPU_ALGO_RING) {

@@ -37,9 +37,6 @@ typedef struct {
   int move_algorithm[COLL_GPU_NCOLLS]; /* every collective but allreduce: -1 choose, else ONESHOT or RING */
   int min_sms;                         /* the fewest multiprocessors among the ranks' GPUs; 0: not known */
   int max_blocks;        /* 0: any; else the most blocks a ring or two-shot kernel takes (ranks that share a GPU) */
-  int ring_only;         /* the direct algorithms (one-shot, two-shot, which write into every peer's scratch) do not
-                            run: across nodes, and beyond COLL_GPU_MAX_DIRECT ranks; what is forced or ruled gives
-                            way to the ring (to the ring or the chain for an allreduce across nodes) */
   int net;               /* the ranks span nodes: ring hops between them go through the network proxy, and a ring call
                             takes channels by its size (a channel per kNetStepBytes of a ring step) */
   int net_ring_channels; /* with net: the most channels allreduce, allgather and reduce-scatter take unless
@@ -62,8 +59,10 @@ typedef struct {
 coll_gpu_proto_t coll_gpu_algo_proto(coll_gpu_algo_t algo);
 /* Modelled time in microseconds of one allreduce of `bytes` on `nranks` ranks, without the launch. */
 double coll_gpu_tune_time_us(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, int nranks, size_t bytes);
-/* Whether the scratch holds `bytes` for the algorithm. */
-int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, size_t bytes);
+/* Whether the algorithm runs a call of `bytes` on `nranks` ranks: the direct ones (one-shot, two-shot, which write
+ * into every peer's scratch) on one node of at most COLL_GPU_MAX_DIRECT ranks, within their part of the scratch; the
+ * chain across nodes only; the ring everywhere. What is forced or ruled gives way where it does not. */
+int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, int nranks, size_t bytes);
 /* Modelled time in microseconds of one call of a collective other than allreduce (the moves, reduce,
  * reduce-scatter) with `bytes` per block (bcast and reduce: the buffer), direct LL (ONESHOT) or RING (alltoall beyond
  * 2 ranks: pairwise over point-to-point connections), without the launch. */

@@ -131,7 +131,7 @@ int main(int argc, char **argv) {
   const int runs = coll == COLL_GPU_COLL_ALLREDUCE ? algo != COLL_GPU_NALGOS
                                                    : algo == COLL_GPU_ALGO_ONESHOT || algo == COLL_GPU_ALGO_RING;
   if (coll == COLL_GPU_NCOLLS || !runs || n < 2 || n > COLL_GPU_MAX_DIRECT || min < 4 || min > max || iters < 1 ||
-      !coll_gpu_tune_fits(&tune, algo, max)) {
+      !coll_gpu_tune_fits(&tune, algo, n, max)) {
     fprintf(stderr,
             "usage: %s [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter] [-n RANKS 2-%d]\n"
             "       [-a oneshot|twoshot|ring] [-m MIN >= 4] [-M MAX] [-c CHANNELS] [-i ITERS]\n"

@@ -25,7 +25,6 @@ coll_gpu_tune_config_t defaults() {
   for (int &a : c.move_algorithm) a = -1;
   c.min_sms = 0;
   c.max_blocks = 0;
-  c.ring_only = 0;
   c.net = 0;
   c.net_ring_channels = 0;
   c.shm = 0;
@@ -43,7 +42,7 @@ TEST(Tune, ChoicesGrowWithSize) {
       coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, n, bytes);
       EXPECT_GE((int)ch.algo, last) << n << " ranks, " << bytes << " bytes";
       last = ch.algo;
-      EXPECT_TRUE(coll_gpu_tune_fits(&c, ch.algo, bytes));
+      EXPECT_TRUE(coll_gpu_tune_fits(&c, ch.algo, n, bytes));
       EXPECT_GE(ch.nchannels, 1);
       EXPECT_LE(ch.nchannels, ch.algo == COLL_GPU_ALGO_RING ? c.max_channels : 2 * COLL_GPU_MAX_CHANNELS);
       EXPECT_EQ(coll_gpu_algo_proto(ch.algo), ch.proto);
@@ -61,7 +60,7 @@ TEST(Tune, ChoiceMinimizesTheModel) {
       coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, n, bytes);
       double t = coll_gpu_tune_time_us(&c, ch.algo, n, bytes);
       for (int a = 0; a < COLL_GPU_NALGOS; ++a) {
-        if (coll_gpu_tune_fits(&c, (coll_gpu_algo_t)a, bytes)) {
+        if (coll_gpu_tune_fits(&c, (coll_gpu_algo_t)a, n, bytes)) {
           EXPECT_LE(t, coll_gpu_tune_time_us(&c, (coll_gpu_algo_t)a, n, bytes));
         }
       }
@@ -225,7 +224,6 @@ TEST(Tune, RingOnly) {
   for (int net : {0, 1})
     for (int forced : {-1, (int)COLL_GPU_ALGO_ONESHOT, (int)COLL_GPU_ALGO_TWOSHOT, (int)COLL_GPU_ALGO_CHAIN}) {
       coll_gpu_tune_config_t c = defaults();
-      c.ring_only = 1;
       c.net = net;
       c.algorithm = forced;
       c.rules = r;
@@ -251,9 +249,8 @@ TEST(Tune, ForcedAlgorithmWhereItFits) {
   coll_gpu_tune_config_t c = defaults();
   // staged is not the engine's to run: forced on it, the engine's calls take the model's choice
   c.algorithm = COLL_GPU_NALGOS;
-  EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_NALGOS, 8));
+  EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_NALGOS, 2, 8));
   EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 8).algo);
-  c.ring_only = 1;
   EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 16, 8).algo);
   c = defaults();
   c.algorithm = COLL_GPU_ALGO_RING;
@@ -409,8 +406,8 @@ TEST(Tune, NetAllreduceChain) {
   }
   c.algorithm = COLL_GPU_ALGO_RING;
   EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 8).algo);
-  EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_ALGO_ONESHOT, 8));
-  EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_ALGO_TWOSHOT, 8));
+  EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_ALGO_ONESHOT, 4, 8));
+  EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_ALGO_TWOSHOT, 4, 8));
   EXPECT_STREQ("chain", coll_gpu_algo_name(COLL_GPU_ALGO_CHAIN));
 }
 
