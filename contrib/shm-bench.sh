@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Copyright (c) 2026 the coll/gpu authors
 # On a GPU machine, after `TESTS_SET=none BENCH_COLLS=none bash contrib/device-run.sh` (its build stays in
-# /tmp/coll-gpu-build; BUILD names another such folder): each collective over the SHM node transport (coll_gpu_node_transport shm) beside the staged
-# path (the scratch refused, what a node without CUDA peer access ran before SHM) or IPC, at each rank count; with
-# ALGOS, each algorithm forced in turn (the figures of engine/tune.cc's kShm). Where the ranks outnumber the GPUs
+# /tmp/coll-gpu-build; BUILD names another such folder): each collective over the SHM node transport
+# (coll_gpu_node_transport shm) beside the staged path (the scratch refused, what a node without CUDA peer access
+# ran before SHM) or IPC, at each rank count; with ALGOS, each algorithm forced in turn (the figures of
+# engine/tune.cc's kShm). Where the ranks outnumber the GPUs
 # they share them under an MPS daemon of this script's own. -N: no NCCL beside (it takes a GPU per rank); the SHM
 # transport against NCCL's needs a GPU per rank (docs/testing.md). One line per run: SIZE TIME(us) pairs; the
 # benchmark's whole output goes to $OUT/shm-bench.txt.
