@@ -25,7 +25,8 @@
  *   -G  the GPU path's nonblocking calls must stage nothing (coll_gpu_staged_buffers stays put): with -m
  *       device (persistent requests are left out: they bind staged buffers at init, for a fallback); beyond
  *       8 ranks, where alltoall(v), allgatherv and reduce-scatter of unequal counts stage by design, alltoall(v)
- *       and allgatherv then run on host buffers and reduce-scatter with equal counts
+ *       and allgatherv then run on host buffers and reduce-scatter with equal counts; over SHM and across
+ *       (virtual) nodes allgatherv and alltoallv of unequal counts run on host buffers
  *   -b  then one round of CALLS calls (more than the path agreement's 64 ahead of a rank 300 ms late)
  *   -p  then persistent requests of eight collectives with a GPU path, each started STARTS times with new
  *       contents (MPI_Startall, or MPI_Start one by one in a drawn order; MPI_Waitall), and freed
@@ -52,8 +53,8 @@ tbuf_kind_t kind = TBUF_HOST;
 long checks, failures;
 bool verbose, gpu_path;
 /* -G: the calls that stage by design are left off the GPU. Beyond 8 ranks (COLL_GPU_MAX_DIRECT): a reduce-scatter
- * takes equal blocks, an alltoall host memory. Beyond 8 ranks or over the SHM node transport: calls with counts
- * unlike from rank to rank take host memory. */
+ * takes equal blocks, an alltoall host memory. Beyond 8 ranks, over the SHM node transport or across (virtual)
+ * nodes, where no zero-copy call runs: calls with counts unlike from rank to rank take host memory. */
 bool beyond_direct, counts_staged;
 int gap_max_us;
 
@@ -560,7 +561,8 @@ int main(int argc, char **argv) {
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   beyond_direct = gpu_path && nranks > 8;
-  counts_staged = beyond_direct || (gpu_path && gpu_node_shm());
+  const int per_node = gpu_path ? gpu_param_int("coll_gpu_virtual_nodes", 0) : 0;
+  counts_staged = beyond_direct || (gpu_path && (gpu_node_shm() || (per_node > 0 && per_node < nranks)));
   comms[0] = MPI_COMM_WORLD;
   for (int j = 0; ncomms > 1 && j < ncomms; ++j) MPI_Comm_dup(MPI_COMM_WORLD, &comms[j]);
   for (int j = 0; ncomms > 1 && j < ncomms; ++j) blocking_on(comms[j], 0xd0b00 + (uint64_t)j);
