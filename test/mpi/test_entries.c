@@ -5,8 +5,8 @@
  * poisoned outputs, with fresh random contents for every call:
  *   - persistent collectives (MPIX_*_init): each request started 3 times with new contents, some through
  *     MPI_Startall, then freed inactive; one freed without a start;
- *   - neighborhood collectives, blocking, nonblocking and persistent, on a periodic Cartesian ring and on
- *     a distributed graph whose ranks have unequal in- and outdegrees;
+ *   - neighborhood collectives (each of the five), blocking, nonblocking and persistent, on a periodic
+ *     Cartesian ring and on a distributed graph whose ranks have unequal in- and outdegrees;
  *   - intercommunicator collectives between groups of unequal sizes, with MPI_ROOT and MPI_PROC_NULL;
  *   - MPI_Reduce_local.
  *
@@ -310,17 +310,37 @@ static void test_hood(hood_t *h, void (*of)(int, hood_t *)) {
     }
     for (int k = 0; k < 64; ++k) types[k] = MPI_INT;
     const size_t rtotal = at;
-    for (int w = 0; w < 2; ++w) {
+    for (int form = 0; form < 6; ++form) { /* v then w, each blocking, nonblocking and persistent */
+      const int w = form / 3, how = form % 3;
+      salt = rnd(4, (uint64_t)h->name[0], (uint64_t)form + 1);
       buf_t s = ints(stotal), r = ints(rtotal);
       for (size_t k = 0; k < out; ++k) fill(&s, rank, block_tag(h, (int)k), (size_t)sdispl[k], (size_t)scount[k]);
       buf_push(&s);
+      MPI_Request q;
       mark();
-      if (w == 0)
+      if (w == 0 && how == 0)
         expect_rc("MPI_Neighbor_alltoallv",
                   MPI_Neighbor_alltoallv(s.dev, scount, sdispl, MPI_INT, r.dev, rcount, rdispl, MPI_INT, h->comm));
-      else
+      if (w == 0 && how == 1)
+        expect_rc("MPI_Ineighbor_alltoallv",
+                  MPI_Ineighbor_alltoallv(s.dev, scount, sdispl, MPI_INT, r.dev, rcount, rdispl, MPI_INT, h->comm, &q));
+      if (w == 0 && how == 2)
+        expect_rc("MPIX_Neighbor_alltoallv_init",
+                  MPIX_Neighbor_alltoallv_init(s.dev, scount, sdispl, MPI_INT, r.dev, rcount, rdispl, MPI_INT, h->comm,
+                                               MPI_INFO_NULL, &q));
+      if (w == 1 && how == 0)
         expect_rc("MPI_Neighbor_alltoallw",
                   MPI_Neighbor_alltoallw(s.dev, scount, sbyte, types, r.dev, rcount, rbyte, types, h->comm));
+      if (w == 1 && how == 1)
+        expect_rc("MPI_Ineighbor_alltoallw",
+                  MPI_Ineighbor_alltoallw(s.dev, scount, sbyte, types, r.dev, rcount, rbyte, types, h->comm, &q));
+      if (w == 1 && how == 2)
+        expect_rc("MPIX_Neighbor_alltoallw_init",
+                  MPIX_Neighbor_alltoallw_init(s.dev, scount, sbyte, types, r.dev, rcount, rbyte, types, h->comm,
+                                               MPI_INFO_NULL, &q));
+      if (how == 2) expect_rc("MPI_Start", MPI_Start(&q));
+      if (how > 0) expect_rc("MPI_Wait", MPI_Wait(&q, MPI_STATUS_IGNORE));
+      if (how == 2) expect_rc("MPI_Request_free", MPI_Request_free(&q));
       staged(w == 0 ? "neighbor_alltoallv" : "neighbor_alltoallw", 2);
       ref_poison(ref, rtotal);
       for (size_t i = 0; i < in; ++i) {
@@ -328,7 +348,49 @@ static void test_hood(hood_t *h, void (*of)(int, hood_t *)) {
         const int k = slot_from(&peer);
         for (int e = 0; e < rcount[i]; ++e) ref[rdispl[i] + e] = val(h->src[i], block_tag(&peer, k), e);
       }
-      snprintf(what, sizeof(what), "%s neighbor_alltoall%s", h->name, w == 0 ? "v" : "w");
+      snprintf(what, sizeof(what), "%s neighbor_alltoall%s (%s)", h->name, w == 0 ? "v" : "w",
+               how == 0   ? "blocking"
+               : how == 1 ? "nonblocking"
+                          : "persistent");
+      buf_check(what, &r, ref);
+      buf_free(&s);
+      buf_free(&r);
+    }
+    /* allgatherv: my block of N to everyone I send to; from source i its block, at rdispl[i], rcount[i] = N */
+    for (size_t i = 0; i < in; ++i) {
+      rcount[i] = N;
+      rdispl[i] = (int)(i * (N + 1));
+    }
+    const size_t gtotal = in * (N + 1);
+    for (int how = 0; how < 3; ++how) {
+      salt = rnd(5, how, (uint64_t)h->name[0]);
+      buf_t s = ints(N), r = ints(gtotal);
+      fill(&s, rank, -1, 0, N);
+      buf_push(&s);
+      MPI_Request q;
+      mark();
+      if (how == 0)
+        expect_rc("MPI_Neighbor_allgatherv",
+                  MPI_Neighbor_allgatherv(s.dev, N, MPI_INT, r.dev, rcount, rdispl, MPI_INT, h->comm));
+      if (how == 1)
+        expect_rc("MPI_Ineighbor_allgatherv",
+                  MPI_Ineighbor_allgatherv(s.dev, N, MPI_INT, r.dev, rcount, rdispl, MPI_INT, h->comm, &q));
+      if (how == 2) {
+        expect_rc("MPIX_Neighbor_allgatherv_init",
+                  MPIX_Neighbor_allgatherv_init(s.dev, N, MPI_INT, r.dev, rcount, rdispl, MPI_INT, h->comm,
+                                                MPI_INFO_NULL, &q));
+        expect_rc("MPI_Start", MPI_Start(&q));
+      }
+      if (how > 0) expect_rc("MPI_Wait", MPI_Wait(&q, MPI_STATUS_IGNORE));
+      if (how == 2) expect_rc("MPI_Request_free", MPI_Request_free(&q));
+      staged("neighbor_allgatherv", 2);
+      ref_poison(ref, gtotal);
+      for (size_t i = 0; i < in; ++i)
+        for (int e = 0; e < N; ++e) ref[rdispl[i] + e] = val(h->src[i], -1, e);
+      snprintf(what, sizeof(what), "%s neighbor_allgatherv (%s)", h->name,
+               how == 0   ? "blocking"
+               : how == 1 ? "nonblocking"
+                          : "persistent");
       buf_check(what, &r, ref);
       buf_free(&s);
       buf_free(&r);
