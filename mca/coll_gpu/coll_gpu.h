@@ -216,9 +216,9 @@ void mca_coll_gpu_path_host(size_t bytes, struct ompi_communicator_t *comm, mca_
 /* The moves on the GPUs (bcast, allgather, alltoall; coll_gpu_gpupath.c), as mca_coll_gpu_reduction_gpu.
  * Contiguous datatypes on the engine's device, on every rank; a nonblocking or persistent alltoall in place is
  * staged. MPI_Allgatherv and MPI_Alltoallv run as allgather and alltoall where every block has one count and the
- * blocks lie one after another in rank order (coll_gpu_colls_move.c): `counted` names such a call; blocking ones
- * of other layouts as the zero-copy call with counts, and so do blocking MPI_Gather(v) and MPI_Scatter(v)
- * (`rooted`). */
+ * blocks lie one after another in rank order (coll_gpu_colls_move.c; gather and scatter in coll_gpu_colls_rooted.c):
+ * `counted` names such a call; blocking ones of other layouts as the zero-copy call with counts, and so do blocking
+ * MPI_Gather(v) and MPI_Scatter(v) (`rooted`). */
 typedef struct {
   coll_gpu_coll_t coll;
   const void *sbuf; /* allgather, alltoall: the send buffer or MPI_IN_PLACE */
@@ -324,10 +324,10 @@ static inline const coll_gpu_args_t *mca_coll_gpu_plan_args(const mca_coll_gpu_p
   return (all & COLL_GPU_PATH_VLAYOUT) ? &pl->vargs : &pl->args;
 }
 
-/* A nonblocking entry's arguments, saved for a start that comes later (coll_gpu_wrap.h makes them):
+/* A nonblocking entry's arguments, saved for a start that comes later (coll_gpu_entry.c makes them):
  * start() begins the call through the previous module from them, staged where buffers need it; hold()
  * retains the datatypes and ops they name, or releases them. */
-#define COLL_GPU_SAVED_MAX 96
+#define COLL_GPU_SAVED_MAX 160
 typedef struct {
   int (*start)(const void *args, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, ompi_request_t **request);
   void (*hold)(void *args, int hold); /* 1: retain, 0: release */

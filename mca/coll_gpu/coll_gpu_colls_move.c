@@ -1,176 +1,91 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
- * Data movement: bcast, gather(v), scatter(v), allgather(v), alltoall(v,w), blocking, nonblocking and
- * persistent (coll_gpu_wrap.h), on intra- and intercommunicators. Send blocks go in, receive blocks come
- * out; in place, the receive buffer goes in and out. Blocks are counted over the ranks a rank exchanges
- * with: the communicator's for an intra-communicator, the remote group's for an intercommunicator.
- * Arguments MPI leaves undefined (a non-root's receive buffer, a send count in place) are never read.
- * MPI_Bcast, MPI_Allgather and MPI_Alltoall run on the GPUs when every rank passes device memory
- * (coll_gpu_gpupath.c), and so do MPI_Allgatherv and MPI_Alltoallv of equal blocks in rank order (below).
+ * Data movement: bcast, allgather(v), alltoall(v,w), blocking, nonblocking and persistent (the entries' common
+ * part: coll_gpu_entry.h), on intra- and intercommunicators; gather(v) and scatter(v) are in coll_gpu_colls_rooted.c.
+ * Send blocks go in, receive blocks come out; in place, the receive buffer goes in and out. Blocks are counted over
+ * the ranks a rank exchanges with: the communicator's for an intra-communicator, the remote group's for an
+ * intercommunicator (mca_coll_gpu_peers). Arguments MPI leaves undefined (a non-root's receive buffer, a send count
+ * in place) are never read. MPI_Bcast, MPI_Allgather and MPI_Alltoall run on the GPUs when every rank passes device
+ * memory (coll_gpu_gpupath.c), and so do MPI_Allgatherv and MPI_Alltoallv of equal blocks in rank order (below).
  */
-#include "coll_gpu_wrap.h"
-
-/* The ranks a rank sends blocks to and receives blocks from (Open MPI's remote size is 0 on an
- * intra-communicator). */
-static size_t peers(struct ompi_communicator_t *comm) {
-  return (size_t)(OMPI_COMM_IS_INTER(comm) ? ompi_comm_remote_size(comm) : ompi_comm_size(comm));
-}
+#include "coll_gpu_entry.h"
 
 /* ------------------------------------------------------------------ MPI_Bcast: in at the root, out elsewhere */
 
-#define PARAMS_bcast void *rbuf, int count, struct ompi_datatype_t *dtype, int root
-#define ARGS_bcast(S, R) R, count, dtype, root
-#define NAME_bcast "MPI_Bcast"
-static int stage_bcast(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_bcast, void **hs, void **hr) {
+static int stage_bcast(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, const mca_coll_gpu_coll_args_t *a,
+                       void **hs, void **hr) {
   *hs = NULL;
-  *hr = rbuf;
-  const coll_gpu_role_t role = mca_coll_gpu_role(comm, root);
+  *hr = a->rbuf;
+  const coll_gpu_role_t role = mca_coll_gpu_role(comm, a->root);
   if (role == COLL_GPU_NOT_INVOLVED) return OMPI_SUCCESS;
   size_t bytes;
-  coll_gpu_span_t span = mca_coll_gpu_span(dtype, (size_t)count, &bytes);
-  return mca_coll_gpu_stage(st, rbuf, span, bytes, role == COLL_GPU_ROOT ? COLL_GPU_IN : COLL_GPU_OUT, hr);
+  coll_gpu_span_t span = mca_coll_gpu_span(a->dtype, (size_t)a->count, &bytes);
+  return mca_coll_gpu_stage(st, a->rbuf, span, bytes, role == COLL_GPU_ROOT ? COLL_GPU_IN : COLL_GPU_OUT, hr);
 }
-#define GPU_bcast \
-  { COLL_GPU_COLL_BCAST, NULL, 0, NULL, rbuf, count, dtype, root }
-COLL_GPU_MOVE_ENTRIES(bcast, coll_gpu_bytes(dtype, count))
+static int previous_bcast(const mca_coll_gpu_coll_args_t *a, const void *hs, void *hr, struct ompi_communicator_t *comm,
+                          mca_coll_gpu_module_t *m, mca_coll_gpu_form_t form, struct ompi_info_t *info,
+                          ompi_request_t **request) {
+  switch (form) {
+    case COLL_GPU_BLOCKING:
+      return m->previous_bcast(hr, a->count, a->dtype, a->root, comm, m->previous_bcast_module);
+    case COLL_GPU_NONBLOCKING:
+      return m->previous_ibcast(hr, a->count, a->dtype, a->root, comm, request, m->previous_ibcast_module);
+    default:
+      return m->previous_bcast_init(hr, a->count, a->dtype, a->root, comm, info, request,
+                                    m->previous_bcast_init_module);
+  }
+}
 
-static int counted_staged(struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m);
-
-/* A gather or scatter (rooted: COLL_GPU_GATHER or COLL_GPU_SCATTER) as a call with counts: blocking, on the GPUs
- * as the zero-copy alltoall whose blocks are empty but to or from the root (coll_gpu_gpupath.c's plan_rooted);
- * otherwise staged. Counts NULL: the one count of every rank, in rank order. */
-static mca_coll_gpu_move_t rooted_move(struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, const char *name,
-                                       int rooted, const void *sbuf, int scount, const int *scounts, const int *sdispls,
-                                       struct ompi_datatype_t *sdtype, void *rbuf, int rcount, const int *rcounts,
-                                       const int *rdispls, struct ompi_datatype_t *rdtype, int root) {
-  mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLTOALL,
-                            sbuf,
-                            scount,
-                            sdtype,
-                            rbuf,
-                            rcount,
-                            rdtype,
-                            root,
-                            name,
-                            0,
-                            1,
-                            scounts,
-                            sdispls,
-                            rcounts,
-                            rdispls,
-                            sbuf,
-                            rbuf,
-                            rooted};
-  mv.staged = counted_staged(comm, m);
+static mca_coll_gpu_move_t gpu_bcast(const mca_coll_gpu_coll_args_t *a, struct ompi_communicator_t *comm,
+                                     mca_coll_gpu_module_t *m) {
+  (void)comm;
+  (void)m;
+  const mca_coll_gpu_move_t mv = {COLL_GPU_COLL_BCAST, NULL, 0, NULL, a->rbuf, a->count, a->dtype, a->root};
   return mv;
 }
-
-/* ------------------------------------------------------------------ MPI_Gather(v): blocks to the root */
-
-/* The root's receive counts are significant at the root alone (elsewhere they may be NULL): the span
- * they give is computed only where role says ROOT. */
-static int stage_to_root(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, coll_gpu_role_t role, const void *sbuf,
-                         int scount, struct ompi_datatype_t *sdtype, void *rbuf, coll_gpu_span_t rspan, size_t rbytes,
-                         void **hs, void **hr) {
-  *hs = (void *)sbuf;
-  *hr = rbuf;
-  size_t sbytes = 0;
-  coll_gpu_span_t sspan = {0, 0};
-  if (role == COLL_GPU_NOT_INVOLVED) return OMPI_SUCCESS;
-  if (role == COLL_GPU_LEAF || !OMPI_COMM_IS_INTER(comm))
-    sspan = coll_gpu_span_if(sbuf, sdtype, (size_t)scount, &sbytes);
-  if (role == COLL_GPU_LEAF) return mca_coll_gpu_stage(st, sbuf, sspan, sbytes, COLL_GPU_IN, hs);
-  if (OMPI_COMM_IS_INTER(comm)) return mca_coll_gpu_stage(st, rbuf, rspan, rbytes, COLL_GPU_OUT, hr);
-  return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr); /* in place: rbuf in too */
+static const mca_coll_gpu_collective_t bcast = {"MPI_Bcast",    "MPI_Ibcast", "MPI_Bcast_init", stage_bcast,
+                                                previous_bcast, NULL,         gpu_bcast};
+static mca_coll_gpu_coll_args_t bcast_args(void *buf, int count, struct ompi_datatype_t *dtype, int root) {
+  const mca_coll_gpu_coll_args_t a = {&bcast, .rbuf = buf, .count = count, .dtype = dtype, .root = root};
+  return a;
 }
 
-#define PARAMS_gather                                                                   \
-  const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount, \
-      struct ompi_datatype_t *rdtype, int root
-#define ARGS_gather(S, R) S, scount, sdtype, R, rcount, rdtype, root
-#define NAME_gather "MPI_Gather"
-static int stage_gather(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_gather, void **hs, void **hr) {
-  const coll_gpu_role_t role = mca_coll_gpu_role(comm, root);
-  size_t rbytes = 0;
-  coll_gpu_span_t rspan = {0, 0};
-  if (role == COLL_GPU_ROOT) rspan = mca_coll_gpu_span(rdtype, (size_t)rcount * peers(comm), &rbytes);
-  return stage_to_root(st, comm, role, sbuf, scount, sdtype, rbuf, rspan, rbytes, hs, hr);
-}
-#define GPU_gather                                                                                                \
-  rooted_move(comm, m, "MPI_Gather", COLL_GPU_GATHER, sbuf, scount, NULL, NULL, sdtype, rbuf, rcount, NULL, NULL, \
-              rdtype, root)
-COLL_GPU_MOVE_ENTRIES(gather, counted_staged(comm, m) ? 0 : 1)
-
-#define PARAMS_gatherv                                                                                             \
-  const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts, const int *displs, \
-      struct ompi_datatype_t *rdtype, int root
-#define ARGS_gatherv(S, R) S, scount, sdtype, R, rcounts, displs, rdtype, root
-#define NAME_gatherv "MPI_Gatherv"
-static int stage_gatherv(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_gatherv, void **hs, void **hr) {
-  const coll_gpu_role_t role = mca_coll_gpu_role(comm, root);
-  size_t rbytes = 0;
-  coll_gpu_span_t rspan = {0, 0};
-  if (role == COLL_GPU_ROOT) rspan = mca_coll_gpu_span_v(rdtype, (int)peers(comm), rcounts, displs, &rbytes);
-  return stage_to_root(st, comm, role, sbuf, scount, sdtype, rbuf, rspan, rbytes, hs, hr);
-}
-#define GPU_gatherv                                                                                                \
-  rooted_move(comm, m, "MPI_Gatherv", COLL_GPU_GATHER, sbuf, scount, NULL, NULL, sdtype, rbuf, 0, rcounts, displs, \
-              rdtype, root)
-COLL_GPU_MOVE_ENTRIES(gatherv, counted_staged(comm, m) ? 0 : 1)
-
-/* ------------------------------------------------------------------ MPI_Scatter(v): blocks from the root */
-
-/* The root's send span, computed by the caller only where role says ROOT, goes in; the receive buffer
- * comes out, except at an intercommunicator's root and in place at an intra-communicator's root. */
-static int stage_from_root(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, coll_gpu_role_t role,
-                           const void *sbuf, coll_gpu_span_t sspan, size_t sbytes, void *rbuf, int rcount,
-                           struct ompi_datatype_t *rdtype, void **hs, void **hr) {
-  *hs = (void *)sbuf;
-  *hr = rbuf;
-  size_t rbytes;
-  int rc = OMPI_SUCCESS;
-  if (role == COLL_GPU_ROOT) rc = mca_coll_gpu_stage(st, sbuf, sspan, sbytes, COLL_GPU_IN, hs);
-  if (rc != OMPI_SUCCESS || role == COLL_GPU_NOT_INVOLVED || (role == COLL_GPU_ROOT && OMPI_COMM_IS_INTER(comm)))
-    return rc;
-  coll_gpu_span_t rspan = coll_gpu_span_if(rbuf, rdtype, (size_t)rcount, &rbytes);
-  return mca_coll_gpu_stage(st, rbuf, rspan, rbytes, COLL_GPU_OUT, hr);
+int mca_coll_gpu_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root, struct ompi_communicator_t *comm,
+                       mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(dtype, count), comm, m);
+    return m->previous_bcast(buf, count, dtype, root, comm, m->previous_bcast_module);
+  }
+  const mca_coll_gpu_coll_args_t a = bcast_args(buf, count, dtype, root);
+  return mca_coll_gpu_blocking(&a, comm, m);
 }
 
-#define PARAMS_scatter                                                                  \
-  const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount, \
-      struct ompi_datatype_t *rdtype, int root
-#define ARGS_scatter(S, R) S, scount, sdtype, R, rcount, rdtype, root
-#define NAME_scatter "MPI_Scatter"
-static int stage_scatter(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_scatter, void **hs, void **hr) {
-  const coll_gpu_role_t role = mca_coll_gpu_role(comm, root);
-  size_t sbytes = 0;
-  coll_gpu_span_t sspan = {0, 0};
-  if (role == COLL_GPU_ROOT) sspan = mca_coll_gpu_span(sdtype, (size_t)scount * peers(comm), &sbytes);
-  return stage_from_root(st, comm, role, sbuf, sspan, sbytes, rbuf, rcount, rdtype, hs, hr);
+int mca_coll_gpu_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root, struct ompi_communicator_t *comm,
+                        ompi_request_t **request, mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(dtype, count), comm, m);
+    return m->previous_ibcast(buf, count, dtype, root, comm, request, m->previous_ibcast_module);
+  }
+  const mca_coll_gpu_coll_args_t a = bcast_args(buf, count, dtype, root);
+  return mca_coll_gpu_nonblocking(&a, comm, request, m);
 }
-#define GPU_scatter                                                                                                 \
-  rooted_move(comm, m, "MPI_Scatter", COLL_GPU_SCATTER, sbuf, scount, NULL, NULL, sdtype, rbuf, rcount, NULL, NULL, \
-              rdtype, root)
-COLL_GPU_MOVE_ENTRIES(scatter, counted_staged(comm, m) ? 0 : 1)
 
-#define PARAMS_scatterv                                                                                            \
-  const void *sbuf, const int *scounts, const int *displs, struct ompi_datatype_t *sdtype, void *rbuf, int rcount, \
-      struct ompi_datatype_t *rdtype, int root
-#define ARGS_scatterv(S, R) S, scounts, displs, sdtype, R, rcount, rdtype, root
-#define NAME_scatterv "MPI_Scatterv"
-static int stage_scatterv(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_scatterv, void **hs,
-                          void **hr) {
-  const coll_gpu_role_t role = mca_coll_gpu_role(comm, root);
-  size_t sbytes = 0;
-  coll_gpu_span_t sspan = {0, 0};
-  if (role == COLL_GPU_ROOT) sspan = mca_coll_gpu_span_v(sdtype, (int)peers(comm), scounts, displs, &sbytes);
-  return stage_from_root(st, comm, role, sbuf, sspan, sbytes, rbuf, rcount, rdtype, hs, hr);
+int mca_coll_gpu_bcast_init(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                            struct ompi_communicator_t *comm, struct ompi_info_t *info, ompi_request_t **request,
+                            mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(dtype, count), comm, m);
+    return m->previous_bcast_init(buf, count, dtype, root, comm, info, request, m->previous_bcast_init_module);
+  }
+  const mca_coll_gpu_coll_args_t a = bcast_args(buf, count, dtype, root);
+  return mca_coll_gpu_persistent(&a, comm, info, request, m);
 }
-#define GPU_scatterv                                                                                                 \
-  rooted_move(comm, m, "MPI_Scatterv", COLL_GPU_SCATTER, sbuf, 0, scounts, displs, sdtype, rbuf, rcount, NULL, NULL, \
-              rdtype, root)
-COLL_GPU_MOVE_ENTRIES(scatterv, counted_staged(comm, m) ? 0 : 1)
+
+/* ------------------------------------------------------------------ MPI_Allgather(v): a block from every peer */
 
 /* ------------------------------------------------------------------ MPI_Allgatherv and MPI_Alltoallv on the GPUs */
 
@@ -203,153 +118,464 @@ static void *displaced(const void *buf, int displ, struct ompi_datatype_t *dt) {
   return (char *)buf + (ptrdiff_t)displ * extent;
 }
 
-/* Whether a call with counts stages on every rank alike, without the agreement. */
-static int counted_staged(struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m) {
-  return OMPI_COMM_IS_INTER(comm) || mca_coll_gpu_component.uniform_buffers || mca_coll_gpu_spans_hosts(m, comm);
+/* Whether an allgatherv of these counts stages on every rank alike, without the agreement. */
+static int allgatherv_staged(struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, const int *rcounts) {
+  return mca_coll_gpu_counted_staged(comm, m) || (equal_counts(rcounts, mca_coll_gpu_peers(comm)) && rcounts[0] == 0);
 }
 
-static mca_coll_gpu_move_t allgatherv_move(struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, const void *sbuf,
-                                           int scount, struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
-                                           const int *displs, struct ompi_datatype_t *rdtype) {
-  const size_t n = peers(comm);
+static int stage_allgather(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, const mca_coll_gpu_coll_args_t *a,
+                           void **hs, void **hr) {
+  size_t sbytes, rbytes;
+  coll_gpu_span_t sspan = coll_gpu_span_if(a->sbuf, a->sdtype, (size_t)a->scount, &sbytes);
+  coll_gpu_span_t rspan = mca_coll_gpu_span(a->rdtype, (size_t)a->rcount * mca_coll_gpu_peers(comm), &rbytes);
+  return mca_coll_gpu_stage_pair(st, a->sbuf, sspan, sbytes, a->rbuf, rspan, rbytes, hs, hr);
+}
+static int previous_allgather(const mca_coll_gpu_coll_args_t *a, const void *hs, void *hr,
+                              struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, mca_coll_gpu_form_t form,
+                              struct ompi_info_t *info, ompi_request_t **request) {
+  switch (form) {
+    case COLL_GPU_BLOCKING:
+      return m->previous_allgather(hs, a->scount, a->sdtype, hr, a->rcount, a->rdtype, comm,
+                                   m->previous_allgather_module);
+    case COLL_GPU_NONBLOCKING:
+      return m->previous_iallgather(hs, a->scount, a->sdtype, hr, a->rcount, a->rdtype, comm, request,
+                                    m->previous_iallgather_module);
+    default:
+      return m->previous_allgather_init(hs, a->scount, a->sdtype, hr, a->rcount, a->rdtype, comm, info, request,
+                                        m->previous_allgather_init_module);
+  }
+}
+
+static mca_coll_gpu_move_t gpu_allgather(const mca_coll_gpu_coll_args_t *a, struct ompi_communicator_t *comm,
+                                         mca_coll_gpu_module_t *m) {
+  (void)comm;
+  (void)m;
+  const mca_coll_gpu_move_t mv = {
+      COLL_GPU_COLL_ALLGATHER, a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, 0};
+  return mv;
+}
+static const mca_coll_gpu_collective_t allgather = {
+    "MPI_Allgather", "MPI_Iallgather", "MPI_Allgather_init", stage_allgather, previous_allgather, NULL, gpu_allgather};
+static mca_coll_gpu_coll_args_t allgather_args(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                                               int rcount, struct ompi_datatype_t *rdtype) {
+  const mca_coll_gpu_coll_args_t a = {&allgather,   .sbuf = sbuf,     .scount = scount, .sdtype = sdtype,
+                                      .rbuf = rbuf, .rcount = rcount, .rdtype = rdtype};
+  return a;
+}
+
+int mca_coll_gpu_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                           struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                           mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(rdtype, rcount), comm, m);
+    return m->previous_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, m->previous_allgather_module);
+  }
+  const mca_coll_gpu_coll_args_t a = allgather_args(sbuf, scount, sdtype, rbuf, rcount, rdtype);
+  return mca_coll_gpu_blocking(&a, comm, m);
+}
+
+int mca_coll_gpu_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                            struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm, ompi_request_t **request,
+                            mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(rdtype, rcount), comm, m);
+    return m->previous_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
+                                  m->previous_iallgather_module);
+  }
+  const mca_coll_gpu_coll_args_t a = allgather_args(sbuf, scount, sdtype, rbuf, rcount, rdtype);
+  return mca_coll_gpu_nonblocking(&a, comm, request, m);
+}
+
+int mca_coll_gpu_allgather_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                                struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(rdtype, rcount), comm, m);
+    return m->previous_allgather_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info, request,
+                                      m->previous_allgather_init_module);
+  }
+  const mca_coll_gpu_coll_args_t a = allgather_args(sbuf, scount, sdtype, rbuf, rcount, rdtype);
+  return mca_coll_gpu_persistent(&a, comm, info, request, m);
+}
+
+/* ------------------------------------------------------------------ MPI_Allgatherv */
+
+static int stage_allgatherv(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, const mca_coll_gpu_coll_args_t *a,
+                            void **hs, void **hr) {
+  size_t sbytes, rbytes;
+  coll_gpu_span_t sspan = coll_gpu_span_if(a->sbuf, a->sdtype, (size_t)a->scount, &sbytes);
+  coll_gpu_span_t rspan =
+      mca_coll_gpu_span_v(a->rdtype, (int)mca_coll_gpu_peers(comm), a->rcounts, a->rdispls, &rbytes);
+  return mca_coll_gpu_stage_pair(st, a->sbuf, sspan, sbytes, a->rbuf, rspan, rbytes, hs, hr);
+}
+static int previous_allgatherv(const mca_coll_gpu_coll_args_t *a, const void *hs, void *hr,
+                               struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, mca_coll_gpu_form_t form,
+                               struct ompi_info_t *info, ompi_request_t **request) {
+  switch (form) {
+    case COLL_GPU_BLOCKING:
+      return m->previous_allgatherv(hs, a->scount, a->sdtype, hr, a->rcounts, a->rdispls, a->rdtype, comm,
+                                    m->previous_allgatherv_module);
+    case COLL_GPU_NONBLOCKING:
+      return m->previous_iallgatherv(hs, a->scount, a->sdtype, hr, a->rcounts, a->rdispls, a->rdtype, comm, request,
+                                     m->previous_iallgatherv_module);
+    default:
+      return m->previous_allgatherv_init(hs, a->scount, a->sdtype, hr, a->rcounts, a->rdispls, a->rdtype, comm, info,
+                                         request, m->previous_allgatherv_init_module);
+  }
+}
+
+static mca_coll_gpu_move_t gpu_allgatherv(const mca_coll_gpu_coll_args_t *a, struct ompi_communicator_t *comm,
+                                          mca_coll_gpu_module_t *m) {
+  const size_t n = mca_coll_gpu_peers(comm);
   mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLGATHER,
-                            sbuf,
-                            scount,
-                            sdtype,
-                            rbuf,
+                            a->sbuf,
+                            a->scount,
+                            a->sdtype,
+                            a->rbuf,
                             0,
-                            rdtype,
+                            a->rdtype,
                             0,
                             "MPI_Allgatherv",
                             0,
                             0,
                             NULL,
                             NULL,
-                            rcounts,
-                            displs,
-                            sbuf,
-                            rbuf};
-  mv.staged = counted_staged(comm, m) || (equal_counts(rcounts, n) && rcounts[0] == 0);
+                            a->rcounts,
+                            a->rdispls,
+                            a->sbuf,
+                            a->rbuf};
+  mv.staged = allgatherv_staged(comm, m, a->rcounts);
   if (mv.staged) return mv;
-  mv.unlike = !equal_counts(rcounts, n) || !in_order(displs, rcounts[0], n);
+  mv.unlike = !equal_counts(a->rcounts, n) || !in_order(a->rdispls, a->rcounts[0], n);
   if (mv.unlike) return mv;
-  mv.rcount = rcounts[0];
-  mv.rbuf = displaced(rbuf, displs[0], rdtype);
+  mv.rcount = a->rcounts[0];
+  mv.rbuf = displaced(a->rbuf, a->rdispls[0], a->rdtype);
   return mv;
 }
-
-static mca_coll_gpu_move_t alltoallv_move(struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, const void *sbuf,
-                                          const int *scounts, const int *sdispls, struct ompi_datatype_t *sdtype,
-                                          void *rbuf, const int *rcounts, const int *rdispls,
-                                          struct ompi_datatype_t *rdtype) {
-  const size_t n = peers(comm);
-  mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLTOALL,
-                            sbuf,
-                            0,
-                            sdtype,
-                            rbuf,
-                            0,
-                            rdtype,
-                            0,
-                            "MPI_Alltoallv",
-                            0,
-                            0,
-                            scounts,
-                            sdispls,
-                            rcounts,
-                            rdispls,
-                            sbuf,
-                            rbuf};
-  mv.staged = counted_staged(comm, m);
-  if (mv.staged) return mv;
-  /* in place (no send counts) the alltoall stages anyway */
-  mv.unlike = sbuf == MPI_IN_PLACE || !equal_counts(scounts, n) || !equal_counts(rcounts, n) ||
-              !in_order(sdispls, scounts[0], n) || !in_order(rdispls, rcounts[0], n);
-  if (mv.unlike) return mv;
-  mv.scount = scounts[0];
-  mv.rcount = rcounts[0];
-  mv.sbuf = displaced(sbuf, sdispls[0], sdtype);
-  mv.rbuf = displaced(rbuf, rdispls[0], rdtype);
-  return mv;
+static const mca_coll_gpu_collective_t allgatherv = {"MPI_Allgatherv", "MPI_Iallgatherv",   "MPI_Allgatherv_init",
+                                                     stage_allgatherv, previous_allgatherv, NULL,
+                                                     gpu_allgatherv};
+static mca_coll_gpu_coll_args_t allgatherv_args(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                                                void *rbuf, const int *rcounts, const int *displs,
+                                                struct ompi_datatype_t *rdtype) {
+  const mca_coll_gpu_coll_args_t a = {&allgatherv,  .sbuf = sbuf,       .scount = scount,  .sdtype = sdtype,
+                                      .rbuf = rbuf, .rcounts = rcounts, .rdispls = displs, .rdtype = rdtype};
+  return a;
 }
 
-/* ------------------------------------------------------------------ MPI_Allgather(v): a block from every peer */
-
-#define PARAMS_allgather \
-  const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount, struct ompi_datatype_t *rdtype
-#define ARGS_allgather(S, R) S, scount, sdtype, R, rcount, rdtype
-#define NAME_allgather "MPI_Allgather"
-static int stage_allgather(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_allgather, void **hs,
-                           void **hr) {
-  size_t sbytes, rbytes;
-  coll_gpu_span_t sspan = coll_gpu_span_if(sbuf, sdtype, (size_t)scount, &sbytes);
-  coll_gpu_span_t rspan = mca_coll_gpu_span(rdtype, (size_t)rcount * peers(comm), &rbytes);
-  return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr);
+int mca_coll_gpu_allgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                            const int *rcounts, const int *displs, struct ompi_datatype_t *rdtype,
+                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    if (m->agree_state != COLL_GPU_STATE_OFF)
+      mca_coll_gpu_path_host(allgatherv_staged(comm, m, rcounts) ? 0 : 1, comm, m);
+    return m->previous_allgatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, comm,
+                                  m->previous_allgatherv_module);
+  }
+  const mca_coll_gpu_coll_args_t a = allgatherv_args(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype);
+  return mca_coll_gpu_blocking(&a, comm, m);
 }
-#define GPU_allgather \
-  { COLL_GPU_COLL_ALLGATHER, sbuf, scount, sdtype, rbuf, rcount, rdtype, 0 }
-COLL_GPU_MOVE_ENTRIES(allgather, coll_gpu_bytes(rdtype, rcount))
 
-#define PARAMS_allgatherv                                                                                          \
-  const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts, const int *displs, \
-      struct ompi_datatype_t *rdtype
-#define ARGS_allgatherv(S, R) S, scount, sdtype, R, rcounts, displs, rdtype
-#define NAME_allgatherv "MPI_Allgatherv"
-static int stage_allgatherv(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_allgatherv, void **hs,
-                            void **hr) {
-  size_t sbytes, rbytes;
-  coll_gpu_span_t sspan = coll_gpu_span_if(sbuf, sdtype, (size_t)scount, &sbytes);
-  coll_gpu_span_t rspan = mca_coll_gpu_span_v(rdtype, (int)peers(comm), rcounts, displs, &rbytes);
-  return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr);
+int mca_coll_gpu_iallgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                             const int *rcounts, const int *displs, struct ompi_datatype_t *rdtype,
+                             struct ompi_communicator_t *comm, ompi_request_t **request,
+                             mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    if (m->agree_state != COLL_GPU_STATE_OFF)
+      mca_coll_gpu_path_host(allgatherv_staged(comm, m, rcounts) ? 0 : 1, comm, m);
+    return m->previous_iallgatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, comm, request,
+                                   m->previous_iallgatherv_module);
+  }
+  const mca_coll_gpu_coll_args_t a = allgatherv_args(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype);
+  return mca_coll_gpu_nonblocking(&a, comm, request, m);
 }
-#define GPU_allgatherv allgatherv_move(comm, m, sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype)
-COLL_GPU_MOVE_ENTRIES(allgatherv,
-                      allgatherv_move(comm, m, sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype).staged ? 0 : 1)
+
+int mca_coll_gpu_allgatherv_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                                 const int *rcounts, const int *displs, struct ompi_datatype_t *rdtype,
+                                 struct ompi_communicator_t *comm, struct ompi_info_t *info, ompi_request_t **request,
+                                 mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    if (m->agree_state != COLL_GPU_STATE_OFF)
+      mca_coll_gpu_path_host(allgatherv_staged(comm, m, rcounts) ? 0 : 1, comm, m);
+    return m->previous_allgatherv_init(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, comm, info, request,
+                                       m->previous_allgatherv_init_module);
+  }
+  const mca_coll_gpu_coll_args_t a = allgatherv_args(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype);
+  return mca_coll_gpu_persistent(&a, comm, info, request, m);
+}
 
 /* ------------------------------------------------------------------ MPI_Alltoall(v,w): a block to and from every peer
  */
 
-#define PARAMS_alltoall PARAMS_allgather
-#define ARGS_alltoall ARGS_allgather
-#define NAME_alltoall "MPI_Alltoall"
-static int stage_alltoall(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_alltoall, void **hs,
-                          void **hr) {
+static int stage_alltoall(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, const mca_coll_gpu_coll_args_t *a,
+                          void **hs, void **hr) {
   size_t sbytes, rbytes;
-  coll_gpu_span_t sspan = coll_gpu_span_if(sbuf, sdtype, (size_t)scount * peers(comm), &sbytes);
-  coll_gpu_span_t rspan = mca_coll_gpu_span(rdtype, (size_t)rcount * peers(comm), &rbytes);
-  return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr);
+  coll_gpu_span_t sspan = coll_gpu_span_if(a->sbuf, a->sdtype, (size_t)a->scount * mca_coll_gpu_peers(comm), &sbytes);
+  coll_gpu_span_t rspan = mca_coll_gpu_span(a->rdtype, (size_t)a->rcount * mca_coll_gpu_peers(comm), &rbytes);
+  return mca_coll_gpu_stage_pair(st, a->sbuf, sspan, sbytes, a->rbuf, rspan, rbytes, hs, hr);
 }
-#define GPU_alltoall \
-  { COLL_GPU_COLL_ALLTOALL, sbuf, scount, sdtype, rbuf, rcount, rdtype, 0 }
-COLL_GPU_MOVE_ENTRIES(alltoall, coll_gpu_bytes(rdtype, rcount))
+static int previous_alltoall(const mca_coll_gpu_coll_args_t *a, const void *hs, void *hr,
+                             struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, mca_coll_gpu_form_t form,
+                             struct ompi_info_t *info, ompi_request_t **request) {
+  switch (form) {
+    case COLL_GPU_BLOCKING:
+      return m->previous_alltoall(hs, a->scount, a->sdtype, hr, a->rcount, a->rdtype, comm,
+                                  m->previous_alltoall_module);
+    case COLL_GPU_NONBLOCKING:
+      return m->previous_ialltoall(hs, a->scount, a->sdtype, hr, a->rcount, a->rdtype, comm, request,
+                                   m->previous_ialltoall_module);
+    default:
+      return m->previous_alltoall_init(hs, a->scount, a->sdtype, hr, a->rcount, a->rdtype, comm, info, request,
+                                       m->previous_alltoall_init_module);
+  }
+}
 
-#define PARAMS_alltoallv                                                                                \
-  const void *sbuf, const int *scounts, const int *sdispls, struct ompi_datatype_t *sdtype, void *rbuf, \
-      const int *rcounts, const int *rdispls, struct ompi_datatype_t *rdtype
-#define ARGS_alltoallv(S, R) S, scounts, sdispls, sdtype, R, rcounts, rdispls, rdtype
-#define NAME_alltoallv "MPI_Alltoallv"
-static int stage_alltoallv(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_alltoallv, void **hs,
-                           void **hr) {
+static mca_coll_gpu_move_t gpu_alltoall(const mca_coll_gpu_coll_args_t *a, struct ompi_communicator_t *comm,
+                                        mca_coll_gpu_module_t *m) {
+  (void)comm;
+  (void)m;
+  const mca_coll_gpu_move_t mv = {
+      COLL_GPU_COLL_ALLTOALL, a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, 0};
+  return mv;
+}
+static const mca_coll_gpu_collective_t alltoall = {
+    "MPI_Alltoall", "MPI_Ialltoall", "MPI_Alltoall_init", stage_alltoall, previous_alltoall, NULL, gpu_alltoall};
+static mca_coll_gpu_coll_args_t alltoall_args(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                                              int rcount, struct ompi_datatype_t *rdtype) {
+  const mca_coll_gpu_coll_args_t a = {&alltoall,    .sbuf = sbuf,     .scount = scount, .sdtype = sdtype,
+                                      .rbuf = rbuf, .rcount = rcount, .rdtype = rdtype};
+  return a;
+}
+
+int mca_coll_gpu_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                          struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                          mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(rdtype, rcount), comm, m);
+    return m->previous_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, m->previous_alltoall_module);
+  }
+  const mca_coll_gpu_coll_args_t a = alltoall_args(sbuf, scount, sdtype, rbuf, rcount, rdtype);
+  return mca_coll_gpu_blocking(&a, comm, m);
+}
+
+int mca_coll_gpu_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                           struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm, ompi_request_t **request,
+                           mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(rdtype, rcount), comm, m);
+    return m->previous_ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
+                                 m->previous_ialltoall_module);
+  }
+  const mca_coll_gpu_coll_args_t a = alltoall_args(sbuf, scount, sdtype, rbuf, rcount, rdtype);
+  return mca_coll_gpu_nonblocking(&a, comm, request, m);
+}
+
+int mca_coll_gpu_alltoall_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                               struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                               struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(rdtype, rcount), comm, m);
+    return m->previous_alltoall_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info, request,
+                                     m->previous_alltoall_init_module);
+  }
+  const mca_coll_gpu_coll_args_t a = alltoall_args(sbuf, scount, sdtype, rbuf, rcount, rdtype);
+  return mca_coll_gpu_persistent(&a, comm, info, request, m);
+}
+
+/* ------------------------------------------------------------------ MPI_Alltoallv */
+
+static int stage_alltoallv(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, const mca_coll_gpu_coll_args_t *a,
+                           void **hs, void **hr) {
+  const int n = (int)mca_coll_gpu_peers(comm);
   size_t sbytes = 0, rbytes;
   coll_gpu_span_t sspan = {0, 0};
-  if (sbuf != MPI_IN_PLACE) sspan = mca_coll_gpu_span_v(sdtype, (int)peers(comm), scounts, sdispls, &sbytes);
-  coll_gpu_span_t rspan = mca_coll_gpu_span_v(rdtype, (int)peers(comm), rcounts, rdispls, &rbytes);
-  return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr);
+  if (a->sbuf != MPI_IN_PLACE) sspan = mca_coll_gpu_span_v(a->sdtype, n, a->scounts, a->sdispls, &sbytes);
+  coll_gpu_span_t rspan = mca_coll_gpu_span_v(a->rdtype, n, a->rcounts, a->rdispls, &rbytes);
+  return mca_coll_gpu_stage_pair(st, a->sbuf, sspan, sbytes, a->rbuf, rspan, rbytes, hs, hr);
 }
-#define GPU_alltoallv alltoallv_move(comm, m, sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype)
-COLL_GPU_MOVE_ENTRIES(alltoallv, counted_staged(comm, m) ? 0 : 1)
+static int previous_alltoallv(const mca_coll_gpu_coll_args_t *a, const void *hs, void *hr,
+                              struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, mca_coll_gpu_form_t form,
+                              struct ompi_info_t *info, ompi_request_t **request) {
+  switch (form) {
+    case COLL_GPU_BLOCKING:
+      return m->previous_alltoallv(hs, a->scounts, a->sdispls, a->sdtype, hr, a->rcounts, a->rdispls, a->rdtype, comm,
+                                   m->previous_alltoallv_module);
+    case COLL_GPU_NONBLOCKING:
+      return m->previous_ialltoallv(hs, a->scounts, a->sdispls, a->sdtype, hr, a->rcounts, a->rdispls, a->rdtype, comm,
+                                    request, m->previous_ialltoallv_module);
+    default:
+      return m->previous_alltoallv_init(hs, a->scounts, a->sdispls, a->sdtype, hr, a->rcounts, a->rdispls, a->rdtype,
+                                        comm, info, request, m->previous_alltoallv_init_module);
+  }
+}
 
-#define PARAMS_alltoallw                                                                                        \
-  const void *sbuf, const int *scounts, const int *sdispls, struct ompi_datatype_t *const *sdtypes, void *rbuf, \
-      const int *rcounts, const int *rdispls, struct ompi_datatype_t *const *rdtypes
-#define ARGS_alltoallw(S, R) S, scounts, sdispls, sdtypes, R, rcounts, rdispls, rdtypes
-#define NAME_alltoallw "MPI_Alltoallw"
-static int stage_alltoallw(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, PARAMS_alltoallw, void **hs,
-                           void **hr) {
+static mca_coll_gpu_move_t gpu_alltoallv(const mca_coll_gpu_coll_args_t *a, struct ompi_communicator_t *comm,
+                                         mca_coll_gpu_module_t *m) {
+  const size_t n = mca_coll_gpu_peers(comm);
+  mca_coll_gpu_move_t mv = {COLL_GPU_COLL_ALLTOALL,
+                            a->sbuf,
+                            0,
+                            a->sdtype,
+                            a->rbuf,
+                            0,
+                            a->rdtype,
+                            0,
+                            "MPI_Alltoallv",
+                            0,
+                            0,
+                            a->scounts,
+                            a->sdispls,
+                            a->rcounts,
+                            a->rdispls,
+                            a->sbuf,
+                            a->rbuf};
+  mv.staged = mca_coll_gpu_counted_staged(comm, m);
+  if (mv.staged) return mv;
+  /* in place (no send counts) the alltoall stages anyway */
+  mv.unlike = a->sbuf == MPI_IN_PLACE || !equal_counts(a->scounts, n) || !equal_counts(a->rcounts, n) ||
+              !in_order(a->sdispls, a->scounts[0], n) || !in_order(a->rdispls, a->rcounts[0], n);
+  if (mv.unlike) return mv;
+  mv.scount = a->scounts[0];
+  mv.rcount = a->rcounts[0];
+  mv.sbuf = displaced(a->sbuf, a->sdispls[0], a->sdtype);
+  mv.rbuf = displaced(a->rbuf, a->rdispls[0], a->rdtype);
+  return mv;
+}
+static const mca_coll_gpu_collective_t alltoallv = {
+    "MPI_Alltoallv", "MPI_Ialltoallv", "MPI_Alltoallv_init", stage_alltoallv, previous_alltoallv, NULL, gpu_alltoallv};
+static mca_coll_gpu_coll_args_t alltoallv_args(const void *sbuf, const int *scounts, const int *sdispls,
+                                               struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                                               const int *rdispls, struct ompi_datatype_t *rdtype) {
+  const mca_coll_gpu_coll_args_t a = {&alltoallv,         .sbuf = sbuf,       .scounts = scounts,
+                                      .sdispls = sdispls, .sdtype = sdtype,   .rbuf = rbuf,
+                                      .rcounts = rcounts, .rdispls = rdispls, .rdtype = rdtype};
+  return a;
+}
+
+int mca_coll_gpu_alltoallv(const void *sbuf, const int *scounts, const int *sdispls, struct ompi_datatype_t *sdtype,
+                           void *rbuf, const int *rcounts, const int *rdispls, struct ompi_datatype_t *rdtype,
+                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    if (m->agree_state != COLL_GPU_STATE_OFF)
+      mca_coll_gpu_path_host(mca_coll_gpu_counted_staged(comm, m) ? 0 : 1, comm, m);
+    return m->previous_alltoallv(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm,
+                                 m->previous_alltoallv_module);
+  }
+  const mca_coll_gpu_coll_args_t a = alltoallv_args(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype);
+  return mca_coll_gpu_blocking(&a, comm, m);
+}
+
+int mca_coll_gpu_ialltoallv(const void *sbuf, const int *scounts, const int *sdispls, struct ompi_datatype_t *sdtype,
+                            void *rbuf, const int *rcounts, const int *rdispls, struct ompi_datatype_t *rdtype,
+                            struct ompi_communicator_t *comm, ompi_request_t **request,
+                            mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    if (m->agree_state != COLL_GPU_STATE_OFF)
+      mca_coll_gpu_path_host(mca_coll_gpu_counted_staged(comm, m) ? 0 : 1, comm, m);
+    return m->previous_ialltoallv(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm, request,
+                                  m->previous_ialltoallv_module);
+  }
+  const mca_coll_gpu_coll_args_t a = alltoallv_args(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype);
+  return mca_coll_gpu_nonblocking(&a, comm, request, m);
+}
+
+int mca_coll_gpu_alltoallv_init(const void *sbuf, const int *scounts, const int *sdispls,
+                                struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts, const int *rdispls,
+                                struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                                struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
+    if (m->agree_state != COLL_GPU_STATE_OFF)
+      mca_coll_gpu_path_host(mca_coll_gpu_counted_staged(comm, m) ? 0 : 1, comm, m);
+    return m->previous_alltoallv_init(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm, info,
+                                      request, m->previous_alltoallv_init_module);
+  }
+  const mca_coll_gpu_coll_args_t a = alltoallv_args(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype);
+  return mca_coll_gpu_persistent(&a, comm, info, request, m);
+}
+
+/* ------------------------------------------------------------------ MPI_Alltoallw */
+
+static int stage_alltoallw(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, const mca_coll_gpu_coll_args_t *a,
+                           void **hs, void **hr) {
+  const int n = (int)mca_coll_gpu_peers(comm);
   size_t sbytes = 0, rbytes;
   coll_gpu_span_t sspan = {0, 0};
-  if (sbuf != MPI_IN_PLACE) sspan = mca_coll_gpu_span_w(sdtypes, (int)peers(comm), scounts, sdispls, NULL, &sbytes);
-  coll_gpu_span_t rspan = mca_coll_gpu_span_w(rdtypes, (int)peers(comm), rcounts, rdispls, NULL, &rbytes);
-  return mca_coll_gpu_stage_pair(st, sbuf, sspan, sbytes, rbuf, rspan, rbytes, hs, hr);
+  if (a->sbuf != MPI_IN_PLACE) sspan = mca_coll_gpu_span_w(a->sdtypes, n, a->scounts, a->sdispls, NULL, &sbytes);
+  coll_gpu_span_t rspan = mca_coll_gpu_span_w(a->rdtypes, n, a->rcounts, a->rdispls, NULL, &rbytes);
+  return mca_coll_gpu_stage_pair(st, a->sbuf, sspan, sbytes, a->rbuf, rspan, rbytes, hs, hr);
 }
-COLL_GPU_ENTRIES(alltoallw)
+static int previous_alltoallw(const mca_coll_gpu_coll_args_t *a, const void *hs, void *hr,
+                              struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, mca_coll_gpu_form_t form,
+                              struct ompi_info_t *info, ompi_request_t **request) {
+  switch (form) {
+    case COLL_GPU_BLOCKING:
+      return m->previous_alltoallw(hs, a->scounts, a->sdispls, a->sdtypes, hr, a->rcounts, a->rdispls, a->rdtypes, comm,
+                                   m->previous_alltoallw_module);
+    case COLL_GPU_NONBLOCKING:
+      return m->previous_ialltoallw(hs, a->scounts, a->sdispls, a->sdtypes, hr, a->rcounts, a->rdispls, a->rdtypes,
+                                    comm, request, m->previous_ialltoallw_module);
+    default:
+      return m->previous_alltoallw_init(hs, a->scounts, a->sdispls, a->sdtypes, hr, a->rcounts, a->rdispls, a->rdtypes,
+                                        comm, info, request, m->previous_alltoallw_init_module);
+  }
+}
+
+static const mca_coll_gpu_collective_t alltoallw = {
+    "MPI_Alltoallw", "MPI_Ialltoallw", "MPI_Alltoallw_init", stage_alltoallw, previous_alltoallw, NULL, NULL};
+static mca_coll_gpu_coll_args_t alltoallw_args(const void *sbuf, const int *scounts, const int *sdispls,
+                                               struct ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts,
+                                               const int *rdispls, struct ompi_datatype_t *const *rdtypes) {
+  const mca_coll_gpu_coll_args_t a = {&alltoallw,         .sbuf = sbuf,       .scounts = scounts,
+                                      .sdispls = sdispls, .sdtypes = sdtypes, .rbuf = rbuf,
+                                      .rcounts = rcounts, .rdispls = rdispls, .rdtypes = rdtypes};
+  return a;
+}
+
+int mca_coll_gpu_alltoallw(const void *sbuf, const int *scounts, const int *sdispls,
+                           struct ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts, const int *rdispls,
+                           struct ompi_datatype_t *const *rdtypes, struct ompi_communicator_t *comm,
+                           mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible()))
+    return m->previous_alltoallw(sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes, comm,
+                                 m->previous_alltoallw_module);
+  const mca_coll_gpu_coll_args_t a = alltoallw_args(sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes);
+  return mca_coll_gpu_blocking(&a, comm, m);
+}
+
+int mca_coll_gpu_ialltoallw(const void *sbuf, const int *scounts, const int *sdispls,
+                            struct ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts, const int *rdispls,
+                            struct ompi_datatype_t *const *rdtypes, struct ompi_communicator_t *comm,
+                            ompi_request_t **request, mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible()))
+    return m->previous_ialltoallw(sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes, comm, request,
+                                  m->previous_ialltoallw_module);
+  const mca_coll_gpu_coll_args_t a = alltoallw_args(sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes);
+  return mca_coll_gpu_nonblocking(&a, comm, request, m);
+}
+
+int mca_coll_gpu_alltoallw_init(const void *sbuf, const int *scounts, const int *sdispls,
+                                struct ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts,
+                                const int *rdispls, struct ompi_datatype_t *const *rdtypes,
+                                struct ompi_communicator_t *comm, struct ompi_info_t *info, ompi_request_t **request,
+                                mca_coll_base_module_t *module) {
+  mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
+  if (OPAL_LIKELY(!mca_coll_gpu_staging_possible()))
+    return m->previous_alltoallw_init(sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes, comm, info,
+                                      request, m->previous_alltoallw_init_module);
+  const mca_coll_gpu_coll_args_t a = alltoallw_args(sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes);
+  return mca_coll_gpu_persistent(&a, comm, info, request, m);
+}

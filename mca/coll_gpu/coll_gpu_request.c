@@ -12,7 +12,7 @@
  *
  * Starts keep the communicator's call order on every rank: the GPU path's sequence numbers and the
  * previous module's nonblocking tags are taken at the start, so once a call is queued every later
- * nonblocking call of the communicator queues behind it (with its arguments saved: coll_gpu_wrap.h),
+ * nonblocking call of the communicator queues behind it (with its arguments saved: coll_gpu_entry.c),
  * and a blocking call with a GPU path first drains the queue. One call runs on the engine at a time:
  * the next one on the GPUs starts when it has completed.
  *
