@@ -205,8 +205,12 @@ void coll_gpu_engine::choose_node_transport(const coll_gpu::TransportLinks &link
   shm_node = cfg.node_transport == COLL_GPU_ENGINE_NODE_SHM;
   if (cfg.node_transport == COLL_GPU_ENGINE_NODE_AUTO) {
     int lacks = -1;  // the first peer whose GPU this rank's cannot reach
-    for (int r = 0; r < nranks && lacks < 0; ++r)
-      if (links.node_peer(r, rank) && coll_gpu_peer_access(mem.device, peers[r].busid) == 0) lacks = r;
+    for (int r = 0; r < nranks && lacks < 0; ++r) {
+      int can = 0;
+      if (links.node_peer(r, rank) && coll_gpu_peer_access(mem.device, peers[r].busid, &can) == COLL_GPU_SUCCESS &&
+          !can)
+        lacks = r;
+    }
     int bad = -1;
     shm_node = !coll_gpu_all_ok(links.b, lacks >= 0 ? 1 : 0, &bad);
     if (lacks >= 0 && cfg.log != nullptr)
@@ -389,7 +393,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   me.config_hash = config_hash(*cfg);
   me.rdma = coll_gpu_host_has_rdma();
   if (local_ok && b->size >= 2 && b->size <= COLL_GPU_MAX_COMM_RANKS) {
-    local_ok = coll_gpu_device_identity(mem->device, (char *)me.uuid, me.busid, &me.sms) == 0 &&
+    local_ok = coll_gpu_device_identity(mem->device, (char *)me.uuid, me.busid, &me.sms) == COLL_GPU_SUCCESS &&
                e->setup_local(why, why_len) == COLL_GPU_SUCCESS;
   }
   me.ok = local_ok;

@@ -51,15 +51,15 @@ constexpr int kNetMaxChannels = 32;
 // 4 MiB took 2-3.5 ms, 64 threads polling on 64 cores beside the ranks (docs/benchmarks.md).
 constexpr int kAutoProxyThreads = 8;
 
-// A failed call of the kernels' C API (a cudaError_t or CUresult): the reason, then a breadcrumb.
-#define CUDA_CHECK(call, why, len)                                                        \
-  do {                                                                                    \
-    const int rc_ = (call);                                                               \
-    if (rc_ != 0) {                                                                       \
-      coll_gpu_say(why, len, "%s failed: %s", #call, coll_gpu_staging_error_string(rc_)); \
-      coll_gpu::breadcrumb(__FILE__, __LINE__, COLL_GPU_CUDA_ERROR);                      \
-      return COLL_GPU_CUDA_ERROR;                                                         \
-    }                                                                                     \
+// A failed call of the kernels' C API: the reason (kernels/error.h), then a breadcrumb, and its status returned.
+#define CUDA_CHECK(call, why, len)                                              \
+  do {                                                                          \
+    const coll_gpu_status_t rc_ = (call);                                       \
+    if (rc_ != COLL_GPU_SUCCESS) {                                              \
+      coll_gpu_say(why, len, "%s failed: %s", #call, coll_gpu_kernels_error()); \
+      coll_gpu::breadcrumb(__FILE__, __LINE__, rc_);                            \
+      return rc_;                                                               \
+    }                                                                           \
   } while (0)
 
 }  // namespace

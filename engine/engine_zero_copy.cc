@@ -117,7 +117,7 @@ void coll_gpu_engine::zx_post_first(const coll_gpu_args_t &a) {
   const char *buf = (const char *)zc_exported(a);
   if (zc_receives_nothing(rank, nranks, a)) {
     mine[kZcCan] = kZcNothing;
-  } else if (in_ctx && coll_gpu_mem_alloc_of(buf, &al) == 0 && al.exportable &&
+  } else if (in_ctx && coll_gpu_mem_alloc_of(buf, &al) == COLL_GPU_SUCCESS && al.exportable &&
              zc_fits(nranks, a, al.size - (size_t)(buf - (char *)al.base)) &&
              exports.handle(cuda_ipc_ops(), al.id, al.base, (unsigned char *)&mine[kZcHandle]) == 0) {
     mine[kZcCan] = kZcExported;

@@ -25,7 +25,7 @@ namespace coll_gpu {
 constexpr int kIpcHandleBytes = 64;  // cudaIpcMemHandle_t
 
 // How the caches reach CUDA: the runtime's IPC calls (cuda_ipc_ops), or a test's. Each returns 0 or an error
-// of its own (a cudaError_t).
+// of its own (the kernels' status, for the runtime's).
 struct IpcOps {
   void *ctx;
   int (*get)(void *ctx, void *base, unsigned char *handle);

@@ -132,11 +132,12 @@ coll_gpu_status_t Net::fifo(coll_gpu_proxy_dir_t dir, int peer, int id, size_t s
     return COLL_GPU_INTERNAL_ERROR;
   }
   void *dev = nullptr;
-  const int rc = coll_gpu_host_mapped_alloc(mem_[nmem_].out(), &dev, kSlots + COLL_GPU_RING_SLOTS * slot_bytes);
-  if (rc != 0) {
+  const coll_gpu_status_t rc =
+      coll_gpu_host_mapped_alloc(mem_[nmem_].out(), &dev, kSlots + COLL_GPU_RING_SLOTS * slot_bytes);
+  if (rc != COLL_GPU_SUCCESS) {
     coll_gpu_say(why, len, "cannot allocate a NET FIFO of %d x %zu bytes in mapped host memory: %s",
-                 COLL_GPU_RING_SLOTS, slot_bytes, coll_gpu_staging_error_string(rc));
-    return COLL_GPU_CUDA_ERROR;
+                 COLL_GPU_RING_SLOTS, slot_bytes, coll_gpu_kernels_error());
+    return rc;
   }
   char *host = (char *)mem_[nmem_++].get();
   const coll_gpu_proxy_fifo_t f{dir,

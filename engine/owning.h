@@ -54,7 +54,7 @@ HostPtr<T[]> make_host_array(size_t n) {
 
 // A handle of the kernels' C API, given back through Free when it goes (Free's errors are ignored: the
 // application may have reset the device already).
-template <int (*Free)(void *)>
+template <coll_gpu_status_t (*Free)(void *)>
 class Owned {
  public:
   Owned() = default;
@@ -90,27 +90,30 @@ using Event = Owned<coll_gpu_event_destroy>;                // coll_gpu_event_cr
 using HostMappedMemory = Owned<coll_gpu_host_mapped_free>;  // coll_gpu_host_mapped_alloc
 
 // While it lives, the current context is the one that owns `mem` (kernels/gpu_mem.h); the one before
-// comes back when it goes. With enter false it changes nothing (rc() is -1).
+// comes back when it goes. With enter false it changes nothing (rc() is COLL_GPU_UNAVAILABLE).
 class ContextScope {
  public:
   explicit ContextScope(const coll_gpu_meminfo_t &mem, bool enter = true)
-      : rc_(enter ? coll_gpu_mem_ctx_enter(&mem, &saved_) : -1) {}
+      : rc_(enter ? coll_gpu_mem_ctx_enter(&mem, &saved_) : COLL_GPU_UNAVAILABLE),
+        why_(rc_ == COLL_GPU_SUCCESS ? nullptr : coll_gpu_kernels_error()) {}
   ContextScope(const ContextScope &) = delete;
   ContextScope &operator=(const ContextScope &) = delete;
   ~ContextScope() {
-    if (rc_ == 0) coll_gpu_mem_ctx_leave(saved_);
+    if (rc_ == COLL_GPU_SUCCESS) coll_gpu_mem_ctx_leave(saved_);
   }
-  int rc() const { return rc_; }  // 0, or the CUresult of entering
+  coll_gpu_status_t rc() const { return rc_; }  // COLL_GPU_SUCCESS once entered
+  const char *why() const { return why_; }      // where entering failed: the reason
 
  private:
   void *saved_ = nullptr;
-  int rc_;
+  coll_gpu_status_t rc_;
+  const char *why_;
 };
 
 // Fails with the reason when `ctx` could not enter the context of mem's device.
 inline coll_gpu_status_t entered(const ContextScope &ctx, const coll_gpu_meminfo_t &mem, char *why, size_t len) {
-  if (ctx.rc() == 0) return COLL_GPU_SUCCESS;
-  coll_gpu_say(why, len, "cannot enter the context of device %d (CUresult %d)", mem.device, ctx.rc());
+  if (ctx.rc() == COLL_GPU_SUCCESS) return COLL_GPU_SUCCESS;
+  coll_gpu_say(why, len, "cannot enter the context of device %d: %s", mem.device, ctx.why());
   return COLL_GPU_CUDA_ERROR;
 }
 

@@ -51,51 +51,50 @@ coll_gpu_span_t coll_gpu_span_union(coll_gpu_span_t a, coll_gpu_span_t b) {
 
 namespace {
 
-// Like cudaErrorMemoryAllocation: the code a failed host allocation reports.
-constexpr int kOutOfMemory = 2;
+// What a failed host allocation says.
+constexpr const char *kOutOfMemory = "out of host memory";
 
-int cuda_alloc(void **ptr, size_t bytes, const coll_gpu_meminfo_t *owner) {
+coll_gpu_status_t cuda_alloc(void **ptr, size_t bytes, const coll_gpu_meminfo_t *owner) {
   void *saved;
-  int rc = coll_gpu_mem_ctx_enter(owner, &saved);
-  if (rc == 0) rc = coll_gpu_staging_host_alloc(ptr, bytes);
+  coll_gpu_status_t rc = coll_gpu_mem_ctx_enter(owner, &saved);
+  if (rc == COLL_GPU_SUCCESS) rc = coll_gpu_staging_host_alloc(ptr, bytes);
   coll_gpu_mem_ctx_leave(saved);
   return rc;
 }
 
 void cuda_release(void *ptr, const coll_gpu_meminfo_t *owner) {
   void *saved;
-  if (coll_gpu_mem_ctx_enter(owner, &saved) == 0) coll_gpu_staging_host_free(ptr);
+  if (coll_gpu_mem_ctx_enter(owner, &saved) == COLL_GPU_SUCCESS) coll_gpu_staging_host_free(ptr);
   coll_gpu_mem_ctx_leave(saved);
 }
 
-int cuda_copy(void *dst, const void *src, size_t bytes, const coll_gpu_meminfo_t *owner) {
+coll_gpu_status_t cuda_copy(void *dst, const void *src, size_t bytes, const coll_gpu_meminfo_t *owner) {
   void *saved;
-  int rc = coll_gpu_mem_ctx_enter(owner, &saved);
-  if (rc == 0) rc = coll_gpu_staging_copy(dst, src, bytes);
+  coll_gpu_status_t rc = coll_gpu_mem_ctx_enter(owner, &saved);
+  if (rc == COLL_GPU_SUCCESS) rc = coll_gpu_staging_copy(dst, src, bytes);
   coll_gpu_mem_ctx_leave(saved);
   return rc;
 }
 
-int host_alloc(void **ptr, size_t bytes, const coll_gpu_meminfo_t *) {
+coll_gpu_status_t host_alloc(void **ptr, size_t bytes, const coll_gpu_meminfo_t *) {
   *ptr = malloc(bytes);
-  return *ptr == nullptr ? kOutOfMemory : 0;
+  return *ptr == nullptr ? COLL_GPU_SYSTEM_ERROR : COLL_GPU_SUCCESS;
 }
 
 void host_release(void *ptr, const coll_gpu_meminfo_t *) { free(ptr); }
 
-int host_copy(void *dst, const void *src, size_t bytes, const coll_gpu_meminfo_t *) {
+coll_gpu_status_t host_copy(void *dst, const void *src, size_t bytes, const coll_gpu_meminfo_t *) {
   memcpy(dst, src, bytes);
-  return 0;
+  return COLL_GPU_SUCCESS;
 }
 
-const char *host_error_string(int err) { return err == kOutOfMemory ? "out of host memory" : "host copy error"; }
+const char *host_reason() { return kOutOfMemory; }  // its only failure
 
 }  // namespace
 
-const coll_gpu_copy_engine_t coll_gpu_cuda_engine = {"cuda",       COLL_GPU_CUDA_ERROR, cuda_alloc,
-                                                     cuda_release, cuda_copy,           coll_gpu_staging_error_string};
-const coll_gpu_copy_engine_t coll_gpu_host_engine = {"host",    COLL_GPU_SYSTEM_ERROR, host_alloc, host_release,
-                                                     host_copy, host_error_string};
+const coll_gpu_copy_engine_t coll_gpu_cuda_engine = {"cuda", cuda_alloc, cuda_release, cuda_copy,
+                                                     coll_gpu_kernels_error};
+const coll_gpu_copy_engine_t coll_gpu_host_engine = {"host", host_alloc, host_release, host_copy, host_reason};
 
 /* ------------------------------------------------------------------ bounce buffer cache */
 
@@ -228,19 +227,19 @@ void coll_gpu_stage_cache_flush(void) {
 void coll_gpu_stage_init(coll_gpu_stage_t *st) {
   st->count = 0;
   st->status = COLL_GPU_SUCCESS;
-  st->error = 0;
+  st->reason = nullptr;
   st->failed = nullptr;
   st->failed_engine = nullptr;
 }
 
 namespace {
 
-// Records the first failure of a call: what failed, and the copy engine's code for it.
-coll_gpu_status_t fail(coll_gpu_stage_t *st, coll_gpu_status_t status, int err, const char *what,
+// Records the first failure of a call: what failed, and why.
+coll_gpu_status_t fail(coll_gpu_stage_t *st, coll_gpu_status_t status, const char *reason, const char *what,
                        const coll_gpu_copy_engine_t *engine) {
   if (st->status == COLL_GPU_SUCCESS) {
     st->status = status;
-    st->error = err;
+    st->reason = reason;
     st->failed = what;
     st->failed_engine = engine;
   }
@@ -259,10 +258,10 @@ coll_gpu_status_t take_bounce(coll_gpu_stage_t *st, coll_gpu_staged_t *b, const 
   if (c == nullptr) {
     c = (coll_gpu_bounce_t *)calloc(1, sizeof(*c));
     if (c == nullptr) return fail(st, COLL_GPU_SYSTEM_ERROR, kOutOfMemory, "allocate", engine);
-    const int rc = engine->alloc(&c->ptr, bytes, mem);
-    if (rc != 0) {
+    const coll_gpu_status_t rc = engine->alloc(&c->ptr, bytes, mem);
+    if (rc != COLL_GPU_SUCCESS) {
       free(c);
-      return fail(st, engine->status, rc, "allocate", engine);
+      return fail(st, rc, engine->reason(), "allocate", engine);
     }
     c->bytes = bytes;
     c->owner = *mem;
@@ -279,16 +278,17 @@ coll_gpu_status_t take_bounce(coll_gpu_stage_t *st, coll_gpu_staged_t *b, const 
 namespace {
 
 // Copies a staged buffer's bytes to its bounce buffer (in) or back (out): the span, or each piece.
-int copy_staged(const coll_gpu_staged_t *b, bool in) {
+coll_gpu_status_t copy_staged(const coll_gpu_staged_t *b, bool in) {
   const size_t n = b->pieces != nullptr ? b->npieces : 1;
   for (size_t i = 0; i < n; ++i) {
     const ptrdiff_t off = b->pieces != nullptr ? b->pieces[i].off : b->span.lo;
     const size_t len = b->pieces != nullptr ? b->pieces[i].len : b->span.len;
     char *user = (char *)b->user + off, *bounce = b->bounce + (off - b->span.lo);
-    const int rc = in ? b->engine->copy(bounce, user, len, &b->mem) : b->engine->copy(user, bounce, len, &b->mem);
-    if (rc != 0) return rc;
+    const coll_gpu_status_t rc =
+        in ? b->engine->copy(bounce, user, len, &b->mem) : b->engine->copy(user, bounce, len, &b->mem);
+    if (rc != COLL_GPU_SUCCESS) return rc;
   }
-  return 0;
+  return COLL_GPU_SUCCESS;
 }
 
 // Gives a bounce buffer back: to the cache, or unmapped (a sparse layout's).
@@ -320,7 +320,7 @@ coll_gpu_status_t coll_gpu_stage_pieces(coll_gpu_stage_t *st, void *user, coll_g
   }
   if (st->count == COLL_GPU_STAGE_MAX) {
     free(pieces);
-    return fail(st, COLL_GPU_INTERNAL_ERROR, 0, "track", engine);
+    return fail(st, COLL_GPU_INTERNAL_ERROR, "more buffers than a call stages", "track", engine);
   }
   coll_gpu_staged_t *b = &st->buf[st->count];
   b->user = user;
@@ -355,8 +355,8 @@ coll_gpu_status_t coll_gpu_stage_pieces(coll_gpu_stage_t *st, void *user, coll_g
   b->bounce = (char *)b->block->ptr;
   st->count++;
   if (dir & COLL_GPU_IN) {
-    const int rc = copy_staged(b, true);
-    if (rc != 0) return fail(st, engine->status, rc, "copy to host", engine);
+    const coll_gpu_status_t rc = copy_staged(b, true);
+    if (rc != COLL_GPU_SUCCESS) return fail(st, rc, engine->reason(), "copy to host", engine);
   }
   // The collective addresses user + off for off in the span: hand it the base that maps the span onto
   // the bounce buffer.
@@ -368,8 +368,8 @@ coll_gpu_status_t coll_gpu_stage_copy_in(coll_gpu_stage_t *st) {
   for (int i = 0; i < st->count; ++i) {
     coll_gpu_staged_t *b = &st->buf[i];
     if (!(b->dir & COLL_GPU_IN)) continue;
-    const int rc = copy_staged(b, true);
-    if (rc != 0) return fail(st, b->engine->status, rc, "copy to host", b->engine);
+    const coll_gpu_status_t rc = copy_staged(b, true);
+    if (rc != COLL_GPU_SUCCESS) return fail(st, rc, b->engine->reason(), "copy to host", b->engine);
   }
   return COLL_GPU_SUCCESS;
 }
@@ -378,8 +378,8 @@ coll_gpu_status_t coll_gpu_stage_copy_out(coll_gpu_stage_t *st) {
   for (int i = 0; i < st->count; ++i) {  // every buffer is tried: one failed copy loses no other
     coll_gpu_staged_t *b = &st->buf[i];
     if (!(b->dir & COLL_GPU_OUT)) continue;
-    const int rc = copy_staged(b, false);
-    if (rc != 0) fail(st, b->engine->status, rc, "copy to device", b->engine);
+    const coll_gpu_status_t rc = copy_staged(b, false);
+    if (rc != COLL_GPU_SUCCESS) fail(st, rc, b->engine->reason(), "copy to device", b->engine);
   }
   return st->status;
 }

@@ -44,15 +44,14 @@ typedef enum {
   COLL_GPU_INOUT = 3 /* read and written, or written with holes that must keep their bytes */
 } coll_gpu_dir_t;
 
-/* Moves bytes between a user buffer and host bounce memory. Its functions return 0 or the engine's own
- * error code, which error_string names; `status` is what such a failure is (a CUDA or a system error). */
+/* Moves bytes between a user buffer and host bounce memory. Its functions return the project's status (a CUDA or a
+ * system error where they fail), and reason() the reason of the calling thread's last failure of the engine. */
 typedef struct coll_gpu_copy_engine {
   const char *name;
-  coll_gpu_status_t status;
-  int (*alloc)(void **ptr, size_t bytes, const coll_gpu_meminfo_t *owner);
+  coll_gpu_status_t (*alloc)(void **ptr, size_t bytes, const coll_gpu_meminfo_t *owner);
   void (*release)(void *ptr, const coll_gpu_meminfo_t *owner);
-  int (*copy)(void *dst, const void *src, size_t bytes, const coll_gpu_meminfo_t *owner);
-  const char *(*error_string)(int err);
+  coll_gpu_status_t (*copy)(void *dst, const void *src, size_t bytes, const coll_gpu_meminfo_t *owner);
+  const char *(*reason)(void);
 } coll_gpu_copy_engine_t;
 
 /* Device and managed memory, through the CUDA runtime, in the context that owns the buffer. */
@@ -96,7 +95,7 @@ typedef struct {
   int count;
   coll_gpu_staged_t buf[COLL_GPU_STAGE_MAX];
   coll_gpu_status_t status; /* the first failure, COLL_GPU_SUCCESS if none */
-  int error;                /* and its copy engine's code */
+  const char *reason;       /* and its reason, in words */
   const char *failed;       /* what failed: "allocate", "copy to host", "copy to device", "track" */
   const coll_gpu_copy_engine_t *failed_engine;
 } coll_gpu_stage_t;
@@ -105,7 +104,7 @@ void coll_gpu_stage_init(coll_gpu_stage_t *st);
 /* Stages `user` (memory described by mem, copied by engine) for a collective that touches `span`
  * bytes of it in direction dir. *host receives the pointer to hand to the host collective in its
  * place (it addresses the same span inside bounce memory). A failure is also recorded in st (the
- * first of the call: status, error, failed, failed_engine), and returned. */
+ * first of the call: status, reason, failed, failed_engine), and returned. */
 coll_gpu_status_t coll_gpu_stage_buffer(coll_gpu_stage_t *st, void *user, coll_gpu_span_t span, coll_gpu_dir_t dir,
                                         const coll_gpu_meminfo_t *mem, const coll_gpu_copy_engine_t *engine,
                                         void **host);

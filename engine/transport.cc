@@ -29,10 +29,10 @@ bool Ipc::alloc(int rank, int nranks, const coll_gpu_meminfo_t *mem) {
 }
 
 coll_gpu_status_t Ipc::set_own(void *scratch, char *why, size_t len) {
-  const int rc = coll_gpu_ipc_get(scratch, entry(rank_) + 1);
-  if (rc != 0) {
-    coll_gpu_say(why, len, "cannot export the scratch through CUDA IPC: %s", coll_gpu_staging_error_string(rc));
-    return COLL_GPU_CUDA_ERROR;
+  const coll_gpu_status_t rc = coll_gpu_ipc_get(scratch, entry(rank_) + 1);
+  if (rc != COLL_GPU_SUCCESS) {
+    coll_gpu_say(why, len, "cannot export the scratch through CUDA IPC: %s", coll_gpu_kernels_error());
+    return rc;
   }
   view_[rank_] = scratch;
   entry(rank_)[0] = 1;
@@ -57,13 +57,13 @@ coll_gpu_status_t Ipc::connect(const TransportLinks &links, char *why, size_t le
       coll_gpu_say(why, len, "rank %d could not allocate or export its scratch", r);
       return COLL_GPU_CUDA_ERROR;
     }
-    const int rc = coll_gpu_ipc_open(entry(r) + 1, mapped_[nmapped_].out());
-    if (rc != 0) {
+    const coll_gpu_status_t rc = coll_gpu_ipc_open(entry(r) + 1, mapped_[nmapped_].out());
+    if (rc != COLL_GPU_SUCCESS) {
       coll_gpu_say(why, len,
                    "cannot open the IPC handle of rank %d (GPU %s): %s (where the GPUs have no peer access, "
                    "coll_gpu_node_transport shm reaches them through shared host memory)",
-                   r, links.peers[r].busid, coll_gpu_staging_error_string(rc));
-      return COLL_GPU_CUDA_ERROR;
+                   r, links.peers[r].busid, coll_gpu_kernels_error());
+      return rc;
     }
     view_[r] = mapped_[nmapped_++].get();
   }
@@ -83,8 +83,10 @@ void Ipc::reset() {
 namespace {
 std::atomic<uint32_t> segments{0};  // this process's scratch segments, for their names
 constexpr const char *kShmKind = "scratch";
-int cuda_pin(void *, void *host, size_t bytes, void **dev) { return coll_gpu_host_register(host, bytes, dev); }
-int cuda_unpin(void *, void *host) { return coll_gpu_host_unregister(host); }
+coll_gpu_status_t cuda_pin(void *, void *host, size_t bytes, void **dev) {
+  return coll_gpu_host_register(host, bytes, dev);
+}
+coll_gpu_status_t cuda_unpin(void *, void *host) { return coll_gpu_host_unregister(host); }
 }  // namespace
 
 PinOps cuda_pin_ops() { return PinOps{nullptr, cuda_pin, cuda_unpin}; }
@@ -110,17 +112,17 @@ coll_gpu_status_t Shm::pin(Pinned *p, const char *name, bool make, char *why, si
   const char *what = make ? "the scratch's shared memory" : "a peer's scratch";
   COLL_GPU_CHECK(make ? p->seg.make(name, bytes_, what, why, len) : p->seg.open(name, bytes_, what, why, len));
   ContextScope ctx(*mem_, mem_->device >= 0);
-  if (mem_->device >= 0 && ctx.rc() != 0) {
+  if (mem_->device >= 0 && ctx.rc() != COLL_GPU_SUCCESS) {
     p->reset(ops_);
     return entered(ctx, *mem_, why, len);
   }
-  const int rc = ops_.pin(ops_.ctx, p->seg.base(), bytes_, &p->dev);
-  if (rc != 0) {
+  const coll_gpu_status_t rc = ops_.pin(ops_.ctx, p->seg.base(), bytes_, &p->dev);
+  if (rc != COLL_GPU_SUCCESS) {
     p->dev = nullptr;
     p->reset(ops_);
     coll_gpu_say(why, len, "cannot pin %s, %zu bytes of shared host memory: %s", what, bytes_,
-                 coll_gpu_staging_error_string(rc));
-    return COLL_GPU_CUDA_ERROR;
+                 coll_gpu_kernels_error());
+    return rc;
   }
   return COLL_GPU_SUCCESS;
 }

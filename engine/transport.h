@@ -108,12 +108,12 @@ class Ipc {
   int nmapped_ = 0;
 };
 
-// How SHM pins host memory and maps it into the device: the runtime's (cuda_pin_ops), or a test's. pin returns 0 or
-// an error of its own (a cudaError_t), dev the memory's device view.
+// How SHM pins host memory and maps it into the device: the runtime's (cuda_pin_ops), or a test's. pin returns the
+// kernels' status (the reason of a failure in coll_gpu_kernels_error, kernels/error.h), dev the memory's device view.
 struct PinOps {
   void *ctx;
-  int (*pin)(void *ctx, void *host, size_t bytes, void **dev);
-  int (*unpin)(void *ctx, void *host);
+  coll_gpu_status_t (*pin)(void *ctx, void *host, size_t bytes, void **dev);
+  coll_gpu_status_t (*unpin)(void *ctx, void *host);
 };
 PinOps cuda_pin_ops();
 

@@ -9,6 +9,7 @@
  * (kernels/move_ll.cuh); reduce-scatter's per-rank blocks do not fit a record, so its calls launch.
  */
 #include "kernels/allreduce_oneshot.cuh"
+#include "kernels/cuda_status.h"
 #include "kernels/move_ll.cuh"
 
 namespace coll_gpu {
@@ -142,12 +143,13 @@ int oneshot_blocks(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w) {
 
 }  // namespace coll_gpu
 
-extern "C" int coll_gpu_linger_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream) {
-  if (w->instance == 0) return (int)cudaErrorInvalidValue;
+extern "C" coll_gpu_status_t coll_gpu_linger_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w,
+                                                    void *stream) {
+  if (w->instance == 0) return coll_gpu_kernels_fail(COLL_GPU_INTERNAL_ERROR, "a lingering kernel without an instance");
   const coll_gpu_work_t b = coll_gpu::bytewise(*w);
   coll_gpu::oneshot_linger<<<coll_gpu::oneshot_blocks(*comm, b), coll_gpu::kLLThreads, 0, (cudaStream_t)stream>>>(*comm,
                                                                                                                   b);
-  return (int)cudaGetLastError();
+  return coll_gpu_cuda_status(cudaGetLastError());
 }
 
 extern "C" void coll_gpu_linger_post(coll_gpu_dev_status_t *status, uint32_t ticket, const coll_gpu_work_t *p) {

@@ -20,6 +20,7 @@ typedef CUresult (*ctx_set_fn)(CUcontext);
 typedef CUresult (*primary_retain_fn)(CUcontext *, CUdevice);
 typedef CUresult (*primary_release_fn)(CUdevice);
 typedef CUresult (*device_get_fn)(CUdevice *, int);
+typedef CUresult (*error_string_fn)(CUresult, const char **);
 
 static struct {
   get_attrs_fn get_attrs;
@@ -28,6 +29,7 @@ static struct {
   primary_retain_fn primary_retain;
   primary_release_fn primary_release;
   device_get_fn device_get;
+  error_string_fn error_string; /* NULL: the driver has none */
 } drv;
 
 static int cuda_loaded;              /* 1 once the driver entry points are resolved */
@@ -56,6 +58,7 @@ static int resolve(void *h) {
   drv.primary_release = (primary_release_fn)dlsym(h, "cuDevicePrimaryCtxRelease_v2");
   if (drv.primary_release == NULL) drv.primary_release = (primary_release_fn)dlsym(h, "cuDevicePrimaryCtxRelease");
   drv.device_get = (device_get_fn)dlsym(h, "cuDeviceGet");
+  drv.error_string = (error_string_fn)dlsym(h, "cuGetErrorString");
   return drv.get_attrs && drv.ctx_get && drv.ctx_set && drv.primary_retain && drv.primary_release && drv.device_get;
 }
 
@@ -134,9 +137,18 @@ void coll_gpu_mem_classify(const void *ptr, coll_gpu_meminfo_t *info) {
   info->ctx = ctx;
 }
 
-int coll_gpu_mem_alloc_of(const void *ptr, coll_gpu_alloc_t *a) {
+/* A driver result as the kernels' status (kernels/error.h). */
+static coll_gpu_status_t driver_status(CUresult rc) {
+  if (rc == CUDA_SUCCESS) return COLL_GPU_SUCCESS;
+  const char *reason = NULL;
+  if (drv.error_string == NULL || drv.error_string(rc, &reason) != CUDA_SUCCESS || reason == NULL)
+    reason = "a CUDA driver error";
+  return coll_gpu_kernels_fail(COLL_GPU_CUDA_ERROR, reason);
+}
+
+coll_gpu_status_t coll_gpu_mem_alloc_of(const void *ptr, coll_gpu_alloc_t *a) {
   memset(a, 0, sizeof(*a));
-  if (!coll_gpu_mem_cuda_loaded()) return (int)CUDA_ERROR_NOT_INITIALIZED;
+  if (!coll_gpu_mem_cuda_loaded()) return coll_gpu_kernels_fail(COLL_GPU_CUDA_ERROR, "CUDA is not loaded");
   CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
                                  CU_POINTER_ATTRIBUTE_BUFFER_ID, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE};
   CUdeviceptr base = 0;
@@ -145,24 +157,25 @@ int coll_gpu_mem_alloc_of(const void *ptr, coll_gpu_alloc_t *a) {
   int legacy = 0; /* a bool the driver writes: its low byte */
   void *data[] = {&base, &size, &id, &legacy};
   const CUresult rc = drv.get_attrs(4, attrs, data, (CUdeviceptr)(uintptr_t)ptr);
-  if (rc != CUDA_SUCCESS) return (int)rc;
+  if (rc != CUDA_SUCCESS) return driver_status(rc);
   a->base = (void *)(uintptr_t)base;
   a->size = size;
   a->id = id;
   a->exportable = (legacy & 0xff) != 0;
-  return 0;
+  return COLL_GPU_SUCCESS;
 }
 
-int coll_gpu_mem_ctx_enter(const coll_gpu_meminfo_t *info, void **saved) {
+coll_gpu_status_t coll_gpu_mem_ctx_enter(const coll_gpu_meminfo_t *info, void **saved) {
   CUcontext cur = NULL;
   *saved = NULL;
   CUresult rc = drv.ctx_get(&cur);
-  if (rc != CUDA_SUCCESS) return (int)rc;
+  if (rc != CUDA_SUCCESS) return driver_status(rc);
   *saved = cur;
   CUcontext want = (CUcontext)info->ctx;
   if (want == NULL) {
     /* pool or VMM memory: use the primary context of the device that owns it */
-    if (info->device < 0 || info->device >= MAX_DEVICES) return cur != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+    if (info->device < 0 || info->device >= MAX_DEVICES)
+      return driver_status(cur != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE);
     pthread_mutex_lock(&lock);
     if (primary[info->device] == NULL) {
       CUdevice dev;
@@ -171,10 +184,10 @@ int coll_gpu_mem_ctx_enter(const coll_gpu_meminfo_t *info, void **saved) {
     }
     want = primary[info->device];
     pthread_mutex_unlock(&lock);
-    if (rc != CUDA_SUCCESS) return (int)rc;
+    if (rc != CUDA_SUCCESS) return driver_status(rc);
   }
-  if (want == cur) return CUDA_SUCCESS;
-  return (int)drv.ctx_set(want);
+  if (want == cur) return COLL_GPU_SUCCESS;
+  return driver_status(drv.ctx_set(want));
 }
 
 void coll_gpu_mem_ctx_leave(void *saved) {

@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "kernels/error.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -51,12 +53,12 @@ typedef struct {
   unsigned long long id;
   int exportable;
 } coll_gpu_alloc_t;
-/* 0, or a CUresult (also where CUDA is not loaded: CUDA_ERROR_NOT_INITIALIZED). */
-int coll_gpu_mem_alloc_of(const void *ptr, coll_gpu_alloc_t *a);
+/* COLL_GPU_CUDA_ERROR where the driver fails or CUDA is not loaded (the reason in coll_gpu_kernels_error). */
+coll_gpu_status_t coll_gpu_mem_alloc_of(const void *ptr, coll_gpu_alloc_t *a);
 
 /* Makes the context that owns `info`'s memory current on this thread; *saved receives what was
- * current, for coll_gpu_mem_ctx_leave. Returns 0 or a CUresult. */
-int coll_gpu_mem_ctx_enter(const coll_gpu_meminfo_t *info, void **saved);
+ * current, for coll_gpu_mem_ctx_leave. COLL_GPU_CUDA_ERROR where the driver fails. */
+coll_gpu_status_t coll_gpu_mem_ctx_enter(const coll_gpu_meminfo_t *info, void **saved);
 void coll_gpu_mem_ctx_leave(void *saved);
 
 /* How many times the check took its slow path (it looked at the loader's counter): for tests. */

@@ -2,7 +2,8 @@
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
  * The GPU collective kernels: a plain C launch interface (no MPI, no CUDA types) over the algorithms in
- * kernels/ (allreduce_*, move.cu, reduce.cuh). Every function returns 0 or a cudaError_t value.
+ * kernels/ (allreduce_*, move.cu, reduce.cuh). Every function that can fail returns the project's status, the reason
+ * of a failure in coll_gpu_kernels_error (kernels/error.h).
  *
  * Memory each rank exposes to its peers through CUDA IPC (one allocation, coll_gpu_scratch_bytes; with the SHM
  * transport, pinned shared host memory mapped into every peer's GPU instead, engine/transport.h):
@@ -32,6 +33,7 @@
 #include <stdint.h>
 
 #include "common/colls.h"
+#include "kernels/error.h"
 #include "kernels/partition.h"
 
 #ifdef __cplusplus
@@ -51,9 +53,10 @@ extern "C" {
 size_t coll_gpu_dtype_size(coll_gpu_dtype_t type);
 /* Whether the kernels implement op on type (the pairs MPI allows). */
 int coll_gpu_op_supported(coll_gpu_dtype_t type, coll_gpu_redop_t op);
-/* The same reduction on host memory: dst[i] = a[i] op b[i] (dst may alias a or b). For tests. */
-int coll_gpu_reduce_host(coll_gpu_dtype_t type, coll_gpu_redop_t op, void *dst, const void *a, const void *b,
-                         size_t count);
+/* The same reduction on host memory: dst[i] = a[i] op b[i] (dst may alias a or b), COLL_GPU_INVALID_INPUT for a pair
+ * the kernels do not implement. For tests. */
+coll_gpu_status_t coll_gpu_reduce_host(coll_gpu_dtype_t type, coll_gpu_redop_t op, void *dst, const void *a,
+                                       const void *b, size_t count);
 
 /* Sizes of the shared scratch, fixed when the engine is created. */
 typedef struct {
@@ -172,20 +175,20 @@ typedef struct {
  * peers whose scratch is mapped here, the engine's NET for ranks of other nodes) before the upload.
  * peer_scratch[0..nranks): every rank's scratch as mapped here, NULL where not; the communicator is direct
  * where it has at most COLL_GPU_MAX_DIRECT ranks and every peer's scratch is mapped. waiting: the device
- * view of nranks host-mapped bytes. 0, or cudaErrorInvalidValue for a rank count, channel count, span or
- * ring out of range. */
-int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_conns_t *conns, int rank, int nranks,
-                            const coll_gpu_scratch_layout_t *layout, void *const *peer_scratch, int nrings, int span,
-                            const uint16_t *rings, coll_gpu_dev_status_t *status, volatile uint8_t *waiting,
-                            uint64_t timeout_ns, uint64_t linger_ns);
+ * view of nranks host-mapped bytes. COLL_GPU_INTERNAL_ERROR for a rank count, channel count, span or ring out of
+ * range. */
+coll_gpu_status_t coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_conns_t *conns, int rank, int nranks,
+                                          const coll_gpu_scratch_layout_t *layout, void *const *peer_scratch,
+                                          int nrings, int span, const uint16_t *rings, coll_gpu_dev_status_t *status,
+                                          volatile uint8_t *waiting, uint64_t timeout_ns, uint64_t linger_ns);
 /* The IPC and SHM transports' connections: to and from every peer whose scratch is mapped here (peer_scratch[q] not
  * NULL), into its FIFOs and flags and ours, on the ring channels and (with 3 to COLL_GPU_MAX_DIRECT ranks)
  * point to point; the others are left as they are. After coll_gpu_dev_comm_setup. */
 void coll_gpu_dev_ipc_conns(const coll_gpu_dev_comm_t *comm, coll_gpu_dev_conns_t *conns, void *const *peer_scratch);
 /* Copies the connections and the ring orders (as given to coll_gpu_dev_comm_setup) to where comm finds them,
  * in the current device's context; returns once they are there. */
-int coll_gpu_dev_comm_upload(const coll_gpu_dev_comm_t *comm, const coll_gpu_dev_conns_t *conns, int nrings,
-                             const uint16_t *rings);
+coll_gpu_status_t coll_gpu_dev_comm_upload(const coll_gpu_dev_comm_t *comm, const coll_gpu_dev_conns_t *conns,
+                                           int nrings, const uint16_t *rings);
 
 /* The zero-copy moves' parts of each block, a kernel block each (at most). */
 #define COLL_GPU_ZC_PARTS 16
@@ -236,55 +239,57 @@ typedef struct {
 
 /* Launches call w of w->coll on communicator comm (its connections uploaded) on stream (a cudaStream_t). The blocks
  * that finish write seq into status->done[0..blocks); coll_gpu_work_blocks says how many to wait for. */
-int coll_gpu_work_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream);
+coll_gpu_status_t coll_gpu_work_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream);
 int coll_gpu_work_blocks(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w);
 /* Launches zero-copy call w (zc_engines set) on stream: a kernel announces the call and waits for every peer's
  * announcement; copy_stream (non-blocking, of this context) then copies the peers' blocks with cudaMemcpyAsync
  * between events ready and copied while a kernel copies this rank's own block; a last kernel, after both, tells
  * the peers and waits for theirs. coll_gpu_work_blocks says how many blocks to wait for, as for coll_gpu_work_launch.
  */
-int coll_gpu_zc_engines_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream,
-                               void *copy_stream, void *ready, void *copied);
+coll_gpu_status_t coll_gpu_zc_engines_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream,
+                                             void *copy_stream, void *ready, void *copied);
 
 /* One-shot calls up to this many blocks can go to a lingering kernel (64 KiB). */
 #define COLL_GPU_LINGER_MAX_BLOCKS 16
 /* Launches one-shot call w (w->algo ONESHOT; not a reduce-scatter) as a lingering kernel of
  * coll_gpu_work_blocks blocks; it serves later calls of at most as many blocks that coll_gpu_linger_post
  * hands it. */
-int coll_gpu_linger_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream);
+coll_gpu_status_t coll_gpu_linger_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream);
 /* Writes call w into status->call under ticket, then fences (the caller reads status->leaving next). */
 void coll_gpu_linger_post(coll_gpu_dev_status_t *status, uint32_t ticket, const coll_gpu_work_t *w);
 /* Writes the order to exit into status->call under ticket, then fences. */
 void coll_gpu_linger_stop(coll_gpu_dev_status_t *status, uint32_t ticket);
 
 /* Resources, all in the current context. */
-int coll_gpu_dev_alloc(void **ptr, size_t bytes); /* zeroed */
-int coll_gpu_dev_free(void *ptr);
+coll_gpu_status_t coll_gpu_dev_alloc(void **ptr, size_t bytes); /* zeroed */
+coll_gpu_status_t coll_gpu_dev_free(void *ptr);
 int coll_gpu_ipc_handle_size(void);
-int coll_gpu_ipc_get(void *ptr, void *handle);
-int coll_gpu_ipc_open(const void *handle, void **ptr);
-int coll_gpu_ipc_close(void *ptr);
+coll_gpu_status_t coll_gpu_ipc_get(void *ptr, void *handle);
+coll_gpu_status_t coll_gpu_ipc_open(const void *handle, void **ptr);
+coll_gpu_status_t coll_gpu_ipc_close(void *ptr);
 /* blocking: its work starts after the work queued before on the legacy default stream, and holds up
  * the work queued after it there; non-blocking: neither */
-int coll_gpu_stream_create(void **stream, int nonblocking);
-int coll_gpu_stream_destroy(void *stream);
-int coll_gpu_event_create(void **event); /* no timing */
-int coll_gpu_event_destroy(void *event);
-int coll_gpu_stream_sync(void *stream);
+coll_gpu_status_t coll_gpu_stream_create(void **stream, int nonblocking);
+coll_gpu_status_t coll_gpu_stream_destroy(void *stream);
+coll_gpu_status_t coll_gpu_event_create(void **event); /* no timing */
+coll_gpu_status_t coll_gpu_event_destroy(void *event);
+coll_gpu_status_t coll_gpu_stream_sync(void *stream);
 /* Queues a copy of `bytes` from src to dst (device memory of the current context) on stream. */
-int coll_gpu_copy_async(void *dst, const void *src, size_t bytes, void *stream);
-int coll_gpu_legacy_stream_wait(void); /* returns once the work queued on the legacy default stream is done */
-int coll_gpu_host_mapped_alloc(void **host, void **dev, size_t bytes); /* zeroed */
-int coll_gpu_host_mapped_free(void *host);
+coll_gpu_status_t coll_gpu_copy_async(void *dst, const void *src, size_t bytes, void *stream);
+coll_gpu_status_t coll_gpu_legacy_stream_wait(
+    void); /* returns once the work queued on the legacy default stream is done */
+coll_gpu_status_t coll_gpu_host_mapped_alloc(void **host, void **dev, size_t bytes); /* zeroed */
+coll_gpu_status_t coll_gpu_host_mapped_free(void *host);
 /* Pins `bytes` of host memory mapped here (a shared memory segment) and maps it into every context (portable), dev
  * its device view in this one; unregister ends that. */
-int coll_gpu_host_register(void *host, size_t bytes, void **dev);
-int coll_gpu_host_unregister(void *host);
-/* Whether device `device` can access the memory of the GPU at PCI bus id `busid` as a peer: 1 it can (or it is the
- * same GPU), 0 it cannot, -1 not known here (that GPU is not visible to this process). */
-int coll_gpu_peer_access(int device, const char *busid);
+coll_gpu_status_t coll_gpu_host_register(void *host, size_t bytes, void **dev);
+coll_gpu_status_t coll_gpu_host_unregister(void *host);
+/* Whether device `device` can access the memory of the GPU at PCI bus id `busid` as a peer: *can 1 it can (or it is
+ * the same GPU), 0 it cannot; COLL_GPU_UNAVAILABLE where that is not known here (that GPU is not visible to this
+ * process). */
+coll_gpu_status_t coll_gpu_peer_access(int device, const char *busid, int *can);
 /* The GPU's UUID, PCI bus id and multiprocessor count. */
-int coll_gpu_device_identity(int device, char uuid[16], char busid[32], int *sms);
+coll_gpu_status_t coll_gpu_device_identity(int device, char uuid[16], char busid[32], int *sms);
 
 #ifdef __cplusplus
 }

@@ -1,25 +1,29 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
- * The plain launch interface of the allreduce kernels (kernels/kernels.h) and the CUDA resources the
- * engine needs: device scratch, IPC handles, a stream, host-mapped status words.
+ * The plain launch interface of the kernels (kernels/kernels.h) and the CUDA resources the engine needs: device
+ * scratch, IPC handles, a stream, host-mapped status words. CUDA's results become the interface's status here
+ * (kernels/error.h).
  */
 #include <cuda_runtime.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cuda_status.h"
 #include "kernels/primitives.cuh"
 
 extern "C" size_t coll_gpu_scratch_bytes(const coll_gpu_scratch_layout_t *l) { return coll_gpu::Layout(*l).total(); }
 
-extern "C" int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_conns_t *conns, int rank, int nranks,
-                                       const coll_gpu_scratch_layout_t *layout, void *const *peer_scratch, int nrings,
-                                       int span, const uint16_t *rings, coll_gpu_dev_status_t *status,
-                                       volatile uint8_t *waiting, uint64_t timeout_ns, uint64_t linger_ns) {
+extern "C" coll_gpu_status_t coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_conns_t *conns, int rank,
+                                                     int nranks, const coll_gpu_scratch_layout_t *layout,
+                                                     void *const *peer_scratch, int nrings, int span,
+                                                     const uint16_t *rings, coll_gpu_dev_status_t *status,
+                                                     volatile uint8_t *waiting, uint64_t timeout_ns,
+                                                     uint64_t linger_ns) {
   if (nranks < 1 || nranks > COLL_GPU_MAX_COMM_RANKS || rank < 0 || rank >= nranks || nrings < 1 ||
       nrings > COLL_GPU_MAX_RINGS || span < 1 || layout->nranks != nranks || layout->nchannels < 0 ||
       layout->nchannels > COLL_GPU_MAX_CHANNELS)
-    return (int)cudaErrorInvalidValue;
+    return coll_gpu_kernels_fail(COLL_GPU_INTERNAL_ERROR, "a rank, ring, span or channel count out of range");
   const coll_gpu::Layout L(*layout);
   auto at = [&](int r, size_t off) { return (char *)peer_scratch[r] + off; };
   memset(comm, 0, sizeof(*comm));
@@ -44,7 +48,7 @@ extern "C" int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_c
   memset(conns, 0, sizeof(*conns));
   // a ring holds every rank once
   uint8_t *seen = (uint8_t *)malloc((size_t)nranks);
-  if (seen == nullptr) return (int)cudaErrorMemoryAllocation;
+  if (seen == nullptr) return coll_gpu_kernels_fail(COLL_GPU_SYSTEM_ERROR, "out of host memory");
   int pos[COLL_GPU_MAX_RINGS];
   for (int i = 0; i < nrings; ++i) {
     const uint16_t *ring = rings + (size_t)i * nranks;
@@ -61,7 +65,7 @@ extern "C" int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_c
   }
   free(seen);
   for (int i = 0; i < nrings; ++i)
-    if (pos[i] < 0) return (int)cudaErrorInvalidValue;
+    if (pos[i] < 0) return coll_gpu_kernels_fail(COLL_GPU_INTERNAL_ERROR, "a ring that does not hold every rank once");
   for (int ch = 0; ch < layout->nchannels; ++ch) {
     coll_gpu_dev_channel_t &c = conns->channels[ch];
     const int i = coll_gpu_channel_ring(ch, nrings, span);
@@ -77,7 +81,7 @@ extern "C" int coll_gpu_dev_comm_setup(coll_gpu_dev_comm_t *comm, coll_gpu_dev_c
     if (q == rank) continue;
     for (int c = 0; c < COLL_GPU_P2P_CONNS; ++c) e.steps[c] = (uint64_t *)at(rank, L.p2p_steps(q, c));
   }
-  return 0;
+  return COLL_GPU_SUCCESS;
 }
 
 extern "C" void coll_gpu_dev_ipc_conns(const coll_gpu_dev_comm_t *comm, coll_gpu_dev_conns_t *conns,
@@ -108,8 +112,9 @@ extern "C" void coll_gpu_dev_ipc_conns(const coll_gpu_dev_comm_t *comm, coll_gpu
   }
 }
 
-extern "C" int coll_gpu_dev_comm_upload(const coll_gpu_dev_comm_t *comm, const coll_gpu_dev_conns_t *conns, int nrings,
-                                        const uint16_t *rings) {
+extern "C" coll_gpu_status_t coll_gpu_dev_comm_upload(const coll_gpu_dev_comm_t *comm,
+                                                      const coll_gpu_dev_conns_t *conns, int nrings,
+                                                      const uint16_t *rings) {
   const coll_gpu::Layout L(comm->layout);
   // the scratch is device memory (IPC) or pinned host memory mapped into the device (SHM): the copies take their
   // direction from the pointers
@@ -117,7 +122,7 @@ extern "C" int coll_gpu_dev_comm_upload(const coll_gpu_dev_comm_t *comm, const c
   if (err == cudaSuccess)
     err = cudaMemcpy((char *)comm->channels + (L.rings() - L.conns()), rings,
                      (size_t)nrings * comm->nranks * sizeof(uint16_t), cudaMemcpyDefault);
-  return (int)err;
+  return coll_gpu_cuda_status(err);
 }
 
 namespace coll_gpu {
@@ -147,7 +152,9 @@ extern "C" int coll_gpu_work_blocks(const coll_gpu_dev_comm_t *comm, const coll_
   return w->nchannels;
 }
 
-extern "C" int coll_gpu_work_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *call, void *stream) {
+namespace {
+// coll_gpu_work_launch's kernel: 0 or a cudaError_t value
+int work_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *call, void *stream) {
   cudaStream_t s = (cudaStream_t)stream;
   coll_gpu_work_t w = coll_gpu::bytewise(*call);
   const size_t slot = comm->layout.slot_bytes;
@@ -168,100 +175,115 @@ extern "C" int coll_gpu_work_launch(const coll_gpu_dev_comm_t *comm, const coll_
       return (int)cudaErrorInvalidValue;
   }
 }
+}  // namespace
 
-extern "C" int coll_gpu_zc_engines_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream,
-                                          void *copy_stream, void *ready, void *copied) {
-  return coll_gpu::move_zc_engines(*comm, *w, (cudaStream_t)stream, (cudaStream_t)copy_stream, (cudaEvent_t)ready,
-                                   (cudaEvent_t)copied);
+extern "C" coll_gpu_status_t coll_gpu_work_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *call,
+                                                  void *stream) {
+  return coll_gpu_cuda_status((cudaError_t)work_launch(comm, call, stream));
 }
 
-extern "C" int coll_gpu_dev_alloc(void **ptr, size_t bytes) {
+extern "C" coll_gpu_status_t coll_gpu_zc_engines_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w,
+                                                        void *stream, void *copy_stream, void *ready, void *copied) {
+  return coll_gpu_cuda_status((cudaError_t)coll_gpu::move_zc_engines(
+      *comm, *w, (cudaStream_t)stream, (cudaStream_t)copy_stream, (cudaEvent_t)ready, (cudaEvent_t)copied));
+}
+
+extern "C" coll_gpu_status_t coll_gpu_dev_alloc(void **ptr, size_t bytes) {
   cudaError_t err = cudaMalloc(ptr, bytes);
   if (err == cudaSuccess) err = cudaMemset(*ptr, 0, bytes);
   if (err == cudaSuccess) err = cudaDeviceSynchronize();
-  return (int)err;
+  return coll_gpu_cuda_status(err);
 }
 
-extern "C" int coll_gpu_dev_free(void *ptr) { return (int)cudaFree(ptr); }
+extern "C" coll_gpu_status_t coll_gpu_dev_free(void *ptr) { return coll_gpu_cuda_status(cudaFree(ptr)); }
 
 extern "C" int coll_gpu_ipc_handle_size(void) { return (int)sizeof(cudaIpcMemHandle_t); }
 
-extern "C" int coll_gpu_ipc_get(void *ptr, void *handle) {
-  return (int)cudaIpcGetMemHandle((cudaIpcMemHandle_t *)handle, ptr);
+extern "C" coll_gpu_status_t coll_gpu_ipc_get(void *ptr, void *handle) {
+  return coll_gpu_cuda_status(cudaIpcGetMemHandle((cudaIpcMemHandle_t *)handle, ptr));
 }
 
-extern "C" int coll_gpu_ipc_open(const void *handle, void **ptr) {
+extern "C" coll_gpu_status_t coll_gpu_ipc_open(const void *handle, void **ptr) {
   cudaIpcMemHandle_t h;
   memcpy(&h, handle, sizeof(h));
-  return (int)cudaIpcOpenMemHandle(ptr, h, cudaIpcMemLazyEnablePeerAccess);
+  return coll_gpu_cuda_status(cudaIpcOpenMemHandle(ptr, h, cudaIpcMemLazyEnablePeerAccess));
 }
 
-extern "C" int coll_gpu_ipc_close(void *ptr) { return (int)cudaIpcCloseMemHandle(ptr); }
+extern "C" coll_gpu_status_t coll_gpu_ipc_close(void *ptr) { return coll_gpu_cuda_status(cudaIpcCloseMemHandle(ptr)); }
 
-extern "C" int coll_gpu_stream_create(void **stream, int nonblocking) {
-  return (int)cudaStreamCreateWithFlags((cudaStream_t *)stream,
-                                        nonblocking ? cudaStreamNonBlocking : cudaStreamDefault);
+extern "C" coll_gpu_status_t coll_gpu_stream_create(void **stream, int nonblocking) {
+  return coll_gpu_cuda_status(
+      cudaStreamCreateWithFlags((cudaStream_t *)stream, nonblocking ? cudaStreamNonBlocking : cudaStreamDefault));
 }
 
-extern "C" int coll_gpu_stream_destroy(void *stream) { return (int)cudaStreamDestroy((cudaStream_t)stream); }
-
-extern "C" int coll_gpu_event_create(void **event) {
-  return (int)cudaEventCreateWithFlags((cudaEvent_t *)event, cudaEventDisableTiming);
+extern "C" coll_gpu_status_t coll_gpu_stream_destroy(void *stream) {
+  return coll_gpu_cuda_status(cudaStreamDestroy((cudaStream_t)stream));
 }
 
-extern "C" int coll_gpu_event_destroy(void *event) { return (int)cudaEventDestroy((cudaEvent_t)event); }
-
-extern "C" int coll_gpu_stream_sync(void *stream) { return (int)cudaStreamSynchronize((cudaStream_t)stream); }
-
-extern "C" int coll_gpu_copy_async(void *dst, const void *src, size_t bytes, void *stream) {
-  return (int)cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream);
+extern "C" coll_gpu_status_t coll_gpu_event_create(void **event) {
+  return coll_gpu_cuda_status(cudaEventCreateWithFlags((cudaEvent_t *)event, cudaEventDisableTiming));
 }
 
-extern "C" int coll_gpu_legacy_stream_wait(void) {
+extern "C" coll_gpu_status_t coll_gpu_event_destroy(void *event) {
+  return coll_gpu_cuda_status(cudaEventDestroy((cudaEvent_t)event));
+}
+
+extern "C" coll_gpu_status_t coll_gpu_stream_sync(void *stream) {
+  return coll_gpu_cuda_status(cudaStreamSynchronize((cudaStream_t)stream));
+}
+
+extern "C" coll_gpu_status_t coll_gpu_copy_async(void *dst, const void *src, size_t bytes, void *stream) {
+  return coll_gpu_cuda_status(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream));
+}
+
+extern "C" coll_gpu_status_t coll_gpu_legacy_stream_wait(void) {
   cudaError_t err = cudaStreamQuery(cudaStreamLegacy);
-  return (int)(err == cudaErrorNotReady ? cudaStreamSynchronize(cudaStreamLegacy) : err);
+  return coll_gpu_cuda_status(err == cudaErrorNotReady ? cudaStreamSynchronize(cudaStreamLegacy) : err);
 }
 
-extern "C" int coll_gpu_host_mapped_alloc(void **host, void **dev, size_t bytes) {
+extern "C" coll_gpu_status_t coll_gpu_host_mapped_alloc(void **host, void **dev, size_t bytes) {
   cudaError_t err = cudaHostAlloc(host, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
-  if (err != cudaSuccess) return (int)err;
+  if (err != cudaSuccess) return coll_gpu_cuda_status(err);
   memset(*host, 0, bytes);
   err = cudaHostGetDevicePointer(dev, *host, 0);
   if (err != cudaSuccess) cudaFreeHost(*host);
-  return (int)err;
+  return coll_gpu_cuda_status(err);
 }
 
-extern "C" int coll_gpu_host_mapped_free(void *host) { return (int)cudaFreeHost(host); }
+extern "C" coll_gpu_status_t coll_gpu_host_mapped_free(void *host) { return coll_gpu_cuda_status(cudaFreeHost(host)); }
 
-extern "C" int coll_gpu_host_register(void *host, size_t bytes, void **dev) {
+extern "C" coll_gpu_status_t coll_gpu_host_register(void *host, size_t bytes, void **dev) {
   cudaError_t err = cudaHostRegister(host, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
-  if (err != cudaSuccess) return (int)err;
+  if (err != cudaSuccess) return coll_gpu_cuda_status(err);
   err = cudaHostGetDevicePointer(dev, host, 0);
   if (err != cudaSuccess) cudaHostUnregister(host);
-  return (int)err;
+  return coll_gpu_cuda_status(err);
 }
 
-extern "C" int coll_gpu_host_unregister(void *host) { return (int)cudaHostUnregister(host); }
-
-extern "C" int coll_gpu_peer_access(int device, const char *busid) {
-  int peer = -1, can = 0;
-  if (cudaDeviceGetByPCIBusId(&peer, busid) != cudaSuccess) {
-    (void)cudaGetLastError();  // not a sticky error: clear it
-    return -1;
-  }
-  if (peer == device) return 1;
-  if (cudaDeviceCanAccessPeer(&can, device, peer) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return -1;
-  }
-  return can ? 1 : 0;
+extern "C" coll_gpu_status_t coll_gpu_host_unregister(void *host) {
+  return coll_gpu_cuda_status(cudaHostUnregister(host));
 }
 
-extern "C" int coll_gpu_device_identity(int device, char uuid[16], char busid[32], int *sms) {
+extern "C" coll_gpu_status_t coll_gpu_peer_access(int device, const char *busid, int *can) {
+  int peer = -1;
+  *can = 0;
+  cudaError_t err = cudaDeviceGetByPCIBusId(&peer, busid);
+  if (err == cudaSuccess && peer == device) {
+    *can = 1;
+    return COLL_GPU_SUCCESS;
+  }
+  if (err == cudaSuccess) err = cudaDeviceCanAccessPeer(can, device, peer);
+  if (err == cudaSuccess) return COLL_GPU_SUCCESS;
+  (void)cudaGetLastError();  // not a sticky error: clear it
+  *can = 0;
+  return coll_gpu_kernels_fail(COLL_GPU_UNAVAILABLE, cudaGetErrorString(err));
+}
+
+extern "C" coll_gpu_status_t coll_gpu_device_identity(int device, char uuid[16], char busid[32], int *sms) {
   cudaDeviceProp prop;
   cudaError_t err = cudaGetDeviceProperties(&prop, device);
-  if (err != cudaSuccess) return (int)err;
+  if (err != cudaSuccess) return coll_gpu_cuda_status(err);
   memcpy(uuid, prop.uuid.bytes, 16);
   *sms = prop.multiProcessorCount;
-  return (int)cudaDeviceGetPCIBusId(busid, 32, device);
+  return coll_gpu_cuda_status(cudaDeviceGetPCIBusId(busid, 32, device));
 }

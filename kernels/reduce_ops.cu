@@ -16,7 +16,7 @@ int supported() {
 }
 
 template <typename T, typename Op>
-int reduce_host(void *dst, const void *a, const void *b, size_t count) {
+void reduce_host(void *dst, const void *a, const void *b, size_t count) {
   Op op;
   for (size_t i = 0; i < count; ++i) {
     T x, y;
@@ -25,13 +25,13 @@ int reduce_host(void *dst, const void *a, const void *b, size_t count) {
     T z = op(x, y);
     memcpy((char *)dst + i * sizeof(T), &z, sizeof(T));
   }
-  return 0;
 }
 
 int dispatch_supported(coll_gpu_dtype_t type, coll_gpu_redop_t op) { COLL_GPU_DISPATCH(supported, 0, type, op); }
 
-int dispatch_reduce(coll_gpu_dtype_t type, coll_gpu_redop_t op, void *dst, const void *a, const void *b, size_t count) {
-  COLL_GPU_DISPATCH(reduce_host, -1, type, op, dst, a, b, count);
+void dispatch_reduce(coll_gpu_dtype_t type, coll_gpu_redop_t op, void *dst, const void *a, const void *b,
+                     size_t count) {
+  COLL_GPU_DISPATCH(reduce_host, , type, op, dst, a, b, count);
 }
 
 }  // namespace
@@ -72,7 +72,9 @@ extern "C" int coll_gpu_op_supported(coll_gpu_dtype_t type, coll_gpu_redop_t op)
   return dispatch_supported(type, op);
 }
 
-extern "C" int coll_gpu_reduce_host(coll_gpu_dtype_t type, coll_gpu_redop_t op, void *dst, const void *a, const void *b,
-                                    size_t count) {
-  return dispatch_reduce(type, op, dst, a, b, count);
+extern "C" coll_gpu_status_t coll_gpu_reduce_host(coll_gpu_dtype_t type, coll_gpu_redop_t op, void *dst, const void *a,
+                                                  const void *b, size_t count) {
+  if (!dispatch_supported(type, op)) return coll_gpu_kernels_fail(COLL_GPU_INVALID_INPUT, "no such reduction");
+  dispatch_reduce(type, op, dst, a, b, count);
+  return COLL_GPU_SUCCESS;
 }

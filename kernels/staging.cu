@@ -9,20 +9,19 @@
  */
 #include <cuda_runtime.h>
 
+#include "kernels/cuda_status.h"
 #include "staging.h"
 
-extern "C" int coll_gpu_staging_host_alloc(void **ptr, size_t bytes) {
-  return (int)cudaHostAlloc(ptr, bytes, cudaHostAllocPortable);
+extern "C" coll_gpu_status_t coll_gpu_staging_host_alloc(void **ptr, size_t bytes) {
+  return coll_gpu_cuda_status(cudaHostAlloc(ptr, bytes, cudaHostAllocPortable));
 }
 
-extern "C" int coll_gpu_staging_host_free(void *ptr) { return (int)cudaFreeHost(ptr); }
+extern "C" coll_gpu_status_t coll_gpu_staging_host_free(void *ptr) { return coll_gpu_cuda_status(cudaFreeHost(ptr)); }
 
-extern "C" int coll_gpu_staging_copy(void *dst, const void *src, size_t bytes) {
+extern "C" coll_gpu_status_t coll_gpu_staging_copy(void *dst, const void *src, size_t bytes) {
   // cudaMemcpy from or to pinned memory returns once the copy is complete (CUDA runtime API docs,
   // "API synchronization behavior"); the explicit synchronize also covers pageable fallbacks.
   cudaError_t err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, 0);
   if (err == cudaSuccess) err = cudaStreamSynchronize(0);
-  return (int)err;
+  return coll_gpu_cuda_status(err);
 }
-
-extern "C" const char *coll_gpu_staging_error_string(int err) { return cudaGetErrorString((cudaError_t)err); }

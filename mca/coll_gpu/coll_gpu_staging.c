@@ -154,7 +154,7 @@ int mca_coll_gpu_stage_pair(coll_gpu_stage_t *st, const void *sbuf, coll_gpu_spa
 
 static void report(const coll_gpu_stage_t *st, struct ompi_communicator_t *comm, const char *op) {
   opal_show_help("help-mpi-coll-gpu.txt", "staging failed", true, op, comm->c_name, st->failed, st->failed_engine->name,
-                 st->error, st->failed_engine->error_string(st->error));
+                 st->reason);
 }
 
 int mca_coll_gpu_unstage(coll_gpu_stage_t *st, int rc, struct ompi_communicator_t *comm, const char *op) {

@@ -44,6 +44,15 @@
       exit(1);                                                                                      \
     }                                                                                               \
   } while (0)
+/* The same for a call of the kernels' interface (kernels/kernels.h): its status, the reason in coll_gpu_kernels_error.
+ */
+#define KCHECK(call)                                                                                  \
+  do {                                                                                                \
+    if ((call) != COLL_GPU_SUCCESS) {                                                                 \
+      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, coll_gpu_kernels_error()); \
+      exit(1);                                                                                        \
+    }                                                                                                 \
+  } while (0)
 
 enum { GUARD = 64, POISON = 0xA5, MAX_BYTES = 8 << 20, SPAN = MAX_BYTES + 2 * GUARD + 16 };
 #define HANG_S 20  /* a call's limit (hung) */
@@ -197,10 +206,10 @@ static void comm_init(comm_t *c, int n) {
   for (int r = 0; r < n; ++r) {
     c->dev[r] = r % ndev;
     CHECK(cudaSetDevice(c->dev[r]));
-    CHECK(coll_gpu_dev_alloc(&c->scratch[r], coll_gpu_scratch_bytes(&c->layout)));
-    CHECK(coll_gpu_host_mapped_alloc((void **)&c->status[r], &c->status_dev[r], sizeof(coll_gpu_dev_status_t)));
-    CHECK(coll_gpu_host_mapped_alloc((void **)&c->waiting[r], &c->waiting_dev[r], (size_t)n));
-    CHECK(coll_gpu_stream_create(&c->stream[r], 1));
+    KCHECK(coll_gpu_dev_alloc(&c->scratch[r], coll_gpu_scratch_bytes(&c->layout)));
+    KCHECK(coll_gpu_host_mapped_alloc((void **)&c->status[r], &c->status_dev[r], sizeof(coll_gpu_dev_status_t)));
+    KCHECK(coll_gpu_host_mapped_alloc((void **)&c->waiting[r], &c->waiting_dev[r], (size_t)n));
+    KCHECK(coll_gpu_stream_create(&c->stream[r], 1));
     CHECK(cudaMalloc((void **)&c->send[r], SPAN));
     CHECK(cudaMalloc((void **)&c->recv[r], SPAN));
   }
@@ -218,21 +227,21 @@ static void comm_init(comm_t *c, int n) {
   for (int r = 0; r < n; ++r) {
     CHECK(cudaSetDevice(c->dev[r]));
     static coll_gpu_dev_conns_t conns;
-    CHECK(coll_gpu_dev_comm_setup(&c->comm[r], &conns, r, n, &c->layout, c->scratch, c->nrings, 1, c->rings,
-                                  (coll_gpu_dev_status_t *)c->status_dev[r], (volatile uint8_t *)c->waiting_dev[r],
-                                  (uint64_t)HANG_S * 1000 * 1000 * 1000, 0));
+    KCHECK(coll_gpu_dev_comm_setup(&c->comm[r], &conns, r, n, &c->layout, c->scratch, c->nrings, 1, c->rings,
+                                   (coll_gpu_dev_status_t *)c->status_dev[r], (volatile uint8_t *)c->waiting_dev[r],
+                                   (uint64_t)HANG_S * 1000 * 1000 * 1000, 0));
     coll_gpu_dev_ipc_conns(&c->comm[r], &conns, c->scratch);
-    CHECK(coll_gpu_dev_comm_upload(&c->comm[r], &conns, c->nrings, c->rings));
+    KCHECK(coll_gpu_dev_comm_upload(&c->comm[r], &conns, c->nrings, c->rings));
   }
 }
 
 static void comm_fini(comm_t *c) {
   for (int r = 0; r < c->n; ++r) {
     CHECK(cudaSetDevice(c->dev[r]));
-    CHECK(coll_gpu_stream_destroy(c->stream[r]));
-    CHECK(coll_gpu_host_mapped_free(c->status[r]));
-    CHECK(coll_gpu_host_mapped_free(c->waiting[r]));
-    CHECK(coll_gpu_dev_free(c->scratch[r]));
+    KCHECK(coll_gpu_stream_destroy(c->stream[r]));
+    KCHECK(coll_gpu_host_mapped_free(c->status[r]));
+    KCHECK(coll_gpu_host_mapped_free(c->waiting[r]));
+    KCHECK(coll_gpu_dev_free(c->scratch[r]));
     CHECK(cudaFree(c->send[r]));
     CHECK(cudaFree(c->recv[r]));
   }
@@ -502,12 +511,12 @@ static int run_call(comm_t *c, const call_t *k, images_t *im) {
     q->chunk = k->chunk;
     q->seq = c->seq;
     CHECK(cudaSetDevice(c->dev[r]));
-    CHECK(coll_gpu_work_launch(&c->comm[r], q, c->stream[r]));
+    KCHECK(coll_gpu_work_launch(&c->comm[r], q, c->stream[r]));
   }
   int failed = hung(c, what);
   for (int r = 0; r < n; ++r) {
     CHECK(cudaSetDevice(c->dev[r]));
-    CHECK(coll_gpu_stream_sync(c->stream[r]));
+    KCHECK(coll_gpu_stream_sync(c->stream[r]));
     const int blocks = coll_gpu_work_blocks(&c->comm[r], &p[r]);
     for (int b = 0; b < blocks; ++b)
       if (c->status[r]->done[b] != c->seq) {

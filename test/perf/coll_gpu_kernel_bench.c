@@ -37,6 +37,15 @@
       exit(1);                                                                                      \
     }                                                                                               \
   } while (0)
+/* The same for a call of the kernels' interface (kernels/kernels.h): its status, the reason in coll_gpu_kernels_error.
+ */
+#define KCHECK(call)                                                                                  \
+  do {                                                                                                \
+    if ((call) != COLL_GPU_SUCCESS) {                                                                 \
+      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, coll_gpu_kernels_error()); \
+      exit(1);                                                                                        \
+    }                                                                                                 \
+  } while (0)
 
 static double now_us(void) {
   struct timespec t;
@@ -66,14 +75,14 @@ static double run_graphs(coll_gpu_work_t p, size_t half, int calls) {
       p.sendbuf = buf[r];
       p.recvbuf = buf[r] + half;
       p.seq = seq + 1 + (uint64_t)it;
-      CHECK(coll_gpu_work_launch(&comm[r], &p, stream[r]));
+      KCHECK(coll_gpu_work_launch(&comm[r], &p, stream[r]));
     }
     cudaGraph_t g;
     CHECK(cudaStreamEndCapture((cudaStream_t)stream[r], &g));
     CHECK(cudaGraphInstantiate(&exec[r], g, 0));
     CHECK(cudaGraphDestroy(g));
     CHECK(cudaGraphUpload(exec[r], (cudaStream_t)stream[r]));
-    CHECK(coll_gpu_stream_sync(stream[r]));
+    KCHECK(coll_gpu_stream_sync(stream[r]));
   }
   seq += (uint64_t)calls;
   const double t0 = now_us();
@@ -83,7 +92,7 @@ static double run_graphs(coll_gpu_work_t p, size_t half, int calls) {
   }
   for (int r = 0; r < nranks; ++r) {
     CHECK(cudaSetDevice(r % ndev));
-    CHECK(coll_gpu_stream_sync(stream[r]));
+    KCHECK(coll_gpu_stream_sync(stream[r]));
   }
   const double t = now_us() - t0;
   for (int r = 0; r < nranks; ++r) CHECK(cudaGraphExecDestroy(exec[r]));
@@ -169,22 +178,22 @@ int main(int argc, char **argv) {
   layout = (coll_gpu_scratch_layout_t){n, tune.oneshot_max_bytes, tune.twoshot_max_bytes, 512 << 10, tune.max_channels};
   for (int r = 0; r < n; ++r) {
     CHECK(cudaSetDevice(r % ndev));
-    CHECK(coll_gpu_dev_alloc(&scratch[r], coll_gpu_scratch_bytes(&layout)));
-    CHECK(coll_gpu_host_mapped_alloc((void **)&status[r], &status_dev[r], sizeof(coll_gpu_dev_status_t)));
-    CHECK(coll_gpu_host_mapped_alloc((void **)&waiting[r], &waiting_dev[r], (size_t)n));
-    CHECK(coll_gpu_stream_create(&stream[r], 1));
-    CHECK(coll_gpu_dev_alloc((void **)&buf[r], 2 * half));
+    KCHECK(coll_gpu_dev_alloc(&scratch[r], coll_gpu_scratch_bytes(&layout)));
+    KCHECK(coll_gpu_host_mapped_alloc((void **)&status[r], &status_dev[r], sizeof(coll_gpu_dev_status_t)));
+    KCHECK(coll_gpu_host_mapped_alloc((void **)&waiting[r], &waiting_dev[r], (size_t)n));
+    KCHECK(coll_gpu_stream_create(&stream[r], 1));
+    KCHECK(coll_gpu_dev_alloc((void **)&buf[r], 2 * half));
   }
   uint16_t ring[COLL_GPU_MAX_DIRECT];
   for (int i = 0; i < n; ++i) ring[i] = (uint16_t)i;
   for (int r = 0; r < n; ++r) {
     CHECK(cudaSetDevice(r % ndev));
     static coll_gpu_dev_conns_t conns;
-    CHECK(coll_gpu_dev_comm_setup(&comm[r], &conns, r, n, &layout, scratch, 1, 1, ring,
-                                  (coll_gpu_dev_status_t *)status_dev[r], (volatile uint8_t *)waiting_dev[r],
-                                  30ULL * 1000 * 1000 * 1000, 0));
+    KCHECK(coll_gpu_dev_comm_setup(&comm[r], &conns, r, n, &layout, scratch, 1, 1, ring,
+                                   (coll_gpu_dev_status_t *)status_dev[r], (volatile uint8_t *)waiting_dev[r],
+                                   30ULL * 1000 * 1000 * 1000, 0));
     coll_gpu_dev_ipc_conns(&comm[r], &conns, scratch);
-    CHECK(coll_gpu_dev_comm_upload(&comm[r], &conns, 1, ring));
+    KCHECK(coll_gpu_dev_comm_upload(&comm[r], &conns, 1, ring));
   }
   printf("# coll/gpu %s kernels: %d ranks simulated on %d GPU(s), %s, MPI_FLOAT MPI_SUM, %d calls\n",
          coll_gpu_coll_name((coll_gpu_coll_t)coll), n, ndev, coll_gpu_algo_name(algo), iters);
@@ -222,11 +231,11 @@ int main(int argc, char **argv) {
   }
   for (int r = 0; r < n; ++r) {
     CHECK(cudaSetDevice(r % ndev));
-    CHECK(coll_gpu_stream_destroy(stream[r]));
-    CHECK(coll_gpu_host_mapped_free(status[r]));
-    CHECK(coll_gpu_host_mapped_free(waiting[r]));
-    CHECK(coll_gpu_dev_free(scratch[r]));
-    CHECK(coll_gpu_dev_free(buf[r]));
+    KCHECK(coll_gpu_stream_destroy(stream[r]));
+    KCHECK(coll_gpu_host_mapped_free(status[r]));
+    KCHECK(coll_gpu_host_mapped_free(waiting[r]));
+    KCHECK(coll_gpu_dev_free(scratch[r]));
+    KCHECK(coll_gpu_dev_free(buf[r]));
   }
   return 0;
 }

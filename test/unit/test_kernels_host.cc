@@ -63,7 +63,7 @@ void check_int(coll_gpu_dtype_t type) {
       a[i] = (T)(i % 4 == 0 ? 0 : x);  // zeros for the logical ops
       b[i] = (T)(i % 5 == 0 ? 0 : i % 7 == 0 ? x : y);
     }
-    ASSERT_EQ(0, coll_gpu_reduce_host(type, op, got.data(), a.data(), b.data(), n));
+    ASSERT_EQ(COLL_GPU_SUCCESS, coll_gpu_reduce_host(type, op, got.data(), a.data(), b.data(), n));
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(ref_int<T>(op, a[i], b[i]), got[i]) << "type " << type << " op " << o;
   }
   EXPECT_FALSE(coll_gpu_op_supported(type, COLL_GPU_MAXLOC));
@@ -77,7 +77,7 @@ void check_float(coll_gpu_dtype_t type) {
     ASSERT_TRUE(coll_gpu_op_supported(type, op));
     std::vector<T> a(n), b(n), got(n);
     for (size_t i = 0; i < n; ++i) a[i] = d(rng()), b[i] = i % 9 == 0 ? a[i] : d(rng());
-    ASSERT_EQ(0, coll_gpu_reduce_host(type, op, got.data(), a.data(), b.data(), n));
+    ASSERT_EQ(COLL_GPU_SUCCESS, coll_gpu_reduce_host(type, op, got.data(), a.data(), b.data(), n));
     for (size_t i = 0; i < n; ++i) {
       T want = op == COLL_GPU_SUM    ? a[i] + b[i]
                : op == COLL_GPU_PROD ? a[i] * b[i]
@@ -107,7 +107,7 @@ void check_pair(coll_gpu_dtype_t type) {
       a[i] = {(V)(rng()() % 5), (int)(rng()() % 8)};
       b[i] = {(V)(rng()() % 5), (int)(rng()() % 8)};
     }
-    ASSERT_EQ(0, coll_gpu_reduce_host(type, op, got.data(), a.data(), b.data(), n));
+    ASSERT_EQ(COLL_GPU_SUCCESS, coll_gpu_reduce_host(type, op, got.data(), a.data(), b.data(), n));
     for (size_t i = 0; i < n; ++i) {
       bool b_wins = op == COLL_GPU_MAXLOC ? b[i].v > a[i].v : b[i].v < a[i].v;
       if (b[i].v == a[i].v) b_wins = b[i].i < a[i].i;  // MPI: the smaller index on a tie
@@ -140,7 +140,7 @@ TEST(Functors, Bool) {
   for (auto op : {COLL_GPU_LAND, COLL_GPU_LOR, COLL_GPU_LXOR}) {
     std::vector<uint8_t> a(n), b(n), got(n);
     for (size_t i = 0; i < n; ++i) a[i] = (i >> 0) & 1, b[i] = (i >> 1) & 1;
-    ASSERT_EQ(0, coll_gpu_reduce_host(COLL_GPU_BOOL, op, got.data(), a.data(), b.data(), n));
+    ASSERT_EQ(COLL_GPU_SUCCESS, coll_gpu_reduce_host(COLL_GPU_BOOL, op, got.data(), a.data(), b.data(), n));
     for (size_t i = 0; i < n; ++i)
       ASSERT_EQ(op == COLL_GPU_LAND ? (a[i] && b[i]) : op == COLL_GPU_LOR ? (a[i] || b[i]) : (a[i] != b[i]), got[i]);
   }
@@ -158,7 +158,7 @@ TEST(Functors, Pairs) {
 TEST(Functors, UnknownPairsRefused) {
   EXPECT_EQ(0u, coll_gpu_dtype_size(COLL_GPU_NTYPES));
   EXPECT_FALSE(coll_gpu_op_supported(COLL_GPU_NTYPES, COLL_GPU_SUM));
-  EXPECT_NE(0, coll_gpu_reduce_host(COLL_GPU_FLOAT, COLL_GPU_BXOR, nullptr, nullptr, nullptr, 0));
+  EXPECT_EQ(COLL_GPU_INVALID_INPUT, coll_gpu_reduce_host(COLL_GPU_FLOAT, COLL_GPU_BXOR, nullptr, nullptr, nullptr, 0));
 }
 
 // Parts tile [0, count) in order, non-empty ones start on pack boundaries, and none exceeds its share rounded to packs.
@@ -285,10 +285,10 @@ struct Views {
   }
   uint16_t *ring(int g) { return rings.data() + (size_t)g * n; }
   // The kernels' view of rank r, every peer reached over IPC (its scratch mapped at base[peer]).
-  int setup(int r) {
-    const int rc = coll_gpu_dev_comm_setup(&comm[r], &conns[r], r, n, &layout, base.data(), nrings, span, rings.data(),
-                                           nullptr, nullptr, 1, 2);
-    if (rc == 0) coll_gpu_dev_ipc_conns(&comm[r], &conns[r], base.data());
+  coll_gpu_status_t setup(int r) {
+    const coll_gpu_status_t rc = coll_gpu_dev_comm_setup(&comm[r], &conns[r], r, n, &layout, base.data(), nrings, span,
+                                                         rings.data(), nullptr, nullptr, 1, 2);
+    if (rc == COLL_GPU_SUCCESS) coll_gpu_dev_ipc_conns(&comm[r], &conns[r], base.data());
     return rc;
   }
   // The rank whose scratch holds address a, or -1.
@@ -316,7 +316,7 @@ TEST(DevComm, ConnectionsPairAcrossRanks) {
     const int n = draw_ranks(trial);
     const int channels = 1 + (int)(rng()() % (n > 64 ? 8 : COLL_GPU_MAX_CHANNELS));
     Views v(n, channels);
-    for (int r = 0; r < n; ++r) ASSERT_EQ(0, v.setup(r));
+    for (int r = 0; r < n; ++r) ASSERT_EQ(COLL_GPU_SUCCESS, v.setup(r));
     const size_t fifo = (size_t)COLL_GPU_RING_SLOTS * v.layout.slot_bytes;
     for (int r = 0; r < n; ++r) {
       const coll_gpu_dev_comm_t &c = v.comm[r];
@@ -371,7 +371,7 @@ TEST(DevComm, ChannelsDoNotOverlap) {
     const int n = draw_ranks(trial);
     Views v(n, 1 + (int)(rng()() % COLL_GPU_MAX_CHANNELS));
     const int r = (int)(rng()() % n);
-    ASSERT_EQ(0, v.setup(r));
+    ASSERT_EQ(COLL_GPU_SUCCESS, v.setup(r));
     const coll_gpu_dev_comm_t &c = v.comm[r];
     std::vector<std::pair<uintptr_t, uintptr_t>> spans;  // [begin, end) in my scratch
     auto add = [&](const void *p, size_t len) { spans.emplace_back((uintptr_t)p, (uintptr_t)p + len); };
@@ -426,12 +426,12 @@ TEST(DevComm, IpcFillsTheMappedPeersOnly) {
     const int n = draw_ranks(trial);
     Views v(n, 1 + (int)(rng()() % 16));
     const int r = (int)(rng()() % n);
-    ASSERT_EQ(0, v.setup(r));  // every peer mapped: the reference
+    ASSERT_EQ(COLL_GPU_SUCCESS, v.setup(r));  // every peer mapped: the reference
     const coll_gpu_dev_conns_t full = v.conns[r];
     coll_gpu_dev_comm_t comm;
     coll_gpu_dev_conns_t part;
-    ASSERT_EQ(0, coll_gpu_dev_comm_setup(&comm, &part, r, n, &v.layout, v.base.data(), v.nrings, v.span, v.rings.data(),
-                                         nullptr, nullptr, 1, 2));
+    ASSERT_EQ(COLL_GPU_SUCCESS, coll_gpu_dev_comm_setup(&comm, &part, r, n, &v.layout, v.base.data(), v.nrings, v.span,
+                                                        v.rings.data(), nullptr, nullptr, 1, 2));
     const coll_gpu_conn_t none = {};
     for (int ch = 0; ch < v.layout.nchannels; ++ch) {
       ASSERT_TRUE(same_conn(part.channels[ch].send, none) && same_conn(part.channels[ch].recv, none)) << ch;
@@ -462,19 +462,20 @@ TEST(DevComm, RefusesBadRings) {
   Views v(4, 2);
   v.nrings = 1;
   v.ring(0)[0] = 0, v.ring(0)[1] = 1, v.ring(0)[2] = 1, v.ring(0)[3] = 3;  // rank 2 missing
-  EXPECT_NE(0, v.setup(0));
+  EXPECT_EQ(COLL_GPU_INTERNAL_ERROR, v.setup(0));
+  EXPECT_STREQ("a ring that does not hold every rank once", coll_gpu_kernels_error());
   v.ring(0)[2] = 4;  // not a rank
-  EXPECT_NE(0, v.setup(0));
+  EXPECT_EQ(COLL_GPU_INTERNAL_ERROR, v.setup(0));
   v.ring(0)[2] = 2;
-  EXPECT_EQ(0, v.setup(0));
+  EXPECT_EQ(COLL_GPU_SUCCESS, v.setup(0));
   v.layout.nranks = 5;  // not the communicator's
-  EXPECT_NE(0, v.setup(0));
+  EXPECT_EQ(COLL_GPU_INTERNAL_ERROR, v.setup(0));
   v.layout.nranks = 4;
   v.layout.nchannels = COLL_GPU_MAX_CHANNELS + 1;
-  EXPECT_NE(0, v.setup(0));
+  EXPECT_EQ(COLL_GPU_INTERNAL_ERROR, v.setup(0));
   v.layout.nchannels = 2;
   v.span = 0;  // no channel runs a ring
-  EXPECT_NE(0, v.setup(0));
+  EXPECT_EQ(COLL_GPU_INTERNAL_ERROR, v.setup(0));
 }
 
 }  // namespace

@@ -267,22 +267,28 @@ TEST(Cache, LimitZeroKeepsNothing) {
 
 // An engine that fails on demand, for the error paths.
 int fail_alloc_after = 1000, fail_copy_after = 1000, releases = 0;
-int flaky_alloc(void **p, size_t n, const coll_gpu_meminfo_t *o) {
-  if (fail_alloc_after-- <= 0) return 2;
+const char *flaky_last = "no error";
+coll_gpu_status_t flaky_alloc(void **p, size_t n, const coll_gpu_meminfo_t *o) {
+  if (fail_alloc_after-- <= 0) {
+    flaky_last = "no memory";
+    return COLL_GPU_CUDA_ERROR;
+  }
   return coll_gpu_host_engine.alloc(p, n, o);
 }
 void flaky_release(void *p, const coll_gpu_meminfo_t *o) {
   ++releases;
   coll_gpu_host_engine.release(p, o);
 }
-int flaky_copy(void *d, const void *s, size_t n, const coll_gpu_meminfo_t *o) {
-  if (fail_copy_after-- <= 0) return 700;
+coll_gpu_status_t flaky_copy(void *d, const void *s, size_t n, const coll_gpu_meminfo_t *o) {
+  if (fail_copy_after-- <= 0) {
+    flaky_last = "copy failed";
+    return COLL_GPU_CUDA_ERROR;
+  }
   return coll_gpu_host_engine.copy(d, s, n, o);
 }
-const char *flaky_error(int e) { return e == 2 ? "no memory" : "copy failed"; }
+const char *flaky_reason() { return flaky_last; }
 // A device-like engine: its failures are CUDA errors.
-const coll_gpu_copy_engine_t kFlaky = {"flaky",       COLL_GPU_CUDA_ERROR, flaky_alloc,
-                                       flaky_release, flaky_copy,          flaky_error};
+const coll_gpu_copy_engine_t kFlaky = {"flaky", flaky_alloc, flaky_release, flaky_copy, flaky_reason};
 
 TEST(Errors, FailedAllocationIsReported) {
   coll_gpu_stage_cache_flush();
@@ -295,7 +301,7 @@ TEST(Errors, FailedAllocationIsReported) {
   void *host = nullptr;
   EXPECT_EQ(coll_gpu_stage_buffer(&st, user.data(), span, COLL_GPU_IN, &kHost, &kFlaky, &host), COLL_GPU_CUDA_ERROR);
   EXPECT_EQ(st.status, COLL_GPU_CUDA_ERROR);
-  EXPECT_EQ(st.error, 2);
+  EXPECT_STREQ(st.reason, "no memory");
   EXPECT_STREQ(st.failed, "allocate");
   EXPECT_EQ(st.failed_engine, &kFlaky);
   EXPECT_EQ(coll_gpu_stage_finish(&st, false), COLL_GPU_CUDA_ERROR);
@@ -333,7 +339,7 @@ TEST(Errors, FailedCopyBackIsReportedAndEveryBufferReturned) {
   ASSERT_EQ(coll_gpu_stage_buffer(&st, a.data(), span, COLL_GPU_IN, &kHost, &kFlaky, &ha), COLL_GPU_SUCCESS);
   ASSERT_EQ(coll_gpu_stage_buffer(&st, b.data(), span, COLL_GPU_OUT, &kHost, &kFlaky, &hb), COLL_GPU_SUCCESS);
   EXPECT_EQ(coll_gpu_stage_finish(&st, true), COLL_GPU_CUDA_ERROR);
-  EXPECT_EQ(st.error, 700);
+  EXPECT_STREQ(st.reason, "copy failed");
   EXPECT_STREQ(st.failed, "copy to device");
   EXPECT_EQ(releases, 2);
   coll_gpu_stage_cache_limit(size_t{256} << 20);

@@ -51,16 +51,16 @@ int bcast(void *ctx, void *, size_t, int) {
 }
 int barrier(void *ctx) { return bcast(ctx, nullptr, 0, 0); }
 
-int fake_pin(void *ctx, void *host, size_t, void **dev) {
+coll_gpu_status_t fake_pin(void *ctx, void *host, size_t, void **dev) {
   Rank *r = (Rank *)ctx;
-  if (r->pin_fails) return 2;  // cudaErrorMemoryAllocation
+  if (r->pin_fails) return coll_gpu_kernels_fail(COLL_GPU_CUDA_ERROR, "out of memory (a stand-in pin)");
   ++r->pinned;
   *dev = host;
-  return 0;
+  return COLL_GPU_SUCCESS;
 }
-int fake_unpin(void *ctx, void *) {
+coll_gpu_status_t fake_unpin(void *ctx, void *) {
   ++((Rank *)ctx)->unpinned;
-  return 0;
+  return COLL_GPU_SUCCESS;
 }
 
 // This process's scratch segments in /dev/shm.
