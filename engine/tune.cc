@@ -180,7 +180,10 @@ int net_ring_bound(const coll_gpu_tune_config_t *c, int nchannels, size_t step) 
 constexpr size_t kNetChainBytes = (size_t)256 << 10;
 
 namespace {
-// The algorithm of the first of the user's rules that matches a call of `coll` of `bytes` and fits it; -1: none.
+// What ruled and rule_name answer where none is found.
+constexpr int kNone = -1;
+
+// The algorithm of the first of the user's rules that matches a call of `coll` of `bytes` and fits it; kNone: none.
 int ruled(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks, size_t bytes) {
   for (int i = 0; i < c->nrules; ++i) {
     const coll_gpu_tune_rule_t &r = c->rules[i];
@@ -188,7 +191,7 @@ int ruled(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks, siz
         (coll != COLL_GPU_COLL_ALLREDUCE || coll_gpu_tune_fits(c, (coll_gpu_algo_t)r.algo, nranks, bytes)))
       return r.algo;
   }
-  return -1;
+  return kNone;
 }
 
 coll_gpu_choice_t choose_allreduce(const coll_gpu_tune_config_t *c, int nranks, size_t bytes) {
@@ -364,13 +367,13 @@ bool rule_bytes(const char *p, const char *end, size_t *v) {
   return true;
 }
 
-// The index of the name of [p, end) among names(k) for k below count; -1: none.
+// The index of the name of [p, end) among names(k) for k below count; kNone: none.
 int rule_name(const char *p, const char *end, int count, const char *(*names)(int)) {
   for (int k = 0; k < count; ++k) {
     const char *name = names(k);
     if (strlen(name) == (size_t)(end - p) && strncmp(p, name, (size_t)(end - p)) == 0) return k;
   }
-  return -1;
+  return kNone;
 }
 const char *coll_name_of(int k) { return coll_gpu_coll_name((coll_gpu_coll_t)k); }
 const char *algo_name_of(int k) { return coll_gpu_algo_name((coll_gpu_algo_t)k); }

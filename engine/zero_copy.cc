@@ -86,10 +86,10 @@ size_t zc_gives_of(int q, int rank, int n, const uint64_t *words) {
 }
 
 int zc_takes_unlike(int rank, int n, const coll_gpu_args_t &a, const size_t *gives) {
-  if (a.v == nullptr) return -1;
+  if (a.v == nullptr) return kNoRank;
   for (int q = 0; q < n; ++q)
     if (q != rank && a.v->recv[q].bytes != gives[q]) return q;
-  return -1;
+  return kNoRank;
 }
 
 int zc_blocks(int rank, int n, const coll_gpu_args_t &a, void *const *peer_buf, const coll_gpu_vblock_t *wants,
@@ -97,10 +97,10 @@ int zc_blocks(int rank, int n, const coll_gpu_args_t &a, void *const *peer_buf, 
   if (a.coll == COLL_GPU_COLL_REDUCE_SCATTER) {  // my block of each rank's input, reduced into my receive buffer
     const coll_gpu_vblock_t mine = zc_rs_block(rank, n, a);
     for (int q = 0; q < n; ++q) zc[q] = {(const char *)peer_buf[q] + mine.displ, a.recvbuf, mine.bytes};
-    return -1;
+    return kNoRank;
   }
   const char *in = (const char *)a.sendbuf;
-  int mismatch = -1;
+  int mismatch = kNoRank;
   for (int q = 0; q < n; ++q) {
     coll_gpu_zc_t &z = zc[q];
     if (a.v == nullptr && a.coll == COLL_GPU_COLL_BCAST) {  // the root's buffer into each peer's

@@ -60,9 +60,11 @@ void zc_wants_post(int rank, int n, bool mapped, const coll_gpu_args_t &a, uint6
 coll_gpu_vblock_t zc_wants_of(int q, int rank, int n, const uint64_t *words);
 // The bytes rank q's message 2 (words) says q sends `rank` in a call with counts.
 size_t zc_gives_of(int q, int rank, int n, const uint64_t *words);
+// What zc_takes_unlike and zc_blocks answer where no rank is meant.
+constexpr int kNoRank = -1;
 // In a call with counts a, the first rank q (in rank order, but this one) whose block this rank takes more or fewer
-// bytes of than q sends it (gives[q]), or -1; -1 for a call of equal blocks (a.v NULL). zc_blocks names the other
-// side.
+// bytes of than q sends it (gives[q]), or kNoRank; kNoRank for a call of equal blocks (a.v NULL). zc_blocks names
+// the other side.
 int zc_takes_unlike(int rank, int n, const coll_gpu_args_t &a, const size_t *gives);
 // The blocks of call a: for a move, what this rank writes, zc[q] into rank q's receive buffer, zc[rank] its own copy;
 // for a reduce-scatter, what it reads, zc[q] this rank's block of q's input, each into a.recvbuf. peer_buf[q] is q's
@@ -70,7 +72,7 @@ int zc_takes_unlike(int rank, int n, const coll_gpu_args_t &a, const size_t *giv
 // nothing); wants[q] what q takes from this rank (a call with counts; unused for the moves of equal blocks, a.v NULL:
 // an allgather in place copies nothing of its own, a bcast's root writes its buffer into each peer's and the others
 // write nothing). Returns the first rank whose block this rank sends more or fewer bytes of than that rank takes (the
-// block then moves as far as both allow), or -1.
+// block then moves as far as both allow), or kNoRank.
 int zc_blocks(int rank, int n, const coll_gpu_args_t &a, void *const *peer_buf, const coll_gpu_vblock_t *wants,
               coll_gpu_zc_t *zc);
 // The parts of each block, from the largest block of any rank: the channels the tuning model gives a ring alltoall

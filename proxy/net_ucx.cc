@@ -85,10 +85,10 @@ coll_gpu_status_t UcxNet::init(int nranks, size_t eager_max, FailFn fail, void *
 }
 
 int UcxNet::arm() {
-  if (efd_ < 0) return -1;
+  if (efd_ < 0) return kNoDescriptor;
   const ucs_status_t s = ucp_worker_arm(worker_);
   if (s == UCS_OK) return efd_;
-  return s == UCS_ERR_BUSY ? kEventsWaiting : -1;
+  return s == UCS_ERR_BUSY ? kEventsWaiting : kNoDescriptor;
 }
 
 void UcxNet::on_ep_error(void *arg, ucp_ep_h /*ep*/, ucs_status_t status) {

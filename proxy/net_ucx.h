@@ -57,8 +57,9 @@ class UcxNet {
   // Moves UCX's work; the number of events it saw.
   unsigned progress() { return worker_ != nullptr ? ucp_worker_progress(worker_) : 0; }
   // Arms the worker for a sleep: its event descriptor, which polls readable when a message arrives;
-  // kEventsWaiting where events are already there (progress again, do not sleep); -1 without one.
+  // kEventsWaiting where events are already there (progress again, do not sleep); kNoDescriptor without one.
   static constexpr int kEventsWaiting = -2;
+  static constexpr int kNoDescriptor = -1;
   int arm();
   // The status of the last failed op (for the message).
   ucs_status_t last_error() const { return last_error_; }
