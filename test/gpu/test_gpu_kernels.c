@@ -35,24 +35,7 @@
 
 #include "engine/tune.h"
 #include "kernels/kernels.h"
-
-#define CHECK(call)                                                                                 \
-  do {                                                                                              \
-    cudaError_t e_ = (cudaError_t)(call);                                                           \
-    if (e_ != cudaSuccess) {                                                                        \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      exit(1);                                                                                      \
-    }                                                                                               \
-  } while (0)
-/* The same for a call of the kernels' interface (kernels/kernels.h): its status, the reason in coll_gpu_kernels_error.
- */
-#define KCHECK(call)                                                                                  \
-  do {                                                                                                \
-    if ((call) != COLL_GPU_SUCCESS) {                                                                 \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, coll_gpu_kernels_error()); \
-      exit(1);                                                                                        \
-    }                                                                                                 \
-  } while (0)
+#include "test/common/kernels_check.h"
 
 enum { GUARD = 64, POISON = 0xA5, MAX_BYTES = 8 << 20, SPAN = MAX_BYTES + 2 * GUARD + 16 };
 #define HANG_S 20  /* a call's limit (hung) */

@@ -33,6 +33,9 @@ bool verbose;
 
 static uint64_t salt; /* a fresh one for every call */
 
+/* A neighborhood test's form of a call, 0 to 2, in words. */
+static const char *form_name(int form) { return form == 0 ? "blocking" : form == 1 ? "nonblocking" : "persistent"; }
+
 /* Element i of the block that `from` sends to `to` (-1: to everyone) in the call of this salt. */
 static int val(int from, int to, size_t i) {
   return (int)(rnd(salt, (uint64_t)from * 4099 + (uint64_t)(to + 1), i) % 2001) - 1000;
@@ -235,10 +238,7 @@ static void test_hood(hood_t *h, void (*of)(int, hood_t *)) {
     staged("neighbor_allgather", 2);
     for (size_t i = 0; i < in; ++i)
       for (int e = 0; e < N; ++e) ref[i * N + e] = val(h->src[i], -1, e);
-    snprintf(what, sizeof(what), "%s neighbor_allgather (%s)", h->name,
-             form == 0   ? "blocking"
-             : form == 1 ? "nonblocking"
-                         : "persistent");
+    snprintf(what, sizeof(what), "%s neighbor_allgather (%s)", h->name, form_name(form));
     buf_check(what, &r, ref);
     buf_free(&s);
     buf_free(&r);
@@ -277,10 +277,7 @@ static void test_hood(hood_t *h, void (*of)(int, hood_t *)) {
       const int k = slot_from(&peer);
       for (int e = 0; e < N; ++e) ref[i * N + e] = val(h->src[i], block_tag(&peer, k), e);
     }
-    snprintf(what, sizeof(what), "%s neighbor_alltoall (%s)", h->name,
-             form == 0   ? "blocking"
-             : form == 1 ? "nonblocking"
-                         : "persistent");
+    snprintf(what, sizeof(what), "%s neighbor_alltoall (%s)", h->name, form_name(form));
     buf_check(what, &r, ref);
     buf_free(&s);
     buf_free(&r);
@@ -348,10 +345,7 @@ static void test_hood(hood_t *h, void (*of)(int, hood_t *)) {
         const int k = slot_from(&peer);
         for (int e = 0; e < rcount[i]; ++e) ref[rdispl[i] + e] = val(h->src[i], block_tag(&peer, k), e);
       }
-      snprintf(what, sizeof(what), "%s neighbor_alltoall%s (%s)", h->name, w == 0 ? "v" : "w",
-               how == 0   ? "blocking"
-               : how == 1 ? "nonblocking"
-                          : "persistent");
+      snprintf(what, sizeof(what), "%s neighbor_alltoall%s (%s)", h->name, w == 0 ? "v" : "w", form_name(how));
       buf_check(what, &r, ref);
       buf_free(&s);
       buf_free(&r);
@@ -387,10 +381,7 @@ static void test_hood(hood_t *h, void (*of)(int, hood_t *)) {
       ref_poison(ref, gtotal);
       for (size_t i = 0; i < in; ++i)
         for (int e = 0; e < N; ++e) ref[rdispl[i] + e] = val(h->src[i], -1, e);
-      snprintf(what, sizeof(what), "%s neighbor_allgatherv (%s)", h->name,
-               how == 0   ? "blocking"
-               : how == 1 ? "nonblocking"
-                          : "persistent");
+      snprintf(what, sizeof(what), "%s neighbor_allgatherv (%s)", h->name, form_name(how));
       buf_check(what, &r, ref);
       buf_free(&s);
       buf_free(&r);
