@@ -217,8 +217,8 @@ void mca_coll_gpu_path_host(size_t bytes, struct ompi_communicator_t *comm, mca_
  * Contiguous datatypes on the engine's device, on every rank; a nonblocking or persistent alltoall in place is
  * staged. MPI_Allgatherv and MPI_Alltoallv run as allgather and alltoall where every block has one count and the
  * blocks lie one after another in rank order (coll_gpu_colls_move.c; gather and scatter in coll_gpu_colls_rooted.c):
- * `counted` names such a call; blocking ones of other layouts as the zero-copy call with counts, and so do blocking
- * MPI_Gather(v) and MPI_Scatter(v) (`rooted`). */
+ * `counted` names such a call; those of other layouts (blocking, nonblocking and persistent) as the zero-copy call
+ * with counts, and so do MPI_Gather(v) and MPI_Scatter(v) (`rooted`). */
 typedef struct {
   coll_gpu_coll_t coll;
   const void *sbuf; /* allgather, alltoall: the send buffer or MPI_IN_PLACE */
