@@ -196,7 +196,7 @@ int ruled(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks, siz
 
 coll_gpu_choice_t choose_allreduce(const coll_gpu_tune_config_t *c, int nranks, size_t bytes) {
   coll_gpu_algo_t best = COLL_GPU_ALGO_RING;
-  int rule = -1;
+  int rule = kNone;
   if (c->algorithm >= 0 && coll_gpu_tune_fits(c, (coll_gpu_algo_t)c->algorithm, nranks, bytes)) {
     best = (coll_gpu_algo_t)c->algorithm;
   } else if ((rule = ruled(c, COLL_GPU_COLL_ALLREDUCE, nranks, bytes)) >= 0) {
@@ -305,7 +305,7 @@ size_t ring_chunk(coll_gpu_coll_t coll, int nranks, size_t bytes, int nchannels,
 coll_gpu_choice_t choose_move(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks, size_t bytes) {
   const int forced = coll >= 0 && coll < COLL_GPU_NCOLLS ? c->move_algorithm[coll] : -1;
   coll_gpu_algo_t best = COLL_GPU_ALGO_ONESHOT;
-  int rule = -1;
+  int rule = kNone;
   if (forced == COLL_GPU_ALGO_ONESHOT || forced == COLL_GPU_ALGO_RING) {
     best = (coll_gpu_algo_t)forced;
   } else if ((rule = ruled(c, coll, nranks, bytes)) >= 0) {

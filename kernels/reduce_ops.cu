@@ -16,7 +16,7 @@ int supported() {
 }
 
 template <typename T, typename Op>
-void reduce_host(void *dst, const void *a, const void *b, size_t count) {
+coll_gpu_status_t reduce_host(void *dst, const void *a, const void *b, size_t count) {
   Op op;
   for (size_t i = 0; i < count; ++i) {
     T x, y;
@@ -25,13 +25,15 @@ void reduce_host(void *dst, const void *a, const void *b, size_t count) {
     T z = op(x, y);
     memcpy((char *)dst + i * sizeof(T), &z, sizeof(T));
   }
+  return COLL_GPU_SUCCESS;
 }
 
 int dispatch_supported(coll_gpu_dtype_t type, coll_gpu_redop_t op) { COLL_GPU_DISPATCH(supported, 0, type, op); }
 
-void dispatch_reduce(coll_gpu_dtype_t type, coll_gpu_redop_t op, void *dst, const void *a, const void *b,
-                     size_t count) {
-  COLL_GPU_DISPATCH(reduce_host, , type, op, dst, a, b, count);
+coll_gpu_status_t dispatch_reduce(coll_gpu_dtype_t type, coll_gpu_redop_t op, void *dst, const void *a, const void *b,
+                                  size_t count) {
+  COLL_GPU_DISPATCH(reduce_host, coll_gpu_kernels_fail(COLL_GPU_INVALID_INPUT, "no such reduction"), type, op, dst, a,
+                    b, count);
 }
 
 }  // namespace
@@ -74,7 +76,5 @@ extern "C" int coll_gpu_op_supported(coll_gpu_dtype_t type, coll_gpu_redop_t op)
 
 extern "C" coll_gpu_status_t coll_gpu_reduce_host(coll_gpu_dtype_t type, coll_gpu_redop_t op, void *dst, const void *a,
                                                   const void *b, size_t count) {
-  if (!dispatch_supported(type, op)) return coll_gpu_kernels_fail(COLL_GPU_INVALID_INPUT, "no such reduction");
-  dispatch_reduce(type, op, dst, a, b, count);
-  return COLL_GPU_SUCCESS;
+  return dispatch_reduce(type, op, dst, a, b, count);
 }

@@ -213,7 +213,7 @@ bool mca_coll_gpu_gpupath_possible(struct ompi_communicator_t *comm);
  * (bytes: the call's, 0 for none): it tells the ranks that may be deciding that it passes host memory. While
  * no process of the node may pass device memory, a count; then a few stores. Never a wait. */
 void mca_coll_gpu_path_host(size_t bytes, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m);
-/* The moves on the GPUs (bcast, allgather, alltoall; coll_gpu_gpupath.c), as mca_coll_gpu_reduction_gpu.
+/* A move on the GPUs (bcast, allgather, alltoall; coll_gpu_gpupath.c), as mca_coll_gpu_plan_move takes it.
  * Contiguous datatypes on the engine's device, on every rank; a nonblocking or persistent alltoall in place is
  * staged. MPI_Allgatherv and MPI_Alltoallv run as allgather and alltoall where every block has one count and the
  * blocks lie one after another in rank order (coll_gpu_colls_move.c; gather and scatter in coll_gpu_colls_rooted.c):
@@ -243,12 +243,9 @@ typedef struct {
   int rooted;
 } mca_coll_gpu_move_t;
 enum { COLL_GPU_GATHER = 1, COLL_GPU_SCATTER = 2 };
-int mca_coll_gpu_move_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
-                          int *rc);
 
-/* MPI_Allreduce, MPI_Reduce and MPI_Reduce_scatter(_block) on the GPUs (coll_gpu_gpupath.c). Returns 1
- * when it handled the call (result in *rc), 0 when the call goes on through the previous module, with
- * staging where buffers need it. A reduce's root classifies both buffers, the other ranks their send
+/* MPI_Allreduce, MPI_Reduce and MPI_Reduce_scatter(_block) on the GPUs (coll_gpu_gpupath.c), as
+ * mca_coll_gpu_plan_reduction takes them. A reduce's root classifies both buffers, the other ranks their send
  * buffer; in-place MPI_Reduce_scatter with counts that differ is staged. */
 typedef struct {
   coll_gpu_coll_t coll; /* COLL_GPU_COLL_ALLREDUCE, COLL_GPU_COLL_REDUCE or COLL_GPU_COLL_REDUCE_SCATTER */
@@ -261,8 +258,6 @@ typedef struct {
   struct ompi_op_t *op;
   int root; /* reduce */
 } mca_coll_gpu_reduction_t;
-int mca_coll_gpu_reduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
-                               mca_coll_gpu_module_t *m, int *rc);
 
 /* The path bits of the agreement, what a rank's buffers allow; VLAYOUT with GPU: a call with counts whose
  * layout on this rank is not the allgather's or alltoall's (or a gather or scatter), so that every rank takes the
@@ -336,23 +331,25 @@ typedef struct {
   const char *name; /* "MPI_Iallreduce" */
 } mca_coll_gpu_saved_t;
 
-/* The nonblocking forms (coll_gpu_request.c): 1 when the call was handled (*rc; *request set on success):
- * started on the GPUs, or queued to start later; 0 when it goes on at once through the previous module,
- * its agreement posted. */
-int mca_coll_gpu_ireduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
-                                mca_coll_gpu_module_t *m, const mca_coll_gpu_saved_t *saved, ompi_request_t **request,
-                                int *rc);
-int mca_coll_gpu_imove_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
-                           const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc);
+/* The plan of a call on the GPU path (coll_gpu_gpupath.c), blocking or not: 1 when the call takes part in the
+ * agreement, 0 when it goes on through the previous module, with staging where buffers need it (no GPU path on this
+ * communicator, nothing to move, or across hosts too few bytes: the same on every rank). */
+int mca_coll_gpu_plan_reduction(const mca_coll_gpu_reduction_t *rd, int blocking, struct ompi_communicator_t *comm,
+                                mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl);
+int mca_coll_gpu_plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_communicator_t *comm,
+                           mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl);
+/* A blocking call with its plan (coll_gpu_gpupath.c): 1 when it handled the call (result in *rc), 0 when the call
+ * goes on through the previous module. */
+int mca_coll_gpu_run_blocking(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                              int *rc);
+/* A nonblocking call with its plan (coll_gpu_request.c): 1 when the call was handled (*rc; *request set on success):
+ * started on the GPUs, or queued to start later; 0 when it goes on at once through the previous module, its
+ * agreement posted. */
 int mca_coll_gpu_icall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
                        const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc);
-/* The persistent forms: *request, the previous module's persistent request on staged buffers just made,
+/* A persistent call with its plan: *request, the previous module's persistent request on staged buffers just made,
  * becomes ours when the call has a GPU path this rank may take (its agreement posted now, in init order);
  * each MPI_Start then runs on the GPUs, or starts that request. */
-int mca_coll_gpu_preduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
-                                mca_coll_gpu_module_t *m, ompi_request_t **request);
-int mca_coll_gpu_pmove_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
-                           ompi_request_t **request);
 int mca_coll_gpu_pcall(const mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
                        ompi_request_t **request);
 /* Queues a nonblocking call behind the ones queued before it (pl: its GPU path, or NULL for none). */

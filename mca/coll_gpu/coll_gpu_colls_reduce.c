@@ -10,16 +10,12 @@
 #include "coll_gpu_entry.h"
 
 /* One vector of `count` elements in, one out. */
-static int stage_vector(coll_gpu_stage_t *st, const mca_coll_gpu_coll_args_t *a, void **hs, void **hr) {
+static int stage_vector(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, const mca_coll_gpu_coll_args_t *a,
+                        void **hs, void **hr) {
+  (void)comm;
   size_t bytes;
   coll_gpu_span_t span = mca_coll_gpu_span(a->dtype, (size_t)a->count, &bytes);
   return mca_coll_gpu_stage_pair(st, a->sbuf, span, bytes, a->rbuf, span, bytes, hs, hr);
-}
-
-static int stage_vector_comm(coll_gpu_stage_t *st, struct ompi_communicator_t *comm, const mca_coll_gpu_coll_args_t *a,
-                             void **hs, void **hr) {
-  (void)comm;
-  return stage_vector(st, a, hs, hr);
 }
 
 /* The GPU path's call of a reduction (mca_coll_gpu_reduction_t) from its arguments. */
@@ -47,13 +43,8 @@ static int previous_allreduce(const mca_coll_gpu_coll_args_t *a, const void *hs,
 static mca_coll_gpu_reduction_t gpu_allreduce(const mca_coll_gpu_coll_args_t *a) {
   return as_reduction(a, COLL_GPU_COLL_ALLREDUCE);
 }
-static const mca_coll_gpu_collective_t allreduce = {"MPI_Allreduce",
-                                                    "MPI_Iallreduce",
-                                                    "MPI_Allreduce_init",
-                                                    stage_vector_comm,
-                                                    previous_allreduce,
-                                                    gpu_allreduce,
-                                                    NULL};
+static const mca_coll_gpu_collective_t allreduce = {
+    "MPI_Allreduce", "MPI_Iallreduce", "MPI_Allreduce_init", stage_vector, previous_allreduce, gpu_allreduce, NULL};
 static mca_coll_gpu_coll_args_t allreduce_args(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                                                struct ompi_op_t *op) {
   const mca_coll_gpu_coll_args_t a = {&allreduce, .sbuf = sbuf, .rbuf = rbuf, .count = count, .dtype = dtype, .op = op};
@@ -190,8 +181,8 @@ static int previous_scan(const mca_coll_gpu_coll_args_t *a, const void *hs, void
                                    m->previous_scan_init_module);
   }
 }
-static const mca_coll_gpu_collective_t scan = {
-    "MPI_Scan", "MPI_Iscan", "MPI_Scan_init", stage_vector_comm, previous_scan, NULL, NULL};
+static const mca_coll_gpu_collective_t scan = {"MPI_Scan", "MPI_Iscan", "MPI_Scan_init", stage_vector, previous_scan,
+                                               NULL,       NULL};
 static mca_coll_gpu_coll_args_t scan_args(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                                           struct ompi_op_t *op) {
   const mca_coll_gpu_coll_args_t a = {&scan, .sbuf = sbuf, .rbuf = rbuf, .count = count, .dtype = dtype, .op = op};

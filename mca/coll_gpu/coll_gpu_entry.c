@@ -22,16 +22,26 @@ static int staged(const mca_coll_gpu_coll_args_t *a, struct ompi_communicator_t 
   return mca_coll_gpu_unstage(&st, rc, comm, a->coll->name);
 }
 
-int mca_coll_gpu_blocking(const mca_coll_gpu_coll_args_t *a, struct ompi_communicator_t *comm,
-                          mca_coll_gpu_module_t *m) {
-  int rc;
+/* The call's plan on the GPU path (coll_gpu_gpupath.c): 1 where its collective has one and the call takes part in
+ * the agreement. */
+static int planned(const mca_coll_gpu_coll_args_t *a, int blocking, struct ompi_communicator_t *comm,
+                   mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
   if (a->coll->reduction != NULL) {
     const mca_coll_gpu_reduction_t rd = a->coll->reduction(a);
-    if (mca_coll_gpu_reduction_gpu(&rd, comm, m, &rc)) return rc;
-  } else if (a->coll->move != NULL) {
-    const mca_coll_gpu_move_t mv = a->coll->move(a, comm, m);
-    if (mca_coll_gpu_move_gpu(&mv, comm, m, &rc)) return rc;
+    return mca_coll_gpu_plan_reduction(&rd, blocking, comm, m, pl);
   }
+  if (a->coll->move != NULL) {
+    const mca_coll_gpu_move_t mv = a->coll->move(a, comm, m);
+    return mca_coll_gpu_plan_move(&mv, blocking, comm, m, pl);
+  }
+  return 0;
+}
+
+int mca_coll_gpu_blocking(const mca_coll_gpu_coll_args_t *a, struct ompi_communicator_t *comm,
+                          mca_coll_gpu_module_t *m) {
+  mca_coll_gpu_plan_t pl;
+  int rc;
+  if (planned(a, 1, comm, m, &pl) && mca_coll_gpu_run_blocking(&pl, comm, m, &rc)) return rc;
   return staged(a, comm, m);
 }
 
@@ -76,14 +86,9 @@ static void ihold(void *args, int hold) {
 int mca_coll_gpu_nonblocking(const mca_coll_gpu_coll_args_t *a, struct ompi_communicator_t *comm,
                              ompi_request_t **request, mca_coll_gpu_module_t *m) {
   const mca_coll_gpu_saved_t saved = {istart, ihold, a, sizeof(*a), a->coll->iname};
+  mca_coll_gpu_plan_t pl;
   int rc;
-  if (a->coll->reduction != NULL) {
-    const mca_coll_gpu_reduction_t rd = a->coll->reduction(a);
-    if (mca_coll_gpu_ireduction_gpu(&rd, comm, m, &saved, request, &rc)) return rc;
-  } else if (a->coll->move != NULL) {
-    const mca_coll_gpu_move_t mv = a->coll->move(a, comm, m);
-    if (mca_coll_gpu_imove_gpu(&mv, comm, m, &saved, request, &rc)) return rc;
-  }
+  if (planned(a, 0, comm, m, &pl) && mca_coll_gpu_icall(&pl, comm, m, &saved, request, &rc)) return rc;
   if (m->queue != NULL) return mca_coll_gpu_defer(m, comm, NULL, &saved, request);
   return istaged(a, comm, request, m);
 }
@@ -98,13 +103,8 @@ int mca_coll_gpu_persistent(const mca_coll_gpu_coll_args_t *a, struct ompi_commu
   if (rc == OMPI_SUCCESS) rc = a->coll->previous(a, hs, hr, comm, m, COLL_GPU_PERSISTENT, info, request);
   rc = mca_coll_gpu_pend(&st, rc, persistent, comm, a->coll->pname, request);
   if (rc != OMPI_SUCCESS) return rc;
-  if (a->coll->reduction != NULL) {
-    const mca_coll_gpu_reduction_t rd = a->coll->reduction(a);
-    rc = mca_coll_gpu_preduction_gpu(&rd, comm, m, request);
-  } else if (a->coll->move != NULL) {
-    const mca_coll_gpu_move_t mv = a->coll->move(a, comm, m);
-    rc = mca_coll_gpu_pmove_gpu(&mv, comm, m, request);
-  }
+  mca_coll_gpu_plan_t pl;
+  if (planned(a, 0, comm, m, &pl)) rc = mca_coll_gpu_pcall(&pl, comm, m, request);
   if (rc != OMPI_SUCCESS) ompi_request_free(request);
   return rc;
 }

@@ -156,16 +156,16 @@ static int staged_across_hosts(size_t bytes, size_t min, struct ompi_communicato
 
 /* Across hosts, the fewest bytes a call takes the GPU path with: coll_gpu_net_min_bytes, or for a blocking
  * call the collective's figure of coll_gpu_net_blocking_min_bytes, which holds where the communicator's engine
- * is its own (run_blocking stages the others below coll_gpu_net_min_bytes after all). Alike on every rank: the
- * collective and whether the call blocks are. */
+ * is its own (mca_coll_gpu_run_blocking stages the others below coll_gpu_net_min_bytes after all). Alike on every rank:
+ * the collective and whether the call blocks are. */
 static size_t net_min(coll_gpu_coll_t coll, int blocking) {
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
   return blocking ? c->net_blocking_min_bytes[coll] : c->net_min_bytes;
 }
 
-/* Whether a blocking call planned now may join its engine through the engine's memory (run_blocking): only on an
- * engine of the communicator's own, so not once the communicator has another (a module's engine, once made, stays).
- * The join's layout is worked out only then, off the path of every other call. */
+/* Whether a blocking call planned now may join its engine through the engine's memory (mca_coll_gpu_run_blocking): only
+ * on an engine of the communicator's own, so not once the communicator has another (a module's engine, once made,
+ * stays). The join's layout is worked out only then, off the path of every other call. */
 static int may_join(int blocking, const mca_coll_gpu_plan_t *pl, const mca_coll_gpu_module_t *m) {
   return blocking && pl->any_memory && (m->engine == NULL || coll_gpu_engine_own(m->engine));
 }
@@ -230,10 +230,9 @@ static int agree_path(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm
   return 1;
 }
 
-/* The plan of a reduction; 0 when the call takes no part in the agreement (no GPU path on this
- * communicator, nothing to reduce, or across hosts too few bytes: the same on every rank). */
-static int plan_reduction(const mca_coll_gpu_reduction_t *rd, int blocking, struct ompi_communicator_t *comm,
-                          mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
+/* The plan of a reduction (coll_gpu.h). */
+int mca_coll_gpu_plan_reduction(const mca_coll_gpu_reduction_t *rd, int blocking, struct ompi_communicator_t *comm,
+                                mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
   if (m->agree_state == COLL_GPU_STATE_OFF) return 0; /* from here on, 2 to COLL_GPU_MAX_COMM_RANKS ranks */
   const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
@@ -325,7 +324,7 @@ static coll_gpu_status_t run_engine(mca_coll_gpu_module_t *m, const mca_coll_gpu
   return st;
 }
 
-/* run_blocking's agreement (none on an engine of the communicator's own) and run, the claim taken. */
+/* mca_coll_gpu_run_blocking's agreement (none on an engine of the communicator's own) and run, the claim taken. */
 static int run_claimed(mca_coll_gpu_plan_t *pl, int own, int joins, struct ompi_communicator_t *comm,
                        mca_coll_gpu_module_t *m, int *rc) {
   uint32_t all = COLL_GPU_PATH_GPU;
@@ -363,7 +362,8 @@ static int run_claimed(mca_coll_gpu_plan_t *pl, int own, int joins, struct ompi_
  * rank takes the GPU path without an agreement, and one whose buffers the engine cannot take joins through its
  * device memory; one that cannot join (no device memory left for it, a copy failed) fails the call, naming
  * why. */
-static int run_blocking(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m, int *rc) {
+int mca_coll_gpu_run_blocking(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
+                              int *rc) {
   if (m->queue != NULL) mca_coll_gpu_drain(m, 0);
   /* a queued call's start may have made the engine meanwhile: this rank's buffers must be its memory */
   if (mca_coll_gpu_path_is_gpu(pl->mine) && m->engine != NULL &&
@@ -379,25 +379,6 @@ static int run_blocking(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *com
   const int handled = run_claimed(pl, own, joins, comm, m, rc);
   if (claimed) mca_coll_gpu_unclaim(m);
   return handled;
-}
-
-int mca_coll_gpu_reduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
-                               mca_coll_gpu_module_t *m, int *rc) {
-  mca_coll_gpu_plan_t pl;
-  return plan_reduction(rd, 1, comm, m, &pl) && run_blocking(&pl, comm, m, rc);
-}
-
-int mca_coll_gpu_ireduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
-                                mca_coll_gpu_module_t *m, const mca_coll_gpu_saved_t *saved, ompi_request_t **request,
-                                int *rc) {
-  mca_coll_gpu_plan_t pl;
-  return plan_reduction(rd, 0, comm, m, &pl) && mca_coll_gpu_icall(&pl, comm, m, saved, request, rc);
-}
-
-int mca_coll_gpu_preduction_gpu(const mca_coll_gpu_reduction_t *rd, struct ompi_communicator_t *comm,
-                                mca_coll_gpu_module_t *m, ompi_request_t **request) {
-  mca_coll_gpu_plan_t pl;
-  return plan_reduction(rd, 0, comm, m, &pl) ? mca_coll_gpu_pcall(&pl, comm, m, request) : OMPI_SUCCESS;
 }
 
 /* ------------------------------------------------------------------ the moves: bcast, allgather, alltoall */
@@ -587,8 +568,8 @@ static int plan_rooted(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t
   return 1;
 }
 
-static int plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_communicator_t *comm,
-                     mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
+int mca_coll_gpu_plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_communicator_t *comm,
+                           mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
   if (mv->rooted) return plan_rooted(mv, comm, m, pl);
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
   const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
@@ -653,22 +634,4 @@ static int plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct ompi_co
       pl->mine |= COLL_GPU_PATH_VLAYOUT;
   }
   return 1;
-}
-
-int mca_coll_gpu_move_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
-                          int *rc) {
-  mca_coll_gpu_plan_t pl;
-  return plan_move(mv, 1, comm, m, &pl) && run_blocking(&pl, comm, m, rc);
-}
-
-int mca_coll_gpu_imove_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
-                           const mca_coll_gpu_saved_t *saved, ompi_request_t **request, int *rc) {
-  mca_coll_gpu_plan_t pl;
-  return plan_move(mv, 0, comm, m, &pl) && mca_coll_gpu_icall(&pl, comm, m, saved, request, rc);
-}
-
-int mca_coll_gpu_pmove_gpu(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
-                           ompi_request_t **request) {
-  mca_coll_gpu_plan_t pl;
-  return plan_move(mv, 0, comm, m, &pl) ? mca_coll_gpu_pcall(&pl, comm, m, request) : OMPI_SUCCESS;
 }
