@@ -69,4 +69,40 @@ typedef enum {
 } coll_gpu_coll_t;
 typedef enum { COLL_GPU_PROTO_LL, COLL_GPU_PROTO_SIMPLE, COLL_GPU_NPROTOS } coll_gpu_proto_t;
 
+/* How a collective's ring algorithm moves data, which is what the tuning model times and sizes (engine/tune.cc):
+ * the buffer along a chain of the ranks, in pieces (bcast, reduce), the n - 1 steps of a ring, each carrying a
+ * rank's block (allgather, reduce-scatter), or every pair of ranks at once (alltoall). Allreduce has its own. */
+typedef enum {
+  COLL_GPU_SHAPE_ALLREDUCE,
+  COLL_GPU_SHAPE_CHAIN,
+  COLL_GPU_SHAPE_BLOCKS,
+  COLL_GPU_SHAPE_PAIRS
+} coll_gpu_shape_t;
+
+/* One collective's row: what every layer names it by and what it has. A collective the kernels run has a row here
+ * (common/colls.cc); its coll_gpu_<name>_algorithm parameter, its name in coll_gpu_tuning_rules, its place in the
+ * engine's config and the tuning model's costs follow from the row. */
+typedef struct {
+  const char *name;           /* "bcast": its coll_gpu_<name>_algorithm parameter and its COLL in the rules */
+  const char *mpi_name;       /* "MPI_Bcast", in messages */
+  unsigned algos;             /* the algorithms it has: bit 1 << a for each coll_gpu_algo_t a */
+  coll_gpu_shape_t shape;     /* how its ring moves data */
+  const char *algorithm_help; /* the description of coll_gpu_<name>_algorithm */
+} coll_gpu_coll_info_t;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* The row of coll, a collective below COLL_GPU_NCOLLS. */
+const coll_gpu_coll_info_t *coll_gpu_coll_info(coll_gpu_coll_t coll);
+/* Whether coll has algorithm algo. */
+int coll_gpu_coll_has(coll_gpu_coll_t coll, coll_gpu_algo_t algo);
+const char *coll_gpu_coll_name(coll_gpu_coll_t coll);     /* "bcast"; "?" for what is not a collective */
+const char *coll_gpu_coll_mpi_name(coll_gpu_coll_t coll); /* "MPI_Bcast" */
+const char *coll_gpu_algo_name(coll_gpu_algo_t algo);     /* "oneshot" */
+const char *coll_gpu_proto_name(coll_gpu_proto_t proto);  /* "LL" */
+#ifdef __cplusplus
+}
+#endif
+
 #endif

@@ -53,8 +53,7 @@ using coll_gpu::entered;
 namespace {
 
 uint64_t config_hash(const coll_gpu_engine_config_t &c) {
-  const uint64_t v[] = {(uint64_t)c.tune.algorithm,
-                        (uint64_t)c.tune.protocol,
+  const uint64_t v[] = {(uint64_t)c.tune.protocol,
                         (uint64_t)c.tune.nchannels,
                         (uint64_t)c.tune.max_channels,
                         c.tune.oneshot_max_bytes,
@@ -62,11 +61,6 @@ uint64_t config_hash(const coll_gpu_engine_config_t &c) {
                         c.tune.ring_chunk_bytes,
                         c.slot_bytes,
                         c.scratch_max_bytes,
-                        (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_BCAST],
-                        (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_ALLGATHER],
-                        (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_ALLTOALL],
-                        (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_REDUCE],
-                        (uint64_t)c.tune.move_algorithm[COLL_GPU_COLL_REDUCE_SCATTER],
                         (uint64_t)c.virtual_nodes,
                         (uint64_t)(int64_t)c.proxy_net,
                         c.zero_copy_min_bytes,
@@ -75,6 +69,10 @@ uint64_t config_hash(const coll_gpu_engine_config_t &c) {
                         (uint64_t)(int64_t)c.node_transport,
                         (uint64_t)c.tune.nrules};
   uint64_t h = coll_gpu_hash(v, sizeof(v), 0);
+  for (int algorithm : c.tune.algorithm) {
+    const uint64_t a = (uint64_t)(int64_t)algorithm;
+    h = coll_gpu_hash(&a, sizeof(a), h);
+  }
   for (int i = 0; i < c.tune.nrules; ++i) {
     const coll_gpu_tune_rule_t &r = c.tune.rules[i];
     const uint64_t rule[] = {(uint64_t)r.coll, r.from, r.to, (uint64_t)r.algo};

@@ -11,6 +11,7 @@
 #include "engine/tune.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Constants from the benchmark on 2 H200 (coll_gpu_allreduce_bench), the launch taken out: kernel times
@@ -197,8 +198,9 @@ int ruled(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks, siz
 coll_gpu_choice_t choose_allreduce(const coll_gpu_tune_config_t *c, int nranks, size_t bytes) {
   coll_gpu_algo_t best = COLL_GPU_ALGO_RING;
   int rule = kNone;
-  if (c->algorithm >= 0 && coll_gpu_tune_fits(c, (coll_gpu_algo_t)c->algorithm, nranks, bytes)) {
-    best = (coll_gpu_algo_t)c->algorithm;
+  const int forced = c->algorithm[COLL_GPU_COLL_ALLREDUCE];
+  if (forced >= 0 && coll_gpu_tune_fits(c, (coll_gpu_algo_t)forced, nranks, bytes)) {
+    best = (coll_gpu_algo_t)forced;
   } else if ((rule = ruled(c, COLL_GPU_COLL_ALLREDUCE, nranks, bytes)) >= 0) {
     best = (coll_gpu_algo_t)rule;
   } else if (c->net) {
@@ -245,15 +247,14 @@ double coll_gpu_tune_move_time_us(const coll_gpu_tune_config_t *c, coll_gpu_coll
     const double extra = ll_bytes > 0 && bytes > ll_bytes ? (double)((bytes - 1) / ll_bytes) : 0;
     return k.oneshot_us + extra * kLaunchUs + (n - 1) * b / k.ll_bw;
   }
-  if (algo != COLL_GPU_ALGO_RING) return 1e30;
-  switch (coll) {
-    case COLL_GPU_COLL_BCAST:  /* a chain of n - 1 hops; every link carries the buffer once */
-    case COLL_GPU_COLL_REDUCE: /* the same chain, towards the root */
+  const coll_gpu_coll_info_t *info = coll_gpu_coll_info(coll);
+  if (algo != COLL_GPU_ALGO_RING || info == nullptr) return 1e30;
+  switch (info->shape) {
+    case COLL_GPU_SHAPE_CHAIN: /* bcast, reduce: a chain of n - 1 hops; every link carries the buffer once */
       return (n - 1) * k.ring_step_us + b / k.ring_bw;
-    case COLL_GPU_COLL_ALLGATHER:      /* n - 1 steps; every link carries n - 1 blocks */
-    case COLL_GPU_COLL_REDUCE_SCATTER: /* the same steps, reducing */
+    case COLL_GPU_SHAPE_BLOCKS: /* allgather, reduce-scatter: n - 1 steps; every link carries n - 1 blocks */
       return (n - 1) * k.ring_step_us + (n - 1) * b / k.ring_bw;
-    case COLL_GPU_COLL_ALLTOALL: /* 2 ranks: one ring step each way; more: pairwise, every peer at once */
+    case COLL_GPU_SHAPE_PAIRS: /* alltoall: 2 ranks: one ring step each way; more: pairwise, every peer at once */
       /* the pairwise kernel has the ring's constants until a machine with more than 2 GPUs times it: on one
        * H100 with 3-8 ranks simulated it took 8.5-13 us at 64 KiB per block (coll_gpu_kernel_bench -C
        * alltoall -a ring -n N), about the ring's step */
@@ -295,15 +296,15 @@ size_t net_chain_chunk(size_t part) {
   return 256 << 10;
 }
 
-size_t ring_chunk(coll_gpu_coll_t coll, int nranks, size_t bytes, int nchannels, int net) {
-  if (coll == COLL_GPU_COLL_BCAST || coll == COLL_GPU_COLL_REDUCE)
-    return net ? net_chain_chunk(bytes / (size_t)nchannels) : 64 << 10;
-  if (coll == COLL_GPU_COLL_ALLTOALL && nranks == 2 && bytes / (size_t)nchannels < ((size_t)2 << 20)) return 128 << 10;
+size_t ring_chunk(coll_gpu_shape_t shape, int nranks, size_t bytes, int nchannels, int net) {
+  if (shape == COLL_GPU_SHAPE_CHAIN) return net ? net_chain_chunk(bytes / (size_t)nchannels) : 64 << 10;
+  if (shape == COLL_GPU_SHAPE_PAIRS && nranks == 2 && bytes / (size_t)nchannels < ((size_t)2 << 20)) return 128 << 10;
   return 0;
 }
 
 coll_gpu_choice_t choose_move(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks, size_t bytes) {
-  const int forced = coll >= 0 && coll < COLL_GPU_NCOLLS ? c->move_algorithm[coll] : -1;
+  const coll_gpu_shape_t shape = coll_gpu_coll_info(coll)->shape;
+  const int forced = c->algorithm[coll];
   coll_gpu_algo_t best = COLL_GPU_ALGO_ONESHOT;
   int rule = kNone;
   if (forced == COLL_GPU_ALGO_ONESHOT || forced == COLL_GPU_ALGO_RING) {
@@ -320,24 +321,24 @@ coll_gpu_choice_t choose_move(const coll_gpu_tune_config_t *c, coll_gpu_coll_t c
   if (best == COLL_GPU_ALGO_RING) {
     /* a step: a block, or a chunk of the chain's buffer; each link carries n - 1 blocks, or the buffer (the
      * alltoall's pairs, not timed that wide, keep their channels) */
-    const bool blocks = coll == COLL_GPU_COLL_ALLGATHER || coll == COLL_GPU_COLL_REDUCE_SCATTER;
-    const size_t link = coll == COLL_GPU_COLL_ALLTOALL ? 0 : blocks ? (size_t)(nranks - 1) * bytes : bytes;
+    const bool blocks = shape == COLL_GPU_SHAPE_BLOCKS;
+    const size_t link = shape == COLL_GPU_SHAPE_PAIRS ? 0 : blocks ? (size_t)(nranks - 1) * bytes : bytes;
     ch.nchannels = channels(c, best, bytes, bytes, link);
     if (blocks) ch.nchannels = net_ring_bound(c, ch.nchannels, bytes);
-    if ((coll == COLL_GPU_COLL_BCAST || coll == COLL_GPU_COLL_REDUCE) && bytes <= kNetNarrowChainBytes)
+    if (shape == COLL_GPU_SHAPE_CHAIN && bytes <= kNetNarrowChainBytes)
       ch.nchannels = net_ring_bound(c, ch.nchannels, bytes);
     /* alltoall runs a sending and a receiving block per channel (2 ranks) or per connection (pairwise: at
      * most as many connections as channels, kernels/move.cu), the senders first, and a sender waits for the
      * peer's receiver of its channel or connection: every GPU must hold more blocks at once than there are
      * channels (one ring block per multiprocessor at the worst), and where ranks share a GPU all their
      * blocks */
-    if (coll == COLL_GPU_COLL_ALLTOALL) {
+    if (shape == COLL_GPU_SHAPE_PAIRS) {
       if (nranks == 2 && ch.nchannels > kAlltoallPairChannels) ch.nchannels = kAlltoallPairChannels;
       if (c->min_sms > 1 && ch.nchannels >= c->min_sms) ch.nchannels = c->min_sms - 1;
       if (c->max_blocks > 0 && 2 * ch.nchannels > c->max_blocks)
         ch.nchannels = c->max_blocks > 1 ? c->max_blocks / 2 : 1;
     }
-    ch.chunk = c->ring_chunk_bytes > 0 ? c->ring_chunk_bytes : ring_chunk(coll, nranks, bytes, ch.nchannels, c->net);
+    ch.chunk = c->ring_chunk_bytes > 0 ? c->ring_chunk_bytes : ring_chunk(shape, nranks, bytes, ch.nchannels, c->net);
   }
   return ch;
 }
@@ -345,7 +346,8 @@ coll_gpu_choice_t choose_move(const coll_gpu_tune_config_t *c, coll_gpu_coll_t c
 
 coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks,
                                        size_t bytes) {
-  return coll == COLL_GPU_COLL_ALLREDUCE ? choose_allreduce(c, nranks, bytes) : choose_move(c, coll, nranks, bytes);
+  return coll_gpu_coll_info(coll)->shape == COLL_GPU_SHAPE_ALLREDUCE ? choose_allreduce(c, nranks, bytes)
+                                                                     : choose_move(c, coll, nranks, bytes);
 }
 
 namespace {
@@ -377,6 +379,27 @@ int rule_name(const char *p, const char *end, int count, const char *(*names)(in
 }
 const char *coll_name_of(int k) { return coll_gpu_coll_name((coll_gpu_coll_t)k); }
 const char *algo_name_of(int k) { return coll_gpu_algo_name((coll_gpu_algo_t)k); }
+
+// Into out: the collectives' names, "a, b or c".
+const char *coll_names(char *out, size_t len) {
+  out[0] = '\0';
+  for (int k = 0, at = 0; k < COLL_GPU_NCOLLS && (size_t)at < len; ++k)
+    at += snprintf(out + at, len - (size_t)at, "%s%s",
+                   k == 0                    ? ""
+                   : k + 1 < COLL_GPU_NCOLLS ? ", "
+                                             : " or ",
+                   coll_name_of(k));
+  return out;
+}
+
+// Into out: the names of the algorithms that coll has, "a, b, c".
+const char *algo_names(char *out, size_t len, coll_gpu_coll_t coll) {
+  out[0] = '\0';
+  for (int a = 0, at = 0; a < COLL_GPU_NALGOS && (size_t)at < len; ++a)
+    if (coll_gpu_coll_has(coll, (coll_gpu_algo_t)a))
+      at += snprintf(out + at, len - (size_t)at, "%s%s", at == 0 ? "" : ", ", algo_name_of(a));
+  return out;
+}
 }  // namespace
 
 coll_gpu_status_t coll_gpu_tune_parse_rules(const char *text, coll_gpu_tune_rule_t rules[COLL_GPU_TUNE_MAX_RULES],
@@ -400,20 +423,17 @@ coll_gpu_status_t coll_gpu_tune_parse_rules(const char *text, coll_gpu_tune_rule
     r.coll = rule_name(s, c1, COLL_GPU_NCOLLS, coll_name_of);
     r.algo = rule_name(c2 + 1, end, COLL_GPU_NALGOS, algo_name_of);
     r.to = SIZE_MAX;
-    const bool has = r.algo >= 0 && (r.coll == COLL_GPU_COLL_ALLREDUCE || r.algo == COLL_GPU_ALGO_ONESHOT ||
-                                     r.algo == COLL_GPU_ALGO_RING);
+    char names[128];
     if (r.coll < 0) {
-      coll_gpu_say(why, len, "\"%.*s\": %.*s is not allreduce, bcast, allgather, alltoall, reduce or reduce_scatter",
-                   entry, s, (int)(c1 - s), s);
+      coll_gpu_say(why, len, "\"%.*s\": %.*s is not %s", entry, s, (int)(c1 - s), s, coll_names(names, sizeof(names)));
     } else if (!rule_bytes(c1 + 1, dash, &r.from) || (dash + 1 < c2 && !rule_bytes(dash + 1, c2, &r.to))) {
       coll_gpu_say(why, len, "\"%.*s\": %.*s is not FROM-TO or FROM- in bytes (k, m, g allowed)", entry, s,
                    (int)(c2 - c1 - 1), c1 + 1);
     } else if (r.from > r.to) {
       coll_gpu_say(why, len, "\"%.*s\": FROM is above TO", entry, s);
-    } else if (!has) {
+    } else if (!coll_gpu_coll_has((coll_gpu_coll_t)r.coll, (coll_gpu_algo_t)r.algo)) {
       coll_gpu_say(why, len, "\"%.*s\": %s has no algorithm %.*s (%s)", entry, s, coll_name_of(r.coll),
-                   (int)(end - c2 - 1), c2 + 1,
-                   r.coll == COLL_GPU_COLL_ALLREDUCE ? "oneshot, twoshot, ring, chain" : "oneshot, ring");
+                   (int)(end - c2 - 1), c2 + 1, algo_names(names, sizeof(names), (coll_gpu_coll_t)r.coll));
     } else {
       ++*n;
       s = end;
@@ -454,25 +474,4 @@ int coll_gpu_tune_fit_layout(coll_gpu_scratch_layout_t *l, size_t most) {
   l->slot_bytes = slot;
   l->nchannels = channels;
   return 1;
-}
-
-const char *coll_gpu_coll_name(coll_gpu_coll_t coll) {
-  static const char *names[] = {"allreduce", "bcast", "allgather", "alltoall", "reduce", "reduce_scatter"};
-  return coll >= 0 && coll < COLL_GPU_NCOLLS ? names[coll] : "?";
-}
-
-const char *coll_gpu_coll_mpi_name(coll_gpu_coll_t coll) {
-  static const char *names[] = {"MPI_Allreduce", "MPI_Bcast",  "MPI_Allgather",
-                                "MPI_Alltoall",  "MPI_Reduce", "MPI_Reduce_scatter"};
-  return coll >= 0 && coll < COLL_GPU_NCOLLS ? names[coll] : "?";
-}
-
-const char *coll_gpu_algo_name(coll_gpu_algo_t algo) {
-  static const char *names[] = {"oneshot", "twoshot", "ring", "chain"};
-  return algo >= 0 && algo < COLL_GPU_NALGOS ? names[algo] : "?";
-}
-
-const char *coll_gpu_proto_name(coll_gpu_proto_t proto) {
-  static const char *names[] = {"LL", "Simple"};
-  return proto >= 0 && proto < COLL_GPU_NPROTOS ? names[proto] : "?";
 }

@@ -27,15 +27,14 @@ typedef struct {
 #define COLL_GPU_TUNE_MAX_RULES 32
 
 typedef struct {
-  int algorithm;                       /* -1: choose, else a coll_gpu_algo_t */
-  int protocol;                        /* -1: any, else a coll_gpu_proto_t (restricts the algorithms) */
-  int nchannels;                       /* 0: choose, else the channel (block) count for two-shot and ring */
-  int max_channels;                    /* channels allocated */
-  size_t oneshot_max_bytes;            /* largest one-shot message (its scratch) */
-  size_t twoshot_max_bytes;            /* largest two-shot message (its scratch) */
-  size_t ring_chunk_bytes;             /* 0: choose, else the ring's bytes per step (at most a FIFO slot) */
-  int move_algorithm[COLL_GPU_NCOLLS]; /* every collective but allreduce: -1 choose, else ONESHOT or RING */
-  int min_sms;                         /* the fewest multiprocessors among the ranks' GPUs; 0: not known */
+  int algorithm[COLL_GPU_NCOLLS]; /* per collective, -1: choose, else a coll_gpu_algo_t it has */
+  int protocol;                   /* -1: any, else a coll_gpu_proto_t (restricts the algorithms) */
+  int nchannels;                  /* 0: choose, else the channel (block) count for two-shot and ring */
+  int max_channels;               /* channels allocated */
+  size_t oneshot_max_bytes;       /* largest one-shot message (its scratch) */
+  size_t twoshot_max_bytes;       /* largest two-shot message (its scratch) */
+  size_t ring_chunk_bytes;        /* 0: choose, else the ring's bytes per step (at most a FIFO slot) */
+  int min_sms;                    /* the fewest multiprocessors among the ranks' GPUs; 0: not known */
   int max_blocks;        /* 0: any; else the most blocks a ring or two-shot kernel takes (ranks that share a GPU) */
   int net;               /* the ranks span nodes: ring hops between them go through the network proxy, and a ring call
                             takes channels by its size (a channel per kNetStepBytes of a ring step) */
@@ -69,15 +68,14 @@ int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, in
 double coll_gpu_tune_move_time_us(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo,
                                   int nranks, size_t bytes);
 /* The choice for one call of `coll` of `bytes` (allreduce: the message; the others as coll_gpu_tune_move_time_us
- * counts them): the algorithm the config forces (algorithm for allreduce, move_algorithm for the others) where it
- * fits, else the first of the user's rules that matches the call and fits it, else the least modelled time among
- * the algorithms that fit; its protocol, channels and ring step. */
+ * counts them): the algorithm the config forces for the collective where it fits, else the first of the user's rules
+ * that matches the call and fits it, else the least modelled time among the algorithms that fit; its protocol, channels
+ * and ring step. */
 coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks, size_t bytes);
 /* Parses coll_gpu_tuning_rules: COLL:FROM-TO:ALGO entries, comma-separated, COLL one of coll_gpu_coll_name's
- * (allreduce, bcast, allgather, alltoall, reduce, reduce_scatter), FROM and TO byte counts (k, m or g after the
- * digits: KiB, MiB, GiB; TO left out: no end, FROM <= TO), ALGO one of coll_gpu_algo_name's that the collective has
- * (allreduce: oneshot, twoshot, ring, chain; the others: oneshot, ring). Empty or NULL: no rule. Fills up to
- * COLL_GPU_TUNE_MAX_RULES rules and *n; COLL_GPU_INVALID_INPUT, with the entry and what is wrong with it in why,
+ * (common/colls.h), FROM and TO byte counts (k, m or g after the digits: KiB, MiB, GiB; TO left out: no end, FROM <=
+ * TO), ALGO one of coll_gpu_algo_name's that the collective has (coll_gpu_coll_has). Empty or NULL: no rule. Fills up
+ * to COLL_GPU_TUNE_MAX_RULES rules and *n; COLL_GPU_INVALID_INPUT, with the entry and what is wrong with it in why,
  * where the text is not such a list. */
 coll_gpu_status_t coll_gpu_tune_parse_rules(const char *text, coll_gpu_tune_rule_t rules[COLL_GPU_TUNE_MAX_RULES],
                                             int *n, char *why, size_t len);
@@ -87,10 +85,6 @@ coll_gpu_status_t coll_gpu_tune_parse_rules(const char *text, coll_gpu_tune_rule
  * point-to-point FIFOs) stay. Returns 1 when l fits (perhaps changed), 0 when even one channel of 4 KiB
  * slots does not (l unchanged). The same inputs give the same layout on every rank. */
 int coll_gpu_tune_fit_layout(coll_gpu_scratch_layout_t *l, size_t most);
-const char *coll_gpu_algo_name(coll_gpu_algo_t algo);
-const char *coll_gpu_coll_name(coll_gpu_coll_t coll);     /* "bcast" */
-const char *coll_gpu_coll_mpi_name(coll_gpu_coll_t coll); /* "MPI_Bcast" */
-const char *coll_gpu_proto_name(coll_gpu_proto_t proto);
 
 #ifdef __cplusplus
 }

@@ -125,7 +125,7 @@ int zc_blocks(int rank, int n, const coll_gpu_args_t &a, void *const *peer_buf, 
 
 int zc_parts(const coll_gpu_tune_config_t &tune, int n, size_t most) {
   coll_gpu_tune_config_t t = tune;
-  t.move_algorithm[COLL_GPU_COLL_ALLTOALL] = COLL_GPU_ALGO_RING;  // the ring's channels whatever the size
+  t.algorithm[COLL_GPU_COLL_ALLTOALL] = COLL_GPU_ALGO_RING;  // the ring's channels whatever the size
   const coll_gpu_choice_t ch = coll_gpu_tune_choose(&t, COLL_GPU_COLL_ALLTOALL, n, most > 0 ? most : 1);
   const int parts = ch.nchannels / n;
   return parts < 1 ? 1 : parts > COLL_GPU_ZC_PARTS ? COLL_GPU_ZC_PARTS : parts;

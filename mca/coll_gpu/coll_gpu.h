@@ -51,10 +51,9 @@ typedef struct {
   size_t stage_cache_size;
   bool force_staging;
   /* the GPU path: each collective's algorithm */
-  int allreduce_algorithm;             /* -1 auto, a coll_gpu_algo_t, or COLL_GPU_NALGOS: always stage */
-  int allreduce_protocol;              /* -1 auto, or a coll_gpu_proto_t */
-  int move_algorithm[COLL_GPU_NCOLLS]; /* all but allreduce: -1 auto, ONESHOT, RING or NALGOS (stage) */
-  int nchannels;                       /* 0 auto */
+  int algorithm[COLL_GPU_NCOLLS]; /* per collective: -1 auto, an algorithm it has, or COLL_GPU_NALGOS: always stage */
+  int allreduce_protocol;         /* -1 auto, or a coll_gpu_proto_t */
+  int nchannels;                  /* 0 auto */
   int max_channels;
   /* coll_gpu_tuning_rules as given, and its rules (ntuning_rules of them) */
   char *tuning_rules;

@@ -204,14 +204,13 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
   coll_gpu_bootstrap_t b = {ompi_comm_rank(comm), ompi_comm_size(comm), &bctx, bs_allgather, bs_bcast, bs_barrier};
   coll_gpu_engine_config_t cfg;
   memset(&cfg, 0, sizeof(cfg));
-  cfg.tune.algorithm = c->allreduce_algorithm;
+  for (int k = 0; k < COLL_GPU_NCOLLS; ++k) cfg.tune.algorithm[k] = c->algorithm[k];
   cfg.tune.protocol = c->allreduce_protocol;
   cfg.tune.nchannels = c->nchannels;
   cfg.tune.max_channels = c->max_channels;
   cfg.tune.oneshot_max_bytes = c->oneshot_max_bytes;
   cfg.tune.twoshot_max_bytes = c->twoshot_max_bytes;
   cfg.tune.ring_chunk_bytes = c->ring_chunk_bytes;
-  for (int k = 0; k < COLL_GPU_NCOLLS; ++k) cfg.tune.move_algorithm[k] = c->move_algorithm[k];
   cfg.tune.rules = c->tuning_rule;
   cfg.tune.nrules = c->ntuning_rules;
   cfg.wait = mca_coll_gpu_wait_config();

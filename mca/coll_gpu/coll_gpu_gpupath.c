@@ -255,7 +255,7 @@ int mca_coll_gpu_plan_reduction(const mca_coll_gpu_reduction_t *rd, int blocking
   const int leaf = rd->coll == COLL_GPU_COLL_REDUCE && me != rd->root; /* only its send buffer counts */
   coll_gpu_dtype_t type = COLL_GPU_NTYPES;
   coll_gpu_redop_t redop = COLL_GPU_NOPS;
-  const int algorithm = rd->coll == COLL_GPU_COLL_ALLREDUCE ? c->allreduce_algorithm : c->move_algorithm[rd->coll];
+  const int algorithm = c->algorithm[rd->coll];
   /* in place, a rank's result would overwrite input a later block of another length still reads: the engine
    * reduces from a copy of the input (engine.h); beyond COLL_GPU_MAX_DIRECT ranks the kernels take equal blocks
    * only */
@@ -555,7 +555,7 @@ static int plan_rooted(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t
   if (pl->mem.kind == COLL_GPU_MEM_HOST && pl->smem.kind == COLL_GPU_MEM_HOST)
     pl->mine = COLL_GPU_PATH_HOST;
   else if (counted_on_gpu(n) && m->engine_state != COLL_GPU_STATE_OFF &&
-           c->move_algorithm[COLL_GPU_COLL_ALLTOALL] != COLL_GPU_NALGOS && on_engine(m, &pl->mem, &pl->mem) &&
+           c->algorithm[COLL_GPU_COLL_ALLTOALL] != COLL_GPU_NALGOS && on_engine(m, &pl->mem, &pl->mem) &&
            on_engine(m, &pl->smem, &pl->mem) && plan_rooted_layout(mv, n, me, pl))
     pl->mine = COLL_GPU_PATH_GPU | COLL_GPU_PATH_VLAYOUT;
   pl->any_memory = 0;
@@ -600,7 +600,7 @@ int mca_coll_gpu_plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct o
    * be unlike) */
   const int vpossible = mv->counted != NULL && counted_on_gpu(n); /* alike everywhere */
   const int vcan = vpossible && plan_vlayout(mv, n, me, pl);
-  const int engine_can = m->engine_state != COLL_GPU_STATE_OFF && c->move_algorithm[mv->coll] != COLL_GPU_NALGOS;
+  const int engine_can = m->engine_state != COLL_GPU_STATE_OFF && c->algorithm[mv->coll] != COLL_GPU_NALGOS;
   pl->mine = COLL_GPU_PATH_STAGE;
   if (pl->mem.kind == COLL_GPU_MEM_HOST && smem.kind == COLL_GPU_MEM_HOST)
     pl->mine = COLL_GPU_PATH_HOST;
@@ -613,7 +613,7 @@ int mca_coll_gpu_plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct o
     pl->mine = COLL_GPU_PATH_GPU | COLL_GPU_PATH_VLAYOUT;
   /* every argument here is the same on every rank of a correct program (MPI_IN_PLACE in alltoall too), but a
    * counted call's layout, which only the agreement brings together */
-  pl->any_memory = m->engine_state != COLL_GPU_STATE_OFF && c->move_algorithm[mv->coll] != COLL_GPU_NALGOS &&
+  pl->any_memory = m->engine_state != COLL_GPU_STATE_OFF && c->algorithm[mv->coll] != COLL_GPU_NALGOS &&
                    !OMPI_COMM_IS_INTER(comm) && mv->counted == NULL &&
                    (mv->coll != COLL_GPU_COLL_ALLTOALL || (n <= COLL_GPU_MAX_DIRECT && mv->sbuf != MPI_IN_PLACE));
   if (may_join(blocking, pl, m)) move_join(mv, me, bytes, blocks, &pl->join);

@@ -279,80 +279,95 @@ static void register_topology(mca_coll_gpu_component_t *c) {
                   "", OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &c->topo_dump_file);
 }
 
-/* The algorithms of the collectives on device buffers, and their channels. */
+/* Appends the names of the collectives k for which pick(k, of): "a, b and c" with `last` " and ". */
+static void append_colls(char *out, size_t len, int (*pick)(int k, int of), int of, const char *last) {
+  int count = 0;
+  for (int k = 0; k < COLL_GPU_NCOLLS; ++k) count += pick(k, of);
+  for (int k = 0, n = 0; k < COLL_GPU_NCOLLS; ++k) {
+    if (!pick(k, of)) continue;
+    const size_t at = strlen(out);
+    ++n;
+    snprintf(out + at, len - at, "%s%s", n == 1 ? "" : n < count ? ", " : last, coll_gpu_coll_name((coll_gpu_coll_t)k));
+  }
+}
+static int any_coll(int k, int of) {
+  (void)k;
+  (void)of;
+  return 1;
+}
+static int by_block(int k, int of) {
+  (void)of;
+  const coll_gpu_shape_t shape = coll_gpu_coll_info((coll_gpu_coll_t)k)->shape;
+  return shape == COLL_GPU_SHAPE_BLOCKS || shape == COLL_GPU_SHAPE_PAIRS; /* the chooser counts a block's bytes */
+}
+/* the collectives with the algorithms of collective `of` */
+static int same_algos(int k, int of) {
+  return coll_gpu_coll_info((coll_gpu_coll_t)k)->algos == coll_gpu_coll_info((coll_gpu_coll_t)of)->algos;
+}
+
+/* coll_gpu_tuning_rules' description, with the collectives and their algorithms as common/colls.h has them. */
+static const char *rules_help(void) {
+  static char help[1536];
+  const size_t len = sizeof(help);
+  snprintf(help, len,
+           "Per collective and range of sizes, the algorithm the tuning model's choice gives way to, as "
+           "coll/tuned's dynamic rules do: COLL:FROM-TO:ALGO entries, comma-separated, COLL one of ");
+  append_colls(help, len, any_coll, 0, " or ");
+  size_t at = strlen(help);
+  snprintf(help + at, len - at,
+           "; FROM and TO bytes, both included (k, m, g allowed; TO left out: no end), of the message, or for ");
+  append_colls(help, len, by_block, 0, " and ");
+  at = strlen(help);
+  snprintf(help + at, len - at, " of a rank's block; ALGO one the collective has (");
+  for (int k = 0; k < COLL_GPU_NCOLLS; ++k) {
+    int first = 1;
+    for (int j = 0; j < k; ++j) first = first && !same_algos(j, k);
+    if (!first) continue;
+    at = strlen(help);
+    snprintf(help + at, len - at, "%s", k == 0 ? "" : "; ");
+    append_colls(help, len, same_algos, k, " and ");
+    for (int a = 0, n = 0; a < COLL_GPU_NALGOS; ++a)
+      if (coll_gpu_coll_has((coll_gpu_coll_t)k, (coll_gpu_algo_t)a)) {
+        at = strlen(help);
+        snprintf(help + at, len - at, "%s%s", n++ == 0 ? ": " : ", ", coll_gpu_algo_name((coll_gpu_algo_t)a));
+      }
+  }
+  at = strlen(help);
+  snprintf(help + at, len - at,
+           "). The first rule that matches a call and fits it takes it (oneshot and twoshot run on one node within "
+           "coll_gpu_oneshot_max_bytes and coll_gpu_twoshot_max_bytes, chain over several nodes only); a "
+           "coll_gpu_<COLL>_algorithm other than auto wins over the rules, and communicators of more than 8 ranks "
+           "run the ring. Every rank must use the same. Empty: no rule. Example: "
+           "allreduce:0-32k:oneshot,allreduce:32k-:ring");
+  return help;
+}
+
+/* The algorithms of the collectives on device buffers, and their channels: a coll_gpu_<name>_algorithm for each row
+ * of common/colls.h, whose values are auto, the algorithms the collective has and staged. */
 static void register_algorithms(mca_coll_gpu_component_t *c) {
-  static const mca_base_var_enum_value_t algorithms[] = {{-1, "auto"},
-                                                         {COLL_GPU_ALGO_ONESHOT, "oneshot"},
-                                                         {COLL_GPU_ALGO_TWOSHOT, "twoshot"},
-                                                         {COLL_GPU_ALGO_RING, "ring"},
-                                                         {COLL_GPU_ALGO_CHAIN, "chain"},
-                                                         {COLL_GPU_NALGOS, "staged"},
-                                                         {0, NULL}};
+  static mca_base_var_enum_value_t algorithms[COLL_GPU_NCOLLS][COLL_GPU_NALGOS + 3];
+  for (int k = 0; k < COLL_GPU_NCOLLS; ++k) {
+    const coll_gpu_coll_info_t *info = coll_gpu_coll_info((coll_gpu_coll_t)k);
+    mca_base_var_enum_value_t *v = algorithms[k];
+    int n = 0;
+    v[n++] = (mca_base_var_enum_value_t){-1, "auto"};
+    for (int a = 0; a < COLL_GPU_NALGOS; ++a)
+      if (coll_gpu_coll_has((coll_gpu_coll_t)k, (coll_gpu_algo_t)a))
+        v[n++] = (mca_base_var_enum_value_t){a, coll_gpu_algo_name((coll_gpu_algo_t)a)};
+    v[n++] = (mca_base_var_enum_value_t){COLL_GPU_NALGOS, "staged"};
+    v[n] = (mca_base_var_enum_value_t){0, NULL};
+    char name[64];
+    snprintf(name, sizeof(name), "%s_algorithm", info->name);
+    register_enum(name, info->algorithm_help, v, -1, &c->algorithm[k]);
+  }
   static const mca_base_var_enum_value_t protocols[] = {
       {-1, "auto"}, {COLL_GPU_PROTO_LL, "LL"}, {COLL_GPU_PROTO_SIMPLE, "Simple"}, {0, NULL}};
-  register_enum("allreduce_algorithm",
-                "Algorithm of MPI_Allreduce on device buffers: auto (the tuning model picks by size and ranks), "
-                "oneshot (every rank reads all data, up to coll_gpu_oneshot_max_bytes), twoshot (reduce-scatter "
-                "and all-gather in one hop each, up to coll_gpu_twoshot_max_bytes), ring, chain (over several "
-                "nodes only: a reduce to rank 0, then a bcast from it, each along its chain of the ranks; auto takes "
-                "it there up to 256 KiB), or staged (through host memory and the next coll component). A forced "
-                "algorithm that does not fit the message falls back to auto; communicators of more than 8 ranks "
-                "run the ring, and over several nodes the ring or the chain, whatever is forced",
-                algorithms, -1, &c->allreduce_algorithm);
   register_enum(
       "allreduce_protocol",
       "Protocol of MPI_Allreduce on device buffers: auto, LL (flags travel with the data: one-shot) or "
       "Simple (bulk data, then a release flag: two-shot and ring). Restricts the algorithms auto chooses from",
       protocols, -1, &c->allreduce_protocol);
-  static const mca_base_var_enum_value_t moves[] = {{-1, "auto"},
-                                                    {COLL_GPU_ALGO_ONESHOT, "oneshot"},
-                                                    {COLL_GPU_ALGO_RING, "ring"},
-                                                    {COLL_GPU_NALGOS, "staged"},
-                                                    {0, NULL}};
-  register_enum("bcast_algorithm",
-                "Algorithm of MPI_Bcast on device buffers: auto (the tuning model picks by size and ranks), oneshot "
-                "(the root writes LL lines into every rank's slot, in pieces of coll_gpu_oneshot_max_bytes), ring "
-                "(a pipelined chain from the root, Simple protocol), or staged (through host memory and the next "
-                "coll component)",
-                moves, -1, &c->move_algorithm[COLL_GPU_COLL_BCAST]);
-  register_enum("allgather_algorithm",
-                "Algorithm of MPI_Allgather on device buffers: auto, oneshot (every rank writes its block as LL "
-                "lines into every peer, in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol), or staged; "
-                "also of MPI_Allgatherv on one host where every block has one count and the blocks lie one after "
-                "another in rank order (it stages otherwise)",
-                moves, -1, &c->move_algorithm[COLL_GPU_COLL_ALLGATHER]);
-  register_enum("alltoall_algorithm",
-                "Algorithm of MPI_Alltoall on device buffers: auto, oneshot (every rank writes each peer's block "
-                "as LL lines into that peer, in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol, a "
-                "sending and a receiving block on each channel with 2 ranks, and with more pairwise on each "
-                "connection to each peer, through that peer's own FIFOs), or staged. "
-                "In-place alltoall, and alltoall of more than 8 ranks, is always staged. Also of MPI_Alltoallv on one "
-                "host where every block has one count and the blocks lie one after another in rank order (it "
-                "stages otherwise)",
-                moves, -1, &c->move_algorithm[COLL_GPU_COLL_ALLTOALL]);
-  register_enum("reduce_algorithm",
-                "Algorithm of MPI_Reduce on device buffers: auto, oneshot (every rank writes its buffer as LL lines "
-                "into the root, which reduces them in rank order; in pieces of coll_gpu_oneshot_max_bytes), ring "
-                "(a pipelined chain ending at the root, Simple protocol), or staged",
-                moves, -1, &c->move_algorithm[COLL_GPU_COLL_REDUCE]);
-  register_enum("reduce_scatter_algorithm",
-                "Algorithm of MPI_Reduce_scatter and MPI_Reduce_scatter_block on device buffers: auto, oneshot "
-                "(every rank writes each peer's block as LL lines into that peer, which reduces them in rank "
-                "order; in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol), or staged. "
-                "MPI_Reduce_scatter with counts that differ is always staged in place, and with more than 8 ranks",
-                moves, -1, &c->move_algorithm[COLL_GPU_COLL_REDUCE_SCATTER]);
-  register_string(
-      "tuning_rules",
-      "Per collective and range of sizes, the algorithm the tuning model's choice gives way to, as coll/tuned's "
-      "dynamic rules do: COLL:FROM-TO:ALGO entries, comma-separated, COLL one of allreduce, bcast, allgather, "
-      "alltoall, reduce, reduce_scatter; FROM and TO bytes, both included (k, m, g allowed; TO left out: no end), of "
-      "the message, or for allgather, alltoall and reduce_scatter of a rank's block; ALGO one the collective has "
-      "(allreduce: oneshot, twoshot, ring, chain; the others: oneshot, ring). The first rule that matches a call and "
-      "fits it takes it (oneshot and twoshot run on one node within coll_gpu_oneshot_max_bytes and "
-      "coll_gpu_twoshot_max_bytes, chain over several nodes only); a coll_gpu_<COLL>_algorithm other than auto wins "
-      "over the rules, and communicators of more than 8 ranks run the ring. Every rank must use the same. Empty: no "
-      "rule. Example: allreduce:0-32k:oneshot,allreduce:32k-:ring",
-      "", OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->tuning_rules);
+  register_string("tuning_rules", rules_help(), "", OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->tuning_rules);
   char why[256];
   if (coll_gpu_tune_parse_rules(c->tuning_rules, c->tuning_rule, &c->ntuning_rules, why, sizeof(why)) !=
       COLL_GPU_SUCCESS) {

@@ -118,10 +118,9 @@ int main(int argc, char **argv) {
         algo = COLL_GPU_NALGOS;
     }
   }
-  coll_gpu_tune_config_t tune = {(int)algo, -1, nch_opt, 16, 512 << 10, 16 << 20, 0, {0}};
-  for (int k = 0; k < COLL_GPU_NCOLLS; ++k) tune.move_algorithm[k] = (int)algo;
-  const int runs = coll == COLL_GPU_COLL_ALLREDUCE ? algo != COLL_GPU_NALGOS
-                                                   : algo == COLL_GPU_ALGO_ONESHOT || algo == COLL_GPU_ALGO_RING;
+  coll_gpu_tune_config_t tune = {{0}, -1, nch_opt, 16, 512 << 10, 16 << 20, 0};
+  for (int k = 0; k < COLL_GPU_NCOLLS; ++k) tune.algorithm[k] = (int)algo;
+  const int runs = coll_gpu_coll_has(coll, algo);
   if (coll == COLL_GPU_NCOLLS || !runs || n < 2 || n > COLL_GPU_MAX_DIRECT || min < 4 || min > max || iters < 1 ||
       !coll_gpu_tune_fits(&tune, algo, n, max)) {
     fprintf(stderr,

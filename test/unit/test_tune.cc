@@ -15,14 +15,13 @@ namespace {
 
 coll_gpu_tune_config_t defaults() {
   coll_gpu_tune_config_t c;
-  c.algorithm = -1;
   c.protocol = -1;
   c.nchannels = 0;
   c.max_channels = 16;
   c.oneshot_max_bytes = 512 << 10;
   c.twoshot_max_bytes = 16 << 20;
   c.ring_chunk_bytes = 0;
-  for (int &a : c.move_algorithm) a = -1;
+  for (int &a : c.algorithm) a = -1;
   c.min_sms = 0;
   c.max_blocks = 0;
   c.net = 0;
@@ -142,15 +141,15 @@ TEST(Tune, RulesParse) {
     const char *text, *reason;
   } bad[] = {{"allreduce:0-64k", "is not COLL:FROM-TO:ALGO"},
              {"allreduce:64k:ring", "is not COLL:FROM-TO:ALGO"},
-             {"scan:0-:ring", "scan is not allreduce"},
+             {"scan:0-:ring", "scan is not allreduce, bcast, allgather, alltoall, reduce or reduce_scatter"},
              {"allreduce:-64k:ring", "is not FROM-TO"},
              {"allreduce:1x-2:ring", "is not FROM-TO"},
              {"allreduce:0-99999999999999999999:ring", "is not FROM-TO"},
              {"allreduce:0-99999999999g:ring", "is not FROM-TO"},
              {"allreduce:2k-1k:ring", "FROM is above TO"},
-             {"bcast:0-:twoshot", "bcast has no algorithm twoshot"},
+             {"bcast:0-:twoshot", "bcast has no algorithm twoshot (oneshot, ring)"},
              {"alltoall:0-:chain", "alltoall has no algorithm chain"},
-             {"allreduce:0-:Ring", "allreduce has no algorithm Ring"},
+             {"allreduce:0-:Ring", "allreduce has no algorithm Ring (oneshot, twoshot, ring, chain)"},
              {"allreduce:0-:ring,", "a comma at the end"},
              {"allreduce:0-:ring,,bcast:0-:ring", "\"\" is not COLL:FROM-TO:ALGO"}};
   for (const auto &b : bad) {
@@ -200,8 +199,8 @@ TEST(Tune, RulesChoose) {
     EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, ranks, 8).algo);
   }
   // what a parameter forces wins over the rules
-  c.algorithm = COLL_GPU_ALGO_ONESHOT;
-  c.move_algorithm[COLL_GPU_COLL_BCAST] = COLL_GPU_ALGO_ONESHOT;
+  c.algorithm[COLL_GPU_COLL_ALLREDUCE] = COLL_GPU_ALGO_ONESHOT;
+  c.algorithm[COLL_GPU_COLL_BCAST] = COLL_GPU_ALGO_ONESHOT;
   EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 8).algo);
   EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_BCAST, 4, 8).algo);
   // across nodes: a rule whose algorithm runs there takes its calls, one that does not (one-shot) gives way
@@ -225,11 +224,11 @@ TEST(Tune, RingOnly) {
     for (int forced : {-1, (int)COLL_GPU_ALGO_ONESHOT, (int)COLL_GPU_ALGO_TWOSHOT, (int)COLL_GPU_ALGO_CHAIN}) {
       coll_gpu_tune_config_t c = defaults();
       c.net = net;
-      c.algorithm = forced;
+      c.algorithm[COLL_GPU_COLL_ALLREDUCE] = forced;
       c.rules = r;
       c.nrules = n;
       for (int k = 0; k < COLL_GPU_NCOLLS; ++k)
-        c.move_algorithm[k] = k == COLL_GPU_COLL_ALLREDUCE || forced != COLL_GPU_ALGO_ONESHOT ? -1 : forced;
+        if (k != COLL_GPU_COLL_ALLREDUCE) c.algorithm[k] = forced != COLL_GPU_ALGO_ONESHOT ? -1 : forced;
       for (size_t bytes : {(size_t)8, (size_t)64 << 10, (size_t)1 << 20, (size_t)64 << 20}) {
         const coll_gpu_algo_t a = coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 16, bytes).algo;
         if (net) {
@@ -248,14 +247,14 @@ TEST(Tune, RingOnly) {
 TEST(Tune, ForcedAlgorithmWhereItFits) {
   coll_gpu_tune_config_t c = defaults();
   // staged is not the engine's to run: forced on it, the engine's calls take the model's choice
-  c.algorithm = COLL_GPU_NALGOS;
+  c.algorithm[COLL_GPU_COLL_ALLREDUCE] = COLL_GPU_NALGOS;
   EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_NALGOS, 2, 8));
   EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 8).algo);
   EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 16, 8).algo);
   c = defaults();
-  c.algorithm = COLL_GPU_ALGO_RING;
+  c.algorithm[COLL_GPU_COLL_ALLREDUCE] = COLL_GPU_ALGO_RING;
   EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 8, 8).algo);
-  c.algorithm = COLL_GPU_ALGO_ONESHOT;
+  c.algorithm[COLL_GPU_COLL_ALLREDUCE] = COLL_GPU_ALGO_ONESHOT;
   EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 8, c.oneshot_max_bytes).algo);
   // too large for the one-shot scratch: the model decides
   EXPECT_NE(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 8, c.oneshot_max_bytes + 16).algo);
@@ -346,9 +345,9 @@ TEST(Tune, OtherCollectives) {
         }
       }
       coll_gpu_tune_config_t f = c;
-      f.move_algorithm[k] = COLL_GPU_ALGO_RING;
+      f.algorithm[k] = COLL_GPU_ALGO_RING;
       EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&f, coll, n, 8).algo);
-      f.move_algorithm[k] = COLL_GPU_ALGO_ONESHOT;
+      f.algorithm[k] = COLL_GPU_ALGO_ONESHOT;
       EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&f, coll, n, 1ul << 30).algo);
       f.oneshot_max_bytes = 0;  // no LL slot: the ring, whatever is forced
       EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&f, coll, n, 8).algo);
@@ -389,7 +388,7 @@ TEST(Tune, NetAllreduceChain) {
   coll_gpu_tune_config_t c = defaults();
   const size_t kib = 1024, mib = kib * kib;
   for (int algorithm : {-1, (int)COLL_GPU_ALGO_ONESHOT, (int)COLL_GPU_ALGO_TWOSHOT, (int)COLL_GPU_ALGO_CHAIN}) {
-    c.algorithm = algorithm;
+    c.algorithm[COLL_GPU_COLL_ALLREDUCE] = algorithm;
     c.net = 0;
     for (size_t bytes = 8; bytes <= 256 * mib; bytes *= 4)
       EXPECT_NE(COLL_GPU_ALGO_CHAIN, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, bytes).algo)
@@ -404,7 +403,7 @@ TEST(Tune, NetAllreduceChain) {
       }
     }
   }
-  c.algorithm = COLL_GPU_ALGO_RING;
+  c.algorithm[COLL_GPU_COLL_ALLREDUCE] = COLL_GPU_ALGO_RING;
   EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 8).algo);
   EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_ALGO_ONESHOT, 4, 8));
   EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_ALGO_TWOSHOT, 4, 8));
@@ -416,8 +415,7 @@ TEST(Tune, NetAllreduceChain) {
 TEST(Tune, NetChainChunk) {
   coll_gpu_tune_config_t c = defaults();
   c.net = 1;
-  c.algorithm = COLL_GPU_ALGO_RING;  // a communicator across nodes runs rings only
-  for (int &a : c.move_algorithm) a = COLL_GPU_ALGO_RING;
+  for (int &a : c.algorithm) a = COLL_GPU_ALGO_RING;  // a communicator across nodes runs rings only
   const size_t kib = 1024, mib = kib * kib;
   for (int coll : {COLL_GPU_COLL_BCAST, COLL_GPU_COLL_REDUCE}) {
     for (int n : {2, 4, 16}) {
@@ -446,8 +444,7 @@ TEST(Tune, NetChainChunk) {
 TEST(Tune, NetRingChannels) {
   coll_gpu_tune_config_t c = defaults();
   c.net = 1;
-  c.algorithm = COLL_GPU_ALGO_RING;
-  for (int &a : c.move_algorithm) a = COLL_GPU_ALGO_RING;
+  for (int &a : c.algorithm) a = COLL_GPU_ALGO_RING;
   const size_t kib = 1024, mib = kib * kib;
   for (int bound : {0, 1, 5, 8, 16}) {
     c.net_ring_channels = bound;
@@ -539,7 +536,7 @@ TEST(Tune, SharedGpuBoundsTheBlocks) {
     }
   }
   EXPECT_EQ(32, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 1ul << 30).nchannels);
-  c.algorithm = COLL_GPU_ALGO_TWOSHOT;
+  c.algorithm[COLL_GPU_COLL_ALLREDUCE] = COLL_GPU_ALGO_TWOSHOT;
   EXPECT_EQ(32, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 16ul << 20).nchannels);
   c.nchannels = 100;  // forced
   EXPECT_EQ(32, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 16ul << 20).nchannels);
@@ -669,9 +666,8 @@ TEST(Layout, DefaultsFit256MiB) {
 TEST(Tune, NetChannelsGrowWithTheStep) {
   coll_gpu_tune_config_t c = defaults();
   c.net = 1;
-  c.algorithm = COLL_GPU_ALGO_RING;
   c.max_channels = 8;
-  for (int a = 0; a < COLL_GPU_NCOLLS; ++a) c.move_algorithm[a] = COLL_GPU_ALGO_RING;
+  for (int &a : c.algorithm) a = COLL_GPU_ALGO_RING;
   struct Case {
     int nranks;
     size_t bytes;

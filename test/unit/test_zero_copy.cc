@@ -669,11 +669,10 @@ TEST(ZeroCopyWords, ARankThatReceivesNothingAndTheParts) {
   v.recv[3].bytes = 1;
   EXPECT_FALSE(coll_gpu::zc_receives_nothing(0, 4, a));
   coll_gpu_tune_config_t t{};
-  t.algorithm = -1;
   t.protocol = -1;
   t.max_channels = COLL_GPU_MAX_CHANNELS;
   t.oneshot_max_bytes = 64 << 10;
-  for (int k = 0; k < COLL_GPU_NCOLLS; ++k) t.move_algorithm[k] = -1;
+  for (int k = 0; k < COLL_GPU_NCOLLS; ++k) t.algorithm[k] = -1;
   for (int n = 2; n <= COLL_GPU_MAX_DIRECT; ++n)
     for (size_t bytes : {(size_t)0, (size_t)8, (size_t)1 << 20, (size_t)256 << 20}) {
       const int parts = coll_gpu::zc_parts(t, n, bytes);

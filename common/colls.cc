@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Copyright (c) 2026 the coll/gpu authors */
+/*
+ * The collectives' rows and the names of algorithms and protocols (common/colls.h).
+ */
+#include "common/colls.h"
+
+namespace {
+constexpr unsigned bit(coll_gpu_algo_t a) { return 1u << a; }
+constexpr unsigned kDirectAndRing = bit(COLL_GPU_ALGO_ONESHOT) | bit(COLL_GPU_ALGO_RING);
+
+const coll_gpu_coll_info_t kColls[COLL_GPU_NCOLLS] = {
+    {"allreduce", "MPI_Allreduce", kDirectAndRing | bit(COLL_GPU_ALGO_TWOSHOT) | bit(COLL_GPU_ALGO_CHAIN),
+     COLL_GPU_SHAPE_ALLREDUCE,
+     "Algorithm of MPI_Allreduce on device buffers: auto (the tuning model picks by size and ranks), "
+     "oneshot (every rank reads all data, up to coll_gpu_oneshot_max_bytes), twoshot (reduce-scatter "
+     "and all-gather in one hop each, up to coll_gpu_twoshot_max_bytes), ring, chain (over several "
+     "nodes only: a reduce to rank 0, then a bcast from it, each along its chain of the ranks; auto takes "
+     "it there up to 256 KiB), or staged (through host memory and the next coll component). A forced "
+     "algorithm that does not fit the message falls back to auto; communicators of more than 8 ranks "
+     "run the ring, and over several nodes the ring or the chain, whatever is forced"},
+    {"bcast", "MPI_Bcast", kDirectAndRing, COLL_GPU_SHAPE_CHAIN,
+     "Algorithm of MPI_Bcast on device buffers: auto (the tuning model picks by size and ranks), oneshot "
+     "(the root writes LL lines into every rank's slot, in pieces of coll_gpu_oneshot_max_bytes), ring "
+     "(a pipelined chain from the root, Simple protocol), or staged (through host memory and the next "
+     "coll component)"},
+    {"allgather", "MPI_Allgather", kDirectAndRing, COLL_GPU_SHAPE_BLOCKS,
+     "Algorithm of MPI_Allgather on device buffers: auto, oneshot (every rank writes its block as LL "
+     "lines into every peer, in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol), or staged; "
+     "also of MPI_Allgatherv on one host where every block has one count and the blocks lie one after "
+     "another in rank order (it stages otherwise)"},
+    {"alltoall", "MPI_Alltoall", kDirectAndRing, COLL_GPU_SHAPE_PAIRS,
+     "Algorithm of MPI_Alltoall on device buffers: auto, oneshot (every rank writes each peer's block "
+     "as LL lines into that peer, in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol, a "
+     "sending and a receiving block on each channel with 2 ranks, and with more pairwise on each "
+     "connection to each peer, through that peer's own FIFOs), or staged. "
+     "In-place alltoall, and alltoall of more than 8 ranks, is always staged. Also of MPI_Alltoallv on one "
+     "host where every block has one count and the blocks lie one after another in rank order (it "
+     "stages otherwise)"},
+    {"reduce", "MPI_Reduce", kDirectAndRing, COLL_GPU_SHAPE_CHAIN,
+     "Algorithm of MPI_Reduce on device buffers: auto, oneshot (every rank writes its buffer as LL lines "
+     "into the root, which reduces them in rank order; in pieces of coll_gpu_oneshot_max_bytes), ring "
+     "(a pipelined chain ending at the root, Simple protocol), or staged"},
+    {"reduce_scatter", "MPI_Reduce_scatter", kDirectAndRing, COLL_GPU_SHAPE_BLOCKS,
+     "Algorithm of MPI_Reduce_scatter and MPI_Reduce_scatter_block on device buffers: auto, oneshot "
+     "(every rank writes each peer's block as LL lines into that peer, which reduces them in rank "
+     "order; in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol), or staged. "
+     "MPI_Reduce_scatter with counts that differ is always staged in place, and with more than 8 ranks"},
+};
+
+bool known(coll_gpu_coll_t coll) { return coll >= 0 && coll < COLL_GPU_NCOLLS; }
+}  // namespace
+
+const coll_gpu_coll_info_t *coll_gpu_coll_info(coll_gpu_coll_t coll) { return known(coll) ? &kColls[coll] : nullptr; }
+
+int coll_gpu_coll_has(coll_gpu_coll_t coll, coll_gpu_algo_t algo) {
+  return known(coll) && algo >= 0 && algo < COLL_GPU_NALGOS && (kColls[coll].algos & bit(algo)) != 0;
+}
+
+const char *coll_gpu_coll_name(coll_gpu_coll_t coll) { return known(coll) ? kColls[coll].name : "?"; }
+
+const char *coll_gpu_coll_mpi_name(coll_gpu_coll_t coll) { return known(coll) ? kColls[coll].mpi_name : "?"; }
+
+const char *coll_gpu_algo_name(coll_gpu_algo_t algo) {
+  static const char *names[] = {"oneshot", "twoshot", "ring", "chain"};
+  return algo >= 0 && algo < COLL_GPU_NALGOS ? names[algo] : "?";
+}
+
+const char *coll_gpu_proto_name(coll_gpu_proto_t proto) {
+  static const char *names[] = {"LL", "Simple"};
+  return proto >= 0 && proto < COLL_GPU_NPROTOS ? names[proto] : "?";
+}
