@@ -16,6 +16,7 @@
 
 #include "common/log.h"
 #include "engine/agree.h"
+#include "engine/calls.h"
 #include "engine/engine.h"
 #include "engine/stage.h"
 #include "ompi/communicator/communicator.h"
@@ -113,12 +114,11 @@ typedef struct mca_coll_gpu_module_t {
   uint8_t *late, *missing;     /* a byte per rank, made with the agreement: its waits' scratch, under the agree lock */
   pthread_mutex_t agree_mutex; /* the agreement is one thread's at a time (mca_coll_gpu_agree_lock) */
   int hosts; /* 0: not known yet; 1: its ranks on one host; 2: on several (mca_coll_gpu_spans_hosts) */
+  struct ompi_communicator_t *comm; /* the communicator it serves */
   /* nonblocking calls that complete later (coll_gpu_request.c) */
-  mca_coll_gpu_call_t *queue, *queue_tail; /* not started yet, in call order */
-  mca_coll_gpu_call_t *on_gpu;             /* started on the engine, not completed */
-  mca_coll_gpu_call_t *running;            /* started through the previous module, not completed */
-  mca_coll_gpu_call_t *answers;            /* persistent calls whose agreement, posted at init, is unread */
-  int busy;                                /* in the list progress goes through */
+  coll_gpu_calls_t calls;       /* their order: queued, on the engine, waiting for answers (engine/calls.h) */
+  mca_coll_gpu_call_t *running; /* started through the previous module, not completed */
+  int busy;                     /* in the list progress goes through */
   struct mca_coll_gpu_module_t *next_busy;
 } mca_coll_gpu_module_t;
 
@@ -258,16 +258,6 @@ typedef struct {
   int root; /* reduce */
 } mca_coll_gpu_reduction_t;
 
-/* The path bits of the agreement, what a rank's buffers allow; VLAYOUT with GPU: a call with counts whose
- * layout on this rank is not the allgather's or alltoall's (or a gather or scatter), so that every rank takes the
- * zero-copy path with counts, or a nonblocking move of equal blocks (coll_gpu_zero_copy_wins) that begins as such a
- * call does (the plan's vargs). */
-enum { COLL_GPU_PATH_HOST = 1, COLL_GPU_PATH_GPU = 2, COLL_GPU_PATH_STAGE = 4, COLL_GPU_PATH_VLAYOUT = 8 };
-/* Whether path bits say the GPU path (with or without VLAYOUT). */
-static inline int mca_coll_gpu_path_is_gpu(uint32_t bits) {
-  return (bits & ~(uint32_t)COLL_GPU_PATH_VLAYOUT) == COLL_GPU_PATH_GPU;
-}
-
 /* `count` elements of dt at buf, as the user passed them (dt NULL: none; buf may be MPI_BOTTOM). The engine's memory
  * holds them packed, or where `laid`, as they lie in buf (a reduction's elements, whose layout the kernels read as it
  * is: a pair type's padding between them too, which is never written back). */
@@ -358,6 +348,8 @@ int mca_coll_gpu_defer(mca_coll_gpu_module_t *m, struct ompi_communicator_t *com
 void mca_coll_gpu_drain(mca_coll_gpu_module_t *m, int engine);
 /* A module's end: its outstanding calls complete (or fail) first, and progress forgets it. */
 void mca_coll_gpu_calls_module_gone(mca_coll_gpu_module_t *m);
+/* A new module's queue of calls (m->comm set): its ranks, and how it reaches the module. */
+void mca_coll_gpu_calls_init(mca_coll_gpu_module_t *m);
 /* Component close: the progress callback goes. */
 void mca_coll_gpu_calls_fini(void);
 
@@ -399,7 +391,7 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
  * communicator's calls hold the shared engine, the plan becomes STAGE instead (with uniform buffers, which
  * skip the agreement, engines are never shared: never refused there). Each 1 is ended by one
  * mca_coll_gpu_unclaim, when the call completes or will not run on the GPUs. */
-int mca_coll_gpu_claim(mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl);
+int mca_coll_gpu_claim(mca_coll_gpu_module_t *m, uint32_t *mine);
 void mca_coll_gpu_unclaim(mca_coll_gpu_module_t *m);
 /* A call whose ranks' counts disagree (an erroneous program), on the rank that found it (why: how; bytes: what this
  * rank sends): reported, the GPU path left as it is, so that every rank's later calls stay in step; returns

@@ -248,14 +248,14 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
   return 0;
 }
 
-int mca_coll_gpu_claim(mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
-  if (!mca_coll_gpu_path_is_gpu(pl->mine)) return 0;
+int mca_coll_gpu_claim(mca_coll_gpu_module_t *m, uint32_t *mine) {
+  if (!coll_gpu_path_is_gpu(*mine)) return 0;
   if (m->engine == NULL) {
     __atomic_add_fetch(&m->claims, 1, __ATOMIC_ACQ_REL);
     return 1;
   }
   if (coll_gpu_engine_claim(m->engine, m->claim_tag)) return 1;
-  pl->mine = COLL_GPU_PATH_STAGE; /* another communicator's calls hold the engine */
+  *mine = COLL_GPU_PATH_STAGE; /* another communicator's calls hold the engine */
   return 0;
 }
 

@@ -89,7 +89,7 @@ int mca_coll_gpu_nonblocking(const mca_coll_gpu_coll_args_t *a, struct ompi_comm
   mca_coll_gpu_plan_t pl;
   int rc;
   if (planned(a, 0, comm, m, &pl) && mca_coll_gpu_icall(&pl, comm, m, &saved, request, &rc)) return rc;
-  if (m->queue != NULL) return mca_coll_gpu_defer(m, comm, NULL, &saved, request);
+  if (coll_gpu_calls_queued(&m->calls)) return mca_coll_gpu_defer(m, comm, NULL, &saved, request);
   return istaged(a, comm, request, m);
 }
 

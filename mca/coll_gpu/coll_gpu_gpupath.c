@@ -331,7 +331,7 @@ static int run_claimed(mca_coll_gpu_plan_t *pl, int own, int joins, struct ompi_
   if (!own) {
     const int agreed = agree_path(m, comm, pl->mine, pl->name, pl->bytes, &all, rc);
     if (agreed != 0) return agreed > 0;
-    if (!mca_coll_gpu_path_is_gpu(all)) return 0;
+    if (!coll_gpu_path_is_gpu(all)) return 0;
   }
   if (m->engine == NULL && !mca_coll_gpu_create_engine(m, comm, &pl->mem)) return 0;
   if (!coll_gpu_engine_idle(m->engine)) mca_coll_gpu_drain(m, 1);
@@ -364,9 +364,9 @@ static int run_claimed(mca_coll_gpu_plan_t *pl, int own, int joins, struct ompi_
  * why. */
 int mca_coll_gpu_run_blocking(mca_coll_gpu_plan_t *pl, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m,
                               int *rc) {
-  if (m->queue != NULL) mca_coll_gpu_drain(m, 0);
+  if (coll_gpu_calls_queued(&m->calls)) mca_coll_gpu_drain(m, 0);
   /* a queued call's start may have made the engine meanwhile: this rank's buffers must be its memory */
-  if (mca_coll_gpu_path_is_gpu(pl->mine) && m->engine != NULL &&
+  if (coll_gpu_path_is_gpu(pl->mine) && m->engine != NULL &&
       !(coll_gpu_engine_owns(m->engine, &pl->mem) && coll_gpu_engine_owns(m->engine, &pl->smem)))
     pl->mine = COLL_GPU_PATH_STAGE;
   const int own = pl->any_memory && m->engine != NULL && m->engine_state == COLL_GPU_STATE_READY &&
@@ -375,7 +375,7 @@ int mca_coll_gpu_run_blocking(mca_coll_gpu_plan_t *pl, struct ompi_communicator_
   if (!own && staged_across_hosts(pl->bytes, mca_coll_gpu_component.net_min_bytes, comm, m)) return 0;
   const int joins = own && pl->mine != COLL_GPU_PATH_GPU;
   if (own) pl->mine = COLL_GPU_PATH_GPU;
-  const int claimed = mca_coll_gpu_claim(m, pl); /* on an engine of its own, refused only where it failed */
+  const int claimed = mca_coll_gpu_claim(m, &pl->mine); /* on an engine of its own, refused only where it failed */
   const int handled = run_claimed(pl, own, joins, comm, m, rc);
   if (claimed) mca_coll_gpu_unclaim(m);
   return handled;

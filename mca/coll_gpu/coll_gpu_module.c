@@ -35,7 +35,9 @@ static void module_construct(mca_coll_gpu_module_t *m) {
   pthread_mutex_init(&m->agree_mutex, &attr);
   pthread_mutexattr_destroy(&attr);
   m->hosts = 0;
-  m->queue = m->queue_tail = m->on_gpu = m->running = m->answers = NULL;
+  m->comm = NULL;
+  memset(&m->calls, 0, sizeof(m->calls));
+  m->running = NULL;
   m->busy = 0;
   m->next_busy = NULL;
 }
@@ -111,6 +113,8 @@ mca_coll_base_module_t *mca_coll_gpu_comm_query(struct ompi_communicator_t *comm
   if (m == NULL) return NULL;
   *priority = mca_coll_gpu_component.priority;
   m->super.coll_module_enable = module_enable;
+  m->comm = comm;
+  mca_coll_gpu_calls_init(m);
   if (!gpu_path) {
     m->engine_state = m->agree_state = COLL_GPU_STATE_OFF; /* said in module_enable's line */
   } else {
