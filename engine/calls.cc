@@ -56,6 +56,14 @@ void dequeue(coll_gpu_calls_t *q, coll_gpu_call_t *c) {
   c->queued = c->start_pending = 0;
 }
 
+// In why: the ranks marked in q->missing are gone.
+void gone(const coll_gpu_calls_t *q, char *why, size_t len) {
+  snprintf(why, len, "the process of rank(s)");
+  coll_gpu_append_ranks(why, len, q->missing, q->nranks);
+  const size_t at = strlen(why);
+  snprintf(why + at, len - at, " ended before it reached the call");
+}
+
 // The ranks the first queued call's agreement waits for: a watchdog line after timeout_ns, and an error once one of
 // them is gone. Returns 1 when the call failed (and left the queue).
 int watch_agreement(coll_gpu_calls_t *q, coll_gpu_call_t *c, coll_gpu_agree_t *a) {
@@ -72,10 +80,7 @@ int watch_agreement(coll_gpu_calls_t *q, coll_gpu_call_t *c, coll_gpu_agree_t *a
   const uint64_t n = c->posted ? c->n : coll_gpu_agree_last(a) + 1;
   if (coll_gpu_agree_late(a, n, 1, q->late, q->missing)) {
     char why[256];
-    snprintf(why, sizeof(why), "the process of rank(s)");
-    coll_gpu_append_ranks(why, sizeof(why), q->missing, q->nranks);
-    const size_t at = strlen(why);
-    snprintf(why + at, sizeof(why) - at, " ended before it reached the call");
+    gone(q, why, sizeof(why));
     dequeue(q, c);  // it is the first
     end(q, c, COLL_GPU_CALL_FAILED, "while the ranks agreed on its path", why);
     return 1;
@@ -333,6 +338,22 @@ void coll_gpu_calls_start(coll_gpu_calls_t *q, coll_gpu_call_t *c) {
   } else {
     q->ops->start_previous(q->ctx, c);
   }
+}
+
+coll_gpu_status_t coll_gpu_calls_agree(coll_gpu_calls_t *q, uint32_t mine, const coll_gpu_agree_watch_t *watch,
+                                       uint32_t *all, char *why, size_t len) {
+  if (q->uniform) {
+    *all = mine;  // asserted by the user: every rank passes what this one passes
+    return COLL_GPU_SUCCESS;
+  }
+  coll_gpu_agree_t *a = agreement(q);
+  if (a == nullptr) return COLL_GPU_UNAVAILABLE;
+  q->ops->agree_lock(q->ctx);
+  memset(q->missing, 0, (size_t)q->nranks);
+  const coll_gpu_status_t st = coll_gpu_agree(a, mine, watch, all, q->missing);
+  if (st != COLL_GPU_SUCCESS) gone(q, why, len);
+  q->ops->agree_unlock(q->ctx);
+  return st;
 }
 
 int coll_gpu_calls_progress(coll_gpu_calls_t *q) {

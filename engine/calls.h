@@ -156,6 +156,13 @@ void coll_gpu_calls_init_done(coll_gpu_calls_t *q, coll_gpu_call_t *c);
 /* MPI_Start of persistent call c: on the engine, through the previous module, or queued, in order. */
 void coll_gpu_calls_start(coll_gpu_calls_t *q, coll_gpu_call_t *c);
 
+/* A blocking call's agreement: this rank's bits `mine` posted and every rank's OR in *all, the wait watched by
+ * `watch` (locking the agreement). With uniform buffers *all is mine. COLL_GPU_UNAVAILABLE: no agreement (the call
+ * goes on through the previous module); another failure (the agreement's): a rank it waited for is gone, named in
+ * why. */
+coll_gpu_status_t coll_gpu_calls_agree(coll_gpu_calls_t *q, uint32_t mine, const coll_gpu_agree_watch_t *watch,
+                                       uint32_t *all, char *why, size_t len);
+
 /* Moves q on: the call on the engine tested, the answers read and the queued calls started as far as they go
  * (where the agreement's lock is free). Returns the events (calls ended or started). */
 int coll_gpu_calls_progress(coll_gpu_calls_t *q);

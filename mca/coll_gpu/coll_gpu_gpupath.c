@@ -201,35 +201,6 @@ static int local_path(const void *sbuf, void *rbuf, int typed, const mca_coll_gp
   return COLL_GPU_PATH_GPU;
 }
 
-/* Every rank's path for this call, from this rank's: through the agreement, or as the user asserted it.
- * Returns 0 with *all set; -1 when the call goes on through the previous module (no agreement); 1 when
- * it failed (a rank gone: *rc set). */
-static int agree_path(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, uint32_t mine, const char *call,
-                      size_t bytes, uint32_t *all, int *rc) {
-  if (mca_coll_gpu_component.uniform_buffers) {
-    *all = mine; /* asserted by the user: every rank passes what this one passes */
-    return 0;
-  }
-  coll_gpu_agree_t *a = mca_coll_gpu_agreement(m, comm);
-  if (a == NULL) return -1;
-  mca_coll_gpu_watch_ctx_t wctx = {comm, call, bytes};
-  const coll_gpu_agree_watch_t watch = {mca_coll_gpu_wait_config(), mca_coll_gpu_agree_report, &wctx};
-  char why[256];
-  mca_coll_gpu_agree_lock(m);
-  memset(m->missing, 0, (size_t)ompi_comm_size(comm));
-  const coll_gpu_status_t st = coll_gpu_agree(a, mine, &watch, all, m->missing);
-  if (st != COLL_GPU_SUCCESS) {
-    snprintf(why, sizeof(why), "the process of rank(s)");
-    coll_gpu_append_ranks(why, sizeof(why), m->missing, ompi_comm_size(comm));
-  }
-  mca_coll_gpu_agree_unlock(m);
-  if (st == COLL_GPU_SUCCESS) return 0;
-  const size_t at = strlen(why);
-  snprintf(why + at, sizeof(why) - at, " ended before it reached the call");
-  *rc = mca_coll_gpu_failed(m, comm, call, bytes, "while the ranks agreed on its path", why);
-  return 1;
-}
-
 /* The plan of a reduction (coll_gpu.h). */
 int mca_coll_gpu_plan_reduction(const mca_coll_gpu_reduction_t *rd, int blocking, struct ompi_communicator_t *comm,
                                 mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
@@ -328,9 +299,16 @@ static coll_gpu_status_t run_engine(mca_coll_gpu_module_t *m, const mca_coll_gpu
 static int run_claimed(mca_coll_gpu_plan_t *pl, int own, int joins, struct ompi_communicator_t *comm,
                        mca_coll_gpu_module_t *m, int *rc) {
   uint32_t all = COLL_GPU_PATH_GPU;
-  if (!own) {
-    const int agreed = agree_path(m, comm, pl->mine, pl->name, pl->bytes, &all, rc);
-    if (agreed != 0) return agreed > 0;
+  if (!own) { /* every rank's path, from this rank's: through the agreement, or as the user asserted it */
+    mca_coll_gpu_watch_ctx_t wctx = {comm, pl->name, pl->bytes};
+    const coll_gpu_agree_watch_t watch = {mca_coll_gpu_wait_config(), mca_coll_gpu_agree_report, &wctx};
+    char why[256];
+    const coll_gpu_status_t st = coll_gpu_calls_agree(&m->calls, pl->mine, &watch, &all, why, sizeof(why));
+    if (st == COLL_GPU_UNAVAILABLE) return 0; /* no agreement: through the previous module */
+    if (st != COLL_GPU_SUCCESS) {
+      *rc = mca_coll_gpu_failed(m, comm, pl->name, pl->bytes, "while the ranks agreed on its path", why);
+      return 1;
+    }
     if (!coll_gpu_path_is_gpu(all)) return 0;
   }
   if (m->engine == NULL && !mca_coll_gpu_create_engine(m, comm, &pl->mem)) return 0;

@@ -529,3 +529,36 @@ TEST_F(Calls, CallsStartAtTheCallOnceTheEngineIsUp) {
     EXPECT_EQ(0, r->claims);
   }
 }
+
+// A blocking call's agreement: every rank's bits ORed (the other rank a child that posted and left); the next one,
+// which waits for the child gone, fails naming it. With uniform buffers no agreement: this rank's bits.
+TEST_F(Calls, ABlockingCallAgreesAndNamesAGoneRank) {
+  make_ranks(2);
+  coll_gpu_agree_destroy(ranks_[1]->agree);
+  ranks_[1]->agree = nullptr;
+  const coll_gpu_agree_key_t k = key(2);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    coll_gpu_agree_t *a = nullptr;
+    if (coll_gpu_agree_create(table_, &k, 1, 1, &a) != COLL_GPU_SUCCESS) _exit(1);
+    coll_gpu_agree_post(a, kStage);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(child, waitpid(child, &status, 0));
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const coll_gpu_agree_watch_t watch = {{0, 60ull * 1000000000ull, nullptr}, nullptr, nullptr};
+  uint32_t all = 0;
+  char why[256] = "";
+  ASSERT_EQ(COLL_GPU_SUCCESS, coll_gpu_calls_agree(&ranks_[0]->q, kGpu, &watch, &all, why, sizeof(why))) << why;
+  EXPECT_EQ(kGpu | kStage, all);
+  EXPECT_NE(COLL_GPU_SUCCESS, coll_gpu_calls_agree(&ranks_[0]->q, kGpu, &watch, &all, why, sizeof(why)));
+  EXPECT_STREQ("the process of rank(s) 1 ended before it reached the call", why);
+  EXPECT_EQ(COLL_GPU_UNAVAILABLE, coll_gpu_calls_agree(&ranks_[1]->q, kGpu, &watch, &all, why, sizeof(why)))
+      << "a rank without an agreement";
+  ranks_[0]->q.uniform = 1;
+  all = 0;
+  EXPECT_EQ(COLL_GPU_SUCCESS, coll_gpu_calls_agree(&ranks_[0]->q, kCounted, &watch, &all, why, sizeof(why)));
+  EXPECT_EQ(kCounted, all);
+}
