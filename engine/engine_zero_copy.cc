@@ -119,7 +119,7 @@ void coll_gpu_engine::zx_post_first(const coll_gpu_args_t &a) {
     mine[kZcCan] = kZcNothing;
   } else if (in_ctx && coll_gpu_mem_alloc_of(buf, &al) == COLL_GPU_SUCCESS && al.exportable &&
              zc_fits(nranks, a, al.size - (size_t)(buf - (char *)al.base)) &&
-             exports.handle(cuda_ipc_ops(), al.id, al.base, (unsigned char *)&mine[kZcHandle]) == 0) {
+             exports.handle(cuda_ipc_ops(), al.id, al.base, (unsigned char *)&mine[kZcHandle]) == COLL_GPU_SUCCESS) {
     mine[kZcCan] = kZcExported;
     mine[kZcId] = al.id;
     mine[kZcSize] = al.size;
@@ -152,7 +152,7 @@ void coll_gpu_engine::zx_map(const coll_gpu_args_t &a, const uint64_t (*words)[c
     else if (words[q][kZcCan] == kZcNothing)
       zx.peer_buf[q] = nullptr;
     else if (imports.map(ops, q, words[q][kZcId], words[q][kZcSize], (const unsigned char *)&words[q][kZcHandle],
-                         zx.call, &base) == 0)
+                         zx.call, &base) == COLL_GPU_SUCCESS)
       zx.peer_buf[q] = (char *)base + words[q][kZcOffset];
     else
       zx.cannot = rank;

@@ -12,23 +12,25 @@
 namespace coll_gpu {
 
 namespace {
-int cuda_get(void *, void *base, unsigned char *handle) { return coll_gpu_ipc_get(base, handle); }
-int cuda_open(void *, const unsigned char *handle, void **mapped) { return coll_gpu_ipc_open(handle, mapped); }
-int cuda_close(void *, void *mapped) { return coll_gpu_ipc_close(mapped); }
+coll_gpu_status_t cuda_get(void *, void *base, unsigned char *handle) { return coll_gpu_ipc_get(base, handle); }
+coll_gpu_status_t cuda_open(void *, const unsigned char *handle, void **mapped) {
+  return coll_gpu_ipc_open(handle, mapped);
+}
+coll_gpu_status_t cuda_close(void *, void *mapped) { return coll_gpu_ipc_close(mapped); }
 }  // namespace
 
 IpcOps cuda_ipc_ops() { return IpcOps{nullptr, cuda_get, cuda_open, cuda_close}; }
 
-int IpcExports::handle(const IpcOps &ops, unsigned long long id, void *base, unsigned char *out) {
+coll_gpu_status_t IpcExports::handle(const IpcOps &ops, unsigned long long id, void *base, unsigned char *out) {
   ++tick_;
   for (int i = 0; i < n_; ++i)
     if (e_[i].id == id) {
       e_[i].used = tick_;
       memcpy(out, e_[i].h, kIpcHandleBytes);
-      return 0;
+      return COLL_GPU_SUCCESS;
     }
-  const int rc = ops.get(ops.ctx, base, out);
-  if (rc != 0) return rc;
+  const coll_gpu_status_t st = ops.get(ops.ctx, base, out);
+  if (st != COLL_GPU_SUCCESS) return st;
   int at = n_;
   if (n_ < kEntries) {
     ++n_;
@@ -40,7 +42,7 @@ int IpcExports::handle(const IpcOps &ops, unsigned long long id, void *base, uns
   e_[at].id = id;
   e_[at].used = tick_;
   memcpy(e_[at].h, out, kIpcHandleBytes);
-  return 0;
+  return COLL_GPU_SUCCESS;
 }
 
 bool IpcImports::close_lru(const IpcOps &ops, uint64_t call) {
@@ -54,26 +56,26 @@ bool IpcImports::close_lru(const IpcOps &ops, uint64_t call) {
   return true;
 }
 
-int IpcImports::map(const IpcOps &ops, int peer, unsigned long long id, size_t bytes, const unsigned char *handle,
-                    uint64_t call, void **mapped) {
+coll_gpu_status_t IpcImports::map(const IpcOps &ops, int peer, unsigned long long id, size_t bytes,
+                                  const unsigned char *handle, uint64_t call, void **mapped) {
   ++tick_;
   for (int i = 0; i < n_; ++i)
     if (e_[i].peer == peer && e_[i].id == id) {
       e_[i].used = tick_;
       e_[i].call = call;
       *mapped = e_[i].mapped;
-      return 0;
+      return COLL_GPU_SUCCESS;
     }
   while ((n_ > 0 && bytes_ + bytes > bound_) || n_ == kEntries)
     if (!close_lru(ops, call)) break;
-  if (n_ == kEntries) return kFull;
+  if (n_ == kEntries) return COLL_GPU_UNAVAILABLE;  // every entry the current call's
   void *m = nullptr;
-  const int rc = ops.open(ops.ctx, handle, &m);
-  if (rc != 0) return rc;
+  const coll_gpu_status_t st = ops.open(ops.ctx, handle, &m);
+  if (st != COLL_GPU_SUCCESS) return st;
   e_[n_++] = Entry{peer, id, bytes, m, call, tick_};
   bytes_ += bytes;
   *mapped = m;
-  return 0;
+  return COLL_GPU_SUCCESS;
 }
 
 void IpcImports::clear(const IpcOps &ops) {

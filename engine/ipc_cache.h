@@ -20,17 +20,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/status.h"
+
 namespace coll_gpu {
 
 constexpr int kIpcHandleBytes = 64;  // cudaIpcMemHandle_t
 
-// How the caches reach CUDA: the runtime's IPC calls (cuda_ipc_ops), or a test's. Each returns 0 or an error
-// of its own (the kernels' status, for the runtime's).
+// How the caches reach CUDA: the runtime's IPC calls (cuda_ipc_ops, the kernels' interface), or a test's.
 struct IpcOps {
   void *ctx;
-  int (*get)(void *ctx, void *base, unsigned char *handle);
-  int (*open)(void *ctx, const unsigned char *handle, void **mapped);
-  int (*close)(void *ctx, void *mapped);
+  coll_gpu_status_t (*get)(void *ctx, void *base, unsigned char *handle);
+  coll_gpu_status_t (*open)(void *ctx, const unsigned char *handle, void **mapped);
+  coll_gpu_status_t (*close)(void *ctx, void *mapped);
 };
 IpcOps cuda_ipc_ops();
 
@@ -39,8 +40,8 @@ class IpcExports {
  public:
   static constexpr int kEntries = 64;
   // The handle of allocation `id` at `base` into out: kept, or exported now (then kept, the least recently used
-  // one dropped when all are taken). 0 or ops.get's error.
-  int handle(const IpcOps &ops, unsigned long long id, void *base, unsigned char *out);
+  // one dropped when all are taken). SUCCESS or ops.get's failure.
+  coll_gpu_status_t handle(const IpcOps &ops, unsigned long long id, void *base, unsigned char *out);
   int count() const { return n_; }
 
  private:
@@ -58,16 +59,15 @@ class IpcExports {
 class IpcImports {
  public:
   static constexpr int kEntries = 256;
-  static constexpr int kFull = -1;  // map's error where every entry is the current call's
   explicit IpcImports(size_t bound) : bound_(bound) {}
   IpcImports(const IpcImports &) = delete;
   IpcImports &operator=(const IpcImports &) = delete;
   // In *mapped: allocation `id` of rank `peer` (of `bytes`, exported as `handle`), as mapped here: kept, or opened
   // now, after closing the least recently used mappings of other calls than `call` while the bytes mapped would
-  // pass the bound (or no entry is free). The mapping serves `call` (a number that grows with each call). 0, kFull,
-  // or ops.open's error.
-  int map(const IpcOps &ops, int peer, unsigned long long id, size_t bytes, const unsigned char *handle, uint64_t call,
-          void **mapped);
+  // pass the bound (or no entry is free). The mapping serves `call` (a number that grows with each call). SUCCESS,
+  // COLL_GPU_UNAVAILABLE where every entry is the current call's, or ops.open's failure.
+  coll_gpu_status_t map(const IpcOps &ops, int peer, unsigned long long id, size_t bytes, const unsigned char *handle,
+                        uint64_t call, void **mapped);
   // Closes every mapping (errors ignored: the peer may be gone).
   void clear(const IpcOps &ops);
   size_t bytes() const { return bytes_; }

@@ -33,26 +33,26 @@ struct FakeIpc {
   int gets = 0;
   std::map<void *, std::vector<unsigned char>> open;  // mapping -> handle
   uintptr_t next = 0x100000;
-  int fail_open = 0;
+  coll_gpu_status_t fail_open = COLL_GPU_SUCCESS;
   int opened = 0;
-  static int get(void *ctx, void *base, unsigned char *h) {
+  static coll_gpu_status_t get(void *ctx, void *base, unsigned char *h) {
     auto *f = (FakeIpc *)ctx;
     ++f->gets;
     memset(h, 0, kIpcHandleBytes);
     memcpy(h, &base, sizeof(base));
-    return 0;
+    return COLL_GPU_SUCCESS;
   }
-  static int opens(void *ctx, const unsigned char *h, void **mapped) {
+  static coll_gpu_status_t opens(void *ctx, const unsigned char *h, void **mapped) {
     auto *f = (FakeIpc *)ctx;
-    if (f->fail_open) return f->fail_open;
+    if (f->fail_open != COLL_GPU_SUCCESS) return f->fail_open;
     *mapped = (void *)(f->next += 0x1000);
     ++f->opened;
     f->open[*mapped] = std::vector<unsigned char>(h, h + kIpcHandleBytes);
-    return 0;
+    return COLL_GPU_SUCCESS;
   }
-  static int close(void *ctx, void *mapped) {
+  static coll_gpu_status_t close(void *ctx, void *mapped) {
     auto *f = (FakeIpc *)ctx;
-    return f->open.erase(mapped) == 1 ? 0 : 400;
+    return f->open.erase(mapped) == 1 ? COLL_GPU_SUCCESS : COLL_GPU_INVALID_INPUT;
   }
   IpcOps ops() { return IpcOps{this, get, opens, close}; }
 };
@@ -69,18 +69,18 @@ TEST(IpcCache, ExportsOncePerAllocation) {
   FakeIpc f;
   IpcExports x;
   unsigned char h[kIpcHandleBytes];
-  ASSERT_EQ(0, x.handle(f.ops(), 7, (void *)0x5000, h));
+  ASSERT_EQ(COLL_GPU_SUCCESS, x.handle(f.ops(), 7, (void *)0x5000, h));
   EXPECT_EQ(handle_of(0x5000), std::vector<unsigned char>(h, h + kIpcHandleBytes));
-  for (int i = 0; i < 10; ++i) ASSERT_EQ(0, x.handle(f.ops(), 7, (void *)0x5000, h));
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(COLL_GPU_SUCCESS, x.handle(f.ops(), 7, (void *)0x5000, h));
   EXPECT_EQ(1, f.gets);
-  ASSERT_EQ(0, x.handle(f.ops(), 8, (void *)0x5000, h));
+  ASSERT_EQ(COLL_GPU_SUCCESS, x.handle(f.ops(), 8, (void *)0x5000, h));
   EXPECT_EQ(2, f.gets);
   // more allocations than entries: the least recently used is dropped, and exported again when it comes back
   for (unsigned long long id = 100; id < 100 + IpcExports::kEntries; ++id)
-    ASSERT_EQ(0, x.handle(f.ops(), id, (void *)(uintptr_t)(id << 12), h));
+    ASSERT_EQ(COLL_GPU_SUCCESS, x.handle(f.ops(), id, (void *)(uintptr_t)(id << 12), h));
   EXPECT_EQ(IpcExports::kEntries, x.count());
   const int before = f.gets;
-  ASSERT_EQ(0, x.handle(f.ops(), 7, (void *)0x5000, h));
+  ASSERT_EQ(COLL_GPU_SUCCESS, x.handle(f.ops(), 7, (void *)0x5000, h));
   EXPECT_EQ(before + 1, f.gets);
   EXPECT_EQ(handle_of(0x5000), std::vector<unsigned char>(h, h + kIpcHandleBytes));
 }
@@ -92,12 +92,13 @@ TEST(IpcCache, MapsOncePerPeerAndAllocation) {
   IpcImports m(1ul << 30);
   void *a = nullptr, *b = nullptr, *c = nullptr, *d = nullptr;
   const auto h1 = handle_of(0x1000), h2 = handle_of(0x2000), h3 = handle_of(0x1000);
-  ASSERT_EQ(0, m.map(f.ops(), 1, 5, 4096, h1.data(), 1, &a));
-  ASSERT_EQ(0, m.map(f.ops(), 1, 5, 4096, h1.data(), 2, &b));
+  ASSERT_EQ(COLL_GPU_SUCCESS, m.map(f.ops(), 1, 5, 4096, h1.data(), 1, &a));
+  ASSERT_EQ(COLL_GPU_SUCCESS, m.map(f.ops(), 1, 5, 4096, h1.data(), 2, &b));
   EXPECT_EQ(a, b);
-  ASSERT_EQ(0, m.map(f.ops(), 2, 5, 4096, h2.data(), 2, &c));
+  ASSERT_EQ(COLL_GPU_SUCCESS, m.map(f.ops(), 2, 5, 4096, h2.data(), 2, &c));
   EXPECT_NE(a, c);
-  ASSERT_EQ(0, m.map(f.ops(), 1, 6, 4096, h3.data(), 3, &d));  // freed and allocated again at the same base
+  ASSERT_EQ(COLL_GPU_SUCCESS,
+            m.map(f.ops(), 1, 6, 4096, h3.data(), 3, &d));  // freed and allocated again at the same base
   EXPECT_NE(a, d);
   EXPECT_EQ(3u, f.open.size());
   EXPECT_EQ(h2, f.open[c]);
@@ -110,38 +111,41 @@ TEST(IpcCache, MapsOncePerPeerAndAllocation) {
 }
 
 // Past the bound the least recently used mappings close first, never one of the current call (which may pass the
-// bound); an open that fails maps nothing; with every entry the current call's, kFull.
+// bound); an open that fails maps nothing; with every entry the current call's, unavailable.
 TEST(IpcCache, BoundClosesLeastRecentlyUsedOfOtherCalls) {
   FakeIpc f;
   const size_t mib = 1 << 20;
   IpcImports m(4 * mib);
   void *p[8];
-  for (int i = 0; i < 4; ++i) ASSERT_EQ(0, m.map(f.ops(), i, 10 + i, mib, handle_of(i).data(), 1, &p[i]));
+  for (int i = 0; i < 4; ++i)
+    ASSERT_EQ(COLL_GPU_SUCCESS, m.map(f.ops(), i, 10 + i, mib, handle_of(i).data(), 1, &p[i]));
   EXPECT_EQ(4u, f.open.size());
   // call 2 uses 0 and 2 again, then needs a fifth: 1 (least recently used, not call 2's) goes
   void *q = nullptr;
-  ASSERT_EQ(0, m.map(f.ops(), 0, 10, mib, handle_of(0).data(), 2, &q));
-  ASSERT_EQ(0, m.map(f.ops(), 2, 12, mib, handle_of(2).data(), 2, &q));
-  ASSERT_EQ(0, m.map(f.ops(), 4, 14, mib, handle_of(4).data(), 2, &p[4]));
+  ASSERT_EQ(COLL_GPU_SUCCESS, m.map(f.ops(), 0, 10, mib, handle_of(0).data(), 2, &q));
+  ASSERT_EQ(COLL_GPU_SUCCESS, m.map(f.ops(), 2, 12, mib, handle_of(2).data(), 2, &q));
+  ASSERT_EQ(COLL_GPU_SUCCESS, m.map(f.ops(), 4, 14, mib, handle_of(4).data(), 2, &p[4]));
   EXPECT_EQ(0u, f.open.count(p[1]));
   EXPECT_EQ(1u, f.open.count(p[0]));
   EXPECT_EQ(1u, f.open.count(p[3]));
   EXPECT_EQ(4u * mib, m.bytes());
   // a call larger than the bound keeps its own mappings open
-  for (int i = 0; i < 6; ++i) ASSERT_EQ(0, m.map(f.ops(), 10 + i, 20 + i, mib, handle_of(20 + i).data(), 3, &q));
+  for (int i = 0; i < 6; ++i)
+    ASSERT_EQ(COLL_GPU_SUCCESS, m.map(f.ops(), 10 + i, 20 + i, mib, handle_of(20 + i).data(), 3, &q));
   EXPECT_EQ(6, m.count());
   EXPECT_EQ(6u * mib, m.bytes());
   // a failed open leaves nothing behind
-  f.fail_open = 217;
-  EXPECT_EQ(217, m.map(f.ops(), 30, 40, mib, handle_of(40).data(), 4, &q));
+  f.fail_open = COLL_GPU_CUDA_ERROR;
+  EXPECT_EQ(COLL_GPU_CUDA_ERROR, m.map(f.ops(), 30, 40, mib, handle_of(40).data(), 4, &q));
   EXPECT_EQ((size_t)m.count(), f.open.size());
-  f.fail_open = 0;
+  f.fail_open = COLL_GPU_SUCCESS;
   // every entry the current call's
   IpcImports full(1ul << 40);
   for (int i = 0; i < IpcImports::kEntries; ++i)
-    ASSERT_EQ(0, full.map(f.ops(), i % 8, 1000 + i, 1, handle_of(1000 + i).data(), 9, &q));
-  EXPECT_EQ(IpcImports::kFull, full.map(f.ops(), 0, 5000, 1, handle_of(5000).data(), 9, &q));
-  ASSERT_EQ(0, full.map(f.ops(), 0, 5000, 1, handle_of(5000).data(), 10, &q));  // the next call may evict
+    ASSERT_EQ(COLL_GPU_SUCCESS, full.map(f.ops(), i % 8, 1000 + i, 1, handle_of(1000 + i).data(), 9, &q));
+  EXPECT_EQ(COLL_GPU_UNAVAILABLE, full.map(f.ops(), 0, 5000, 1, handle_of(5000).data(), 9, &q));
+  ASSERT_EQ(COLL_GPU_SUCCESS,
+            full.map(f.ops(), 0, 5000, 1, handle_of(5000).data(), 10, &q));  // the next call may evict
   EXPECT_EQ(IpcImports::kEntries, full.count());
   full.clear(f.ops());
   m.clear(f.ops());
@@ -167,7 +171,7 @@ TEST(IpcCache, DrawnCallsKeepTheRules) {
       const auto h = handle_of((uintptr_t)peer << 20 | id);
       void *got = nullptr;
       const int opened = f.opened;
-      ASSERT_EQ(0, m.map(f.ops(), peer, id, bytes, h.data(), call, &got));
+      ASSERT_EQ(COLL_GPU_SUCCESS, m.map(f.ops(), peer, id, bytes, h.data(), call, &got));
       ASSERT_EQ(1u, f.open.count(got));
       ASSERT_EQ(h, f.open[got]);
       for (void *x : mine) ASSERT_EQ(1u, f.open.count(x)) << "a mapping of the current call was closed";
