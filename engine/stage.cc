@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "engine/owning.h"
 #include "kernels/staging.h"
 
 /* ------------------------------------------------------------------ spans */
@@ -54,26 +55,20 @@ namespace {
 // What a failed host allocation says.
 constexpr const char *kOutOfMemory = "out of host memory";
 
+// Each runs in the context that owns the buffer, the caller's coming back after (engine/owning.h).
 coll_gpu_status_t cuda_alloc(void **ptr, size_t bytes, const coll_gpu_meminfo_t *owner) {
-  void *saved;
-  coll_gpu_status_t rc = coll_gpu_mem_ctx_enter(owner, &saved);
-  if (rc == COLL_GPU_SUCCESS) rc = coll_gpu_staging_host_alloc(ptr, bytes);
-  coll_gpu_mem_ctx_leave(saved);
-  return rc;
+  const coll_gpu::ContextScope ctx(*owner);
+  return ctx.rc() == COLL_GPU_SUCCESS ? coll_gpu_staging_host_alloc(ptr, bytes) : ctx.rc();
 }
 
 void cuda_release(void *ptr, const coll_gpu_meminfo_t *owner) {
-  void *saved;
-  if (coll_gpu_mem_ctx_enter(owner, &saved) == COLL_GPU_SUCCESS) coll_gpu_staging_host_free(ptr);
-  coll_gpu_mem_ctx_leave(saved);
+  const coll_gpu::ContextScope ctx(*owner);
+  if (ctx.rc() == COLL_GPU_SUCCESS) coll_gpu_staging_host_free(ptr);
 }
 
 coll_gpu_status_t cuda_copy(void *dst, const void *src, size_t bytes, const coll_gpu_meminfo_t *owner) {
-  void *saved;
-  coll_gpu_status_t rc = coll_gpu_mem_ctx_enter(owner, &saved);
-  if (rc == COLL_GPU_SUCCESS) rc = coll_gpu_staging_copy(dst, src, bytes);
-  coll_gpu_mem_ctx_leave(saved);
-  return rc;
+  const coll_gpu::ContextScope ctx(*owner);
+  return ctx.rc() == COLL_GPU_SUCCESS ? coll_gpu_staging_copy(dst, src, bytes) : ctx.rc();
 }
 
 coll_gpu_status_t host_alloc(void **ptr, size_t bytes, const coll_gpu_meminfo_t *) {
