@@ -466,8 +466,7 @@ int mca_coll_gpu_alltoallv(const void *sbuf, const int *scounts, const int *sdis
                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
-      mca_coll_gpu_path_host(mca_coll_gpu_counted_staged(comm, m) ? 0 : 1, comm, m);
+    mca_coll_gpu_counted_host(comm, m);
     return m->previous_alltoallv(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm,
                                  m->previous_alltoallv_module);
   }
@@ -481,8 +480,7 @@ int mca_coll_gpu_ialltoallv(const void *sbuf, const int *scounts, const int *sdi
                             mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
-      mca_coll_gpu_path_host(mca_coll_gpu_counted_staged(comm, m) ? 0 : 1, comm, m);
+    mca_coll_gpu_counted_host(comm, m);
     return m->previous_ialltoallv(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm, request,
                                   m->previous_ialltoallv_module);
   }
@@ -496,8 +494,7 @@ int mca_coll_gpu_alltoallv_init(const void *sbuf, const int *scounts, const int 
                                 struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
-      mca_coll_gpu_path_host(mca_coll_gpu_counted_staged(comm, m) ? 0 : 1, comm, m);
+    mca_coll_gpu_counted_host(comm, m);
     return m->previous_alltoallv_init(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm, info,
                                       request, m->previous_alltoallv_init_module);
   }

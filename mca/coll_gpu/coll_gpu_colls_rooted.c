@@ -114,8 +114,7 @@ int mca_coll_gpu_gather(const void *sbuf, int scount, struct ompi_datatype_t *sd
                         mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
-      mca_coll_gpu_path_host(mca_coll_gpu_counted_staged(comm, m) ? 0 : 1, comm, m);
+    mca_coll_gpu_counted_host(comm, m);
     return m->previous_gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, m->previous_gather_module);
   }
   const mca_coll_gpu_coll_args_t a = gather_args(sbuf, scount, sdtype, rbuf, rcount, rdtype, root);
@@ -127,8 +126,7 @@ int mca_coll_gpu_igather(const void *sbuf, int scount, struct ompi_datatype_t *s
                          ompi_request_t **request, mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
-      mca_coll_gpu_path_host(mca_coll_gpu_counted_staged(comm, m) ? 0 : 1, comm, m);
+    mca_coll_gpu_counted_host(comm, m);
     return m->previous_igather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request,
                                m->previous_igather_module);
   }
@@ -141,8 +139,7 @@ int mca_coll_gpu_gather_init(const void *sbuf, int scount, struct ompi_datatype_
                              struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
-      mca_coll_gpu_path_host(mca_coll_gpu_counted_staged(comm, m) ? 0 : 1, comm, m);
+    mca_coll_gpu_counted_host(comm, m);
     return m->previous_gather_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, info, request,
                                    m->previous_gather_init_module);
   }
@@ -197,8 +194,7 @@ int mca_coll_gpu_gatherv(const void *sbuf, int scount, struct ompi_datatype_t *s
                          mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
-      mca_coll_gpu_path_host(mca_coll_gpu_counted_staged(comm, m) ? 0 : 1, comm, m);
+    mca_coll_gpu_counted_host(comm, m);
     return m->previous_gatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, comm,
                                m->previous_gatherv_module);
   }
@@ -211,8 +207,7 @@ int mca_coll_gpu_igatherv(const void *sbuf, int scount, struct ompi_datatype_t *
                           ompi_request_t **request, mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
-      mca_coll_gpu_path_host(mca_coll_gpu_counted_staged(comm, m) ? 0 : 1, comm, m);
+    mca_coll_gpu_counted_host(comm, m);
     return m->previous_igatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, comm, request,
                                 m->previous_igatherv_module);
   }
@@ -226,8 +221,7 @@ int mca_coll_gpu_gatherv_init(const void *sbuf, int scount, struct ompi_datatype
                               mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
-      mca_coll_gpu_path_host(mca_coll_gpu_counted_staged(comm, m) ? 0 : 1, comm, m);
+    mca_coll_gpu_counted_host(comm, m);
     return m->previous_gatherv_init(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, comm, info, request,
                                     m->previous_gatherv_init_module);
   }
@@ -280,8 +274,7 @@ int mca_coll_gpu_scatter(const void *sbuf, int scount, struct ompi_datatype_t *s
                          mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
-      mca_coll_gpu_path_host(mca_coll_gpu_counted_staged(comm, m) ? 0 : 1, comm, m);
+    mca_coll_gpu_counted_host(comm, m);
     return m->previous_scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, m->previous_scatter_module);
   }
   const mca_coll_gpu_coll_args_t a = scatter_args(sbuf, scount, sdtype, rbuf, rcount, rdtype, root);
@@ -293,8 +286,7 @@ int mca_coll_gpu_iscatter(const void *sbuf, int scount, struct ompi_datatype_t *
                           ompi_request_t **request, mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
-      mca_coll_gpu_path_host(mca_coll_gpu_counted_staged(comm, m) ? 0 : 1, comm, m);
+    mca_coll_gpu_counted_host(comm, m);
     return m->previous_iscatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request,
                                 m->previous_iscatter_module);
   }
@@ -307,8 +299,7 @@ int mca_coll_gpu_scatter_init(const void *sbuf, int scount, struct ompi_datatype
                               struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
-      mca_coll_gpu_path_host(mca_coll_gpu_counted_staged(comm, m) ? 0 : 1, comm, m);
+    mca_coll_gpu_counted_host(comm, m);
     return m->previous_scatter_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, info, request,
                                     m->previous_scatter_init_module);
   }
@@ -363,8 +354,7 @@ int mca_coll_gpu_scatterv(const void *sbuf, const int *scounts, const int *displ
                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
-      mca_coll_gpu_path_host(mca_coll_gpu_counted_staged(comm, m) ? 0 : 1, comm, m);
+    mca_coll_gpu_counted_host(comm, m);
     return m->previous_scatterv(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, comm,
                                 m->previous_scatterv_module);
   }
@@ -377,8 +367,7 @@ int mca_coll_gpu_iscatterv(const void *sbuf, const int *scounts, const int *disp
                            struct ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
-      mca_coll_gpu_path_host(mca_coll_gpu_counted_staged(comm, m) ? 0 : 1, comm, m);
+    mca_coll_gpu_counted_host(comm, m);
     return m->previous_iscatterv(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, comm, request,
                                  m->previous_iscatterv_module);
   }
@@ -392,8 +381,7 @@ int mca_coll_gpu_scatterv_init(const void *sbuf, const int *scounts, const int *
                                mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
-      mca_coll_gpu_path_host(mca_coll_gpu_counted_staged(comm, m) ? 0 : 1, comm, m);
+    mca_coll_gpu_counted_host(comm, m);
     return m->previous_scatterv_init(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, comm, info, request,
                                      m->previous_scatterv_init_module);
   }
