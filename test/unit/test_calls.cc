@@ -197,6 +197,23 @@ class Calls : public ::testing::Test {
       r.q.missing = r.missing.data();
     }
   }
+  // Rank 1 as a child process that joins, posts `bits` as its first call and exits: a rank whose process is gone.
+  void rank_1_posts_and_exits(uint32_t bits) {
+    coll_gpu_agree_destroy(ranks_[1]->agree);
+    ranks_[1]->agree = nullptr;
+    const coll_gpu_agree_key_t k = key(2);
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      coll_gpu_agree_t *a = nullptr;
+      if (coll_gpu_agree_create(table_, &k, 1, 1, &a) != COLL_GPU_SUCCESS) _exit(1);
+      coll_gpu_agree_post(a, bits);
+      _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(child, waitpid(child, &status, 0));
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
   Call *new_call(int rank, int id, uint32_t mine) {
     calls_.push_back(std::make_unique<Call>());
     Call *c = calls_.back().get();
@@ -364,21 +381,7 @@ TEST_F(Calls, ALateRankIsReportedOnceNotFailed) {
 // fails, naming it, and its claim ends.
 TEST_F(Calls, ARankWhoseProcessIsGoneFailsTheCall) {
   make_ranks(2);
-  coll_gpu_agree_destroy(ranks_[1]->agree);
-  ranks_[1]->agree = nullptr;
-  const coll_gpu_agree_key_t k = key(2);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    coll_gpu_agree_t *a = nullptr;
-    if (coll_gpu_agree_create(table_, &k, 1, 1, &a) != COLL_GPU_SUCCESS) _exit(1);
-    uint64_t n = 0;
-    while (!coll_gpu_agree_try_post(a, kGpu, 0, &n)) usleep(1000);
-    _exit(0);
-  }
-  int status = 0;
-  ASSERT_EQ(child, waitpid(child, &status, 0));
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  rank_1_posts_and_exits(kGpu);
   icall(0, 0, kGpu);  // read with the child's post
   Call *waits = icall(0, 1, kGpu);
   const uint64_t until = coll_gpu_now_ns() + 2000000000ull;
@@ -534,20 +537,7 @@ TEST_F(Calls, CallsStartAtTheCallOnceTheEngineIsUp) {
 // which waits for the child gone, fails naming it. With uniform buffers no agreement: this rank's bits.
 TEST_F(Calls, ABlockingCallAgreesAndNamesAGoneRank) {
   make_ranks(2);
-  coll_gpu_agree_destroy(ranks_[1]->agree);
-  ranks_[1]->agree = nullptr;
-  const coll_gpu_agree_key_t k = key(2);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    coll_gpu_agree_t *a = nullptr;
-    if (coll_gpu_agree_create(table_, &k, 1, 1, &a) != COLL_GPU_SUCCESS) _exit(1);
-    coll_gpu_agree_post(a, kStage);
-    _exit(0);
-  }
-  int status = 0;
-  ASSERT_EQ(child, waitpid(child, &status, 0));
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  rank_1_posts_and_exits(kStage);
   const coll_gpu_agree_watch_t watch = {{0, 60ull * 1000000000ull, nullptr}, nullptr, nullptr};
   uint32_t all = 0;
   char why[256] = "";
