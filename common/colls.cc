@@ -5,6 +5,8 @@
  */
 #include "common/colls.h"
 
+#include <stdio.h>
+
 namespace {
 constexpr unsigned bit(coll_gpu_algo_t a) { return 1u << a; }
 constexpr unsigned kDirectAndRing = bit(COLL_GPU_ALGO_ONESHOT) | bit(COLL_GPU_ALGO_RING);
@@ -69,4 +71,35 @@ const char *coll_gpu_algo_name(coll_gpu_algo_t algo) {
 const char *coll_gpu_proto_name(coll_gpu_proto_t proto) {
   static const char *names[] = {"LL", "Simple"};
   return proto >= 0 && proto < COLL_GPU_NPROTOS ? names[proto] : "?";
+}
+
+namespace {
+// Appends name to out (len bytes, of which *at are taken), after sep; *at stays within out.
+void append(char *out, size_t len, size_t *at, const char *sep, const char *name) {
+  if (*at >= len) return;
+  const int n = snprintf(out + *at, len - *at, "%s%s", sep, name);
+  *at = n < 0 ? len : *at + (size_t)n;
+}
+}  // namespace
+
+const char *coll_gpu_coll_names(unsigned which, const char *last, char *out, size_t len) {
+  int count = 0;
+  for (int k = 0; k < COLL_GPU_NCOLLS; ++k) count += (which >> k) & 1u;
+  out[0] = '\0';
+  size_t at = 0;
+  for (int k = 0, n = 0; k < COLL_GPU_NCOLLS; ++k)
+    if ((which >> k) & 1u) {
+      ++n;
+      append(out, len, &at, n == 1 ? "" : n < count ? ", " : last, kColls[k].name);
+    }
+  return out;
+}
+
+const char *coll_gpu_algo_names(coll_gpu_coll_t coll, char *out, size_t len) {
+  out[0] = '\0';
+  size_t at = 0;
+  for (int a = 0; a < COLL_GPU_NALGOS; ++a)
+    if (coll_gpu_coll_has(coll, (coll_gpu_algo_t)a))
+      append(out, len, &at, at == 0 ? "" : ", ", coll_gpu_algo_name((coll_gpu_algo_t)a));
+  return out;
 }

@@ -8,6 +8,8 @@
 #ifndef COLL_GPU_COLLS_H
 #define COLL_GPU_COLLS_H
 
+#include <stddef.h>
+
 /* Element types the kernels reduce. Signed and unsigned integers differ only in MAX and MIN. */
 typedef enum {
   COLL_GPU_INT8,
@@ -101,6 +103,11 @@ const char *coll_gpu_coll_name(coll_gpu_coll_t coll);     /* "bcast"; "?" for wh
 const char *coll_gpu_coll_mpi_name(coll_gpu_coll_t coll); /* "MPI_Bcast" */
 const char *coll_gpu_algo_name(coll_gpu_algo_t algo);     /* "oneshot" */
 const char *coll_gpu_proto_name(coll_gpu_proto_t proto);  /* "LL" */
+/* Into out (len bytes): the names of the collectives whose bit (1 << coll) is set in `which`, "a, b or c" with
+ * `last` " or ". Returns out. */
+const char *coll_gpu_coll_names(unsigned which, const char *last, char *out, size_t len);
+/* Into out (len bytes): the names of the algorithms coll has, "oneshot, ring". Returns out. */
+const char *coll_gpu_algo_names(coll_gpu_coll_t coll, char *out, size_t len);
 #ifdef __cplusplus
 }
 #endif

@@ -11,7 +11,6 @@
 #include "engine/tune.h"
 
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 
 /* Constants from the benchmark on 2 H200 (coll_gpu_allreduce_bench), the launch taken out: kernel times
@@ -302,8 +301,8 @@ size_t ring_chunk(coll_gpu_shape_t shape, int nranks, size_t bytes, int nchannel
   return 0;
 }
 
-coll_gpu_choice_t choose_move(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks, size_t bytes) {
-  const coll_gpu_shape_t shape = coll_gpu_coll_info(coll)->shape;
+coll_gpu_choice_t choose_move(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_shape_t shape, int nranks,
+                              size_t bytes) {
   const int forced = c->algorithm[coll];
   coll_gpu_algo_t best = COLL_GPU_ALGO_ONESHOT;
   int rule = kNone;
@@ -346,8 +345,9 @@ coll_gpu_choice_t choose_move(const coll_gpu_tune_config_t *c, coll_gpu_coll_t c
 
 coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks,
                                        size_t bytes) {
-  return coll_gpu_coll_info(coll)->shape == COLL_GPU_SHAPE_ALLREDUCE ? choose_allreduce(c, nranks, bytes)
-                                                                     : choose_move(c, coll, nranks, bytes);
+  const coll_gpu_shape_t shape = coll_gpu_coll_info(coll)->shape;
+  return shape == COLL_GPU_SHAPE_ALLREDUCE ? choose_allreduce(c, nranks, bytes)
+                                           : choose_move(c, coll, shape, nranks, bytes);
 }
 
 namespace {
@@ -380,26 +380,6 @@ int rule_name(const char *p, const char *end, int count, const char *(*names)(in
 const char *coll_name_of(int k) { return coll_gpu_coll_name((coll_gpu_coll_t)k); }
 const char *algo_name_of(int k) { return coll_gpu_algo_name((coll_gpu_algo_t)k); }
 
-// Into out: the collectives' names, "a, b or c".
-const char *coll_names(char *out, size_t len) {
-  out[0] = '\0';
-  for (int k = 0, at = 0; k < COLL_GPU_NCOLLS && (size_t)at < len; ++k)
-    at += snprintf(out + at, len - (size_t)at, "%s%s",
-                   k == 0                    ? ""
-                   : k + 1 < COLL_GPU_NCOLLS ? ", "
-                                             : " or ",
-                   coll_name_of(k));
-  return out;
-}
-
-// Into out: the names of the algorithms that coll has, "a, b, c".
-const char *algo_names(char *out, size_t len, coll_gpu_coll_t coll) {
-  out[0] = '\0';
-  for (int a = 0, at = 0; a < COLL_GPU_NALGOS && (size_t)at < len; ++a)
-    if (coll_gpu_coll_has(coll, (coll_gpu_algo_t)a))
-      at += snprintf(out + at, len - (size_t)at, "%s%s", at == 0 ? "" : ", ", algo_name_of(a));
-  return out;
-}
 }  // namespace
 
 coll_gpu_status_t coll_gpu_tune_parse_rules(const char *text, coll_gpu_tune_rule_t rules[COLL_GPU_TUNE_MAX_RULES],
@@ -425,7 +405,8 @@ coll_gpu_status_t coll_gpu_tune_parse_rules(const char *text, coll_gpu_tune_rule
     r.to = SIZE_MAX;
     char names[128];
     if (r.coll < 0) {
-      coll_gpu_say(why, len, "\"%.*s\": %.*s is not %s", entry, s, (int)(c1 - s), s, coll_names(names, sizeof(names)));
+      coll_gpu_say(why, len, "\"%.*s\": %.*s is not %s", entry, s, (int)(c1 - s), s,
+                   coll_gpu_coll_names((1u << COLL_GPU_NCOLLS) - 1, " or ", names, sizeof(names)));
     } else if (!rule_bytes(c1 + 1, dash, &r.from) || (dash + 1 < c2 && !rule_bytes(dash + 1, c2, &r.to))) {
       coll_gpu_say(why, len, "\"%.*s\": %.*s is not FROM-TO or FROM- in bytes (k, m, g allowed)", entry, s,
                    (int)(c2 - c1 - 1), c1 + 1);
@@ -433,7 +414,7 @@ coll_gpu_status_t coll_gpu_tune_parse_rules(const char *text, coll_gpu_tune_rule
       coll_gpu_say(why, len, "\"%.*s\": FROM is above TO", entry, s);
     } else if (!coll_gpu_coll_has((coll_gpu_coll_t)r.coll, (coll_gpu_algo_t)r.algo)) {
       coll_gpu_say(why, len, "\"%.*s\": %s has no algorithm %.*s (%s)", entry, s, coll_name_of(r.coll),
-                   (int)(end - c2 - 1), c2 + 1, algo_names(names, sizeof(names), (coll_gpu_coll_t)r.coll));
+                   (int)(end - c2 - 1), c2 + 1, coll_gpu_algo_names((coll_gpu_coll_t)r.coll, names, sizeof(names)));
     } else {
       ++*n;
       s = end;

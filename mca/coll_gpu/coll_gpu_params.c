@@ -279,66 +279,40 @@ static void register_topology(mca_coll_gpu_component_t *c) {
                   "", OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &c->topo_dump_file);
 }
 
-/* Appends the names of the collectives k for which pick(k, of): "a, b and c" with `last` " and ". */
-static void append_colls(char *out, size_t len, int (*pick)(int k, int of), int of, const char *last) {
-  int count = 0;
-  for (int k = 0; k < COLL_GPU_NCOLLS; ++k) count += pick(k, of);
-  for (int k = 0, n = 0; k < COLL_GPU_NCOLLS; ++k) {
-    if (!pick(k, of)) continue;
-    const size_t at = strlen(out);
-    ++n;
-    snprintf(out + at, len - at, "%s%s", n == 1 ? "" : n < count ? ", " : last, coll_gpu_coll_name((coll_gpu_coll_t)k));
-  }
-}
-static int any_coll(int k, int of) {
-  (void)k;
-  (void)of;
-  return 1;
-}
-static int by_block(int k, int of) {
-  (void)of;
-  const coll_gpu_shape_t shape = coll_gpu_coll_info((coll_gpu_coll_t)k)->shape;
-  return shape == COLL_GPU_SHAPE_BLOCKS || shape == COLL_GPU_SHAPE_PAIRS; /* the chooser counts a block's bytes */
-}
-/* the collectives with the algorithms of collective `of` */
-static int same_algos(int k, int of) {
-  return coll_gpu_coll_info((coll_gpu_coll_t)k)->algos == coll_gpu_coll_info((coll_gpu_coll_t)of)->algos;
-}
-
 /* coll_gpu_tuning_rules' description, with the collectives and their algorithms as common/colls.h has them. */
 static const char *rules_help(void) {
   static char help[1536];
-  const size_t len = sizeof(help);
-  snprintf(help, len,
-           "Per collective and range of sizes, the algorithm the tuning model's choice gives way to, as "
-           "coll/tuned's dynamic rules do: COLL:FROM-TO:ALGO entries, comma-separated, COLL one of ");
-  append_colls(help, len, any_coll, 0, " or ");
-  size_t at = strlen(help);
-  snprintf(help + at, len - at,
-           "; FROM and TO bytes, both included (k, m, g allowed; TO left out: no end), of the message, or for ");
-  append_colls(help, len, by_block, 0, " and ");
-  at = strlen(help);
-  snprintf(help + at, len - at, " of a rank's block; ALGO one the collective has (");
+  const unsigned every = (1u << COLL_GPU_NCOLLS) - 1;
+  unsigned by_block = 0; /* the chooser counts these calls' bytes a block at a time */
   for (int k = 0; k < COLL_GPU_NCOLLS; ++k) {
-    int first = 1;
-    for (int j = 0; j < k; ++j) first = first && !same_algos(j, k);
-    if (!first) continue;
-    at = strlen(help);
-    snprintf(help + at, len - at, "%s", k == 0 ? "" : "; ");
-    append_colls(help, len, same_algos, k, " and ");
-    for (int a = 0, n = 0; a < COLL_GPU_NALGOS; ++a)
-      if (coll_gpu_coll_has((coll_gpu_coll_t)k, (coll_gpu_algo_t)a)) {
-        at = strlen(help);
-        snprintf(help + at, len - at, "%s%s", n++ == 0 ? ": " : ", ", coll_gpu_algo_name((coll_gpu_algo_t)a));
-      }
+    const coll_gpu_shape_t shape = coll_gpu_coll_info((coll_gpu_coll_t)k)->shape;
+    if (shape == COLL_GPU_SHAPE_BLOCKS || shape == COLL_GPU_SHAPE_PAIRS) by_block |= 1u << k;
   }
-  at = strlen(help);
-  snprintf(help + at, len - at,
-           "). The first rule that matches a call and fits it takes it (oneshot and twoshot run on one node within "
-           "coll_gpu_oneshot_max_bytes and coll_gpu_twoshot_max_bytes, chain over several nodes only); a "
-           "coll_gpu_<COLL>_algorithm other than auto wins over the rules, and communicators of more than 8 ranks "
-           "run the ring. Every rank must use the same. Empty: no rule. Example: "
-           "allreduce:0-32k:oneshot,allreduce:32k-:ring");
+  char all[160], blocks[160], algos[320] = "";
+  for (unsigned left = every; left != 0;) { /* the collectives grouped by the algorithms they have */
+    const int k = __builtin_ctz(left);
+    unsigned alike = 0;
+    for (int j = k; j < COLL_GPU_NCOLLS; ++j)
+      if (coll_gpu_coll_info((coll_gpu_coll_t)j)->algos == coll_gpu_coll_info((coll_gpu_coll_t)k)->algos)
+        alike |= 1u << j;
+    left &= ~alike;
+    char names[160], has[64];
+    const size_t at = strlen(algos);
+    snprintf(algos + at, sizeof(algos) - at, "%s%s: %s", at == 0 ? "" : "; ",
+             coll_gpu_coll_names(alike, " and ", names, sizeof(names)),
+             coll_gpu_algo_names((coll_gpu_coll_t)k, has, sizeof(has)));
+  }
+  snprintf(help, sizeof(help),
+           "Per collective and range of sizes, the algorithm the tuning model's choice gives way to, as "
+           "coll/tuned's dynamic rules do: COLL:FROM-TO:ALGO entries, comma-separated, COLL one of %s; FROM and TO "
+           "bytes, both included (k, m, g allowed; TO left out: no end), of the message, or for %s of a rank's "
+           "block; ALGO one the collective has (%s). The first rule that matches a call and fits it takes it "
+           "(oneshot and twoshot run on one node within coll_gpu_oneshot_max_bytes and coll_gpu_twoshot_max_bytes, "
+           "chain over several nodes only); a coll_gpu_<COLL>_algorithm other than auto wins over the rules, and "
+           "communicators of more than 8 ranks run the ring. Every rank must use the same. Empty: no rule. "
+           "Example: allreduce:0-32k:oneshot,allreduce:32k-:ring",
+           coll_gpu_coll_names(every, " or ", all, sizeof(all)),
+           coll_gpu_coll_names(by_block, " and ", blocks, sizeof(blocks)), algos);
   return help;
 }
 
