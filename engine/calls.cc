@@ -14,6 +14,10 @@
 namespace {
 
 const uint32_t kVlayout = COLL_GPU_PATH_VLAYOUT;
+// How long a call on device buffers waits at the call for the other ranks' posts before it is queued.
+constexpr uint64_t kAnswerSpinNs = 20000;
+// A queued call's wait for the agreement checks the late ranks' processes this often.
+constexpr uint64_t kCheckNs = 100000000;
 
 // The communicator's agreement, remembered for the calls that posted to it.
 coll_gpu_agree_t *agreement(coll_gpu_calls_t *q) {
@@ -70,12 +74,12 @@ int watch_agreement(coll_gpu_calls_t *q, coll_gpu_call_t *c, coll_gpu_agree_t *a
   const uint64_t t = coll_gpu_now_ns();
   if (c->since == 0) {
     c->since = t;
-    c->next_check = t + COLL_GPU_CALLS_CHECK_NS;
+    c->next_check = t + kCheckNs;
     return 0;
   }
   const bool report = !c->reported && t - c->since >= q->timeout_ns;
   if (t < c->next_check && !report) return 0;
-  c->next_check = t + COLL_GPU_CALLS_CHECK_NS;
+  c->next_check = t + kCheckNs;
   memset(q->missing, 0, (size_t)q->nranks);
   const uint64_t n = c->posted ? c->n : coll_gpu_agree_last(a) + 1;
   if (coll_gpu_agree_late(a, n, 1, q->late, q->missing)) {
@@ -186,29 +190,29 @@ int start_first(coll_gpu_calls_t *q) {
   return 1;
 }
 
-// Agreement n's answer, read at the call: the other ranks' posts are waited for up to COLL_GPU_CALLS_ANSWER_SPIN_NS.
+// Agreement n's answer, read at the call: the other ranks' posts are waited for up to kAnswerSpinNs.
 // 1 with *all set, 0 when some rank has not posted yet.
 int answer_soon(coll_gpu_agree_t *a, uint64_t n, uint32_t *all) {
   if (coll_gpu_agree_test(a, n, all)) return 1;
-  for (const uint64_t until = coll_gpu_now_ns() + COLL_GPU_CALLS_ANSWER_SPIN_NS; coll_gpu_now_ns() < until;)
+  for (const uint64_t until = coll_gpu_now_ns() + kAnswerSpinNs; coll_gpu_now_ns() < until;)
     if (coll_gpu_agree_test(a, n, all)) return 1;
   return 0;
 }
 
 // A call with counts on the GPU path just queued, where it is the first and the engine exists with nothing in
-// flight: its exchange begins at the call, and goes on for up to COLL_GPU_CALLS_ANSWER_SPIN_NS, so that ranks in
+// flight: its exchange begins at the call, and goes on for up to kAnswerSpinNs, so that ranks in
 // step start it on the GPUs before they return; progress moves the rest.
 void begin_counted(coll_gpu_calls_t *q, coll_gpu_call_t *c) {
   if (!(c->all & kVlayout) || q->queue != c || !q->ops->has_engine(q->ctx) || q->on_gpu != nullptr ||
       q->ops->engine_off(q->ctx))
     return;
-  for (const uint64_t until = coll_gpu_now_ns() + COLL_GPU_CALLS_ANSWER_SPIN_NS; !start_counted(q, c);)
+  for (const uint64_t until = coll_gpu_now_ns() + kAnswerSpinNs; !start_counted(q, c);)
     if (coll_gpu_now_ns() >= until) {
       char what[160];
       snprintf(what, sizeof(what),
                "its zero-copy exchange not over %llu us into the call (a rank not there yet): it goes on from "
                "progress",
-               (unsigned long long)(COLL_GPU_CALLS_ANSWER_SPIN_NS / 1000));
+               (unsigned long long)(kAnswerSpinNs / 1000));
       q->ops->debug(q->ctx, c, what);
       return;
     }
@@ -276,7 +280,7 @@ void coll_gpu_calls_begin(coll_gpu_calls_t *q, coll_gpu_call_t *c) {
     char what[160];
     snprintf(what, sizeof(what),
              "the path agreement not answered %llu us into the call (a rank not there yet): it starts from progress",
-             (unsigned long long)(COLL_GPU_CALLS_ANSWER_SPIN_NS / 1000));
+             (unsigned long long)(kAnswerSpinNs / 1000));
     q->ops->debug(q->ctx, c, what);
   }
   if (!c->answered || q->on_gpu != nullptr || !q->ops->has_engine(q->ctx) || (c->all & kVlayout)) {

@@ -4,7 +4,7 @@
  * The order of one communicator's nonblocking and persistent calls with a GPU path, MPI-free (engine/calls.cc).
  *
  * A call posts its path agreement (engine/agree.h) at the call and, when this rank passes device memory, waits
- * up to COLL_GPU_CALLS_ANSWER_SPIN_NS for the other ranks' posts. With every rank on the GPU it starts on the
+ * up to 20 us for the other ranks' posts. With every rank on the GPU it starts on the
  * engine at once; otherwise it is queued and started later from progress (coll_gpu_calls_progress), on the GPUs
  * or through the previous module. Starts keep the communicator's call order on every rank: once a call is queued,
  * every later nonblocking call of the communicator queues behind it (the glue queues its other nonblocking calls
@@ -38,11 +38,6 @@ enum { COLL_GPU_PATH_HOST = 1, COLL_GPU_PATH_GPU = 2, COLL_GPU_PATH_STAGE = 4, C
 static inline int coll_gpu_path_is_gpu(uint32_t bits) {
   return (bits & ~(uint32_t)COLL_GPU_PATH_VLAYOUT) == COLL_GPU_PATH_GPU;
 }
-
-/* How long a call on device buffers waits at the call for the other ranks' posts before it is queued. */
-#define COLL_GPU_CALLS_ANSWER_SPIN_NS 20000ULL
-/* A queued call's wait for the agreement checks the late ranks' processes this often. */
-#define COLL_GPU_CALLS_CHECK_NS 100000000ULL
 
 /* One call as the queue sees it. The owner embeds it in its request and sets planned, mine and persistent; the
  * queue keeps the rest. */

@@ -276,8 +276,8 @@ coll_gpu_status_t coll_gpu_event_destroy(void *event);
 coll_gpu_status_t coll_gpu_stream_sync(void *stream);
 /* Queues a copy of `bytes` from src to dst (device memory of the current context) on stream. */
 coll_gpu_status_t coll_gpu_copy_async(void *dst, const void *src, size_t bytes, void *stream);
-coll_gpu_status_t coll_gpu_legacy_stream_wait(
-    void); /* returns once the work queued on the legacy default stream is done */
+/* Returns once the work queued on the legacy default stream is done. */
+coll_gpu_status_t coll_gpu_legacy_stream_wait(void);
 coll_gpu_status_t coll_gpu_host_mapped_alloc(void **host, void **dev, size_t bytes); /* zeroed */
 coll_gpu_status_t coll_gpu_host_mapped_free(void *host);
 /* Pins `bytes` of host memory mapped here (a shared memory segment) and maps it into every context (portable), dev

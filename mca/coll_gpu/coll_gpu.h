@@ -111,8 +111,7 @@ typedef struct mca_coll_gpu_module_t {
   coll_gpu_agree_key_t agree_key; /* the communicator in the node's agreement table, and its instance */
   uint64_t agree_instance;
   struct mca_coll_gpu_agree_net_s *agree_net; /* its messages to and from other hosts (coll_gpu_agree_net.c) */
-  uint8_t *late, *missing;     /* a byte per rank, made with the agreement: its waits' scratch, under the agree lock */
-  pthread_mutex_t agree_mutex; /* the agreement is one thread's at a time (mca_coll_gpu_agree_lock) */
+  pthread_mutex_t agree_mutex;                /* the agreement is one thread's at a time (mca_coll_gpu_agree_lock) */
   int hosts; /* 0: not known yet; 1: its ranks on one host; 2: on several (mca_coll_gpu_spans_hosts) */
   struct ompi_communicator_t *comm; /* the communicator it serves */
   /* nonblocking calls that complete later (coll_gpu_request.c) */

@@ -134,9 +134,10 @@ coll_gpu_agree_t *mca_coll_gpu_agreement(mca_coll_gpu_module_t *m, struct ompi_c
   if (m->agree_state == COLL_GPU_STATE_OFF) return NULL;
   coll_gpu_agree_table_t *t = node_table();
   const size_t n = (size_t)ompi_comm_size(comm);
-  if (m->late == NULL) m->late = calloc(n, 1);
-  if (m->missing == NULL) m->missing = calloc(n, 1);
-  if (t == NULL || m->late == NULL || m->missing == NULL ||
+  coll_gpu_calls_t *q = &m->calls; /* the agreement's scratch, its queue's */
+  if (q->late == NULL) q->late = calloc(n, 1);
+  if (q->missing == NULL) q->missing = calloc(n, 1);
+  if (t == NULL || q->late == NULL || q->missing == NULL ||
       coll_gpu_agree_create(t, &m->agree_key, m->agree_instance, ompi_comm_rank(comm), &m->agree) != COLL_GPU_SUCCESS ||
       !mca_coll_gpu_agree_net(m, comm)) {
     coll_gpu_agree_destroy(m->agree); /* a rank without one never joins: its peers read UNKNOWN */

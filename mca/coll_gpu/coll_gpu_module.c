@@ -28,7 +28,6 @@ static void module_construct(mca_coll_gpu_module_t *m) {
   m->agree = NULL;
   m->agree_state = COLL_GPU_STATE_NONE;
   m->agree_net = NULL;
-  m->late = m->missing = NULL;
   pthread_mutexattr_t attr;
   pthread_mutexattr_init(&attr);
   pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
@@ -51,8 +50,8 @@ static void module_destruct(mca_coll_gpu_module_t *m) {
   coll_gpu_engine_release(m->engine); /* freed with the last communicator that shares it */
   coll_gpu_agree_destroy(m->agree);
   mca_coll_gpu_agree_net_free(m);
-  free(m->late);
-  free(m->missing);
+  free(m->calls.late);
+  free(m->calls.missing);
   pthread_mutex_destroy(&m->agree_mutex);
   COLL_GPU_FOREACH(COLL_GPU_RELEASE_ALL)
   COLL_GPU_RELEASE(reduce_local)

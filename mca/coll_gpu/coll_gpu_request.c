@@ -161,22 +161,17 @@ static void finish(mca_coll_gpu_call_t *c, int rc) {
   }
   c->super.req_status.MPI_ERROR = rc == OMPI_SUCCESS ? MPI_SUCCESS : rc == MPI_ERR_TRUNCATE ? rc : MPI_ERR_OTHER;
   c->super.req_status._ucount = 0;
-  if (c->freed) {
-    c->next = calls.freed;
-    calls.freed = c;
-    return;
-  }
-  ompi_request_complete(&c->super, true);
+  if (c->freed)
+    release_later(c);
+  else
+    ompi_request_complete(&c->super, true);
 }
 
 /* ------------------------------------------------------------------ what the queue asks of the module */
 
 static coll_gpu_agree_t *q_agreement(void *ctx) {
   mca_coll_gpu_module_t *m = ctx;
-  coll_gpu_agree_t *a = mca_coll_gpu_agreement(m, m->comm);
-  m->calls.late = m->late; /* the agreement's scratch, made with it */
-  m->calls.missing = m->missing;
-  return a;
+  return mca_coll_gpu_agreement(m, m->comm);
 }
 static void q_agree_lock(void *ctx) { mca_coll_gpu_agree_lock(ctx); }
 static int q_agree_trylock(void *ctx) { return mca_coll_gpu_agree_trylock(ctx); }
