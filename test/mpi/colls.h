@@ -32,6 +32,8 @@ int gpu_param_int(const char *name, int dflt);
 /* Whether the run forces the SHM node transport (coll_gpu_node_transport shm): the calls that only the zero-copy
  * exchange serves (with counts unlike from rank to rank, gather(v), scatter(v), alltoall in place) stage there. */
 bool gpu_node_shm(void);
+/* Whether every rank runs on this host (collective at its first call, which every rank makes alike). */
+bool one_host(void);
 
 #define POISON 0xA5 /* the byte every output is filled with before a collective */
 
@@ -98,8 +100,6 @@ static inline void buf_free(buf_t *b) {
 }
 
 /* colls_reduce.c: every reduction collective for every predefined type and op pair. */
-/* Whether every rank runs on this host (collective at its first call, which every rank makes alike). */
-bool one_host(void);
 void test_reductions(void);
 /* colls_move.c: every data-movement collective over contiguous and derived datatypes. */
 void make_layouts(void);

@@ -98,19 +98,6 @@ static int vfirst(vshape_t v) { return v == V_VARIED ? 0 : v == V_REVERSED ? 2 :
 /* The rank whose block is the i-th of n in a buffer. */
 static int vat(vshape_t v, int i, int n) { return v == V_REVERSED ? n - 1 - i : i; }
 
-bool one_host(void) {
-  static int known = -1;
-  if (known < 0) {
-    MPI_Comm node;
-    int size = 0;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    MPI_Comm_size(node, &size);
-    MPI_Comm_free(&node);
-    known = size == nranks;
-  }
-  return known;
-}
-
 static void run_move(dcoll_t c, const layout_t *L, int count, bool inplace, bool nb, int root, vshape_t v) {
   char what[256];
   snprintf(what, sizeof(what), "%s%s %s count %d%s root %d%s", nb ? "i" : "", dcoll_names[c], L->name, count,

@@ -2,7 +2,7 @@
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
  * coll/gpu's MPI_T performance variable coll_gpu_staged_buffers, for the tests that check which
- * buffers a call staged, and its integer parameters as a run sets them (colls.h).
+ * buffers a call staged, its integer parameters as a run sets them, and whether the run spans hosts (colls.h).
  */
 #include <stdio.h>
 
@@ -42,3 +42,16 @@ int gpu_param_int(const char *name, int dflt) {
 }
 
 bool gpu_node_shm(void) { return gpu_param_int("coll_gpu_node_transport", 0) == 1; /* auto -1, ipc 0, shm 1 */ }
+
+bool one_host(void) {
+  static int known = -1;
+  if (known < 0) {
+    MPI_Comm node;
+    int size = 0;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &size);
+    MPI_Comm_free(&node);
+    known = size == nranks;
+  }
+  return known;
+}

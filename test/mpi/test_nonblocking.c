@@ -26,7 +26,7 @@
  *       device (persistent requests are left out: they bind staged buffers at init, for a fallback); beyond
  *       8 ranks, where alltoall(v), allgatherv and reduce-scatter of unequal counts stage by design, alltoall(v)
  *       and allgatherv then run on host buffers and reduce-scatter with equal counts; over SHM and across
- *       (virtual) nodes allgatherv and alltoallv of unequal counts run on host buffers
+ *       (virtual) nodes or hosts allgatherv and alltoallv of unequal counts run on host buffers
  *   -b  then one round of CALLS calls (more than the path agreement's 64 ahead of a rank 300 ms late)
  *   -p  then persistent requests of eight collectives with a GPU path, each started STARTS times with new
  *       contents (MPI_Startall, or MPI_Start one by one in a drawn order; MPI_Waitall), and freed
@@ -54,7 +54,7 @@ long checks, failures;
 bool verbose, gpu_path;
 /* -G: the calls that stage by design are left off the GPU. Beyond 8 ranks (COLL_GPU_MAX_DIRECT): a reduce-scatter
  * takes equal blocks, an alltoall host memory. Beyond 8 ranks, over the SHM node transport or across (virtual)
- * nodes, where no zero-copy call runs: calls with counts unlike from rank to rank take host memory. */
+ * nodes or hosts, where no zero-copy call runs: calls with counts unlike from rank to rank take host memory. */
 bool beyond_direct, counts_staged;
 int gap_max_us;
 
@@ -562,7 +562,7 @@ int main(int argc, char **argv) {
   }
   beyond_direct = gpu_path && nranks > 8;
   const int per_node = gpu_path ? gpu_param_int("coll_gpu_virtual_nodes", 0) : 0;
-  counts_staged = beyond_direct || (gpu_path && (gpu_node_shm() || (per_node > 0 && per_node < nranks)));
+  counts_staged = beyond_direct || (gpu_path && (gpu_node_shm() || (per_node > 0 && per_node < nranks) || !one_host()));
   comms[0] = MPI_COMM_WORLD;
   for (int j = 0; ncomms > 1 && j < ncomms; ++j) MPI_Comm_dup(MPI_COMM_WORLD, &comms[j]);
   for (int j = 0; ncomms > 1 && j < ncomms; ++j) blocking_on(comms[j], 0xd0b00 + (uint64_t)j);
