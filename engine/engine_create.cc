@@ -466,6 +466,12 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   e->link_neighbours();
   const coll_gpu::TransportLinks links = {b, peers.get(), e->node.get(), e->linked.get()};
   e->choose_node_transport(links);
+  e->cfg.tune.link_gbps = e->rings.speed;  // the same rings, so the same choices, on every rank
+  const double scale = coll_gpu_tune_link_scale(&e->cfg.tune);
+  if (scale < 1.0 && cfg->log != nullptr)
+    cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO,
+             "comm %s: the tuning model's bandwidths at %.3fx: rings of %.1f GB/s against the %.1f of its constants",
+             cfg->name, scale, e->rings.speed, COLL_GPU_TUNE_REF_GBPS);
 
   // 4. the scratch, then the transports: NET (the network proxies, connected to the ranks of other nodes), then
   // IPC or SHM

@@ -50,8 +50,26 @@ constexpr LinkCosts kNvlink = {2.0, 85e3, 10.5, 3.0, 300e3, 310e3, 8.0};
  * own, each with its own PCIe link, may move these crossovers: measured on such a machine, its figures should
  * replace these. */
 constexpr LinkCosts kShm = {2.0, 2e3, 6.0, 1.0, 5e3, 7.5e3, 10.0};
-const LinkCosts &costs(const coll_gpu_tune_config_t *c) { return c->shm ? kShm : kNvlink; }
+// The costs of the communicator's link: SHM's, or NVLink's with the bandwidths scaled to the topology's.
+LinkCosts costs(const coll_gpu_tune_config_t *c) {
+  if (c->shm) return kShm;
+  LinkCosts k = kNvlink;
+  const double s = coll_gpu_tune_link_scale(c);
+  k.ll_bw *= s;
+  k.simple_bw *= s;
+  k.ring_bw *= s;
+  return k;
+}
 }  // namespace
+
+/* The bandwidths follow the link, the latencies stay: a kernel's flag rounds and fences cost what they cost
+ * on any link, and a narrower link moves each byte more slowly. (The topology's ring over PCIe Gen4 x16 moves
+ * 24 GB/s, 0.065x NVSwitch's: there the ring's 310 GB/s become 20, about what NCCL's ring moves over such a
+ * link.) Links faster than the reference keep its constants: no such machine has been measured. */
+double coll_gpu_tune_link_scale(const coll_gpu_tune_config_t *c) {
+  if (c->shm || c->net || !(c->link_gbps > 0) || c->link_gbps >= COLL_GPU_TUNE_REF_GBPS) return 1.0;
+  return c->link_gbps / COLL_GPU_TUNE_REF_GBPS;
+}
 
 /* two-shot: a block per 16 KiB of message. Blocks are latency-bound (each waits for its peers' flags), so
  * more of them pay: on 2 H200, 512 KiB took 21 us with 32 blocks against 33 with 8, 1 MiB 23.5 us with 64
@@ -69,7 +87,7 @@ coll_gpu_proto_t coll_gpu_algo_proto(coll_gpu_algo_t algo) {
 }
 
 double coll_gpu_tune_time_us(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, int nranks, size_t bytes) {
-  const LinkCosts &k = costs(c);
+  const LinkCosts k = costs(c);
   const double n = nranks, b = (double)bytes;
   switch (algo) {
     case COLL_GPU_ALGO_ONESHOT: /* every rank pushes its data to n - 1 peers */
@@ -239,7 +257,7 @@ coll_gpu_choice_t choose_allreduce(const coll_gpu_tune_config_t *c, int nranks, 
 constexpr double kLaunchUs = 9.0;
 double coll_gpu_tune_move_time_us(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo,
                                   int nranks, size_t bytes) {
-  const LinkCosts &k = costs(c);
+  const LinkCosts k = costs(c);
   const double n = nranks, b = (double)bytes;
   const size_t ll_bytes = c->oneshot_max_bytes;
   if (algo == COLL_GPU_ALGO_ONESHOT) { /* every rank pushes n - 1 blocks (a bcast's root n - 1 copies) */

@@ -25,6 +25,9 @@ typedef struct {
   int algo;        /* a coll_gpu_algo_t that the collective has */
 } coll_gpu_tune_rule_t;
 #define COLL_GPU_TUNE_MAX_RULES 32
+/* GB/s of the ring the topology finds over H200s (or H100s) through NVSwitch, 18 NVLinks of 20.6 GB/s: the link
+ * the model's NVLink constants were measured on (engine/tune.cc) */
+#define COLL_GPU_TUNE_REF_GBPS 370.8
 
 typedef struct {
   int algorithm[COLL_GPU_NCOLLS]; /* per collective, -1: choose, else a coll_gpu_algo_t it has */
@@ -42,6 +45,9 @@ typedef struct {
                             nchannels says (one per proxy thread); 0: no bound */
   int shm;               /* the ranks of a node reach each other through shared host memory (the SHM transport):
                             the model takes that link's costs, not NVLink's */
+  double link_gbps;      /* GB/s the first of the rings moves, from the topology (engine/rings.h); 0: not known.
+                            Below the link the constants were measured on, the model's NVLink bandwidths scale
+                            down with it (coll_gpu_tune_link_scale) */
   const coll_gpu_tune_rule_t *rules; /* the user's rules (nrules of them; storage the caller keeps): the first that
                                         matches a call and fits it takes it, where no algorithm is forced */
   int nrules;
@@ -54,6 +60,10 @@ typedef struct {
   size_t chunk; /* ring: bytes per step, at most a FIFO slot; 0: a whole slot */
 } coll_gpu_choice_t;
 
+/* The factor the model's bandwidths over CUDA peer access take on this communicator's links: link_gbps over
+ * COLL_GPU_TUNE_REF_GBPS, at most 1 (links at least as fast as the measured machine's keep its constants); 1 where
+ * link_gbps is not known, and over SHM or the network, whose costs are their own. */
+double coll_gpu_tune_link_scale(const coll_gpu_tune_config_t *c);
 /* The protocol an algorithm runs. */
 coll_gpu_proto_t coll_gpu_algo_proto(coll_gpu_algo_t algo);
 /* Modelled time in microseconds of one allreduce of `bytes` on `nranks` ranks, without the launch. */

@@ -27,6 +27,7 @@ coll_gpu_tune_config_t defaults() {
   c.net = 0;
   c.net_ring_channels = 0;
   c.shm = 0;
+  c.link_gbps = 0;
   c.rules = nullptr;
   c.nrules = 0;
   return c;
@@ -107,6 +108,77 @@ TEST(Tune, SharedMemoryChoices) {
     }
   c.shm = 0;
   EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 64 << 10).algo);
+}
+
+// The topology's link: below the reference the bandwidths scale with it; at it, above it, unknown, over SHM or the
+// network they keep the measured constants.
+TEST(Tune, LinkScale) {
+  coll_gpu_tune_config_t c = defaults();
+  for (double gbps : {0.0, COLL_GPU_TUNE_REF_GBPS, 5000.0}) {
+    c.link_gbps = gbps;
+    EXPECT_EQ(1.0, coll_gpu_tune_link_scale(&c)) << gbps;
+  }
+  c.link_gbps = 24;
+  EXPECT_NEAR(24 / 370.8, coll_gpu_tune_link_scale(&c), 1e-12);
+  coll_gpu_tune_config_t other = c;
+  other.shm = 1;
+  EXPECT_EQ(1.0, coll_gpu_tune_link_scale(&other));
+  other = c;
+  other.net = 1;
+  EXPECT_EQ(1.0, coll_gpu_tune_link_scale(&other));
+}
+
+// On a narrower link every modelled time keeps its latency (the time of 0 bytes) and its bytes take longer by
+// the ratio of the links, for allreduce and the other collectives alike.
+TEST(Tune, NarrowLinkScalesTheBandwidthTerms) {
+  const coll_gpu_tune_config_t ref = defaults();
+  for (double gbps : {24.0, 40.0, 200.0}) {
+    coll_gpu_tune_config_t c = defaults();
+    c.link_gbps = gbps;
+    const double ratio = COLL_GPU_TUNE_REF_GBPS / gbps;
+    for (int n : {2, 3, 8})
+      for (size_t bytes : {(size_t)8, (size_t)64 << 10, (size_t)16 << 20}) {
+        for (coll_gpu_algo_t a : {COLL_GPU_ALGO_ONESHOT, COLL_GPU_ALGO_TWOSHOT, COLL_GPU_ALGO_RING}) {
+          const double lat = coll_gpu_tune_time_us(&ref, a, n, 0);
+          EXPECT_NEAR(lat, coll_gpu_tune_time_us(&c, a, n, 0), 1e-9);
+          const double want = lat + (coll_gpu_tune_time_us(&ref, a, n, bytes) - lat) * ratio;
+          EXPECT_NEAR(want, coll_gpu_tune_time_us(&c, a, n, bytes), 1e-9 * want) << gbps << " " << n << " " << a;
+        }
+        for (int k = COLL_GPU_COLL_BCAST; k < COLL_GPU_NCOLLS; ++k) {
+          const coll_gpu_coll_t coll = (coll_gpu_coll_t)k;
+          const double lat = coll_gpu_tune_move_time_us(&ref, coll, COLL_GPU_ALGO_RING, n, 0);
+          const double want =
+              lat + (coll_gpu_tune_move_time_us(&ref, coll, COLL_GPU_ALGO_RING, n, bytes) - lat) * ratio;
+          EXPECT_NEAR(want, coll_gpu_tune_move_time_us(&c, coll, COLL_GPU_ALGO_RING, n, bytes), 1e-9 * want) << k;
+        }
+      }
+  }
+}
+
+// The narrower the link, the sooner the algorithms that spend fewer bytes take over: the largest message each
+// collective runs one-shot (LL, half of each line flags) never grows as the link narrows, and on PCIe Gen4 x16
+// (24 GB/s) an allreduce of 64 KiB at 2 ranks runs two-shot, one of 4 MiB the ring, where NVSwitch's link keeps
+// one-shot and two-shot (MeasuredChoices).
+TEST(Tune, NarrowLinkMovesTheCrossovers) {
+  for (int k = 0; k < COLL_GPU_NCOLLS; ++k)
+    for (int n : {2, 4, 8}) {
+      size_t last = SIZE_MAX;
+      for (double gbps : {370.8, 200.0, 100.0, 40.0, 24.0, 10.0}) {
+        coll_gpu_tune_config_t c = defaults();
+        c.link_gbps = gbps;
+        size_t largest = 0;
+        for (size_t bytes = 8; bytes <= ((size_t)1 << 30); bytes *= 2)
+          if (coll_gpu_tune_choose(&c, (coll_gpu_coll_t)k, n, bytes).algo == COLL_GPU_ALGO_ONESHOT) largest = bytes;
+        EXPECT_LE(largest, last) << k << " " << n << " ranks, " << gbps << " GB/s";
+        last = largest;
+      }
+    }
+  coll_gpu_tune_config_t c = defaults();
+  EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 64 << 10).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_TWOSHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 4 << 20).algo);
+  c.link_gbps = 24;
+  EXPECT_EQ(COLL_GPU_ALGO_TWOSHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 64 << 10).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 4 << 20).algo);
 }
 
 // The user's rules: parsed from their text, each entry checked, with the reason where one is wrong.
