@@ -20,10 +20,9 @@ extern uint64_t seed;
 extern tbuf_kind_t kind;
 extern long checks, failures;
 extern bool verbose;
-extern bool gpu_path;     /* test_colls -G: the GPU path's calls must stage nothing */
-extern int gap_max_us;    /* test_colls -r: the most a rank waits before each collective */
-extern int virtual_nodes; /* test_colls -G: coll_gpu_virtual_nodes as the run sets it (ranks per virtual node) */
-extern bool node_shm;     /* test_colls -G: coll_gpu_node_transport shm, where no zero-copy call runs */
+extern bool gpu_path;  /* test_colls -G: the GPU path's calls must stage nothing */
+extern int gap_max_us; /* test_colls -r: the most a rank waits before each collective */
+extern bool node_shm;  /* test_colls -G: coll_gpu_node_transport shm, where no zero-copy call runs */
 /* staged_count.c: coll/gpu's count of the buffers it staged (MPI_T), once opened; an integer parameter of coll/gpu
  * as the run sets it (MPI_T), or dflt where it cannot be read. */
 void staged_count_open(void);
@@ -34,6 +33,9 @@ int gpu_param_int(const char *name, int dflt);
 bool gpu_node_shm(void);
 /* Whether every rank runs on this host (collective at its first call, which every rank makes alike). */
 bool one_host(void);
+/* Whether every rank runs on one node as coll/gpu counts them: one host, not split into virtual nodes
+ * (coll_gpu_virtual_nodes below the rank count); collective at its first call, as one_host. */
+bool one_node(void);
 
 #define POISON 0xA5 /* the byte every output is filled with before a collective */
 

@@ -248,8 +248,7 @@ static void run_move(dcoll_t c, const layout_t *L, int count, bool inplace, bool
    * not in place); nor do gather(v) and scatter(v) (as the call with counts) and alltoall in place (from a copy
    * of the receive buffer), at most 8 ranks of one node and not over the SHM node transport (no zero-copy call);
    * not with -m mixed, where a rank of host memory stages them all (a call with counts takes no joining rank) */
-  const bool one_node = virtual_nodes == 0 || virtual_nodes >= n;
-  const bool zero_copy = n <= 8 && one_node && !node_shm;
+  const bool zero_copy = n <= 8 && one_node() && !node_shm;
   const bool counts_gpu = v == V_EQUAL || zero_copy;
   const bool rooted = c == D_GATHER || c == D_GATHERV || c == D_SCATTER || c == D_SCATTERV;
   const bool must_gpu = gpu_path && count > 0 && L == &layouts[0] && kind != TBUF_MIXED && one_host() &&

@@ -2,7 +2,8 @@
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
  * coll/gpu's MPI_T performance variable coll_gpu_staged_buffers, for the tests that check which
- * buffers a call staged, its integer parameters as a run sets them, and whether the run spans hosts (colls.h).
+ * buffers a call staged, its integer parameters as a run sets them, and whether the run spans hosts or nodes
+ * (colls.h).
  */
 #include <stdio.h>
 
@@ -52,6 +53,15 @@ bool one_host(void) {
     MPI_Comm_size(node, &size);
     MPI_Comm_free(&node);
     known = size == nranks;
+  }
+  return known;
+}
+
+bool one_node(void) {
+  static int known = -1;
+  if (known < 0) {
+    const int per_node = gpu_param_int("coll_gpu_virtual_nodes", 0);
+    known = one_host() && !(per_node > 0 && per_node < nranks);
   }
   return known;
 }

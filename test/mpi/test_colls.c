@@ -35,7 +35,6 @@ tbuf_kind_t kind;
 long checks, failures;
 bool verbose;
 bool gpu_path;
-int virtual_nodes;
 bool node_shm;
 int gap_max_us;
 
@@ -198,7 +197,6 @@ int main(int argc, char **argv) {
   }
   if (gpu_path) {
     staged_count_open();
-    virtual_nodes = gpu_param_int("coll_gpu_virtual_nodes", 0);
     node_shm = gpu_node_shm();
   }
   seed = s;

@@ -561,8 +561,7 @@ int main(int argc, char **argv) {
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   beyond_direct = gpu_path && nranks > 8;
-  const int per_node = gpu_path ? gpu_param_int("coll_gpu_virtual_nodes", 0) : 0;
-  counts_staged = beyond_direct || (gpu_path && (gpu_node_shm() || (per_node > 0 && per_node < nranks) || !one_host()));
+  counts_staged = beyond_direct || (gpu_path && (gpu_node_shm() || !one_node()));
   comms[0] = MPI_COMM_WORLD;
   for (int j = 0; ncomms > 1 && j < ncomms; ++j) MPI_Comm_dup(MPI_COMM_WORLD, &comms[j]);
   for (int j = 0; ncomms > 1 && j < ncomms; ++j) blocking_on(comms[j], 0xd0b00 + (uint64_t)j);
