@@ -313,9 +313,15 @@ void coll_gpu_engine::log_channels(const coll_gpu_peer_t &me) const {
             "algorithms only, %d channels",
             cfg.name, nodes, cfg.virtual_nodes > 0 ? " (virtual)" : "", hops, nranks, net.threads(), layout.nchannels);
   }
-  if (rings.speed > 0)
-    cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "comm %s: %d ring(s) from the topology, the first at %.1f GB/s",
-            cfg.name, rings.nrings, rings.speed);
+  if (rings.speed > 0) {
+    const double scale = coll_gpu_tune_link_scale(&cfg.tune);
+    char scaled[96] = "";
+    if (scale < 1.0)
+      snprintf(scaled, sizeof(scaled), "; the tuning model's bandwidths at %.3fx, against its constants' %.1f", scale,
+               COLL_GPU_TUNE_REF_GBPS);
+    cfg.log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO, "comm %s: %d ring(s) from the topology, the first at %.1f GB/s%s",
+            cfg.name, rings.nrings, rings.speed, scaled);
+  }
   const size_t size = (size_t)nranks * 7 + 1;  // " 32767" a rank
   coll_gpu::HostPtr<char[]> line = coll_gpu::make_host_array<char>(size);
   for (int ch = 0; ch < cfg.tune.max_channels && line != nullptr; ++ch) {
@@ -467,11 +473,6 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
   const coll_gpu::TransportLinks links = {b, peers.get(), e->node.get(), e->linked.get()};
   e->choose_node_transport(links);
   e->cfg.tune.link_gbps = e->rings.speed;  // the same rings, so the same choices, on every rank
-  const double scale = coll_gpu_tune_link_scale(&e->cfg.tune);
-  if (scale < 1.0 && cfg->log != nullptr)
-    cfg->log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_TOPO,
-             "comm %s: the tuning model's bandwidths at %.3fx: rings of %.1f GB/s against the %.1f of its constants",
-             cfg->name, scale, e->rings.speed, COLL_GPU_TUNE_REF_GBPS);
 
   // 4. the scratch, then the transports: NET (the network proxies, connected to the ranks of other nodes), then
   // IPC or SHM
