@@ -86,8 +86,9 @@ coll_gpu_proto_t coll_gpu_algo_proto(coll_gpu_algo_t algo) {
   return algo == COLL_GPU_ALGO_ONESHOT ? COLL_GPU_PROTO_LL : COLL_GPU_PROTO_SIMPLE;
 }
 
-double coll_gpu_tune_time_us(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, int nranks, size_t bytes) {
-  const LinkCosts k = costs(c);
+namespace {
+// An allreduce's modelled time over a link of costs k (coll_gpu_tune_time_us).
+double allreduce_us(const LinkCosts &k, coll_gpu_algo_t algo, int nranks, size_t bytes) {
   const double n = nranks, b = (double)bytes;
   switch (algo) {
     case COLL_GPU_ALGO_ONESHOT: /* every rank pushes its data to n - 1 peers */
@@ -99,6 +100,11 @@ double coll_gpu_tune_time_us(const coll_gpu_tune_config_t *c, coll_gpu_algo_t al
     default:
       return 1e30;
   }
+}
+}  // namespace
+
+double coll_gpu_tune_time_us(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, int nranks, size_t bytes) {
+  return allreduce_us(costs(c), algo, nranks, bytes);
 }
 
 namespace {
@@ -223,13 +229,14 @@ coll_gpu_choice_t choose_allreduce(const coll_gpu_tune_config_t *c, int nranks, 
   } else if (c->net) {
     best = bytes <= kNetChainBytes ? COLL_GPU_ALGO_CHAIN : COLL_GPU_ALGO_RING;
   } else {
+    const LinkCosts k = costs(c);
     double best_t = 1e31;
     for (int pass = 0; pass < 2 && best_t > 1e30; ++pass) {
       /* first among the algorithms of the forced protocol, then among all */
       for (int a = 0; a < COLL_GPU_NALGOS; ++a) {
         if (!coll_gpu_tune_fits(c, (coll_gpu_algo_t)a, nranks, bytes)) continue;
         if (pass == 0 && c->protocol >= 0 && (int)coll_gpu_algo_proto((coll_gpu_algo_t)a) != c->protocol) continue;
-        double t = coll_gpu_tune_time_us(c, (coll_gpu_algo_t)a, nranks, bytes);
+        double t = allreduce_us(k, (coll_gpu_algo_t)a, nranks, bytes);
         if (t < best_t) {
           best_t = t;
           best = (coll_gpu_algo_t)a;
@@ -255,11 +262,11 @@ coll_gpu_choice_t choose_allreduce(const coll_gpu_tune_config_t *c, int nranks, 
 
 /* A launch of its own for each one-shot slot of data beyond the first (a call's ~9 us around its kernel). */
 constexpr double kLaunchUs = 9.0;
-double coll_gpu_tune_move_time_us(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo,
-                                  int nranks, size_t bytes) {
-  const LinkCosts k = costs(c);
+namespace {
+// A move's modelled time over a link of costs k, one-shot slots of ll_bytes (coll_gpu_tune_move_time_us).
+double move_us(const LinkCosts &k, size_t ll_bytes, coll_gpu_coll_t coll, coll_gpu_algo_t algo, int nranks,
+               size_t bytes) {
   const double n = nranks, b = (double)bytes;
-  const size_t ll_bytes = c->oneshot_max_bytes;
   if (algo == COLL_GPU_ALGO_ONESHOT) { /* every rank pushes n - 1 blocks (a bcast's root n - 1 copies) */
     const double extra = ll_bytes > 0 && bytes > ll_bytes ? (double)((bytes - 1) / ll_bytes) : 0;
     return k.oneshot_us + extra * kLaunchUs + (n - 1) * b / k.ll_bw;
@@ -279,6 +286,12 @@ double coll_gpu_tune_move_time_us(const coll_gpu_tune_config_t *c, coll_gpu_coll
     default:
       return 1e30;
   }
+}
+}  // namespace
+
+double coll_gpu_tune_move_time_us(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo,
+                                  int nranks, size_t bytes) {
+  return move_us(costs(c), c->oneshot_max_bytes, coll, algo, nranks, bytes);
 }
 
 namespace {
@@ -328,9 +341,11 @@ coll_gpu_choice_t choose_move(const coll_gpu_tune_config_t *c, coll_gpu_coll_t c
     best = (coll_gpu_algo_t)forced;
   } else if ((rule = ruled(c, coll, nranks, bytes)) >= 0) {
     best = (coll_gpu_algo_t)rule;
-  } else if (coll_gpu_tune_move_time_us(c, coll, COLL_GPU_ALGO_RING, nranks, bytes) <
-             coll_gpu_tune_move_time_us(c, coll, COLL_GPU_ALGO_ONESHOT, nranks, bytes)) {
-    best = COLL_GPU_ALGO_RING;
+  } else {
+    const LinkCosts k = costs(c);
+    if (move_us(k, c->oneshot_max_bytes, coll, COLL_GPU_ALGO_RING, nranks, bytes) <
+        move_us(k, c->oneshot_max_bytes, coll, COLL_GPU_ALGO_ONESHOT, nranks, bytes))
+      best = COLL_GPU_ALGO_RING;
   }
   if (best == COLL_GPU_ALGO_ONESHOT && (!direct(c, nranks) || c->oneshot_max_bytes < 16)) /* no LL slot */
     best = COLL_GPU_ALGO_RING;
