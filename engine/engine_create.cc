@@ -53,8 +53,7 @@ using coll_gpu::entered;
 namespace {
 
 uint64_t config_hash(const coll_gpu_engine_config_t &c) {
-  const uint64_t v[] = {(uint64_t)c.tune.protocol,
-                        (uint64_t)c.tune.nchannels,
+  const uint64_t v[] = {(uint64_t)c.tune.nchannels,
                         (uint64_t)c.tune.max_channels,
                         c.tune.oneshot_max_bytes,
                         c.tune.twoshot_max_bytes,
@@ -69,9 +68,9 @@ uint64_t config_hash(const coll_gpu_engine_config_t &c) {
                         (uint64_t)(int64_t)c.node_transport,
                         (uint64_t)c.tune.nrules};
   uint64_t h = coll_gpu_hash(v, sizeof(v), 0);
-  for (int algorithm : c.tune.algorithm) {
-    const uint64_t a = (uint64_t)(int64_t)algorithm;
-    h = coll_gpu_hash(&a, sizeof(a), h);
+  for (int k = 0; k < COLL_GPU_NCOLLS; ++k) {
+    const uint64_t forced[] = {(uint64_t)(int64_t)c.tune.algorithm[k], (uint64_t)(int64_t)c.tune.protocol[k]};
+    h = coll_gpu_hash(forced, sizeof(forced), h);
   }
   for (int i = 0; i < c.tune.nrules; ++i) {
     const coll_gpu_tune_rule_t &r = c.tune.rules[i];

@@ -3,10 +3,14 @@
 /*
  * The tuning model (engine/tune.h).
  *
- * time = latency + bytes moved per rank / bandwidth, with the constants below (per GPU, over NVLink on
- * H200 through NVSwitch), measured: the latencies are those of the kernels, not the flag round trips
- * alone (a flag written into a peer's memory through CUDA IPC is seen about 0.7 us later on that
- * machine, but a phase also waits for its data to land before it flags).
+ * One table of costs per kind of node link, an entry per algorithm and protocol: time = latency + the steps and
+ * peers the algorithm waits on + bytes moved per rank / bandwidth, where the collective's shape says how many
+ * steps and bytes a call of its size takes (pattern). The constants below are measured (per GPU, over NVLink on
+ * H200 through NVSwitch): the latencies are those of the kernels, not the flag round trips alone (a flag written
+ * into a peer's memory through CUDA IPC is seen about 0.7 us later on that machine, but a phase also waits for
+ * its data to land before it flags). The topology's ring speed scales NVLink's bandwidths (costs). Every
+ * collective's choice is one loop over the table (pick), after what the user forces or rules and the rules built
+ * in where measurements overrule the model.
  */
 #include "engine/tune.h"
 
@@ -20,21 +24,32 @@
  * two). The two-shot kernel takes ~10.5 us up to 256 KiB, whatever the size: each of its two phases
  * loads, stores, then waits on a system-scope fence (~1.3 us) and on the peers' flags; 4 MiB and 16 MiB
  * took 33 and 75 us through the component. At 4 ranks, two-shot took ~10 us more than at 2 (30 against
- * 20 up to 256 KiB), ~3.7 of it the flag release stores that now share one fence; twoshot_peer_us is
- * the rest, from that one run. The ring (64 channels, 512 KiB slots) moved 8 MiB in ~43 us, 16 MiB in
+ * 20 up to 256 KiB), ~3.7 of it the flag release stores that now share one fence; two-shot's peer_us
+ * is the rest, from that one run. The ring (64 channels, 512 KiB slots) moved 8 MiB in ~43 us, 16 MiB in
  * ~70 and 1 GiB at 311-316 GB/s bus bandwidth. */
 namespace {
-// The model's constants for one kind of link between the ranks of a node.
-struct LinkCosts {
-  double oneshot_us;       // LL one-shot: one flag round, no fence
-  double ll_bw;            // bytes/us of one-shot data per peer: half of each line is flags
-  double twoshot_us;       // two-shot at 2 ranks: two phases of data, fence and flags
-  double twoshot_peer_us;  // two-shot: each peer beyond the first
-  double simple_bw;        // bytes/us of the two-shot kernel's bus traffic
-  double ring_bw;          // bytes/us of the ring's bus traffic at large sizes
-  double ring_step_us;     // per dependent ring step: wait, barrier, data, release, seen by the next rank
+// One entry of the cost table: an algorithm run in a protocol over one kind of link. A call's time is lat_us, plus
+// peer_us for each peer beyond the first, plus step_us for each dependent step, plus its traffic (the bytes each
+// rank sends over its link, by the collective's shape: pattern below) at bw bytes/us. bw 0: the algorithm does
+// not run that protocol.
+struct Cost {
+  double lat_us;   // one-shot: one flag round, no fence; two-shot at 2 ranks: two phases of data, fence and flags
+  double peer_us;  // two-shot: each peer beyond the first
+  double step_us;  // the ring: each dependent step (wait, barrier, data, release, seen by the next rank)
+  double bw;       // LL one-shot: data per peer, half of each line flags; two-shot and the ring: bus traffic
 };
-constexpr LinkCosts kNvlink = {2.0, 85e3, 10.5, 3.0, 300e3, 310e3, 8.0};
+// The table of one kind of link: algorithm x protocol.
+struct CostTable {
+  Cost at[COLL_GPU_NALGOS][COLL_GPU_NPROTOS];
+};
+constexpr Cost kAbsent = {0, 0, 0, 0};
+// NVLink, measured on H200 (above). CHAIN, across nodes, is a reduce and a bcast, each a ring call along its chain.
+constexpr CostTable kNvlink = {{
+    /* ONESHOT */ {{2.0, 0, 0, 85e3}, kAbsent},
+    /* TWOSHOT */ {kAbsent, {10.5, 3.0, 0, 300e3}},
+    /* RING */ {kAbsent, {0, 0, 8.0, 310e3}},
+    /* CHAIN */ {kAbsent, {0, 0, 8.0, 310e3}},
+}};
 /* Through shared host memory (the SHM transport), every line crosses PCIe twice: the writer's posted stores, then
  * the reader's loads, each a round trip. On one H200 shared by the ranks under MPS (coll_gpu_allreduce_bench -N,
  * coll_gpu_node_transport shm, each algorithm forced, 8 B to 4 MiB at 2 and 4 ranks): one-shot LL moved ~1 KB/us per
@@ -49,16 +64,21 @@ constexpr LinkCosts kNvlink = {2.0, 85e3, 10.5, 3.0, 300e3, 310e3, 8.0};
  * 4 KiB at 4), two-shot allreduce up to 128 KiB at 2 ranks and 256 KiB at 3-4, and the ring beyond. GPUs of their
  * own, each with its own PCIe link, may move these crossovers: measured on such a machine, its figures should
  * replace these. */
-constexpr LinkCosts kShm = {2.0, 2e3, 6.0, 1.0, 5e3, 7.5e3, 10.0};
-// The costs of the communicator's link: SHM's, or NVLink's with the bandwidths scaled to the topology's.
-LinkCosts costs(const coll_gpu_tune_config_t *c) {
+constexpr CostTable kShm = {{
+    /* ONESHOT */ {{2.0, 0, 0, 2e3}, kAbsent},
+    /* TWOSHOT */ {kAbsent, {6.0, 1.0, 0, 5e3}},
+    /* RING */ {kAbsent, {0, 0, 10.0, 7.5e3}},
+    /* CHAIN */ {kAbsent, {0, 0, 10.0, 7.5e3}},
+}};
+// The table of the communicator's link: SHM's, or NVLink's with the bandwidths scaled to the topology's. Across
+// nodes the model has no costs of the network yet: it times the node's link, and only the rings run there.
+CostTable costs(const coll_gpu_tune_config_t *c) {
   if (c->shm) return kShm;
-  LinkCosts k = kNvlink;
+  CostTable t = kNvlink;
   const double s = coll_gpu_tune_link_scale(c);
-  k.ll_bw *= s;
-  k.simple_bw *= s;
-  k.ring_bw *= s;
-  return k;
+  for (auto &algo : t.at)
+    for (Cost &k : algo) k.bw *= s;
+  return t;
 }
 }  // namespace
 
@@ -82,49 +102,79 @@ static_assert(kTwoshotMaxBlocks <= 2 * COLL_GPU_MAX_CHANNELS, "two-shot blocks b
  * be 256 blocks, more than an H200 holds at once. */
 constexpr int kAlltoallPairChannels = 64;
 
-coll_gpu_proto_t coll_gpu_algo_proto(coll_gpu_algo_t algo) {
-  return algo == COLL_GPU_ALGO_ONESHOT ? COLL_GPU_PROTO_LL : COLL_GPU_PROTO_SIMPLE;
-}
+/* A launch of its own for each one-shot slot of data beyond the first (a call's ~9 us around its kernel). */
+constexpr double kLaunchUs = 9.0;
 
 namespace {
-// An allreduce's modelled time over a link of costs k (coll_gpu_tune_time_us).
-double allreduce_us(const LinkCosts &k, coll_gpu_algo_t algo, int nranks, size_t bytes) {
-  const double n = nranks, b = (double)bytes;
-  switch (algo) {
-    case COLL_GPU_ALGO_ONESHOT: /* every rank pushes its data to n - 1 peers */
-      return k.oneshot_us + (n - 1) * b / k.ll_bw;
-    case COLL_GPU_ALGO_TWOSHOT: /* 2 (n - 1) / n of the data out */
-      return k.twoshot_us + (n - 2) * k.twoshot_peer_us + 2 * (n - 1) / n * b / k.simple_bw;
-    case COLL_GPU_ALGO_RING: /* 2 (n - 1) steps to fill the pipeline; 2 (n - 1) / n of the data out */
-      return 2 * (n - 1) * k.ring_step_us + 2 * (n - 1) / n * b / k.ring_bw;
-    default:
-      return 1e30;
+// What a call of a shape asks of its link in one algorithm: launches beyond the first, peers beyond the first,
+// dependent steps, and the traffic each rank sends, as a multiple of the call's bytes.
+struct Pattern {
+  double launches, peers, steps, traffic;
+};
+Pattern pattern(coll_gpu_shape_t shape, coll_gpu_algo_t algo, double n, size_t bytes, size_t ll_bytes) {
+  if (algo == COLL_GPU_ALGO_ONESHOT) {
+    /* every rank pushes its data to n - 1 peers (a bcast's root n - 1 copies); a move runs a launch per slot of
+     * ll_bytes, an allreduce fits one slot only */
+    const bool slots = shape != COLL_GPU_SHAPE_ALLREDUCE && ll_bytes > 0 && bytes > ll_bytes;
+    return {slots ? (double)((bytes - 1) / ll_bytes) : 0, 0, 0, n - 1};
   }
+  switch (shape) {
+    case COLL_GPU_SHAPE_ALLREDUCE:
+      if (algo == COLL_GPU_ALGO_TWOSHOT) return {0, n - 2, 0, 2 * (n - 1) / n}; /* 2 (n - 1) / n of the data out */
+      /* the ring: 2 (n - 1) steps to fill the pipeline, 2 (n - 1) / n of the data out; the chain: a reduce and a
+       * bcast, each n - 1 hops and the buffer over every link */
+      if (algo == COLL_GPU_ALGO_RING) return {0, 0, 2 * (n - 1), 2 * (n - 1) / n};
+      return {0, 0, 2 * (n - 1), 2};
+    case COLL_GPU_SHAPE_CHAIN: /* bcast, reduce: a chain of n - 1 hops; every link carries the buffer once */
+      return {0, 0, n - 1, 1};
+    case COLL_GPU_SHAPE_BLOCKS: /* allgather, reduce-scatter: n - 1 steps; every link carries n - 1 blocks */
+      return {0, 0, n - 1, n - 1};
+    case COLL_GPU_SHAPE_PAIRS: /* alltoall: 2 ranks: one ring step each way; more: pairwise, every peer at once */
+      /* the pairwise kernel has the ring's constants until a machine with more than 2 GPUs times it: on one
+       * H100 with 3-8 ranks simulated it took 8.5-13 us at 64 KiB per block (coll_gpu_kernel_bench -C
+       * alltoall -a ring -n N), about the ring's step */
+      return {0, 0, 1, n - 1};
+  }
+  return {0, 0, 0, 0};
 }
-}  // namespace
 
-double coll_gpu_tune_time_us(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, int nranks, size_t bytes) {
-  return allreduce_us(costs(c), algo, nranks, bytes);
+constexpr double kNever = 1e30;  // the time of what the table has no entry for
+
+// A call's modelled time in the table t's entry for algo and proto.
+double time_us(const CostTable &t, const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo,
+               coll_gpu_proto_t proto, int nranks, size_t bytes) {
+  const coll_gpu_coll_info_t *info = coll_gpu_coll_info(coll);
+  if (info == nullptr || algo < 0 || algo >= COLL_GPU_NALGOS || proto < 0 || proto >= COLL_GPU_NPROTOS) return kNever;
+  const Cost &k = t.at[algo][proto];
+  if (!(k.bw > 0)) return kNever;
+  const Pattern w = pattern(info->shape, algo, nranks, bytes, c->oneshot_max_bytes);
+  return k.lat_us + w.launches * kLaunchUs + w.peers * k.peer_us + w.steps * k.step_us +
+         w.traffic * (double)bytes / k.bw;
 }
 
-namespace {
 // Whether the direct algorithms run: they write into every peer's scratch, which holds their parts on one node of at
 // most COLL_GPU_MAX_DIRECT ranks.
 bool direct(const coll_gpu_tune_config_t *c, int nranks) { return !c->net && nranks <= COLL_GPU_MAX_DIRECT; }
 }  // namespace
 
-int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, int nranks, size_t bytes) {
+double coll_gpu_tune_time_us(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo,
+                             coll_gpu_proto_t proto, int nranks, size_t bytes) {
+  return time_us(costs(c), c, coll, algo, proto, nranks, bytes);
+}
+
+int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo, int nranks,
+                       size_t bytes) {
+  if (!coll_gpu_coll_has(coll, algo)) return 0; /* staged is the glue's, not an algorithm of the engine */
   switch (algo) {
-    case COLL_GPU_ALGO_ONESHOT:
-      return direct(c, nranks) && bytes <= c->oneshot_max_bytes;
+    case COLL_GPU_ALGO_ONESHOT: /* an allreduce in one slot, the others in slots of 16 bytes at least */
+      return direct(c, nranks) &&
+             (coll == COLL_GPU_COLL_ALLREDUCE ? bytes <= c->oneshot_max_bytes : c->oneshot_max_bytes >= 16);
     case COLL_GPU_ALGO_TWOSHOT:
       return direct(c, nranks) && bytes <= c->twoshot_max_bytes;
     case COLL_GPU_ALGO_CHAIN:
       return c->net;
-    case COLL_GPU_ALGO_RING:
+    default: /* the ring */
       return 1;
-    default: /* not a GPU algorithm (staged is the glue's) */
-      return 0;
   }
 }
 
@@ -204,95 +254,84 @@ int net_ring_bound(const coll_gpu_tune_config_t *c, int nchannels, size_t step) 
 constexpr size_t kNetChainBytes = (size_t)256 << 10;
 
 namespace {
-// What ruled and rule_name answer where none is found.
+/* Rules built in, written as the user's are, where measurements overrule the model; these hold across nodes. The
+ * model times the chain as its reduce and bcast over the node's link, so it never beats the ring there, but across
+ * 2 hosts x 2 it took 0.90-1.00x the ring's time up to kNetChainBytes (above). */
+constexpr coll_gpu_tune_rule_t kNetRules[] = {{COLL_GPU_COLL_ALLREDUCE, 0, kNetChainBytes, COLL_GPU_ALGO_CHAIN}};
+
+// What ruled answers where no rule takes the call.
 constexpr int kNone = -1;
 
-// The algorithm of the first of the user's rules that matches a call of `coll` of `bytes` and fits it; kNone: none.
-int ruled(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks, size_t bytes) {
-  for (int i = 0; i < c->nrules; ++i) {
-    const coll_gpu_tune_rule_t &r = c->rules[i];
+// The algorithm of the first of `rules` that matches a call of `coll` of `bytes` and fits it; kNone: none.
+int ruled(const coll_gpu_tune_config_t *c, const coll_gpu_tune_rule_t *rules, int nrules, coll_gpu_coll_t coll,
+          int nranks, size_t bytes) {
+  for (int i = 0; i < nrules; ++i) {
+    const coll_gpu_tune_rule_t &r = rules[i];
     if (r.coll == (int)coll && bytes >= r.from && bytes <= r.to &&
-        (coll != COLL_GPU_COLL_ALLREDUCE || coll_gpu_tune_fits(c, (coll_gpu_algo_t)r.algo, nranks, bytes)))
+        coll_gpu_tune_fits(c, coll, (coll_gpu_algo_t)r.algo, nranks, bytes))
       return r.algo;
   }
   return kNone;
 }
 
-coll_gpu_choice_t choose_allreduce(const coll_gpu_tune_config_t *c, int nranks, size_t bytes) {
-  coll_gpu_algo_t best = COLL_GPU_ALGO_RING;
-  int rule = kNone;
-  const int forced = c->algorithm[COLL_GPU_COLL_ALLREDUCE];
-  if (forced >= 0 && coll_gpu_tune_fits(c, (coll_gpu_algo_t)forced, nranks, bytes)) {
-    best = (coll_gpu_algo_t)forced;
-  } else if ((rule = ruled(c, COLL_GPU_COLL_ALLREDUCE, nranks, bytes)) >= 0) {
-    best = (coll_gpu_algo_t)rule;
-  } else if (c->net) {
-    best = bytes <= kNetChainBytes ? COLL_GPU_ALGO_CHAIN : COLL_GPU_ALGO_RING;
-  } else {
-    const LinkCosts k = costs(c);
-    double best_t = 1e31;
-    for (int pass = 0; pass < 2 && best_t > 1e30; ++pass) {
-      /* first among the algorithms of the forced protocol, then among all */
-      for (int a = 0; a < COLL_GPU_NALGOS; ++a) {
-        if (!coll_gpu_tune_fits(c, (coll_gpu_algo_t)a, nranks, bytes)) continue;
-        if (pass == 0 && c->protocol >= 0 && (int)coll_gpu_algo_proto((coll_gpu_algo_t)a) != c->protocol) continue;
-        double t = allreduce_us(k, (coll_gpu_algo_t)a, nranks, bytes);
-        if (t < best_t) {
-          best_t = t;
-          best = (coll_gpu_algo_t)a;
-        }
-      }
+// The protocol of algo that takes the least time, among the collective's forced protocol first; kNone: none.
+int fastest_proto(const CostTable &t, const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo,
+                  int nranks, size_t bytes, bool forced_only, double *best_t) {
+  int best = kNone;
+  for (int p = 0; p < COLL_GPU_NPROTOS; ++p) {
+    if (forced_only && c->protocol[coll] >= 0 && p != c->protocol[coll]) continue;
+    const double time = time_us(t, c, coll, algo, (coll_gpu_proto_t)p, nranks, bytes);
+    if (time < *best_t) { /* kNever, what the table has no entry for, never is */
+      *best_t = time;
+      best = p;
     }
   }
-  if (best == COLL_GPU_ALGO_CHAIN) { /* its reduce and bcast choose their own channels */
-    const coll_gpu_choice_t chain = {best, coll_gpu_algo_proto(best), 0, 0};
+  return best;
+}
+
+/* The one choice of algorithm and protocol: the algorithm the config forces for the collective where it fits, else
+ * the first of the user's rules that takes the call, else the first of the built-in ones, else the least time in the
+ * table among the pairs that fit, first among those of the collective's forced protocol; an algorithm given
+ * runs its fastest protocol, the forced one where it has it. */
+void pick(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks, size_t bytes, coll_gpu_algo_t *algo,
+          coll_gpu_proto_t *proto) {
+  const CostTable t = costs(c);
+  int given = c->algorithm[coll];
+  if (given < 0 || !coll_gpu_tune_fits(c, coll, (coll_gpu_algo_t)given, nranks, bytes))
+    given = ruled(c, c->rules, c->nrules, coll, nranks, bytes);
+  if (given < 0 && c->net)
+    given = ruled(c, kNetRules, (int)(sizeof(kNetRules) / sizeof(kNetRules[0])), coll, nranks, bytes);
+  *algo = COLL_GPU_ALGO_RING;
+  *proto = COLL_GPU_PROTO_SIMPLE;
+  double best_t = kNever;
+  for (int pass = 0; pass < 2 && best_t >= kNever; ++pass)
+    for (int a = 0; a < COLL_GPU_NALGOS; ++a) {
+      if (given >= 0 ? a != given : !coll_gpu_tune_fits(c, coll, (coll_gpu_algo_t)a, nranks, bytes)) continue;
+      const int p = fastest_proto(t, c, coll, (coll_gpu_algo_t)a, nranks, bytes, pass == 0, &best_t);
+      if (p != kNone) {
+        *algo = (coll_gpu_algo_t)a;
+        *proto = (coll_gpu_proto_t)p;
+      }
+    }
+}
+
+// An allreduce's channels and ring step for the algorithm chosen.
+coll_gpu_choice_t size_allreduce(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, coll_gpu_proto_t proto,
+                                 int nranks, size_t bytes) {
+  if (algo == COLL_GPU_ALGO_CHAIN) { /* its reduce and bcast choose their own channels */
+    const coll_gpu_choice_t chain = {algo, proto, 0, 0};
     return chain;
   }
   /* a ring step moves a rank's share of the buffer; each link carries 2 (n - 1) shares */
   const size_t share = bytes / (size_t)nranks;
-  coll_gpu_choice_t ch = {best, coll_gpu_algo_proto(best), channels(c, best, bytes, share, 2 * (nranks - 1) * share),
-                          0};
-  if (best == COLL_GPU_ALGO_RING) {
+  coll_gpu_choice_t ch = {algo, proto, channels(c, algo, bytes, share, 2 * (nranks - 1) * share), 0};
+  if (algo == COLL_GPU_ALGO_RING) {
     ch.nchannels = net_ring_bound(c, ch.nchannels, share);
     ch.chunk = c->ring_chunk_bytes;
   }
   return ch;
 }
 }  // namespace
-
-/* A launch of its own for each one-shot slot of data beyond the first (a call's ~9 us around its kernel). */
-constexpr double kLaunchUs = 9.0;
-namespace {
-// A move's modelled time over a link of costs k, one-shot slots of ll_bytes (coll_gpu_tune_move_time_us).
-double move_us(const LinkCosts &k, size_t ll_bytes, coll_gpu_coll_t coll, coll_gpu_algo_t algo, int nranks,
-               size_t bytes) {
-  const double n = nranks, b = (double)bytes;
-  if (algo == COLL_GPU_ALGO_ONESHOT) { /* every rank pushes n - 1 blocks (a bcast's root n - 1 copies) */
-    const double extra = ll_bytes > 0 && bytes > ll_bytes ? (double)((bytes - 1) / ll_bytes) : 0;
-    return k.oneshot_us + extra * kLaunchUs + (n - 1) * b / k.ll_bw;
-  }
-  const coll_gpu_coll_info_t *info = coll_gpu_coll_info(coll);
-  if (algo != COLL_GPU_ALGO_RING || info == nullptr) return 1e30;
-  switch (info->shape) {
-    case COLL_GPU_SHAPE_CHAIN: /* bcast, reduce: a chain of n - 1 hops; every link carries the buffer once */
-      return (n - 1) * k.ring_step_us + b / k.ring_bw;
-    case COLL_GPU_SHAPE_BLOCKS: /* allgather, reduce-scatter: n - 1 steps; every link carries n - 1 blocks */
-      return (n - 1) * k.ring_step_us + (n - 1) * b / k.ring_bw;
-    case COLL_GPU_SHAPE_PAIRS: /* alltoall: 2 ranks: one ring step each way; more: pairwise, every peer at once */
-      /* the pairwise kernel has the ring's constants until a machine with more than 2 GPUs times it: on one
-       * H100 with 3-8 ranks simulated it took 8.5-13 us at 64 KiB per block (coll_gpu_kernel_bench -C
-       * alltoall -a ring -n N), about the ring's step */
-      return k.ring_step_us + (n - 1) * b / k.ring_bw;
-    default:
-      return 1e30;
-  }
-}
-}  // namespace
-
-double coll_gpu_tune_move_time_us(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo,
-                                  int nranks, size_t bytes) {
-  return move_us(costs(c), c->oneshot_max_bytes, coll, algo, nranks, bytes);
-}
 
 namespace {
 /* Bytes per ring step (0: a whole FIFO slot, 512 KiB by default). Measured on 2 H200 (NVLS off,
@@ -332,55 +371,42 @@ size_t ring_chunk(coll_gpu_shape_t shape, int nranks, size_t bytes, int nchannel
   return 0;
 }
 
-coll_gpu_choice_t choose_move(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_shape_t shape, int nranks,
-                              size_t bytes) {
-  const int forced = c->algorithm[coll];
-  coll_gpu_algo_t best = COLL_GPU_ALGO_ONESHOT;
-  int rule = kNone;
-  if (forced == COLL_GPU_ALGO_ONESHOT || forced == COLL_GPU_ALGO_RING) {
-    best = (coll_gpu_algo_t)forced;
-  } else if ((rule = ruled(c, coll, nranks, bytes)) >= 0) {
-    best = (coll_gpu_algo_t)rule;
-  } else {
-    const LinkCosts k = costs(c);
-    if (move_us(k, c->oneshot_max_bytes, coll, COLL_GPU_ALGO_RING, nranks, bytes) <
-        move_us(k, c->oneshot_max_bytes, coll, COLL_GPU_ALGO_ONESHOT, nranks, bytes))
-      best = COLL_GPU_ALGO_RING;
+// The channels and ring step of a collective other than allreduce, for the algorithm chosen.
+coll_gpu_choice_t size_move(const coll_gpu_tune_config_t *c, coll_gpu_shape_t shape, coll_gpu_algo_t algo,
+                            coll_gpu_proto_t proto, int nranks, size_t bytes) {
+  coll_gpu_choice_t ch = {algo, proto, 0, 0};
+  if (algo != COLL_GPU_ALGO_RING) return ch;
+  /* a step: a block, or a chunk of the chain's buffer; each link carries n - 1 blocks, or the buffer (the
+   * alltoall's pairs, not timed that wide, keep their channels) */
+  const bool blocks = shape == COLL_GPU_SHAPE_BLOCKS;
+  const size_t link = shape == COLL_GPU_SHAPE_PAIRS ? 0 : blocks ? (size_t)(nranks - 1) * bytes : bytes;
+  ch.nchannels = channels(c, algo, bytes, bytes, link);
+  if (blocks) ch.nchannels = net_ring_bound(c, ch.nchannels, bytes);
+  if (shape == COLL_GPU_SHAPE_CHAIN && bytes <= kNetNarrowChainBytes)
+    ch.nchannels = net_ring_bound(c, ch.nchannels, bytes);
+  /* alltoall runs a sending and a receiving block per channel (2 ranks) or per connection (pairwise: at
+   * most as many connections as channels, kernels/move.cu), the senders first, and a sender waits for the
+   * peer's receiver of its channel or connection: every GPU must hold more blocks at once than there are
+   * channels (one ring block per multiprocessor at the worst), and where ranks share a GPU all their
+   * blocks */
+  if (shape == COLL_GPU_SHAPE_PAIRS) {
+    if (nranks == 2 && ch.nchannels > kAlltoallPairChannels) ch.nchannels = kAlltoallPairChannels;
+    if (c->min_sms > 1 && ch.nchannels >= c->min_sms) ch.nchannels = c->min_sms - 1;
+    if (c->max_blocks > 0 && 2 * ch.nchannels > c->max_blocks) ch.nchannels = c->max_blocks > 1 ? c->max_blocks / 2 : 1;
   }
-  if (best == COLL_GPU_ALGO_ONESHOT && (!direct(c, nranks) || c->oneshot_max_bytes < 16)) /* no LL slot */
-    best = COLL_GPU_ALGO_RING;
-  coll_gpu_choice_t ch = {best, coll_gpu_algo_proto(best), 0, 0};
-  if (best == COLL_GPU_ALGO_RING) {
-    /* a step: a block, or a chunk of the chain's buffer; each link carries n - 1 blocks, or the buffer (the
-     * alltoall's pairs, not timed that wide, keep their channels) */
-    const bool blocks = shape == COLL_GPU_SHAPE_BLOCKS;
-    const size_t link = shape == COLL_GPU_SHAPE_PAIRS ? 0 : blocks ? (size_t)(nranks - 1) * bytes : bytes;
-    ch.nchannels = channels(c, best, bytes, bytes, link);
-    if (blocks) ch.nchannels = net_ring_bound(c, ch.nchannels, bytes);
-    if (shape == COLL_GPU_SHAPE_CHAIN && bytes <= kNetNarrowChainBytes)
-      ch.nchannels = net_ring_bound(c, ch.nchannels, bytes);
-    /* alltoall runs a sending and a receiving block per channel (2 ranks) or per connection (pairwise: at
-     * most as many connections as channels, kernels/move.cu), the senders first, and a sender waits for the
-     * peer's receiver of its channel or connection: every GPU must hold more blocks at once than there are
-     * channels (one ring block per multiprocessor at the worst), and where ranks share a GPU all their
-     * blocks */
-    if (shape == COLL_GPU_SHAPE_PAIRS) {
-      if (nranks == 2 && ch.nchannels > kAlltoallPairChannels) ch.nchannels = kAlltoallPairChannels;
-      if (c->min_sms > 1 && ch.nchannels >= c->min_sms) ch.nchannels = c->min_sms - 1;
-      if (c->max_blocks > 0 && 2 * ch.nchannels > c->max_blocks)
-        ch.nchannels = c->max_blocks > 1 ? c->max_blocks / 2 : 1;
-    }
-    ch.chunk = c->ring_chunk_bytes > 0 ? c->ring_chunk_bytes : ring_chunk(shape, nranks, bytes, ch.nchannels, c->net);
-  }
+  ch.chunk = c->ring_chunk_bytes > 0 ? c->ring_chunk_bytes : ring_chunk(shape, nranks, bytes, ch.nchannels, c->net);
   return ch;
 }
 }  // namespace
 
 coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks,
                                        size_t bytes) {
+  coll_gpu_algo_t algo;
+  coll_gpu_proto_t proto;
+  pick(c, coll, nranks, bytes, &algo, &proto);
   const coll_gpu_shape_t shape = coll_gpu_coll_info(coll)->shape;
-  return shape == COLL_GPU_SHAPE_ALLREDUCE ? choose_allreduce(c, nranks, bytes)
-                                           : choose_move(c, coll, shape, nranks, bytes);
+  return shape == COLL_GPU_SHAPE_ALLREDUCE ? size_allreduce(c, algo, proto, nranks, bytes)
+                                           : size_move(c, shape, algo, proto, nranks, bytes);
 }
 
 namespace {

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
- * Algorithm choice for the GPU collectives, one chooser for all: a latency + bandwidth model per algorithm
- * and kind of node link (NVLink or shared host memory), by collective, message size and rank count, with the
- * overrides of the MCA parameters. Pure arithmetic: the same inputs give the same choice on every rank.
+ * Algorithm choice for the GPU collectives, one chooser for all: a table of costs per algorithm and protocol for each
+ * kind of node link (NVLink, with its bandwidths from the topology, or shared host memory), timed by the collective's
+ * shape, message size and rank count, with the overrides of the MCA parameters and the user's rules. Pure arithmetic:
+ * the same inputs give the same choice on every rank.
  */
 #ifndef COLL_GPU_TUNE_H
 #define COLL_GPU_TUNE_H
@@ -31,7 +32,7 @@ typedef struct {
 
 typedef struct {
   int algorithm[COLL_GPU_NCOLLS]; /* per collective, -1: choose, else a coll_gpu_algo_t it has */
-  int protocol;                   /* -1: any, else a coll_gpu_proto_t (restricts the algorithms) */
+  int protocol[COLL_GPU_NCOLLS];  /* per collective, -1: any, else a coll_gpu_proto_t that the model tries first */
   int nchannels;                  /* 0: choose, else the channel (block) count for two-shot and ring */
   int max_channels;               /* channels allocated */
   size_t oneshot_max_bytes;       /* largest one-shot message (its scratch) */
@@ -64,23 +65,23 @@ typedef struct {
  * COLL_GPU_TUNE_REF_GBPS, at most 1 (links at least as fast as the measured machine's keep its constants); 1 where
  * link_gbps is not known, and over SHM or the network, whose costs are their own. */
 double coll_gpu_tune_link_scale(const coll_gpu_tune_config_t *c);
-/* The protocol an algorithm runs. */
-coll_gpu_proto_t coll_gpu_algo_proto(coll_gpu_algo_t algo);
-/* Modelled time in microseconds of one allreduce of `bytes` on `nranks` ranks, without the launch. */
-double coll_gpu_tune_time_us(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, int nranks, size_t bytes);
-/* Whether the algorithm runs a call of `bytes` on `nranks` ranks: the direct ones (one-shot, two-shot, which write
- * into every peer's scratch) on one node of at most COLL_GPU_MAX_DIRECT ranks, within their part of the scratch; the
- * chain across nodes only; the ring everywhere. What is forced or ruled gives way where it does not. */
-int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, int nranks, size_t bytes);
-/* Modelled time in microseconds of one call of a collective other than allreduce (the moves, reduce,
- * reduce-scatter) with `bytes` per block (bcast and reduce: the buffer), direct LL (ONESHOT) or RING (alltoall beyond
- * 2 ranks: pairwise over point-to-point connections), without the launch. */
-double coll_gpu_tune_move_time_us(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo,
-                                  int nranks, size_t bytes);
-/* The choice for one call of `coll` of `bytes` (allreduce: the message; the others as coll_gpu_tune_move_time_us
- * counts them): the algorithm the config forces for the collective where it fits, else the first of the user's rules
- * that matches the call and fits it, else the least modelled time among the algorithms that fit; its protocol, channels
- * and ring step. */
+/* Modelled time in microseconds of one call of `coll` of `bytes` (allreduce: the message; bcast and reduce: the buffer;
+ * the others: a block) on `nranks` ranks in algorithm algo and protocol proto, without the launch: the cost table's
+ * entry for the pair over the communicator's link, timed by the collective's shape (common/colls.h); 1e30 where
+ * the table has no such entry. */
+double coll_gpu_tune_time_us(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo,
+                             coll_gpu_proto_t proto, int nranks, size_t bytes);
+/* Whether algo, an algorithm that coll has, runs a call of `bytes` on `nranks` ranks: the direct ones (one-shot,
+ * two-shot, which write into every peer's scratch) on one node of at most COLL_GPU_MAX_DIRECT ranks, within their part
+ * of the scratch (an allreduce's one-shot in one slot of it, the other collectives' in slots of at least 16 bytes);
+ * the chain across nodes only; the ring everywhere. What is forced or ruled gives way where it does not. */
+int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo, int nranks,
+                       size_t bytes);
+/* The choice for one call of `coll` of `bytes` (counted as coll_gpu_tune_time_us counts them): the algorithm the config
+ * forces for the collective where it fits, else the first of the user's rules that matches the call and fits it,
+ * else the first such of the rules built in for the link (across nodes: an allreduce up to 256 KiB takes the chain),
+ * else the pair of algorithm and protocol with the least modelled time among those that fit (first among the
+ * collective's forced protocol); its channels and ring step. */
 coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks, size_t bytes);
 /* Parses coll_gpu_tuning_rules: COLL:FROM-TO:ALGO entries, comma-separated, COLL one of coll_gpu_coll_name's
  * (common/colls.h), FROM and TO byte counts (k, m or g after the digits: KiB, MiB, GiB; TO left out: no end, FROM <=

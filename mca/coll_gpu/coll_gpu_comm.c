@@ -205,8 +205,10 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
   coll_gpu_bootstrap_t b = {ompi_comm_rank(comm), ompi_comm_size(comm), &bctx, bs_allgather, bs_bcast, bs_barrier};
   coll_gpu_engine_config_t cfg;
   memset(&cfg, 0, sizeof(cfg));
-  for (int k = 0; k < COLL_GPU_NCOLLS; ++k) cfg.tune.algorithm[k] = c->algorithm[k];
-  cfg.tune.protocol = c->allreduce_protocol;
+  for (int k = 0; k < COLL_GPU_NCOLLS; ++k) {
+    cfg.tune.algorithm[k] = c->algorithm[k];
+    cfg.tune.protocol[k] = k == COLL_GPU_COLL_ALLREDUCE ? c->allreduce_protocol : -1;
+  }
   cfg.tune.nchannels = c->nchannels;
   cfg.tune.max_channels = c->max_channels;
   cfg.tune.oneshot_max_bytes = c->oneshot_max_bytes;

@@ -118,11 +118,15 @@ int main(int argc, char **argv) {
         algo = COLL_GPU_NALGOS;
     }
   }
-  coll_gpu_tune_config_t tune = {{0}, -1, nch_opt, 16, 512 << 10, 16 << 20, 0};
-  for (int k = 0; k < COLL_GPU_NCOLLS; ++k) tune.algorithm[k] = (int)algo;
+  coll_gpu_tune_config_t tune = {{0}, {0}, nch_opt, 16, 512 << 10, 16 << 20, 0};
+  for (int k = 0; k < COLL_GPU_NCOLLS; ++k) {
+    tune.algorithm[k] = (int)algo;
+    tune.protocol[k] = -1;
+  }
   const int runs = coll_gpu_coll_has(coll, algo);
+  /* one launch of a direct kernel takes one slot of the scratch, as an allreduce's does, whatever the collective */
   if (coll == COLL_GPU_NCOLLS || !runs || n < 2 || n > COLL_GPU_MAX_DIRECT || min < 4 || min > max || iters < 1 ||
-      !coll_gpu_tune_fits(&tune, algo, n, max)) {
+      !coll_gpu_tune_fits(&tune, COLL_GPU_COLL_ALLREDUCE, algo, n, max)) {
     fprintf(stderr,
             "usage: %s [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter] [-n RANKS 2-%d]\n"
             "       [-a oneshot|twoshot|ring] [-m MIN >= 4] [-M MAX] [-c CHANNELS] [-i ITERS]\n"

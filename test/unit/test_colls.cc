@@ -17,7 +17,7 @@ namespace {
 coll_gpu_tune_config_t one_node() {
   coll_gpu_tune_config_t c{};
   for (int &a : c.algorithm) a = -1;
-  c.protocol = -1;
+  for (int &p : c.protocol) p = -1;
   c.max_channels = 16;
   c.oneshot_max_bytes = 512 << 10;
   c.twoshot_max_bytes = 16 << 20;

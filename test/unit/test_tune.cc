@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Copyright (c) 2026 the coll/gpu authors */
-// The allreduce tuning model: the choices it makes by size, what the parameters force, what the scratch
-// sizes allow, and the scratch layout it implies.
+// The tuning model: its cost table, the choices it makes by collective and size, what the parameters and rules
+// force, what the scratch sizes allow, and the scratch layout it implies.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,7 +15,7 @@ namespace {
 
 coll_gpu_tune_config_t defaults() {
   coll_gpu_tune_config_t c;
-  c.protocol = -1;
+  for (int &p : c.protocol) p = -1;
   c.nchannels = 0;
   c.max_channels = 16;
   c.oneshot_max_bytes = 512 << 10;
@@ -33,6 +33,14 @@ coll_gpu_tune_config_t defaults() {
   return c;
 }
 
+// The least modelled time of algo over the protocols the table has it run.
+double fastest(const coll_gpu_tune_config_t &c, coll_gpu_coll_t coll, coll_gpu_algo_t algo, int n, size_t bytes) {
+  double best = 1e30;
+  for (int p = 0; p < COLL_GPU_NPROTOS; ++p)
+    best = std::min(best, coll_gpu_tune_time_us(&c, coll, algo, (coll_gpu_proto_t)p, n, bytes));
+  return best;
+}
+
 // As messages grow the choice moves one way: one-shot, then two-shot, then ring; never back.
 TEST(Tune, ChoicesGrowWithSize) {
   coll_gpu_tune_config_t c = defaults();
@@ -42,29 +50,65 @@ TEST(Tune, ChoicesGrowWithSize) {
       coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, n, bytes);
       EXPECT_GE((int)ch.algo, last) << n << " ranks, " << bytes << " bytes";
       last = ch.algo;
-      EXPECT_TRUE(coll_gpu_tune_fits(&c, ch.algo, n, bytes));
+      EXPECT_TRUE(coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLREDUCE, ch.algo, n, bytes));
       EXPECT_GE(ch.nchannels, 1);
       EXPECT_LE(ch.nchannels, ch.algo == COLL_GPU_ALGO_RING ? c.max_channels : 2 * COLL_GPU_MAX_CHANNELS);
-      EXPECT_EQ(coll_gpu_algo_proto(ch.algo), ch.proto);
+      EXPECT_LT(coll_gpu_tune_time_us(&c, COLL_GPU_COLL_ALLREDUCE, ch.algo, ch.proto, n, bytes), 1e30);
     }
     EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, n, 8).algo);
     EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, n, 1ul << 30).algo);
   }
 }
 
-// The model's choice is the algorithm with the least modelled time among those that fit.
-TEST(Tune, ChoiceMinimizesTheModel) {
-  coll_gpu_tune_config_t c = defaults();
-  for (int n : {2, 8})
-    for (size_t bytes = 8; bytes <= (1ul << 28); bytes *= 4) {
-      coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, n, bytes);
-      double t = coll_gpu_tune_time_us(&c, ch.algo, n, bytes);
+// Where nothing is forced or ruled, the choice of every collective is the pair of algorithm and protocol with the least
+// modelled time among those that fit, over NVLink, a narrower link and shared host memory.
+TEST(Tune, ChoiceMinimizesTheTable) {
+  for (int link = 0; link < 3; ++link) {
+    coll_gpu_tune_config_t c = defaults();
+    c.link_gbps = link == 1 ? 24 : 0;
+    c.shm = link == 2;
+    for (int k = 0; k < COLL_GPU_NCOLLS; ++k)
+      for (int n : {2, 3, 8, 16})
+        for (size_t bytes = 8; bytes <= (1ul << 28); bytes *= 4) {
+          const coll_gpu_coll_t coll = (coll_gpu_coll_t)k;
+          const coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, coll, n, bytes);
+          ASSERT_TRUE(coll_gpu_tune_fits(&c, coll, ch.algo, n, bytes)) << k << " " << n << " " << bytes;
+          const double t = coll_gpu_tune_time_us(&c, coll, ch.algo, ch.proto, n, bytes);
+          ASSERT_LT(t, 1e30);
+          for (int a = 0; a < COLL_GPU_NALGOS; ++a)
+            for (int p = 0; p < COLL_GPU_NPROTOS; ++p)
+              if (coll_gpu_tune_fits(&c, coll, (coll_gpu_algo_t)a, n, bytes)) {
+                EXPECT_LE(t, coll_gpu_tune_time_us(&c, coll, (coll_gpu_algo_t)a, (coll_gpu_proto_t)p, n, bytes))
+                    << link << " " << k << " " << n << " " << bytes << " " << a << " " << p;
+              }
+        }
+  }
+}
+
+// The table: every algorithm a collective has runs in some protocol on every link (one-shot in LL, the others in
+// Simple), so whatever is forced or ruled has a time; the pairs it lacks take 1e30, and so do algorithms that are not.
+TEST(Tune, TableHasEveryAlgorithm) {
+  for (int shm = 0; shm < 2; ++shm) {
+    coll_gpu_tune_config_t c = defaults();
+    c.shm = shm;
+    for (int k = 0; k < COLL_GPU_NCOLLS; ++k)
       for (int a = 0; a < COLL_GPU_NALGOS; ++a) {
-        if (coll_gpu_tune_fits(&c, (coll_gpu_algo_t)a, n, bytes)) {
-          EXPECT_LE(t, coll_gpu_tune_time_us(&c, (coll_gpu_algo_t)a, n, bytes));
+        if (!coll_gpu_coll_has((coll_gpu_coll_t)k, (coll_gpu_algo_t)a)) continue;
+        const coll_gpu_proto_t runs = a == COLL_GPU_ALGO_ONESHOT ? COLL_GPU_PROTO_LL : COLL_GPU_PROTO_SIMPLE;
+        for (int p = 0; p < COLL_GPU_NPROTOS; ++p) {
+          const double t =
+              coll_gpu_tune_time_us(&c, (coll_gpu_coll_t)k, (coll_gpu_algo_t)a, (coll_gpu_proto_t)p, 4, 4096);
+          if (p == runs) {
+            EXPECT_GT(t, 0) << shm << " " << k << " " << a;
+            EXPECT_LT(t, 1e30) << shm << " " << k << " " << a;
+          } else {
+            EXPECT_EQ(1e30, t) << shm << " " << k << " " << a << " " << p;
+          }
         }
       }
-    }
+    EXPECT_EQ(1e30, coll_gpu_tune_time_us(&c, COLL_GPU_COLL_ALLREDUCE, COLL_GPU_NALGOS, COLL_GPU_PROTO_LL, 4, 8));
+    EXPECT_EQ(1e30, coll_gpu_tune_time_us(&c, COLL_GPU_NCOLLS, COLL_GPU_ALGO_RING, COLL_GPU_PROTO_SIMPLE, 4, 8));
+  }
 }
 
 // Choices the H200 measurements back (engine/tune.cc): one-shot up to 512 KiB at 2 ranks and 256 KiB
@@ -139,17 +183,17 @@ TEST(Tune, NarrowLinkScalesTheBandwidthTerms) {
     for (int n : {2, 3, 8})
       for (size_t bytes : {(size_t)8, (size_t)64 << 10, (size_t)16 << 20}) {
         for (coll_gpu_algo_t a : {COLL_GPU_ALGO_ONESHOT, COLL_GPU_ALGO_TWOSHOT, COLL_GPU_ALGO_RING}) {
-          const double lat = coll_gpu_tune_time_us(&ref, a, n, 0);
-          EXPECT_NEAR(lat, coll_gpu_tune_time_us(&c, a, n, 0), 1e-9);
-          const double want = lat + (coll_gpu_tune_time_us(&ref, a, n, bytes) - lat) * ratio;
-          EXPECT_NEAR(want, coll_gpu_tune_time_us(&c, a, n, bytes), 1e-9 * want) << gbps << " " << n << " " << a;
+          const double lat = fastest(ref, COLL_GPU_COLL_ALLREDUCE, a, n, 0);
+          EXPECT_NEAR(lat, fastest(c, COLL_GPU_COLL_ALLREDUCE, a, n, 0), 1e-9);
+          const double want = lat + (fastest(ref, COLL_GPU_COLL_ALLREDUCE, a, n, bytes) - lat) * ratio;
+          EXPECT_NEAR(want, fastest(c, COLL_GPU_COLL_ALLREDUCE, a, n, bytes), 1e-9 * want)
+              << gbps << " " << n << " " << a;
         }
         for (int k = COLL_GPU_COLL_BCAST; k < COLL_GPU_NCOLLS; ++k) {
           const coll_gpu_coll_t coll = (coll_gpu_coll_t)k;
-          const double lat = coll_gpu_tune_move_time_us(&ref, coll, COLL_GPU_ALGO_RING, n, 0);
-          const double want =
-              lat + (coll_gpu_tune_move_time_us(&ref, coll, COLL_GPU_ALGO_RING, n, bytes) - lat) * ratio;
-          EXPECT_NEAR(want, coll_gpu_tune_move_time_us(&c, coll, COLL_GPU_ALGO_RING, n, bytes), 1e-9 * want) << k;
+          const double lat = fastest(ref, coll, COLL_GPU_ALGO_RING, n, 0);
+          const double want = lat + (fastest(ref, coll, COLL_GPU_ALGO_RING, n, bytes) - lat) * ratio;
+          EXPECT_NEAR(want, fastest(c, coll, COLL_GPU_ALGO_RING, n, bytes), 1e-9 * want) << k;
         }
       }
   }
@@ -320,7 +364,7 @@ TEST(Tune, ForcedAlgorithmWhereItFits) {
   coll_gpu_tune_config_t c = defaults();
   // staged is not the engine's to run: forced on it, the engine's calls take the model's choice
   c.algorithm[COLL_GPU_COLL_ALLREDUCE] = COLL_GPU_NALGOS;
-  EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_NALGOS, 2, 8));
+  EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLREDUCE, COLL_GPU_NALGOS, 2, 8));
   EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, 8).algo);
   EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 16, 8).algo);
   c = defaults();
@@ -334,12 +378,26 @@ TEST(Tune, ForcedAlgorithmWhereItFits) {
 
 TEST(Tune, ProtocolRestrictsTheChoice) {
   coll_gpu_tune_config_t c = defaults();
-  c.protocol = COLL_GPU_PROTO_SIMPLE;
+  c.protocol[COLL_GPU_COLL_ALLREDUCE] = COLL_GPU_PROTO_SIMPLE;
   EXPECT_NE(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 8, 8).algo);
-  c.protocol = COLL_GPU_PROTO_LL;
+  c.protocol[COLL_GPU_COLL_ALLREDUCE] = COLL_GPU_PROTO_LL;
   EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 8, c.oneshot_max_bytes).algo);
   // nothing of that protocol fits: any algorithm
   EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 8, 1ul << 30).algo);
+  // each collective's own: Simple for bcast leaves it the ring, and the others as they were
+  c = defaults();
+  c.protocol[COLL_GPU_COLL_BCAST] = COLL_GPU_PROTO_SIMPLE;
+  const coll_gpu_choice_t bcast = coll_gpu_tune_choose(&c, COLL_GPU_COLL_BCAST, 4, 8);
+  EXPECT_EQ(COLL_GPU_ALGO_RING, bcast.algo);
+  EXPECT_EQ(COLL_GPU_PROTO_SIMPLE, bcast.proto);
+  for (coll_gpu_coll_t coll : {COLL_GPU_COLL_ALLREDUCE, COLL_GPU_COLL_REDUCE}) {
+    const coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, coll, 4, 8);
+    EXPECT_EQ(COLL_GPU_ALGO_ONESHOT, ch.algo) << coll;
+    EXPECT_EQ(COLL_GPU_PROTO_LL, ch.proto) << coll;
+  }
+  // an algorithm forced runs its own protocol whatever protocol is asked for
+  c.algorithm[COLL_GPU_COLL_BCAST] = COLL_GPU_ALGO_ONESHOT;
+  EXPECT_EQ(COLL_GPU_PROTO_LL, coll_gpu_tune_choose(&c, COLL_GPU_COLL_BCAST, 4, 8).proto);
 }
 
 TEST(Tune, ZeroSizesDisableAlgorithms) {
@@ -406,10 +464,10 @@ TEST(Tune, OtherCollectives) {
       EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, coll, n, 1ul << 30).algo) << k << " " << n;
       for (size_t bytes = 8; bytes <= (1ul << 30); bytes *= 8) {
         const coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, coll, n, bytes);
-        EXPECT_EQ(coll_gpu_algo_proto(ch.algo), ch.proto);
-        const double t = coll_gpu_tune_move_time_us(&c, coll, ch.algo, n, bytes);
-        EXPECT_LE(t, coll_gpu_tune_move_time_us(&c, coll, COLL_GPU_ALGO_RING, n, bytes));
-        EXPECT_LE(t, coll_gpu_tune_move_time_us(&c, coll, COLL_GPU_ALGO_ONESHOT, n, bytes));
+        EXPECT_LT(coll_gpu_tune_time_us(&c, coll, ch.algo, ch.proto, n, bytes), 1e30);
+        const double t = fastest(c, coll, ch.algo, n, bytes);
+        EXPECT_LE(t, fastest(c, coll, COLL_GPU_ALGO_RING, n, bytes));
+        EXPECT_LE(t, fastest(c, coll, COLL_GPU_ALGO_ONESHOT, n, bytes));
         if (ch.algo == COLL_GPU_ALGO_RING) {
           EXPECT_EQ(0u, ch.chunk % 16);  // whole packs per step
           EXPECT_GE(ch.nchannels, 1);
@@ -477,8 +535,8 @@ TEST(Tune, NetAllreduceChain) {
   }
   c.algorithm[COLL_GPU_COLL_ALLREDUCE] = COLL_GPU_ALGO_RING;
   EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 8).algo);
-  EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_ALGO_ONESHOT, 4, 8));
-  EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_ALGO_TWOSHOT, 4, 8));
+  EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLREDUCE, COLL_GPU_ALGO_ONESHOT, 4, 8));
+  EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLREDUCE, COLL_GPU_ALGO_TWOSHOT, 4, 8));
   EXPECT_STREQ("chain", coll_gpu_algo_name(COLL_GPU_ALGO_CHAIN));
 }
 

@@ -673,7 +673,7 @@ TEST(ZeroCopyWords, ARankThatReceivesNothingAndTheParts) {
   v.recv[3].bytes = 1;
   EXPECT_FALSE(coll_gpu::zc_receives_nothing(0, 4, a));
   coll_gpu_tune_config_t t{};
-  t.protocol = -1;
+  for (int &p : t.protocol) p = -1;
   t.max_channels = COLL_GPU_MAX_CHANNELS;
   t.oneshot_max_bytes = 64 << 10;
   for (int k = 0; k < COLL_GPU_NCOLLS; ++k) t.algorithm[k] = -1;
