@@ -18,6 +18,7 @@
 #include "engine/agree.h"
 #include "engine/calls.h"
 #include "engine/engine.h"
+#include "engine/hold.h"
 #include "engine/stage.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
@@ -101,13 +102,9 @@ typedef struct mca_coll_gpu_module_t {
 #undef COLL_GPU_DECLARE_PREVIOUS
   COLL_GPU_PREVIOUS(reduce_local)
   COLL_GPU_PREVIOUS(ibarrier)
-  coll_gpu_engine_t *engine; /* made, or shared with a communicator over the same ranks, on the first call every
-                                rank passes device buffers to */
-  int engine_state;
-  uint64_t claims;    /* before the engine: calls that posted the GPU path, not ended (mca_coll_gpu_claim); atomic */
-  uint32_t claim_tag; /* names the communicator in its engine's claims: its own number in this process */
+  coll_gpu_hold_t gpu;     /* its engine (made, or shared with a communicator over the same ranks, on the first call
+                              every rank passes device buffers to), the engine's and the agreement's states, the claims */
   coll_gpu_agree_t *agree; /* the path agreement, made on the first call that has one (no communication) */
-  int agree_state;
   coll_gpu_agree_key_t agree_key; /* the communicator in the node's agreement table, and its instance */
   uint64_t agree_instance;
   struct mca_coll_gpu_agree_net_s *agree_net; /* its messages to and from other hosts (coll_gpu_agree_net.c) */
@@ -120,9 +117,6 @@ typedef struct mca_coll_gpu_module_t {
   int busy;                     /* in the list progress goes through */
   struct mca_coll_gpu_module_t *next_busy;
 } mca_coll_gpu_module_t;
-
-/* mca_coll_gpu_module_t::engine_state and agree_state */
-enum { COLL_GPU_STATE_NONE = 0, COLL_GPU_STATE_READY, COLL_GPU_STATE_OFF /* unavailable or failed: stage */ };
 
 OBJ_CLASS_DECLARATION(mca_coll_gpu_module_t);
 
@@ -385,13 +379,6 @@ void mca_coll_gpu_agree_report(void *ctx, const uint8_t *late);
 coll_gpu_wait_config_t mca_coll_gpu_wait_config(void);
 int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm,
                                const coll_gpu_meminfo_t *mem);
-/* Before a call of m posts its path: where the plan is the GPU path, its claim on m's engine (engine/engine.h),
- * or, before m has one, counted for the engine m makes or shares. Returns whether it claimed; where another
- * communicator's calls hold the shared engine, the plan becomes STAGE instead (with uniform buffers, which
- * skip the agreement, engines are never shared: never refused there). Each 1 is ended by one
- * mca_coll_gpu_unclaim, when the call completes or will not run on the GPUs. */
-int mca_coll_gpu_claim(mca_coll_gpu_module_t *m, uint32_t *mine);
-void mca_coll_gpu_unclaim(mca_coll_gpu_module_t *m);
 /* A call whose ranks' counts disagree (an erroneous program), on the rank that found it (why: how; bytes: what this
  * rank sends): reported, the GPU path left as it is, so that every rank's later calls stay in step; returns
  * MPI_ERR_TRUNCATE. */

@@ -55,7 +55,7 @@ int mca_coll_gpu_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int 
                        mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(dtype, count), comm, m);
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(dtype, count), comm, m);
     return m->previous_bcast(buf, count, dtype, root, comm, m->previous_bcast_module);
   }
   const mca_coll_gpu_coll_args_t a = bcast_args(buf, count, dtype, root);
@@ -66,7 +66,7 @@ int mca_coll_gpu_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int
                         ompi_request_t **request, mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(dtype, count), comm, m);
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(dtype, count), comm, m);
     return m->previous_ibcast(buf, count, dtype, root, comm, request, m->previous_ibcast_module);
   }
   const mca_coll_gpu_coll_args_t a = bcast_args(buf, count, dtype, root);
@@ -78,7 +78,7 @@ int mca_coll_gpu_bcast_init(void *buf, int count, struct ompi_datatype_t *dtype,
                             mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(dtype, count), comm, m);
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(dtype, count), comm, m);
     return m->previous_bcast_init(buf, count, dtype, root, comm, info, request, m->previous_bcast_init_module);
   }
   const mca_coll_gpu_coll_args_t a = bcast_args(buf, count, dtype, root);
@@ -168,7 +168,7 @@ int mca_coll_gpu_allgather(const void *sbuf, int scount, struct ompi_datatype_t 
                            mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(rdtype, rcount), comm, m);
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(rdtype, rcount), comm, m);
     return m->previous_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, m->previous_allgather_module);
   }
   const mca_coll_gpu_coll_args_t a = allgather_args(sbuf, scount, sdtype, rbuf, rcount, rdtype);
@@ -180,7 +180,7 @@ int mca_coll_gpu_iallgather(const void *sbuf, int scount, struct ompi_datatype_t
                             mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(rdtype, rcount), comm, m);
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(rdtype, rcount), comm, m);
     return m->previous_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
                                   m->previous_iallgather_module);
   }
@@ -193,7 +193,7 @@ int mca_coll_gpu_allgather_init(const void *sbuf, int scount, struct ompi_dataty
                                 struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(rdtype, rcount), comm, m);
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(rdtype, rcount), comm, m);
     return m->previous_allgather_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info, request,
                                       m->previous_allgather_init_module);
   }
@@ -271,7 +271,7 @@ int mca_coll_gpu_allgatherv(const void *sbuf, int scount, struct ompi_datatype_t
                             struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF)
       mca_coll_gpu_path_host(allgatherv_staged(comm, m, rcounts) ? 0 : 1, comm, m);
     return m->previous_allgatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, comm,
                                   m->previous_allgatherv_module);
@@ -286,7 +286,7 @@ int mca_coll_gpu_iallgatherv(const void *sbuf, int scount, struct ompi_datatype_
                              mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF)
       mca_coll_gpu_path_host(allgatherv_staged(comm, m, rcounts) ? 0 : 1, comm, m);
     return m->previous_iallgatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, comm, request,
                                    m->previous_iallgatherv_module);
@@ -301,7 +301,7 @@ int mca_coll_gpu_allgatherv_init(const void *sbuf, int scount, struct ompi_datat
                                  mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF)
       mca_coll_gpu_path_host(allgatherv_staged(comm, m, rcounts) ? 0 : 1, comm, m);
     return m->previous_allgatherv_init(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, comm, info, request,
                                        m->previous_allgatherv_init_module);
@@ -358,7 +358,7 @@ int mca_coll_gpu_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *
                           mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(rdtype, rcount), comm, m);
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(rdtype, rcount), comm, m);
     return m->previous_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, m->previous_alltoall_module);
   }
   const mca_coll_gpu_coll_args_t a = alltoall_args(sbuf, scount, sdtype, rbuf, rcount, rdtype);
@@ -370,7 +370,7 @@ int mca_coll_gpu_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t 
                            mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(rdtype, rcount), comm, m);
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(rdtype, rcount), comm, m);
     return m->previous_ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
                                  m->previous_ialltoall_module);
   }
@@ -383,7 +383,7 @@ int mca_coll_gpu_alltoall_init(const void *sbuf, int scount, struct ompi_datatyp
                                struct ompi_info_t *info, ompi_request_t **request, mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(rdtype, rcount), comm, m);
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(rdtype, rcount), comm, m);
     return m->previous_alltoall_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info, request,
                                      m->previous_alltoall_init_module);
   }

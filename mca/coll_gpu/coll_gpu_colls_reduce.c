@@ -55,7 +55,7 @@ int mca_coll_gpu_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_
                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(dtype, count), comm, m);
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(dtype, count), comm, m);
     return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm, m->previous_allreduce_module);
   }
   const mca_coll_gpu_coll_args_t a = allreduce_args(sbuf, rbuf, count, dtype, op);
@@ -67,7 +67,7 @@ int mca_coll_gpu_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi
                             mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(dtype, count), comm, m);
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(dtype, count), comm, m);
     return m->previous_iallreduce(sbuf, rbuf, count, dtype, op, comm, request, m->previous_iallreduce_module);
   }
   const mca_coll_gpu_coll_args_t a = allreduce_args(sbuf, rbuf, count, dtype, op);
@@ -79,7 +79,7 @@ int mca_coll_gpu_allreduce_init(const void *sbuf, void *rbuf, int count, struct 
                                 ompi_request_t **request, mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(dtype, count), comm, m);
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(dtype, count), comm, m);
     return m->previous_allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, request,
                                       m->previous_allreduce_init_module);
   }
@@ -134,7 +134,7 @@ int mca_coll_gpu_reduce(const void *sbuf, void *rbuf, int count, struct ompi_dat
                         int root, struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(dtype, count), comm, m);
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(dtype, count), comm, m);
     return m->previous_reduce(sbuf, rbuf, count, dtype, op, root, comm, m->previous_reduce_module);
   }
   const mca_coll_gpu_coll_args_t a = reduce_args(sbuf, rbuf, count, dtype, op, root);
@@ -146,7 +146,7 @@ int mca_coll_gpu_ireduce(const void *sbuf, void *rbuf, int count, struct ompi_da
                          mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(dtype, count), comm, m);
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(dtype, count), comm, m);
     return m->previous_ireduce(sbuf, rbuf, count, dtype, op, root, comm, request, m->previous_ireduce_module);
   }
   const mca_coll_gpu_coll_args_t a = reduce_args(sbuf, rbuf, count, dtype, op, root);
@@ -158,7 +158,7 @@ int mca_coll_gpu_reduce_init(const void *sbuf, void *rbuf, int count, struct omp
                              ompi_request_t **request, mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(dtype, count), comm, m);
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF) mca_coll_gpu_path_host(coll_gpu_bytes(dtype, count), comm, m);
     return m->previous_reduce_init(sbuf, rbuf, count, dtype, op, root, comm, info, request,
                                    m->previous_reduce_init_module);
   }
@@ -342,7 +342,7 @@ int mca_coll_gpu_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts
                                 mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF)
       mca_coll_gpu_path_host(scattered_total(comm, rcounts) * coll_gpu_bytes(dtype, 1), comm, m);
     return m->previous_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, m->previous_reduce_scatter_module);
   }
@@ -355,7 +355,7 @@ int mca_coll_gpu_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcount
                                  mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF)
       mca_coll_gpu_path_host(scattered_total(comm, rcounts) * coll_gpu_bytes(dtype, 1), comm, m);
     return m->previous_ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request,
                                        m->previous_ireduce_scatter_module);
@@ -369,7 +369,7 @@ int mca_coll_gpu_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rc
                                      ompi_request_t **request, mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF)
       mca_coll_gpu_path_host(scattered_total(comm, rcounts) * coll_gpu_bytes(dtype, 1), comm, m);
     return m->previous_reduce_scatter_init(sbuf, rbuf, rcounts, dtype, op, comm, info, request,
                                            m->previous_reduce_scatter_init_module);
@@ -417,7 +417,7 @@ int mca_coll_gpu_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, 
                                       mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF)
       mca_coll_gpu_path_host(coll_gpu_bytes(dtype, rcount) * (size_t)ompi_comm_size(comm), comm, m);
     return m->previous_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
                                             m->previous_reduce_scatter_block_module);
@@ -431,7 +431,7 @@ int mca_coll_gpu_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
                                        mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF)
       mca_coll_gpu_path_host(coll_gpu_bytes(dtype, rcount) * (size_t)ompi_comm_size(comm), comm, m);
     return m->previous_ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
                                              m->previous_ireduce_scatter_block_module);
@@ -446,7 +446,7 @@ int mca_coll_gpu_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rco
                                            mca_coll_base_module_t *module) {
   mca_coll_gpu_module_t *m = (mca_coll_gpu_module_t *)module;
   if (OPAL_LIKELY(!mca_coll_gpu_staging_possible())) {
-    if (m->agree_state != COLL_GPU_STATE_OFF)
+    if (m->gpu.agree_state != COLL_GPU_STATE_OFF)
       mca_coll_gpu_path_host(coll_gpu_bytes(dtype, rcount) * (size_t)ompi_comm_size(comm), comm, m);
     return m->previous_reduce_scatter_block_init(sbuf, rbuf, rcount, dtype, op, comm, info, request,
                                                  m->previous_reduce_scatter_block_init_module);

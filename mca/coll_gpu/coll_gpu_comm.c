@@ -3,7 +3,7 @@
 /*
  * A communicator's GPU resources as the glue holds them, for both ways onto the GPUs (the blocking calls of
  * coll_gpu_gpupath.c, the nonblocking and persistent ones of coll_gpu_request.c): the engine's bootstrap over the
- * communicator and its creation, the claims on a shared engine, the path agreement's table, lock and watchdog line,
+ * communicator and its creation, the path agreement's table, lock and watchdog line,
  * how the glue waits, and the failed call's messages. It calls neither of those files.
  */
 #include "coll_gpu.h"
@@ -124,14 +124,14 @@ void mca_coll_gpu_agreement_fini(void) {
  * on every rank alike, or a rank that has none never joins and its peers read UNKNOWN). A process that may
  * pass device memory marks the node's table: every rank of the node takes part from its next call on. */
 coll_gpu_agree_t *mca_coll_gpu_agreement(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm) {
-  if (OPAL_LIKELY(m->agree_state == COLL_GPU_STATE_READY)) {
+  if (OPAL_LIKELY(m->gpu.agree_state == COLL_GPU_STATE_READY)) {
     if (OPAL_UNLIKELY(!node.marked) && mca_coll_gpu_staging_possible()) {
       coll_gpu_agree_table_mark(node.table);
       node.marked = 1;
     }
     return m->agree;
   }
-  if (m->agree_state == COLL_GPU_STATE_OFF) return NULL;
+  if (m->gpu.agree_state == COLL_GPU_STATE_OFF) return NULL;
   coll_gpu_agree_table_t *t = node_table();
   const size_t n = (size_t)ompi_comm_size(comm);
   coll_gpu_calls_t *q = &m->calls; /* the agreement's scratch, its queue's */
@@ -142,10 +142,10 @@ coll_gpu_agree_t *mca_coll_gpu_agreement(mca_coll_gpu_module_t *m, struct ompi_c
       !mca_coll_gpu_agree_net(m, comm)) {
     coll_gpu_agree_destroy(m->agree); /* a rank without one never joins: its peers read UNKNOWN */
     m->agree = NULL;
-    m->agree_state = COLL_GPU_STATE_OFF;
+    m->gpu.agree_state = COLL_GPU_STATE_OFF;
     return NULL;
   }
-  m->agree_state = COLL_GPU_STATE_READY;
+  m->gpu.agree_state = COLL_GPU_STATE_READY;
   return mca_coll_gpu_agreement(m, comm);
 }
 
@@ -194,7 +194,7 @@ static void topo_warn(const char *what) {
  * it shares none. Engines are shared only where every call's path is agreed on: a claim refused on one rank
  * then stages the call on every rank. */
 static uint64_t share_members(const mca_coll_gpu_module_t *m) {
-  if (mca_coll_gpu_component.uniform_buffers || m->agree_state == COLL_GPU_STATE_OFF) return 0;
+  if (mca_coll_gpu_component.uniform_buffers || m->gpu.agree_state == COLL_GPU_STATE_OFF) return 0;
   return m->agree_key.members; /* not 0 */
 }
 
@@ -237,36 +237,15 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
   cfg.topo.name = comm->c_name;
   /* another communicator's engine of its own may be offered where no call of another communicator's can overlap
    * one of this one's (engine/engine.h) */
-  const coll_gpu_engine_share_t share = {share_members(m), m->claim_tag, __atomic_load_n(&m->claims, __ATOMIC_ACQUIRE),
-                                         !opal_using_threads()};
+  const coll_gpu_engine_share_t share = coll_gpu_hold_share(&m->gpu, share_members(m), !opal_using_threads());
   char why[256];
-  if (coll_gpu_engine_create(&b, &cfg, mem, &share, &m->engine, why, sizeof(why)) == COLL_GPU_SUCCESS) {
-    __atomic_store_n(&m->claims, 0, __ATOMIC_RELEASE); /* the engine counts them now */
-    m->engine_state = COLL_GPU_STATE_READY;
-    return 1;
-  }
-  m->engine_state = COLL_GPU_STATE_OFF;
+  coll_gpu_engine_t *e = NULL;
+  if (coll_gpu_engine_create(&b, &cfg, mem, &share, &e, why, sizeof(why)) != COLL_GPU_SUCCESS) e = NULL;
+  coll_gpu_hold_made(&m->gpu, e);
+  if (e != NULL) return 1;
   COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
                "comm %s: no GPU path (%s); collectives on device buffers are staged", comm->c_name, why);
   return 0;
-}
-
-int mca_coll_gpu_claim(mca_coll_gpu_module_t *m, uint32_t *mine) {
-  if (!coll_gpu_path_is_gpu(*mine)) return 0;
-  if (m->engine == NULL) {
-    __atomic_add_fetch(&m->claims, 1, __ATOMIC_ACQ_REL);
-    return 1;
-  }
-  if (coll_gpu_engine_claim(m->engine, m->claim_tag)) return 1;
-  *mine = COLL_GPU_PATH_STAGE; /* another communicator's calls hold the engine */
-  return 0;
-}
-
-void mca_coll_gpu_unclaim(mca_coll_gpu_module_t *m) {
-  if (m->engine != NULL)
-    coll_gpu_engine_unclaim(m->engine, m->claim_tag);
-  else
-    __atomic_sub_fetch(&m->claims, 1, __ATOMIC_ACQ_REL);
 }
 
 /* A failed call's message (help topic `topic` of help-mpi-coll-gpu.txt), written by this process itself (not sent to
@@ -286,7 +265,7 @@ static void say_failed(const char *topic, ...) {
 /* A failure of the GPU path's call: reported, and the communicator stages from now on. */
 int mca_coll_gpu_failed(mca_coll_gpu_module_t *m, struct ompi_communicator_t *comm, const char *call, size_t bytes,
                         const char *where, const char *why) {
-  m->engine_state = m->agree_state = COLL_GPU_STATE_OFF;
+  coll_gpu_hold_off(&m->gpu);
   say_failed("call failed", call, comm->c_name, ompi_comm_rank(comm), bytes, where, why);
   return OMPI_ERROR;
 }

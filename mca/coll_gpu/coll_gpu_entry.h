@@ -106,7 +106,7 @@ static inline int mca_coll_gpu_counted_staged(struct ompi_communicator_t *comm, 
 /* What a call with counts does on a rank without CUDA before it goes to the previous module: its host post
  * (mca_coll_gpu_path_host), unless the call stages on every rank alike or the communicator has no GPU path. */
 static inline void mca_coll_gpu_counted_host(struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m) {
-  if (m->agree_state != COLL_GPU_STATE_OFF)
+  if (m->gpu.agree_state != COLL_GPU_STATE_OFF)
     mca_coll_gpu_path_host(mca_coll_gpu_counted_staged(comm, m) ? 0 : 1, comm, m);
 }
 

@@ -25,7 +25,7 @@
  * UNKNOWN and stages, and so does every other reader of that call. coll_gpu_uniform_buffers=1 lets the
  * user assert that all ranks pass the same kind of memory, and skips the agreement.
  *
- * A rank posts GPU only under a claim on the communicator's engine (mca_coll_gpu_claim), which may be shared
+ * A rank posts GPU only under a claim on the communicator's engine (coll_gpu_hold_claim), which may be shared
  * with other communicators over the same ranks (engine/engine.h): while another communicator's calls hold
  * it, the rank posts STAGE, and the call stages everywhere.
  *
@@ -167,7 +167,7 @@ static size_t net_min(coll_gpu_coll_t coll, int blocking) {
  * on an engine of the communicator's own, so not once the communicator has another (a module's engine, once made,
  * stays). The join's layout is worked out only then, off the path of every other call. */
 static int may_join(int blocking, const mca_coll_gpu_plan_t *pl, const mca_coll_gpu_module_t *m) {
-  return blocking && pl->any_memory && (m->engine == NULL || coll_gpu_engine_own(m->engine));
+  return blocking && pl->any_memory && (m->gpu.engine == NULL || coll_gpu_engine_own(m->gpu.engine));
 }
 
 void mca_coll_gpu_path_host(size_t bytes, struct ompi_communicator_t *comm, mca_coll_gpu_module_t *m) {
@@ -196,7 +196,7 @@ static int local_path(const void *sbuf, void *rbuf, int typed, const mca_coll_gp
   if (mem->kind != COLL_GPU_MEM_DEVICE || smem->kind != COLL_GPU_MEM_DEVICE || smem->device != mem->device)
     return COLL_GPU_PATH_STAGE;
   if (!typed) return COLL_GPU_PATH_STAGE;
-  if (m->engine != NULL && !(coll_gpu_engine_owns(m->engine, mem) && coll_gpu_engine_owns(m->engine, smem)))
+  if (m->gpu.engine != NULL && !(coll_gpu_engine_owns(m->gpu.engine, mem) && coll_gpu_engine_owns(m->gpu.engine, smem)))
     return COLL_GPU_PATH_STAGE;
   return COLL_GPU_PATH_GPU;
 }
@@ -205,7 +205,7 @@ static int local_path(const void *sbuf, void *rbuf, int typed, const mca_coll_gp
 int mca_coll_gpu_plan_reduction(const mca_coll_gpu_reduction_t *rd, int blocking, struct ompi_communicator_t *comm,
                                 mca_coll_gpu_module_t *m, mca_coll_gpu_plan_t *pl) {
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
-  if (m->agree_state == COLL_GPU_STATE_OFF) return 0; /* from here on, 2 to COLL_GPU_MAX_COMM_RANKS ranks */
+  if (m->gpu.agree_state == COLL_GPU_STATE_OFF) return 0; /* from here on, 2 to COLL_GPU_MAX_COMM_RANKS ranks */
   const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
   size_t total = (size_t)rd->count, each = (size_t)rd->count;
   int equal = 1;
@@ -234,7 +234,7 @@ int mca_coll_gpu_plan_reduction(const mca_coll_gpu_reduction_t *rd, int blocking
   /* a type and op the kernels implement; then, every argument here being the same on every rank of a correct
    * program, whether any rank can join the call whatever memory it passes */
   const int typed = map_type(rd->dtype, &type) && map_op(rd->op, &redop) && coll_gpu_op_supported(type, redop);
-  const int usable = m->engine_state != COLL_GPU_STATE_OFF && algorithm != COLL_GPU_NALGOS && blocks_ok;
+  const int usable = m->gpu.engine_state != COLL_GPU_STATE_OFF && algorithm != COLL_GPU_NALGOS && blocks_ok;
   pl->any_memory = usable && typed && !OMPI_COMM_IS_INTER(comm);
   pl->mine = COLL_GPU_PATH_STAGE;
   /* no GPU path on this rank (it failed, or was told to stage): the others still get an answer */
@@ -281,17 +281,17 @@ int mca_coll_gpu_plan_reduction(const mca_coll_gpu_reduction_t *rd, int blocking
  * engine.h). */
 static coll_gpu_status_t run_engine(mca_coll_gpu_module_t *m, const mca_coll_gpu_plan_t *pl,
                                     const coll_gpu_args_t *args, int joins, char *why, size_t len) {
-  if (!joins) return coll_gpu_engine_run(m->engine, args, why, len);
+  if (!joins) return coll_gpu_engine_run(m->gpu.engine, args, why, len);
   const mca_coll_gpu_join_t *j = &pl->join;
   char *dev = NULL;
-  coll_gpu_status_t st = coll_gpu_engine_bounce(m->engine, j->bytes, (void **)&dev, why, len);
+  coll_gpu_status_t st = coll_gpu_engine_bounce(m->gpu.engine, j->bytes, (void **)&dev, why, len);
   if (st != COLL_GPU_SUCCESS) return st;
-  if (mca_coll_gpu_join_in(m->engine, j, dev, why, len) != 0) return COLL_GPU_CUDA_ERROR;
+  if (mca_coll_gpu_join_in(m->gpu.engine, j, dev, why, len) != 0) return COLL_GPU_CUDA_ERROR;
   coll_gpu_args_t in_dev = *args;
   in_dev.sendbuf = dev + j->send_at;
   in_dev.recvbuf = j->recv_at == SIZE_MAX ? NULL : dev + j->recv_at;
-  st = coll_gpu_engine_run(m->engine, &in_dev, why, len);
-  if (st == COLL_GPU_SUCCESS && mca_coll_gpu_join_out(m->engine, j, dev, why, len) != 0) st = COLL_GPU_CUDA_ERROR;
+  st = coll_gpu_engine_run(m->gpu.engine, &in_dev, why, len);
+  if (st == COLL_GPU_SUCCESS && mca_coll_gpu_join_out(m->gpu.engine, j, dev, why, len) != 0) st = COLL_GPU_CUDA_ERROR;
   return st;
 }
 
@@ -311,10 +311,10 @@ static int run_claimed(mca_coll_gpu_plan_t *pl, int own, int joins, struct ompi_
     }
     if (!coll_gpu_path_is_gpu(all)) return 0;
   }
-  if (m->engine == NULL && !mca_coll_gpu_create_engine(m, comm, &pl->mem)) return 0;
-  if (!coll_gpu_engine_idle(m->engine)) mca_coll_gpu_drain(m, 1);
+  if (m->gpu.engine == NULL && !mca_coll_gpu_create_engine(m, comm, &pl->mem)) return 0;
+  if (!coll_gpu_engine_idle(m->gpu.engine)) mca_coll_gpu_drain(m, 1);
   char why[256];
-  if (m->engine_state == COLL_GPU_STATE_OFF) { /* the call in flight failed */
+  if (m->gpu.engine_state == COLL_GPU_STATE_OFF) { /* the call in flight failed */
     snprintf(why, sizeof(why), "an earlier nonblocking call failed on the GPU");
   } else {
     const coll_gpu_status_t st = run_engine(m, pl, mca_coll_gpu_plan_args(pl, all), joins, why, sizeof(why));
@@ -344,18 +344,20 @@ int mca_coll_gpu_run_blocking(mca_coll_gpu_plan_t *pl, struct ompi_communicator_
                               int *rc) {
   if (coll_gpu_calls_queued(&m->calls)) mca_coll_gpu_drain(m, 0);
   /* a queued call's start may have made the engine meanwhile: this rank's buffers must be its memory */
-  if (coll_gpu_path_is_gpu(pl->mine) && m->engine != NULL &&
-      !(coll_gpu_engine_owns(m->engine, &pl->mem) && coll_gpu_engine_owns(m->engine, &pl->smem)))
+  if (coll_gpu_path_is_gpu(pl->mine) && m->gpu.engine != NULL &&
+      !(coll_gpu_engine_owns(m->gpu.engine, &pl->mem) && coll_gpu_engine_owns(m->gpu.engine, &pl->smem)))
     pl->mine = COLL_GPU_PATH_STAGE;
-  const int own = pl->any_memory && m->engine != NULL && m->engine_state == COLL_GPU_STATE_READY &&
-                  coll_gpu_engine_unagreed(m->engine);
+  const int own = pl->any_memory && m->gpu.engine != NULL && m->gpu.engine_state == COLL_GPU_STATE_READY &&
+                  coll_gpu_engine_unagreed(m->gpu.engine);
   /* planned below coll_gpu_net_min_bytes for an engine of its own, which it has not (alike now: drained) */
   if (!own && staged_across_hosts(pl->bytes, mca_coll_gpu_component.net_min_bytes, comm, m)) return 0;
   const int joins = own && pl->mine != COLL_GPU_PATH_GPU;
   if (own) pl->mine = COLL_GPU_PATH_GPU;
-  const int claimed = mca_coll_gpu_claim(m, &pl->mine); /* on an engine of its own, refused only where it failed */
+  /* on an engine of its own, refused only where it failed (with uniform buffers, which skip the agreement, engines
+   * are never shared: never refused there) */
+  const int claimed = coll_gpu_hold_claim(&m->gpu, &pl->mine);
   const int handled = run_claimed(pl, own, joins, comm, m, rc);
-  if (claimed) mca_coll_gpu_unclaim(m);
+  if (claimed) coll_gpu_hold_unclaim(&m->gpu);
   return handled;
 }
 
@@ -364,7 +366,7 @@ int mca_coll_gpu_run_blocking(mca_coll_gpu_plan_t *pl, struct ompi_communicator_
 /* Whether a buffer's memory can go through the engine this rank has or would create on mem. */
 static int on_engine(const mca_coll_gpu_module_t *m, const coll_gpu_meminfo_t *b, const coll_gpu_meminfo_t *mem) {
   if (b->kind != COLL_GPU_MEM_DEVICE || b->device != mem->device || b->ctx != mem->ctx) return 0;
-  return m->engine == NULL || coll_gpu_engine_owns(m->engine, b);
+  return m->gpu.engine == NULL || coll_gpu_engine_owns(m->gpu.engine, b);
 }
 
 /* How a rank joins a move through the engine's memory: the blocks in rank order; alltoall's received ones after
@@ -517,7 +519,7 @@ static int plan_rooted(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t
                        mca_coll_gpu_plan_t *pl) {
   const mca_coll_gpu_component_t *c = &mca_coll_gpu_component;
   const int n = ompi_comm_size(comm), me = ompi_comm_rank(comm);
-  if (m->agree_state == COLL_GPU_STATE_OFF || mv->staged) return 0;
+  if (m->gpu.agree_state == COLL_GPU_STATE_OFF || mv->staged) return 0;
   const int gather = mv->rooted == COLL_GPU_GATHER, at_root = me == mv->root;
   /* this rank's buffers that MPI defines: the engine lives where the first is */
   const void *bufs[2] = {gather ? mv->sbuf : mv->rbuf, at_root ? (gather ? mv->rbuf : mv->sbuf) : NULL};
@@ -532,7 +534,7 @@ static int plan_rooted(const mca_coll_gpu_move_t *mv, struct ompi_communicator_t
   pl->mine = COLL_GPU_PATH_STAGE;
   if (pl->mem.kind == COLL_GPU_MEM_HOST && pl->smem.kind == COLL_GPU_MEM_HOST)
     pl->mine = COLL_GPU_PATH_HOST;
-  else if (counted_on_gpu(n) && m->engine_state != COLL_GPU_STATE_OFF &&
+  else if (counted_on_gpu(n) && m->gpu.engine_state != COLL_GPU_STATE_OFF &&
            c->algorithm[COLL_GPU_COLL_ALLTOALL] != COLL_GPU_NALGOS && on_engine(m, &pl->mem, &pl->mem) &&
            on_engine(m, &pl->smem, &pl->mem) && plan_rooted_layout(mv, n, me, pl))
     pl->mine = COLL_GPU_PATH_GPU | COLL_GPU_PATH_VLAYOUT;
@@ -554,7 +556,7 @@ int mca_coll_gpu_plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct o
   size_t rsize = 0;
   ompi_datatype_type_size(mv->rdtype, &rsize);
   const size_t bytes = (size_t)mv->rcount * rsize; /* per block: the same on every rank (but a counted unlike one) */
-  if (m->agree_state == COLL_GPU_STATE_OFF || mv->staged ||
+  if (m->gpu.agree_state == COLL_GPU_STATE_OFF || mv->staged ||
       (mv->counted == NULL && (bytes == 0 || staged_across_hosts(bytes, net_min(mv->coll, blocking), comm, m))))
     return 0;
   const size_t blocks = mv->coll == COLL_GPU_COLL_BCAST ? 1 : (size_t)n;
@@ -578,7 +580,7 @@ int mca_coll_gpu_plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct o
    * be unlike) */
   const int vpossible = mv->counted != NULL && counted_on_gpu(n); /* alike everywhere */
   const int vcan = vpossible && plan_vlayout(mv, n, me, pl);
-  const int engine_can = m->engine_state != COLL_GPU_STATE_OFF && c->algorithm[mv->coll] != COLL_GPU_NALGOS;
+  const int engine_can = m->gpu.engine_state != COLL_GPU_STATE_OFF && c->algorithm[mv->coll] != COLL_GPU_NALGOS;
   pl->mine = COLL_GPU_PATH_STAGE;
   if (pl->mem.kind == COLL_GPU_MEM_HOST && smem.kind == COLL_GPU_MEM_HOST)
     pl->mine = COLL_GPU_PATH_HOST;
@@ -591,7 +593,7 @@ int mca_coll_gpu_plan_move(const mca_coll_gpu_move_t *mv, int blocking, struct o
     pl->mine = COLL_GPU_PATH_GPU | COLL_GPU_PATH_VLAYOUT;
   /* every argument here is the same on every rank of a correct program (MPI_IN_PLACE in alltoall too), but a
    * counted call's layout, which only the agreement brings together */
-  pl->any_memory = m->engine_state != COLL_GPU_STATE_OFF && c->algorithm[mv->coll] != COLL_GPU_NALGOS &&
+  pl->any_memory = m->gpu.engine_state != COLL_GPU_STATE_OFF && c->algorithm[mv->coll] != COLL_GPU_NALGOS &&
                    !OMPI_COMM_IS_INTER(comm) && mv->counted == NULL &&
                    (mv->coll != COLL_GPU_COLL_ALLTOALL || (n <= COLL_GPU_MAX_DIRECT && mv->sbuf != MPI_IN_PLACE));
   if (may_join(blocking, pl, m)) move_join(mv, me, bytes, blocks, &pl->join);

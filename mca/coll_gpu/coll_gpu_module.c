@@ -19,14 +19,8 @@ static void module_construct(mca_coll_gpu_module_t *m) {
   COLL_GPU_FOREACH(COLL_GPU_CLEAR_ALL)
   COLL_GPU_CLEAR(reduce_local)
   COLL_GPU_CLEAR(ibarrier)
-  m->engine = NULL;
-  m->engine_state = COLL_GPU_STATE_NONE;
-  m->claims = 0;
-  static uint32_t tags; /* 0 is no communicator's */
-  do m->claim_tag = __atomic_add_fetch(&tags, 1, __ATOMIC_RELAXED);
-  while (m->claim_tag == 0);
+  coll_gpu_hold_init(&m->gpu);
   m->agree = NULL;
-  m->agree_state = COLL_GPU_STATE_NONE;
   m->agree_net = NULL;
   pthread_mutexattr_t attr;
   pthread_mutexattr_init(&attr);
@@ -47,7 +41,7 @@ static void module_construct(mca_coll_gpu_module_t *m) {
 
 static void module_destruct(mca_coll_gpu_module_t *m) {
   mca_coll_gpu_calls_module_gone(m);
-  coll_gpu_engine_release(m->engine); /* freed with the last communicator that shares it */
+  coll_gpu_engine_release(m->gpu.engine); /* freed with the last communicator that shares it */
   coll_gpu_agree_destroy(m->agree);
   mca_coll_gpu_agree_net_free(m);
   free(m->calls.late);
@@ -88,7 +82,7 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
     return OMPI_ERROR;
   }
   char path[96] = "";
-  if (m->engine_state == COLL_GPU_STATE_OFF)
+  if (m->gpu.engine_state == COLL_GPU_STATE_OFF)
     snprintf(path, sizeof(path), "; no GPU path (it needs an intra-communicator of 2 to %d ranks)",
              COLL_GPU_MAX_COMM_RANKS);
   COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
@@ -115,7 +109,7 @@ mca_coll_base_module_t *mca_coll_gpu_comm_query(struct ompi_communicator_t *comm
   m->comm = comm;
   mca_coll_gpu_calls_init(m);
   if (!gpu_path) {
-    m->engine_state = m->agree_state = COLL_GPU_STATE_OFF; /* said in module_enable's line */
+    coll_gpu_hold_off(&m->gpu); /* said in module_enable's line */
   } else {
     m->agree_key = key;
     m->agree_instance = instance;

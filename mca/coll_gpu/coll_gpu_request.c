@@ -176,23 +176,26 @@ static coll_gpu_agree_t *q_agreement(void *ctx) {
 static void q_agree_lock(void *ctx) { mca_coll_gpu_agree_lock(ctx); }
 static int q_agree_trylock(void *ctx) { return mca_coll_gpu_agree_trylock(ctx); }
 static void q_agree_unlock(void *ctx) { mca_coll_gpu_agree_unlock(ctx); }
-static int q_claim(void *ctx, uint32_t *mine) { return mca_coll_gpu_claim(ctx, mine); }
-static void q_unclaim(void *ctx) { mca_coll_gpu_unclaim(ctx); }
-static int q_has_engine(void *ctx) { return ((mca_coll_gpu_module_t *)ctx)->engine != NULL; }
-static int q_engine_off(void *ctx) { return ((mca_coll_gpu_module_t *)ctx)->engine_state == COLL_GPU_STATE_OFF; }
+static int q_claim(void *ctx, uint32_t *mine) {
+  return coll_gpu_hold_claim(&((mca_coll_gpu_module_t *)ctx)->gpu, mine);
+}
+static void q_unclaim(void *ctx) { coll_gpu_hold_unclaim(&((mca_coll_gpu_module_t *)ctx)->gpu); }
+static int q_has_engine(void *ctx) { return ((mca_coll_gpu_module_t *)ctx)->gpu.engine != NULL; }
+static int q_engine_off(void *ctx) { return ((mca_coll_gpu_module_t *)ctx)->gpu.engine_state == COLL_GPU_STATE_OFF; }
 static int q_make_engine(void *ctx, coll_gpu_call_t *q) {
   mca_coll_gpu_call_t *c = call_of(q);
   return mca_coll_gpu_create_engine(ctx, c->comm, &c->plan.mem);
 }
-static int q_engine_idle(void *ctx) { return coll_gpu_engine_idle(((mca_coll_gpu_module_t *)ctx)->engine); }
+static int q_engine_idle(void *ctx) { return coll_gpu_engine_idle(((mca_coll_gpu_module_t *)ctx)->gpu.engine); }
 static coll_gpu_status_t q_start_gpu(void *ctx, coll_gpu_call_t *q, char *why, size_t len) {
-  return coll_gpu_engine_start(((mca_coll_gpu_module_t *)ctx)->engine, &call_of(q)->plan.args, why, len);
+  return coll_gpu_engine_start(((mca_coll_gpu_module_t *)ctx)->gpu.engine, &call_of(q)->plan.args, why, len);
 }
 static coll_gpu_status_t q_start_counted(void *ctx, coll_gpu_call_t *q, int *done, char *why, size_t len) {
-  return coll_gpu_engine_start_counted(((mca_coll_gpu_module_t *)ctx)->engine, &call_of(q)->plan.vargs, done, why, len);
+  return coll_gpu_engine_start_counted(((mca_coll_gpu_module_t *)ctx)->gpu.engine, &call_of(q)->plan.vargs, done, why,
+                                       len);
 }
 static coll_gpu_status_t q_test_gpu(void *ctx, int *done, char *why, size_t len) {
-  return coll_gpu_engine_test(((mca_coll_gpu_module_t *)ctx)->engine, done, why, len);
+  return coll_gpu_engine_test(((mca_coll_gpu_module_t *)ctx)->gpu.engine, done, why, len);
 }
 static int q_equal_blocks(void *ctx, coll_gpu_call_t *q) {
   (void)ctx;
