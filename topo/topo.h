@@ -93,10 +93,16 @@ typedef struct {
 /* Trees for the work across nodes, NCCL style: two per ring (a double binary tree), 2k and 2k + 1 from
  * ring k. Inside a node, a chain in the ring's order from the node's first GPU in the ring (the one the
  * ring enters the node through); between nodes, a binary tree over the chains' heads, heap-ordered
- * over the nodes in tree 2k and over the nodes in reverse in tree 2k + 1, so that most nodes that are
- * leaves in one tree are inside the other. With one node both trees of a ring are its chain. The rings
+ * over the nodes in tree 2k and over the nodes in reverse in tree 2k + 1 (topo_dtree), so that no node is
+ * inside both. With one node both trees of a ring are its chain. The rings
  * must come from topo_search_rings on s (each leaves each node once). */
 void topo_search_trees(const topo_system_t *s, const topo_rings_t *rings, topo_trees_t *trees);
+/* The double binary tree over `nnodes` nodes (any count from 1), the part of topo_search_trees between nodes: in tree
+ * 0 node k sits at place k of a binary heap (the parent of place p is (p - 1) / 2, its children 2p + 1 and 2p + 2), in
+ * tree 1 at place nnodes - 1 - k. A node inside a tree sits at a place below nnodes / 2, so no node is inside both:
+ * each sends and receives for two children in one tree at most. Into *parent (-1 at the root) and child[0..1] (-1
+ * for none) the neighbours of `node` in tree t (0 or 1). Each tree is ceil(log2(nnodes + 1)) levels deep. */
+void topo_dtree(int nnodes, int node, int t, int *parent, int child[2]);
 
 #ifdef __cplusplus
 }

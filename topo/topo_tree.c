@@ -44,12 +44,23 @@ static void build(const topo_system_t *s, const int *order, int flip, topo_trees
       trees->up[t][chain[node][i]] = chain[node][i - 1];
       add_child(trees, t, chain[node][i - 1], chain[node][i]);
     }
-  /* between nodes: position p of the heap holds node p (node nnodes - 1 - p when flipped) */
-  for (int p = 1; p < nnodes; ++p) {
-    const int node = flip ? nnodes - 1 - p : p, parent = flip ? nnodes - 1 - (p - 1) / 2 : (p - 1) / 2;
-    const int head = chain[node][0], parent_head = chain[parent][0];
-    trees->up[t][head] = parent_head;
-    add_child(trees, t, parent_head, head);
+  /* between nodes: the chains' heads in the double binary tree over the nodes, children in place order */
+  for (int node = 0; node < nnodes; ++node) {
+    int parent, child[2];
+    topo_dtree(nnodes, node, flip, &parent, child);
+    if (parent >= 0) trees->up[t][chain[node][0]] = chain[parent][0];
+    for (int c = 0; c < 2; ++c)
+      if (child[c] >= 0) add_child(trees, t, chain[node][0], chain[child[c]][0]);
+  }
+}
+
+void topo_dtree(int nnodes, int node, int t, int *parent, int child[2]) {
+  /* a place and a node are each other's image: k <-> k in tree 0, k <-> nnodes - 1 - k in tree 1 */
+  const int p = t ? nnodes - 1 - node : node;
+  *parent = p > 0 ? (t ? nnodes - 1 - (p - 1) / 2 : (p - 1) / 2) : -1;
+  for (int c = 0; c < 2; ++c) {
+    const int q = 2 * p + 1 + c;
+    child[c] = q < nnodes ? (t ? nnodes - 1 - q : q) : -1;
   }
 }
 

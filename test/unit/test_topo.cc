@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <stdio.h>
 
+#include <algorithm>
+#include <array>
 #include <set>
 #include <string>
 #include <vector>
@@ -468,5 +470,63 @@ TEST(Topo, TreesOverTwoNodesAreDoubleBinaryTrees) {
       if (topo_gpu_node(t.sys, g) != topo_gpu_node(t.sys, prev)) continue;
       EXPECT_EQ(prev, tr.up[k][g]) << "tree " << k;
     }
+  }
+}
+
+// The double binary tree over 1 to 128 nodes (and a few larger counts): each tree reaches every node once from its
+// root, a parent lists each child once and has at most two, the two trees have different roots, no node is inside
+// both (each node's sends and receives for children are one tree's), and each is ceil(log2(n + 1)) levels deep.
+TEST(Topo, DoubleBinaryTreesOverManyNodes) {
+  std::vector<int> counts;
+  for (int n = 1; n <= 128; ++n) counts.push_back(n);
+  for (int n : {255, 256, 1000, 4096}) counts.push_back(n);
+  for (int n : counts) {
+    std::vector<int> inside(n, 0);
+    int roots[2] = {-1, -1};
+    for (int t = 0; t < 2; ++t) {
+      std::vector<int> up(n), depth(n, -1);
+      std::vector<std::array<int, 2>> down(n);
+      for (int k = 0; k < n; ++k) {
+        topo_dtree(n, k, t, &up[k], down[k].data());
+        ASSERT_TRUE(up[k] >= -1 && up[k] < n && up[k] != k) << n << " " << t << " " << k;
+        if (up[k] < 0) {
+          ASSERT_EQ(-1, roots[t]) << n << " " << t << ": a second root " << k;
+          roots[t] = k;
+        }
+        if (down[k][0] >= 0 || down[k][1] >= 0) ++inside[k];
+        EXPECT_FALSE(down[k][0] < 0 && down[k][1] >= 0) << n << " " << t << " " << k;  // the first child first
+      }
+      ASSERT_GE(roots[t], 0) << n << " " << t;
+      for (int k = 0; k < n; ++k)
+        if (up[k] >= 0) {
+          EXPECT_EQ(1, (down[up[k]][0] == k) + (down[up[k]][1] == k))
+              << n << " " << t << ": " << k << " under " << up[k];
+        }
+      // from the root down: every node once, at its depth
+      std::vector<int> todo{roots[t]};
+      depth[roots[t]] = 0;
+      int seen = 0, deepest = 0;
+      while (!todo.empty()) {
+        const int k = todo.back();
+        todo.pop_back();
+        ++seen;
+        deepest = std::max(deepest, depth[k]);
+        for (int c : down[k])
+          if (c >= 0) {
+            ASSERT_EQ(-1, depth[c]) << n << " " << t << ": " << c << " reached twice";
+            ASSERT_EQ(k, up[c]);
+            depth[c] = depth[k] + 1;
+            todo.push_back(c);
+          }
+      }
+      EXPECT_EQ(n, seen) << n << " " << t;
+      int levels = 0;
+      while ((1 << levels) < n + 1) ++levels;  // ceil(log2(n + 1))
+      EXPECT_EQ(levels, deepest + 1) << n << " " << t;
+    }
+    if (n > 1) {
+      EXPECT_NE(roots[0], roots[1]) << n;
+    }
+    for (int k = 0; k < n; ++k) EXPECT_LE(inside[k], 1) << n << ": node " << k << " inside both trees";
   }
 }
