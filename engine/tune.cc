@@ -166,9 +166,10 @@ int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, co
                        size_t bytes) {
   if (!coll_gpu_coll_has(coll, algo)) return 0; /* staged is the glue's, not an algorithm of the engine */
   switch (algo) {
-    case COLL_GPU_ALGO_ONESHOT: /* an allreduce in one slot, the others in slots of 16 bytes at least */
+    case COLL_GPU_ALGO_ONESHOT: /* an allreduce in one slot, the others in slots of 16 bytes at least (pattern) */
       return direct(c, nranks) &&
-             (coll == COLL_GPU_COLL_ALLREDUCE ? bytes <= c->oneshot_max_bytes : c->oneshot_max_bytes >= 16);
+             (coll_gpu_coll_info(coll)->shape == COLL_GPU_SHAPE_ALLREDUCE ? bytes <= c->oneshot_max_bytes
+                                                                          : c->oneshot_max_bytes >= 16);
     case COLL_GPU_ALGO_TWOSHOT:
       return direct(c, nranks) && bytes <= c->twoshot_max_bytes;
     case COLL_GPU_ALGO_CHAIN:
