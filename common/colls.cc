@@ -56,7 +56,7 @@ bool known(coll_gpu_coll_t coll) { return coll >= 0 && coll < COLL_GPU_NCOLLS; }
 const coll_gpu_coll_info_t *coll_gpu_coll_info(coll_gpu_coll_t coll) { return known(coll) ? &kColls[coll] : nullptr; }
 
 int coll_gpu_coll_has(coll_gpu_coll_t coll, coll_gpu_algo_t algo) {
-  return known(coll) && algo >= 0 && algo < COLL_GPU_NALGOS && (kColls[coll].algos & bit(algo)) != 0;
+  return known(coll) && coll_gpu_info_has(&kColls[coll], algo);
 }
 
 const char *coll_gpu_coll_name(coll_gpu_coll_t coll) { return known(coll) ? kColls[coll].name : "?"; }

@@ -99,6 +99,10 @@ extern "C" {
 const coll_gpu_coll_info_t *coll_gpu_coll_info(coll_gpu_coll_t coll);
 /* Whether coll has algorithm algo. */
 int coll_gpu_coll_has(coll_gpu_coll_t coll, coll_gpu_algo_t algo);
+/* The same of a row already looked up (the tuning model's loops). */
+static inline int coll_gpu_info_has(const coll_gpu_coll_info_t *info, coll_gpu_algo_t algo) {
+  return algo >= 0 && algo < COLL_GPU_NALGOS && ((info->algos >> algo) & 1u) != 0;
+}
 const char *coll_gpu_coll_name(coll_gpu_coll_t coll);     /* "bcast"; "?" for what is not a collective */
 const char *coll_gpu_coll_mpi_name(coll_gpu_coll_t coll); /* "MPI_Bcast" */
 const char *coll_gpu_algo_name(coll_gpu_algo_t algo);     /* "oneshot" */

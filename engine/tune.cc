@@ -70,15 +70,16 @@ constexpr CostTable kShm = {{
     /* RING */ {kAbsent, {0, 0, 10.0, 7.5e3}},
     /* CHAIN */ {kAbsent, {0, 0, 10.0, 7.5e3}},
 }};
-// The table of the communicator's link: SHM's, or NVLink's with the bandwidths scaled to the topology's. Across
-// nodes the model has no costs of the network yet: it times the node's link, and only the rings run there.
-CostTable costs(const coll_gpu_tune_config_t *c) {
-  if (c->shm) return kShm;
-  CostTable t = kNvlink;
-  const double s = coll_gpu_tune_link_scale(c);
-  for (auto &algo : t.at)
-    for (Cost &k : algo) k.bw *= s;
-  return t;
+// The costs of the communicator's link: a table and the factor its bandwidths take (a choice copies no table).
+struct Costs {
+  const CostTable *table;
+  double scale;
+};
+// SHM's, or NVLink's with the bandwidths scaled to the topology's. Across nodes the model has no costs of the network
+// yet: it times the node's link, and only the rings run there.
+Costs costs(const coll_gpu_tune_config_t *c) {
+  if (c->shm) return {&kShm, 1.0};
+  return {&kNvlink, coll_gpu_tune_link_scale(c)};
 }
 }  // namespace
 
@@ -140,43 +141,50 @@ Pattern pattern(coll_gpu_shape_t shape, coll_gpu_algo_t algo, double n, size_t b
 
 constexpr double kNever = 1e30;  // the time of what the table has no entry for
 
-// A call's modelled time in the table t's entry for algo and proto.
-double time_us(const CostTable &t, const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo,
-               coll_gpu_proto_t proto, int nranks, size_t bytes) {
-  const coll_gpu_coll_info_t *info = coll_gpu_coll_info(coll);
-  if (info == nullptr || algo < 0 || algo >= COLL_GPU_NALGOS || proto < 0 || proto >= COLL_GPU_NPROTOS) return kNever;
-  const Cost &k = t.at[algo][proto];
-  if (!(k.bw > 0)) return kNever;
-  const Pattern w = pattern(info->shape, algo, nranks, bytes, c->oneshot_max_bytes);
-  return k.lat_us + w.launches * kLaunchUs + w.peers * k.peer_us + w.steps * k.step_us +
-         w.traffic * (double)bytes / k.bw;
+// A call's modelled time in the entry for algo and proto (both in range) of k's table, for a collective of `shape`
+// whose one-shot slots hold ll_bytes.
+double time_us(const Costs &k, coll_gpu_shape_t shape, size_t ll_bytes, coll_gpu_algo_t algo, coll_gpu_proto_t proto,
+               int nranks, size_t bytes) {
+  const Cost &e = k.table->at[algo][proto];
+  if (!(e.bw > 0)) return kNever;
+  const Pattern w = pattern(shape, algo, nranks, bytes, ll_bytes);
+  return e.lat_us + w.launches * kLaunchUs + w.peers * e.peer_us + w.steps * e.step_us +
+         w.traffic * (double)bytes / (e.bw * k.scale);
 }
 
 // Whether the direct algorithms run: they write into every peer's scratch, which holds their parts on one node of at
 // most COLL_GPU_MAX_DIRECT ranks.
 bool direct(const coll_gpu_tune_config_t *c, int nranks) { return !c->net && nranks <= COLL_GPU_MAX_DIRECT; }
-}  // namespace
 
-double coll_gpu_tune_time_us(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo,
-                             coll_gpu_proto_t proto, int nranks, size_t bytes) {
-  return time_us(costs(c), c, coll, algo, proto, nranks, bytes);
-}
-
-int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo, int nranks,
-                       size_t bytes) {
-  if (!coll_gpu_coll_has(coll, algo)) return 0; /* staged is the glue's, not an algorithm of the engine */
+// coll_gpu_tune_fits for the collective of row `info`.
+bool fits(const coll_gpu_tune_config_t *c, const coll_gpu_coll_info_t &info, coll_gpu_algo_t algo, int nranks,
+          size_t bytes) {
+  if (!coll_gpu_info_has(&info, algo)) return false; /* staged is the glue's, not an algorithm of the engine */
   switch (algo) {
     case COLL_GPU_ALGO_ONESHOT: /* an allreduce in one slot, the others in slots of 16 bytes at least (pattern) */
       return direct(c, nranks) &&
-             (coll_gpu_coll_info(coll)->shape == COLL_GPU_SHAPE_ALLREDUCE ? bytes <= c->oneshot_max_bytes
-                                                                          : c->oneshot_max_bytes >= 16);
+             (info.shape == COLL_GPU_SHAPE_ALLREDUCE ? bytes <= c->oneshot_max_bytes : c->oneshot_max_bytes >= 16);
     case COLL_GPU_ALGO_TWOSHOT:
       return direct(c, nranks) && bytes <= c->twoshot_max_bytes;
     case COLL_GPU_ALGO_CHAIN:
       return c->net;
     default: /* the ring */
-      return 1;
+      return true;
   }
+}
+}  // namespace
+
+double coll_gpu_tune_time_us(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo,
+                             coll_gpu_proto_t proto, int nranks, size_t bytes) {
+  const coll_gpu_coll_info_t *info = coll_gpu_coll_info(coll);
+  if (info == nullptr || algo < 0 || algo >= COLL_GPU_NALGOS || proto < 0 || proto >= COLL_GPU_NPROTOS) return kNever;
+  return time_us(costs(c), info->shape, c->oneshot_max_bytes, algo, proto, nranks, bytes);
+}
+
+int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo, int nranks,
+                       size_t bytes) {
+  const coll_gpu_coll_info_t *info = coll_gpu_coll_info(coll);
+  return info != nullptr && fits(c, *info, algo, nranks, bytes);
 }
 
 /* Over the network proxy a ring channel's step is a message of the proxy thread that owns the channel,
@@ -265,23 +273,23 @@ constexpr int kNone = -1;
 
 // The algorithm of the first of `rules` that matches a call of `coll` of `bytes` and fits it; kNone: none.
 int ruled(const coll_gpu_tune_config_t *c, const coll_gpu_tune_rule_t *rules, int nrules, coll_gpu_coll_t coll,
-          int nranks, size_t bytes) {
+          const coll_gpu_coll_info_t &info, int nranks, size_t bytes) {
   for (int i = 0; i < nrules; ++i) {
     const coll_gpu_tune_rule_t &r = rules[i];
     if (r.coll == (int)coll && bytes >= r.from && bytes <= r.to &&
-        coll_gpu_tune_fits(c, coll, (coll_gpu_algo_t)r.algo, nranks, bytes))
+        fits(c, info, (coll_gpu_algo_t)r.algo, nranks, bytes))
       return r.algo;
   }
   return kNone;
 }
 
 // The protocol of algo that takes the least time, among the collective's forced protocol first; kNone: none.
-int fastest_proto(const CostTable &t, const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo,
-                  int nranks, size_t bytes, bool forced_only, double *best_t) {
+int fastest_proto(const Costs &k, const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_shape_t shape,
+                  coll_gpu_algo_t algo, int nranks, size_t bytes, bool forced_only, double *best_t) {
   int best = kNone;
   for (int p = 0; p < COLL_GPU_NPROTOS; ++p) {
     if (forced_only && c->protocol[coll] >= 0 && p != c->protocol[coll]) continue;
-    const double time = time_us(t, c, coll, algo, (coll_gpu_proto_t)p, nranks, bytes);
+    const double time = time_us(k, shape, c->oneshot_max_bytes, algo, (coll_gpu_proto_t)p, nranks, bytes);
     if (time < *best_t) { /* kNever, what the table has no entry for, never is */
       *best_t = time;
       best = p;
@@ -294,21 +302,21 @@ int fastest_proto(const CostTable &t, const coll_gpu_tune_config_t *c, coll_gpu_
  * the first of the user's rules that takes the call, else the first of the built-in ones, else the least time in the
  * table among the pairs that fit, first among those of the collective's forced protocol; an algorithm given
  * runs its fastest protocol, the forced one where it has it. */
-void pick(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks, size_t bytes, coll_gpu_algo_t *algo,
-          coll_gpu_proto_t *proto) {
-  const CostTable t = costs(c);
+void pick(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, const coll_gpu_coll_info_t &info, int nranks,
+          size_t bytes, coll_gpu_algo_t *algo, coll_gpu_proto_t *proto) {
+  const Costs k = costs(c);
   int given = c->algorithm[coll];
-  if (given < 0 || !coll_gpu_tune_fits(c, coll, (coll_gpu_algo_t)given, nranks, bytes))
-    given = ruled(c, c->rules, c->nrules, coll, nranks, bytes);
+  if (given < 0 || !fits(c, info, (coll_gpu_algo_t)given, nranks, bytes))
+    given = ruled(c, c->rules, c->nrules, coll, info, nranks, bytes);
   if (given < 0 && c->net)
-    given = ruled(c, kNetRules, (int)(sizeof(kNetRules) / sizeof(kNetRules[0])), coll, nranks, bytes);
+    given = ruled(c, kNetRules, (int)(sizeof(kNetRules) / sizeof(kNetRules[0])), coll, info, nranks, bytes);
   *algo = COLL_GPU_ALGO_RING;
   *proto = COLL_GPU_PROTO_SIMPLE;
   double best_t = kNever;
   for (int pass = 0; pass < 2 && best_t >= kNever; ++pass)
     for (int a = 0; a < COLL_GPU_NALGOS; ++a) {
-      if (given >= 0 ? a != given : !coll_gpu_tune_fits(c, coll, (coll_gpu_algo_t)a, nranks, bytes)) continue;
-      const int p = fastest_proto(t, c, coll, (coll_gpu_algo_t)a, nranks, bytes, pass == 0, &best_t);
+      if (given >= 0 ? a != given : !fits(c, info, (coll_gpu_algo_t)a, nranks, bytes)) continue;
+      const int p = fastest_proto(k, c, coll, info.shape, (coll_gpu_algo_t)a, nranks, bytes, pass == 0, &best_t);
       if (p != kNone) {
         *algo = (coll_gpu_algo_t)a;
         *proto = (coll_gpu_proto_t)p;
@@ -402,10 +410,11 @@ coll_gpu_choice_t size_move(const coll_gpu_tune_config_t *c, coll_gpu_shape_t sh
 
 coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks,
                                        size_t bytes) {
+  const coll_gpu_coll_info_t &info = *coll_gpu_coll_info(coll); /* the row, looked up once a choice */
+  const coll_gpu_shape_t shape = info.shape;
   coll_gpu_algo_t algo;
   coll_gpu_proto_t proto;
-  pick(c, coll, nranks, bytes, &algo, &proto);
-  const coll_gpu_shape_t shape = coll_gpu_coll_info(coll)->shape;
+  pick(c, coll, info, nranks, bytes, &algo, &proto);
   return shape == COLL_GPU_SHAPE_ALLREDUCE ? size_allreduce(c, algo, proto, nranks, bytes)
                                            : size_move(c, shape, algo, proto, nranks, bytes);
 }
