@@ -240,9 +240,9 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
   const coll_gpu_engine_share_t share = coll_gpu_hold_share(&m->gpu, share_members(m), !opal_using_threads());
   char why[256];
   coll_gpu_engine_t *e = NULL;
-  if (coll_gpu_engine_create(&b, &cfg, mem, &share, &e, why, sizeof(why)) != COLL_GPU_SUCCESS) e = NULL;
-  coll_gpu_hold_made(&m->gpu, e);
-  if (e != NULL) return 1;
+  const int made = coll_gpu_engine_create(&b, &cfg, mem, &share, &e, why, sizeof(why)) == COLL_GPU_SUCCESS;
+  coll_gpu_hold_made(&m->gpu, made ? e : NULL);
+  if (made) return 1;
   COLL_GPU_LOG(COLL_GPU_LVL_INFO, COLL_GPU_LOG_INIT,
                "comm %s: no GPU path (%s); collectives on device buffers are staged", comm->c_name, why);
   return 0;
