@@ -460,14 +460,14 @@ coll_gpu_status_t runnable(const coll_gpu_engine_t *e, const coll_gpu_args_t *ar
   return COLL_GPU_INTERNAL_ERROR;
 }
 
-// run or start: a call's blocking or nonblocking way onto the GPUs.
-using Step = coll_gpu_status_t (*)(coll_gpu_engine_t *, const coll_gpu_args_t *, char *, size_t);
+coll_gpu_status_t start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len);  // below
 
-// An allreduce as the chain of a reduce to rank 0 and a bcast from it (COLL_GPU_ALGO_CHAIN, tune.h), each by
-// `step`, the bcast's buffer the allreduce's result: run, one after the other; start, both on the stream as a
-// call's parts. In place, the root reduces in place as MPI_Reduce does; every rank's reduce has read its input
-// before its bcast writes the result over it.
-coll_gpu_status_t chain(coll_gpu_engine_t *e, const coll_gpu_args_t &a, Step step, char *why, size_t why_len) {
+// An allreduce as the chain of a reduce to rank 0 and a bcast from it (COLL_GPU_ALGO_CHAIN, tune.h), started
+// (`start`): both on the stream as a call's parts, the bcast's buffer the allreduce's result, so that no host step
+// runs between them (a blocking call then waits for the bcast, the call in flight). In place, the root reduces in
+// place as MPI_Reduce does; every rank's reduce has read its input before its bcast, the next kernel on the
+// stream, writes the result over it.
+coll_gpu_status_t chain(coll_gpu_engine_t *e, const coll_gpu_args_t &a, char *why, size_t why_len) {
   const size_t bytes = a.count * coll_gpu_dtype_size(a.type);
   if (e->cfg.log != nullptr)
     e->cfg.log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL,
@@ -486,8 +486,8 @@ coll_gpu_status_t chain(coll_gpu_engine_t *e, const coll_gpu_args_t &a, Step ste
   half[1].op = COLL_GPU_SUM;
   half[1].root = 0;
   e->chaining = true;
-  coll_gpu_status_t st = step(e, &half[0], why, why_len);
-  if (st == COLL_GPU_SUCCESS) st = step(e, &half[1], why, why_len);
+  coll_gpu_status_t st = start(e, &half[0], why, why_len);
+  if (st == COLL_GPU_SUCCESS) st = start(e, &half[1], why, why_len);
   e->chaining = false;
   return st;
 }
@@ -566,7 +566,10 @@ coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *w
   const size_t input = copied_input(*e, *args);
   if (input > 0) COLL_GPU_CHECK(from_copy(e, input, false, &args, &copied, why, why_len));
   Parts parts(*e, *args);
-  if (parts.choice().algo == COLL_GPU_ALGO_CHAIN) return chain(e, *args, run, why, why_len);
+  if (parts.choice().algo == COLL_GPU_ALGO_CHAIN) {
+    COLL_GPU_CHECK(chain(e, *args, why, why_len));
+    return e->wait_flight(why, why_len);
+  }
   bool zero_copy = false;
   if (zero_copy_wanted(e, *args, parts.choice()))
     COLL_GPU_CHECK(e->zero_copy_exchange(*args, &zero_copy, why, why_len));
@@ -594,7 +597,7 @@ coll_gpu_status_t start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char 
   const size_t input = copied_input(*e, *args);
   if (input > 0) COLL_GPU_CHECK(from_copy(e, input, true, &args, &copied, why, why_len));
   Parts parts(*e, *args);
-  if (parts.choice().algo == COLL_GPU_ALGO_CHAIN) return chain(e, *args, start, why, why_len);
+  if (parts.choice().algo == COLL_GPU_ALGO_CHAIN) return chain(e, *args, why, why_len);
   const bool linger = parts.linger() && parts.single() && input == 0;
   coll_gpu_work_t p;
   while (parts.next(*e, &p)) COLL_GPU_CHECK(e->launch(p, parts.choice().proto, linger, why, why_len));
