@@ -27,7 +27,8 @@ uint32_t next_ticket(uint32_t t) { return t + 1 == 0 ? 1 : t + 1; }
 }  // namespace
 
 // What a call is, for messages only (never on a call's way). call: NULL for the lingering kernel's exit. The
-// call in flight that is a part of an allreduce's chain is named after the allreduce, the call the user made.
+// call in flight that is a part of an allreduce across nodes (the chain's reduce or bcast, the allgather's allgather)
+// is named after the allreduce, the call the user made.
 void coll_gpu_engine::describe(const coll_gpu_work_t *call, coll_gpu_proto_t proto, char *what, size_t len) const {
   const bool chained = call == &flight.p && flight.chained;
   if (call == nullptr) {
@@ -35,7 +36,7 @@ void coll_gpu_engine::describe(const coll_gpu_work_t *call, coll_gpu_proto_t pro
     return;
   }
   char part[32] = "";
-  if (chained) snprintf(part, sizeof(part), "chain: its %s, ", coll_gpu_coll_name(call->coll));
+  if (chained) snprintf(part, sizeof(part), "its %s, ", coll_gpu_coll_name(call->coll));
   snprintf(what, len, "%s seq %llu (%zu bytes, %s%s/%s)",
            coll_gpu_coll_mpi_name(chained ? COLL_GPU_COLL_ALLREDUCE : call->coll), (unsigned long long)call->seq,
            call->count * coll_gpu_dtype_size(call->type), part, coll_gpu_algo_name(call->algo),
@@ -250,7 +251,7 @@ coll_gpu_status_t coll_gpu_engine::launch(const coll_gpu_work_t &p, coll_gpu_pro
   flight.chained = chaining;
   flight.unlike = -1;
   int blocks = coll_gpu_work_blocks(&comm, &p);
-  if (multinode) wake_proxy(p);
+  if (multinode && p.algo != COLL_GPU_ALGO_ALLGATHER) wake_proxy(p);  // an allreduce's reduction moves nothing
   coll_gpu_trace('L', rank, p.coll, p.algo, p.seq);
   ContextScope ctx(mem);
   COLL_GPU_CHECK(entered(ctx, mem, why, why_len));
@@ -492,6 +493,47 @@ coll_gpu_status_t chain(coll_gpu_engine_t *e, const coll_gpu_args_t &a, char *wh
   return st;
 }
 
+// An allreduce as a ring allgather of every rank's input into the engine's memory (gathered, COLL_GPU_ALGO_ALLGATHER,
+// tune.h), then a kernel with no peers that reduces the blocks in rank order into the result, both started on the
+// stream (as chain's halves: a blocking call waits for the second). The reduction runs after this rank's allgather on
+// the stream and the next call's allgather after it; only this rank's kernels write its gathered memory. In place,
+// the allgather has sent every byte of the input before the reduction writes over it.
+coll_gpu_status_t allgathered(coll_gpu_engine_t *e, const coll_gpu_args_t &a, const coll_gpu_choice_t &choice,
+                              char *why, size_t why_len) {
+  const size_t bytes = a.count * coll_gpu_dtype_size(a.type);
+  if (e->cfg.log != nullptr)
+    e->cfg.log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL,
+               "comm %s: allreduce of %zu bytes: allgather (every rank's input, then each rank reduces them)",
+               e->cfg.name, bytes);
+  coll_gpu_args_t gather = a;
+  gather.coll = COLL_GPU_COLL_ALLGATHER;
+  gather.recvbuf = e->gathered.get();
+  gather.count = bytes;
+  gather.counts = nullptr;
+  gather.type = COLL_GPU_UINT8;
+  gather.op = COLL_GPU_SUM;
+  e->chaining = true;
+  coll_gpu_status_t st = start(e, &gather, why, why_len);
+  e->chaining = false;
+  if (st != COLL_GPU_SUCCESS) return st;
+  // a block per kGatheredBlockBytes of the result, at most kGatheredBlocks
+  constexpr size_t kGatheredBlockBytes = 8 << 10;
+  constexpr size_t kGatheredBlocks = 8;
+  coll_gpu_choice_t reduce = choice;
+  reduce.nchannels =
+      (int)std::min(kGatheredBlocks, std::max<size_t>(1, (bytes + kGatheredBlockBytes - 1) / kGatheredBlockBytes));
+  coll_gpu_work_t p;
+  e->call_init(&p, COLL_GPU_COLL_ALLREDUCE, reduce);
+  p.type = a.type;
+  p.op = a.op;
+  p.sendbuf = e->gathered.get();
+  p.recvbuf = a.recvbuf;
+  p.count = a.count;
+  p.block = bytes;
+  e->trace(p, bytes, bytes, reduce);
+  return e->launch(p, reduce.proto, false, why, why_len);
+}
+
 // Whether a call with counts can go zero-copy on this engine (one node of at most COLL_GPU_MAX_DIRECT ranks, a
 // mailbox): alike on every rank. Otherwise why says so.
 bool counted_here(const coll_gpu_engine_t *e, const coll_gpu_args_t &a, char *why, size_t why_len) {
@@ -566,8 +608,9 @@ coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *w
   const size_t input = copied_input(*e, *args);
   if (input > 0) COLL_GPU_CHECK(from_copy(e, input, false, &args, &copied, why, why_len));
   Parts parts(*e, *args);
-  if (parts.choice().algo == COLL_GPU_ALGO_CHAIN) {
-    COLL_GPU_CHECK(chain(e, *args, why, why_len));
+  if (parts.choice().algo == COLL_GPU_ALGO_CHAIN || parts.choice().algo == COLL_GPU_ALGO_ALLGATHER) {
+    COLL_GPU_CHECK(parts.choice().algo == COLL_GPU_ALGO_CHAIN ? chain(e, *args, why, why_len)
+                                                              : allgathered(e, *args, parts.choice(), why, why_len));
     return e->wait_flight(why, why_len);
   }
   bool zero_copy = false;
@@ -598,6 +641,7 @@ coll_gpu_status_t start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char 
   if (input > 0) COLL_GPU_CHECK(from_copy(e, input, true, &args, &copied, why, why_len));
   Parts parts(*e, *args);
   if (parts.choice().algo == COLL_GPU_ALGO_CHAIN) return chain(e, *args, why, why_len);
+  if (parts.choice().algo == COLL_GPU_ALGO_ALLGATHER) return allgathered(e, *args, parts.choice(), why, why_len);
   const bool linger = parts.linger() && parts.single() && input == 0;
   coll_gpu_work_t p;
   while (parts.next(*e, &p)) COLL_GPU_CHECK(e->launch(p, parts.choice().proto, linger, why, why_len));

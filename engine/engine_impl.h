@@ -85,9 +85,10 @@ struct coll_gpu_engine {
   coll_gpu::DeviceMemory scratch;
   coll_gpu::DeviceMemory bounce;  // coll_gpu_engine_bounce: device memory for a rank that joins a call through it
   size_t bounce_bytes = 0;
-  coll_gpu::Stream stream;         // blocking: after the work queued on the legacy default stream, as staging is
-  coll_gpu::Stream linger_stream;  // non-blocking: a lingering kernel holds up no other work
-  coll_gpu::Stream copy_stream;    // non-blocking: the zero-copy calls' copy engines, between the two events
+  coll_gpu::DeviceMemory gathered;  // over several nodes: COLL_GPU_TUNE_GATHER_BYTES for an allreduce's allgather
+  coll_gpu::Stream stream;          // blocking: after the work queued on the legacy default stream, as staging is
+  coll_gpu::Stream linger_stream;   // non-blocking: a lingering kernel holds up no other work
+  coll_gpu::Stream copy_stream;     // non-blocking: the zero-copy calls' copy engines, between the two events
   coll_gpu::Event copy_ready, copy_done;
   coll_gpu::HostMappedMemory status_mem;
   coll_gpu_dev_status_t *status = nullptr;  // host view of status_mem
@@ -188,6 +189,7 @@ struct coll_gpu_engine {
     waiting_mem.reset();
     status_mem.reset();
     bounce.reset();
+    gathered.reset();
     scratch.reset();
     coll_gpu_rings_free(&rings);
   }
@@ -231,13 +233,13 @@ struct coll_gpu_engine {
     uint64_t since = 0;       // when a test first found it pending
     uint64_t next_check = 0;  // when a test next checks the peers' processes
     bool reported = false;    // the watchdog line was written
-    bool chained = false;     // a part of an allreduce's chain (its messages name the allreduce)
+    bool chained = false;     // a ring part of an allreduce across nodes (its messages name the allreduce)
     // a call with counts whose ranks disagree: the first rank whose block this one sends more or fewer bytes of
     // than that rank takes (-1: none), and what the call's failure says once it completed
     int unlike = -1;
     char unlike_why[192];
   } flight;
-  bool chaining = false;  // the parts launched now are an allreduce's chain (chained below)
+  bool chaining = false;  // the parts launched now are an allreduce's ring parts (chained above)
   void wake_proxy(const coll_gpu_work_t &p);
   coll_gpu_status_t launch(const coll_gpu_work_t &p, coll_gpu_proto_t proto, bool linger, char *why, size_t why_len);
   coll_gpu_status_t wait_flight(char *why, size_t why_len);

@@ -43,12 +43,14 @@ struct CostTable {
   Cost at[COLL_GPU_NALGOS][COLL_GPU_NPROTOS];
 };
 constexpr Cost kAbsent = {0, 0, 0, 0};
-// NVLink, measured on H200 (above). CHAIN, across nodes, is a reduce and a bcast, each a ring call along its chain.
+// NVLink, measured on H200 (above). CHAIN and ALLGATHER, across nodes, are ring calls along the node's links: a reduce
+// and a bcast, or an allgather (its reduction, with no peer, is not timed).
 constexpr CostTable kNvlink = {{
     /* ONESHOT */ {{2.0, 0, 0, 85e3}, kAbsent},
     /* TWOSHOT */ {kAbsent, {10.5, 3.0, 0, 300e3}},
     /* RING */ {kAbsent, {0, 0, 8.0, 310e3}},
     /* CHAIN */ {kAbsent, {0, 0, 8.0, 310e3}},
+    /* ALLGATHER */ {kAbsent, {0, 0, 8.0, 310e3}},
 }};
 /* Through shared host memory (the SHM transport), every line crosses PCIe twice: the writer's posted stores, then
  * the reader's loads, each a round trip. On one H200 shared by the ranks under MPS (coll_gpu_allreduce_bench -N,
@@ -69,6 +71,7 @@ constexpr CostTable kShm = {{
     /* TWOSHOT */ {kAbsent, {6.0, 1.0, 0, 5e3}},
     /* RING */ {kAbsent, {0, 0, 10.0, 7.5e3}},
     /* CHAIN */ {kAbsent, {0, 0, 10.0, 7.5e3}},
+    /* ALLGATHER */ {kAbsent, {0, 0, 10.0, 7.5e3}},
 }};
 // The costs of the communicator's link: a table and the factor its bandwidths take (a choice copies no table).
 struct Costs {
@@ -125,6 +128,7 @@ Pattern pattern(coll_gpu_shape_t shape, coll_gpu_algo_t algo, double n, size_t b
       /* the ring: 2 (n - 1) steps to fill the pipeline, 2 (n - 1) / n of the data out; the chain: a reduce and a
        * bcast, each n - 1 hops and the buffer over every link */
       if (algo == COLL_GPU_ALGO_RING) return {0, 0, 2 * (n - 1), 2 * (n - 1) / n};
+      if (algo == COLL_GPU_ALGO_ALLGATHER) return {0, 0, n - 1, n - 1}; /* a ring allgather of the whole inputs */
       return {0, 0, 2 * (n - 1), 2};
     case COLL_GPU_SHAPE_CHAIN: /* bcast, reduce: a chain of n - 1 hops; every link carries the buffer once */
       return {0, 0, n - 1, 1};
@@ -168,6 +172,8 @@ bool fits(const coll_gpu_tune_config_t *c, const coll_gpu_coll_info_t &info, col
       return direct(c, nranks) && bytes <= c->twoshot_max_bytes;
     case COLL_GPU_ALGO_CHAIN:
       return c->net;
+    case COLL_GPU_ALGO_ALLGATHER: /* every rank's input in the engine's memory for the gathered blocks */
+      return c->net && bytes <= COLL_GPU_TUNE_GATHER_BYTES / (size_t)nranks;
     default: /* the ring */
       return true;
   }
@@ -262,11 +268,22 @@ int net_ring_bound(const coll_gpu_tune_config_t *c, int nchannels, size_t step) 
  * below a chain's latency.) */
 constexpr size_t kNetChainBytes = (size_t)256 << 10;
 
+/* Smaller allreduces across nodes, where every rank's input together takes at most COLL_GPU_TUNE_GATHER_BYTES, run
+ * as a ring allgather of the inputs and a reduction on each rank (ALLGATHER): n - 1 ring steps, where the chain's
+ * reduce and bcast each take their n - 1 hops in a row, and between 2 nodes of one rank one hop over the network
+ * instead of two. On one H200 over virtual nodes (the hops between them over UCX's shared memory), the ranks sharing
+ * it under MPS, forced against the chain, 4 rounds of each alternated (coll_gpu_allreduce_bench -N, 300 calls a
+ * size; docs/benchmarks.md): 2 nodes of 1 rank 0.66-0.71x the chain's time from 8 B to 32 KiB (8 B: 24.0 against
+ * 34.6 us), 2 + 1 ranks 0.76-0.80x from 8 B to 16 KiB, 2 x 2 0.72-0.79x from 8 B to 16 KiB (8 B: 37.6 against
+ * 50.3). It won at every size that fits, the largest included. */
 namespace {
 /* Rules built in, written as the user's are, where measurements overrule the model; these hold across nodes. The
  * model times the chain as its reduce and bcast over the node's link, so it never beats the ring there, but across
- * 2 hosts x 2 it took 0.90-1.00x the ring's time up to kNetChainBytes (above). */
-constexpr coll_gpu_tune_rule_t kNetRules[] = {{COLL_GPU_COLL_ALLREDUCE, 0, kNetChainBytes, COLL_GPU_ALGO_CHAIN}};
+ * 2 hosts x 2 it took 0.90-1.00x the ring's time up to kNetChainBytes (above); the allgather took less than the
+ * chain wherever it fits (above). */
+constexpr coll_gpu_tune_rule_t kNetRules[] = {
+    {COLL_GPU_COLL_ALLREDUCE, 0, COLL_GPU_TUNE_GATHER_BYTES, COLL_GPU_ALGO_ALLGATHER},
+    {COLL_GPU_COLL_ALLREDUCE, 0, kNetChainBytes, COLL_GPU_ALGO_CHAIN}};
 
 // What ruled answers where no rule takes the call.
 constexpr int kNone = -1;
@@ -327,7 +344,7 @@ void pick(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, const coll_gpu_
 // An allreduce's channels and ring step for the algorithm chosen.
 coll_gpu_choice_t size_allreduce(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, coll_gpu_proto_t proto,
                                  int nranks, size_t bytes) {
-  if (algo == COLL_GPU_ALGO_CHAIN) { /* its reduce and bcast choose their own channels */
+  if (algo == COLL_GPU_ALGO_CHAIN || algo == COLL_GPU_ALGO_ALLGATHER) { /* their ring calls choose their channels */
     const coll_gpu_choice_t chain = {algo, proto, 0, 0};
     return chain;
   }

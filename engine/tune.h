@@ -29,6 +29,9 @@ typedef struct {
 /* GB/s of the ring the topology finds over H200s (or H100s) through NVSwitch, 18 NVLinks of 20.6 GB/s: the link
  * the model's NVLink constants were measured on (engine/tune.cc) */
 #define COLL_GPU_TUNE_REF_GBPS 370.8
+/* Bytes of every rank's input together that an allreduce across nodes gathers at most (COLL_GPU_ALGO_ALLGATHER): the
+ * engine's memory for the gathered blocks, allocated with a communicator over several nodes */
+#define COLL_GPU_TUNE_GATHER_BYTES ((size_t)64 << 10)
 
 typedef struct {
   int algorithm[COLL_GPU_NCOLLS]; /* per collective, -1: choose, else a coll_gpu_algo_t it has */
@@ -74,14 +77,16 @@ double coll_gpu_tune_time_us(const coll_gpu_tune_config_t *c, coll_gpu_coll_t co
 /* Whether algo, an algorithm that coll has, runs a call of `bytes` on `nranks` ranks: the direct ones (one-shot,
  * two-shot, which write into every peer's scratch) on one node of at most COLL_GPU_MAX_DIRECT ranks, within their part
  * of the scratch (an allreduce's one-shot in one slot of it, the other collectives' in slots of at least 16 bytes);
- * the chain across nodes only; the ring everywhere. What is forced or ruled gives way where it does not. */
+ * the chain across nodes only, and the allgather there where every rank's input together takes at most
+ * COLL_GPU_TUNE_GATHER_BYTES; the ring everywhere. What is forced or ruled gives way where it does not. */
 int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo, int nranks,
                        size_t bytes);
 /* The choice for one call of `coll` of `bytes` (counted as coll_gpu_tune_time_us counts them): the algorithm the config
  * forces for the collective where it fits, else the first of the user's rules that matches the call and fits it,
- * else the first such of the rules built in for the link (across nodes: an allreduce up to 256 KiB takes the chain),
- * else the pair of algorithm and protocol with the least modelled time among those that fit (first among the
- * collective's forced protocol); its channels and ring step. */
+ * else the first such of the rules built in for the link (across nodes: an allreduce takes the allgather where every
+ * rank's input together takes at most COLL_GPU_TUNE_GATHER_BYTES, else up to 256 KiB the chain), else the pair of
+ * algorithm and protocol with the least modelled time among those that fit (first among the collective's forced
+ * protocol); its channels and ring step. */
 coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks, size_t bytes);
 /* Parses coll_gpu_tuning_rules: COLL:FROM-TO:ALGO entries, comma-separated, COLL one of coll_gpu_coll_name's
  * (common/colls.h), FROM and TO byte counts (k, m or g after the digits: KiB, MiB, GiB; TO left out: no end, FROM <=

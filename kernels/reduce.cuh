@@ -15,6 +15,9 @@
  * rank of call seq waits for every other and the slot of seq is free again at seq + 2
  * (allreduce_oneshot.cu's rule). The host cuts parts above the slot into calls of their own.
  *
+ * Across nodes, small allreduces (the engine's COLL_GPU_ALGO_ALLGATHER): after a ring allgather of every rank's input
+ * into the engine's memory, reduce_gathered reduces the blocks in rank order, with no peer.
+ *
  * Zero-copy (one node, large blocks): reduce-scatter reads its block of every rank's send buffer straight from
  * there (reduce_scatter_zero_copy below).
  *
@@ -225,9 +228,29 @@ __global__ void __launch_bounds__(kRingThreads)
   block_done(comm.status, p.seq);
 }
 
+// An allreduce across nodes after its ring allgather (COLL_GPU_ALGO_ALLGATHER, the engine's): every rank's input lies
+// in sendbuf, rank q's block p.block bytes after rank q - 1's; each thread reduces its packs over the blocks in rank
+// order into recvbuf, so every rank's result is the same bit for bit. No peer takes part: the allgather before it on
+// the stream has brought every block.
+template <typename T, typename Op>
+__global__ void __launch_bounds__(kLLThreads) reduce_gathered(const __grid_constant__ coll_gpu_dev_comm_t c,
+                                                              const __grid_constant__ coll_gpu_work_t p, bool aligned) {
+  const size_t bytes = p.count * sizeof(T), stride = (size_t)gridDim.x * blockDim.x;
+  const char *in = (const char *)p.sendbuf;
+  for (size_t u = (size_t)blockIdx.x * blockDim.x + threadIdx.x; u * kPack < bytes; u += stride) {
+    const int n = (int)coll_gpu_min(kPack, bytes - u * kPack);
+    uint4 acc = load_pack(aligned, in + u * kPack, n);
+    for (int q = 1; q < c.nranks; ++q)
+      acc = reduce_pack<T, Op>(acc, load_pack(aligned, in + (size_t)q * p.block + u * kPack, n));
+    store_out<T>(aligned, (char *)p.recvbuf + u * kPack, acc, n);
+  }
+  block_done(c.status, p.seq);
+}
+
 // Whether every address a call touches starts on a pack boundary.
 __host__ bool reduce_aligned(int nranks, const coll_gpu_work_t &p) {
   if (!packs_aligned(p.sendbuf, p.recvbuf)) return false;
+  if (p.algo == COLL_GPU_ALGO_ALLGATHER) return p.block % kPack == 0;  // each gathered block
   if (p.coll != COLL_GPU_COLL_REDUCE_SCATTER) return true;
   for (int q = 0; p.zc_parts > 0 && q < nranks; ++q)  // zero-copy: this rank's block of every rank's input
     if (!packs_aligned(p.zc[q].src, p.recvbuf)) return false;
@@ -250,6 +273,8 @@ int reduce_typed(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p, cuda
     reduce_scatter_zero_copy<T, Op><<<reduce_blocks(comm, p), kRingThreads, 0, stream>>>(comm, p, aligned);
   else if (p.algo == COLL_GPU_ALGO_ONESHOT && p.coll == COLL_GPU_COLL_REDUCE_SCATTER)  // reduce: oneshot_typed
     reduce_scatter_direct<T, Op><<<reduce_blocks(comm, p), kLLThreads, 0, stream>>>(comm, p, aligned);
+  else if (p.algo == COLL_GPU_ALGO_ALLGATHER && p.coll == COLL_GPU_COLL_ALLREDUCE)
+    reduce_gathered<T, Op><<<p.nchannels, kLLThreads, 0, stream>>>(comm, p, aligned);
   else if (p.algo == COLL_GPU_ALGO_RING)
     reduce_ring<T, Op><<<p.nchannels, kRingThreads, 0, stream>>>(comm, p, aligned);
   else

@@ -308,7 +308,8 @@ static const char *rules_help(void) {
            "bytes, both included (k, m, g allowed; TO left out: no end), of the message, or for %s of a rank's "
            "block; ALGO one the collective has (%s). The first rule that matches a call and fits it takes it "
            "(oneshot and twoshot run on one node within coll_gpu_oneshot_max_bytes and coll_gpu_twoshot_max_bytes, "
-           "chain over several nodes only); a coll_gpu_<COLL>_algorithm other than auto wins over the rules, and "
+           "chain over several nodes only, allgather there where every rank's input together takes at most 64 KiB); a "
+           "coll_gpu_<COLL>_algorithm other than auto wins over the rules, and "
            "communicators of more than 8 ranks run the ring. Every rank must use the same. Empty: no rule. "
            "Example: allreduce:0-32k:oneshot,allreduce:32k-:ring",
            coll_gpu_coll_names(every, " or ", all, sizeof(all)),

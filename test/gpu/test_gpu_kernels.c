@@ -252,7 +252,9 @@ static size_t elem_size(const call_t *k) { return is_move(k->coll) ? 1 : type_si
 /* The algorithms the kernels run for a collective: two-shot is allreduce's (alltoall's "ring" is pairwise
  * beyond 2 ranks). */
 static int algo_runs(coll_gpu_coll_t coll, coll_gpu_algo_t algo) {
-  if (algo == COLL_GPU_ALGO_CHAIN) return 0; /* the engine's two RING calls, no kernel of its own */
+  /* the chain: the engine's two RING calls, no kernel of its own; the allgather: a RING allgather, then a kernel with
+   * no peers (test_gpu_allreduce takes it across virtual nodes) */
+  if (algo == COLL_GPU_ALGO_CHAIN || algo == COLL_GPU_ALGO_ALLGATHER) return 0;
   return algo != COLL_GPU_ALGO_TWOSHOT || coll == COLL_GPU_COLL_ALLREDUCE;
 }
 

@@ -264,7 +264,7 @@ TEST(Tune, RulesParse) {
              {"allreduce:2k-1k:ring", "FROM is above TO"},
              {"bcast:0-:twoshot", "bcast has no algorithm twoshot (oneshot, ring)"},
              {"alltoall:0-:chain", "alltoall has no algorithm chain"},
-             {"allreduce:0-:Ring", "allreduce has no algorithm Ring (oneshot, twoshot, ring, chain)"},
+             {"allreduce:0-:Ring", "allreduce has no algorithm Ring (oneshot, twoshot, ring, chain, allgather)"},
              {"allreduce:0-:ring,", "a comma at the end"},
              {"allreduce:0-:ring,,bcast:0-:ring", "\"\" is not COLL:FROM-TO:ALGO"}};
   for (const auto &b : bad) {
@@ -324,11 +324,14 @@ TEST(Tune, RulesChoose) {
   c.rules = r;
   c.nrules = n;
   EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 8).algo);
-  EXPECT_EQ(COLL_GPU_ALGO_CHAIN, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 2048).algo);
+  // two-shot does not fit there: the rules built in take the call, the allgather where the inputs fit
+  EXPECT_EQ(COLL_GPU_ALGO_ALLGATHER, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 2048).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_CHAIN, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 32 << 10).algo);
 }
 
 // Where only the rings run (across nodes, beyond 8 ranks), every collective takes the ring whatever is forced or
-// ruled; across nodes an allreduce takes the ring or the chain.
+// ruled; across nodes an allreduce takes the ring, the chain, or the allgather where it fits and the chain is not
+// forced.
 TEST(Tune, RingOnly) {
   coll_gpu_tune_rule_t r[COLL_GPU_TUNE_MAX_RULES];
   int n = 0;
@@ -336,7 +339,8 @@ TEST(Tune, RingOnly) {
   ASSERT_EQ(COLL_GPU_SUCCESS,
             coll_gpu_tune_parse_rules("allreduce:0-:oneshot,bcast:0-:oneshot", r, &n, why, sizeof(why)));
   for (int net : {0, 1})
-    for (int forced : {-1, (int)COLL_GPU_ALGO_ONESHOT, (int)COLL_GPU_ALGO_TWOSHOT, (int)COLL_GPU_ALGO_CHAIN}) {
+    for (int forced : {-1, (int)COLL_GPU_ALGO_ONESHOT, (int)COLL_GPU_ALGO_TWOSHOT, (int)COLL_GPU_ALGO_CHAIN,
+                       (int)COLL_GPU_ALGO_ALLGATHER}) {
       coll_gpu_tune_config_t c = defaults();
       c.net = net;
       c.algorithm[COLL_GPU_COLL_ALLREDUCE] = forced;
@@ -347,7 +351,9 @@ TEST(Tune, RingOnly) {
       for (size_t bytes : {(size_t)8, (size_t)64 << 10, (size_t)1 << 20, (size_t)64 << 20}) {
         const coll_gpu_algo_t a = coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 16, bytes).algo;
         if (net) {
-          EXPECT_TRUE(a == COLL_GPU_ALGO_RING || a == COLL_GPU_ALGO_CHAIN) << forced << " " << bytes;
+          const bool gathers = forced != COLL_GPU_ALGO_CHAIN && 16 * bytes <= COLL_GPU_TUNE_GATHER_BYTES;
+          EXPECT_TRUE(gathers ? a == COLL_GPU_ALGO_ALLGATHER : a == COLL_GPU_ALGO_RING || a == COLL_GPU_ALGO_CHAIN)
+              << forced << " " << bytes;
         } else {
           EXPECT_EQ(COLL_GPU_ALGO_RING, a) << forced << " " << bytes;
         }
@@ -511,8 +517,9 @@ TEST(Tune, RingChunk) {
   EXPECT_EQ(0u, coll_gpu_tune_choose(&c, COLL_GPU_COLL_BCAST, 2, 8).chunk);  // one-shot: no ring step
 }
 
-// Across nodes an allreduce up to 256 KiB runs as the chain of a reduce and a bcast (CHAIN), the ring above; a
-// forced ring or chain holds there, and no direct algorithm fits; inside a node CHAIN never fits.
+// Across nodes an allreduce up to 256 KiB runs as the chain of a reduce and a bcast (CHAIN), the ring above, but
+// where every rank's input together takes at most COLL_GPU_TUNE_GATHER_BYTES as the allgather; a forced ring or
+// chain holds there, and no direct algorithm fits; inside a node CHAIN never fits.
 TEST(Tune, NetAllreduceChain) {
   coll_gpu_tune_config_t c = defaults();
   const size_t kib = 1024, mib = kib * kib;
@@ -527,7 +534,12 @@ TEST(Tune, NetAllreduceChain) {
       for (size_t bytes = 8; bytes <= 256 * mib; bytes *= 2) {
         const coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, n, bytes);
         const bool chain = algorithm == COLL_GPU_ALGO_CHAIN || bytes <= 256 * kib;
-        EXPECT_EQ(chain ? COLL_GPU_ALGO_CHAIN : COLL_GPU_ALGO_RING, ch.algo) << algorithm << " " << n << " " << bytes;
+        const bool gathers = algorithm != COLL_GPU_ALGO_CHAIN && (size_t)n * bytes <= COLL_GPU_TUNE_GATHER_BYTES;
+        EXPECT_EQ(gathers ? COLL_GPU_ALGO_ALLGATHER
+                  : chain ? COLL_GPU_ALGO_CHAIN
+                          : COLL_GPU_ALGO_RING,
+                  ch.algo)
+            << algorithm << " " << n << " " << bytes;
         EXPECT_EQ(COLL_GPU_PROTO_SIMPLE, ch.proto);
       }
     }
@@ -537,6 +549,53 @@ TEST(Tune, NetAllreduceChain) {
   EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLREDUCE, COLL_GPU_ALGO_ONESHOT, 4, 8));
   EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLREDUCE, COLL_GPU_ALGO_TWOSHOT, 4, 8));
   EXPECT_STREQ("chain", coll_gpu_algo_name(COLL_GPU_ALGO_CHAIN));
+}
+
+// Across nodes an allreduce may run as an allgather of every rank's input, then a reduction on each rank
+// (ALLGATHER): forced or ruled, as built in, it takes the calls whose inputs together fit
+// COLL_GPU_TUNE_GATHER_BYTES, the others take the rest of what auto takes; inside a node it never fits. It gathers
+// n - 1 blocks in n - 1 steps, where the chain takes 2 (n - 1).
+TEST(Tune, NetAllreduceAllgather) {
+  const size_t kib = 1024;
+  coll_gpu_tune_rule_t r[COLL_GPU_TUNE_MAX_RULES];
+  int nrules = 0;
+  char why[256];
+  ASSERT_EQ(COLL_GPU_SUCCESS, coll_gpu_tune_parse_rules("allreduce:0-:allgather", r, &nrules, why, sizeof(why)));
+  EXPECT_STREQ("allgather", coll_gpu_algo_name(COLL_GPU_ALGO_ALLGATHER));
+  for (int ruled : {0, 1}) {
+    coll_gpu_tune_config_t c = defaults();
+    if (ruled) {
+      c.rules = r;
+      c.nrules = nrules;
+    } else {
+      c.algorithm[COLL_GPU_COLL_ALLREDUCE] = COLL_GPU_ALGO_ALLGATHER;
+    }
+    for (size_t bytes = 8; bytes <= 1024 * kib; bytes *= 2) {
+      c.net = 0;
+      EXPECT_NE(COLL_GPU_ALGO_ALLGATHER, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 2, bytes).algo) << bytes;
+      EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLREDUCE, COLL_GPU_ALGO_ALLGATHER, 2, bytes));
+      c.net = 1;
+      for (int n : {2, 3, 4, 16, 1024}) {
+        const bool fits = (size_t)n * bytes <= COLL_GPU_TUNE_GATHER_BYTES;
+        EXPECT_EQ(fits, !!coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLREDUCE, COLL_GPU_ALGO_ALLGATHER, n, bytes));
+        const coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, n, bytes);
+        const coll_gpu_algo_t otherwise = bytes <= 256 * kib ? COLL_GPU_ALGO_CHAIN : COLL_GPU_ALGO_RING;
+        EXPECT_EQ(fits ? COLL_GPU_ALGO_ALLGATHER : otherwise, ch.algo) << ruled << " " << n << " " << bytes;
+        EXPECT_EQ(COLL_GPU_PROTO_SIMPLE, ch.proto);
+        if (fits) {
+          EXPECT_EQ(0, ch.nchannels);  // its allgather chooses its own
+        }
+      }
+    }
+    // no other collective takes it
+    for (int k = COLL_GPU_COLL_BCAST; k < COLL_GPU_NCOLLS; ++k)
+      EXPECT_NE(COLL_GPU_ALGO_ALLGATHER, coll_gpu_tune_choose(&c, (coll_gpu_coll_t)k, 2, 8).algo) << k;
+  }
+  coll_gpu_tune_config_t c = defaults();
+  c.net = 1;
+  EXPECT_LT(coll_gpu_tune_time_us(&c, COLL_GPU_COLL_ALLREDUCE, COLL_GPU_ALGO_ALLGATHER, COLL_GPU_PROTO_SIMPLE, 4, 8),
+            coll_gpu_tune_time_us(&c, COLL_GPU_COLL_ALLREDUCE, COLL_GPU_ALGO_CHAIN, COLL_GPU_PROTO_SIMPLE, 4, 8));
+  EXPECT_EQ(1e30, coll_gpu_tune_time_us(&c, COLL_GPU_COLL_ALLREDUCE, COLL_GPU_ALGO_ALLGATHER, COLL_GPU_PROTO_LL, 4, 8));
 }
 
 // Over the network the chains' steps grow with each channel's part: 32 KiB up to 128 KiB a channel, 128
