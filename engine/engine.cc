@@ -227,8 +227,10 @@ void coll_gpu_engine::call_init(coll_gpu_work_t *p, coll_gpu_coll_t coll, const 
 // Before call p's launch, the proxy threads of its connections that move on this rank: its ring channels (a
 // channel whose ring gives this rank no hop over the network to move in the call, a bcast's or reduce's chain
 // passing it by, wakes none: a woken thread polls for 1 ms, and 4 ranks of 16 threads polling on 64 cores
-// held every bcast up by milliseconds, docs/benchmarks.md), and for alltoall every pair's.
+// held every bcast up by milliseconds, docs/benchmarks.md), and for alltoall every pair's. An allreduce's reduction
+// after its allgather (COLL_GPU_ALGO_ALLGATHER) has no peer and wakes none.
 void coll_gpu_engine::wake_proxy(const coll_gpu_work_t &p) {
+  if (p.algo == COLL_GPU_ALGO_ALLGATHER) return;
   int moves[COLL_GPU_MAX_RINGS];  // by ring: a ring's answer costs its length
   for (int i = 0; i < rings.nrings; ++i) moves[i] = -1;
   for (int b = 0; b < p.nchannels; ++b) {
@@ -251,7 +253,7 @@ coll_gpu_status_t coll_gpu_engine::launch(const coll_gpu_work_t &p, coll_gpu_pro
   flight.chained = chaining;
   flight.unlike = -1;
   int blocks = coll_gpu_work_blocks(&comm, &p);
-  if (multinode && p.algo != COLL_GPU_ALGO_ALLGATHER) wake_proxy(p);  // an allreduce's reduction moves nothing
+  if (multinode) wake_proxy(p);
   coll_gpu_trace('L', rank, p.coll, p.algo, p.seq);
   ContextScope ctx(mem);
   COLL_GPU_CHECK(entered(ctx, mem, why, why_len));
@@ -534,6 +536,15 @@ coll_gpu_status_t allgathered(coll_gpu_engine_t *e, const coll_gpu_args_t &a, co
   return e->launch(p, reduce.proto, false, why, why_len);
 }
 
+// Whether the engine runs an allreduce of `algo` as ring calls of other collectives (the chain, the allgather).
+bool composed(coll_gpu_algo_t algo) { return algo == COLL_GPU_ALGO_CHAIN || algo == COLL_GPU_ALGO_ALLGATHER; }
+
+// Starts such an allreduce (composed) of the given choice.
+coll_gpu_status_t start_composed(coll_gpu_engine_t *e, const coll_gpu_args_t &a, const coll_gpu_choice_t &choice,
+                                 char *why, size_t why_len) {
+  return choice.algo == COLL_GPU_ALGO_CHAIN ? chain(e, a, why, why_len) : allgathered(e, a, choice, why, why_len);
+}
+
 // Whether a call with counts can go zero-copy on this engine (one node of at most COLL_GPU_MAX_DIRECT ranks, a
 // mailbox): alike on every rank. Otherwise why says so.
 bool counted_here(const coll_gpu_engine_t *e, const coll_gpu_args_t &a, char *why, size_t why_len) {
@@ -608,9 +619,8 @@ coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *w
   const size_t input = copied_input(*e, *args);
   if (input > 0) COLL_GPU_CHECK(from_copy(e, input, false, &args, &copied, why, why_len));
   Parts parts(*e, *args);
-  if (parts.choice().algo == COLL_GPU_ALGO_CHAIN || parts.choice().algo == COLL_GPU_ALGO_ALLGATHER) {
-    COLL_GPU_CHECK(parts.choice().algo == COLL_GPU_ALGO_CHAIN ? chain(e, *args, why, why_len)
-                                                              : allgathered(e, *args, parts.choice(), why, why_len));
+  if (composed(parts.choice().algo)) {
+    COLL_GPU_CHECK(start_composed(e, *args, parts.choice(), why, why_len));
     return e->wait_flight(why, why_len);
   }
   bool zero_copy = false;
@@ -640,8 +650,7 @@ coll_gpu_status_t start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char 
   const size_t input = copied_input(*e, *args);
   if (input > 0) COLL_GPU_CHECK(from_copy(e, input, true, &args, &copied, why, why_len));
   Parts parts(*e, *args);
-  if (parts.choice().algo == COLL_GPU_ALGO_CHAIN) return chain(e, *args, why, why_len);
-  if (parts.choice().algo == COLL_GPU_ALGO_ALLGATHER) return allgathered(e, *args, parts.choice(), why, why_len);
+  if (composed(parts.choice().algo)) return start_composed(e, *args, parts.choice(), why, why_len);
   const bool linger = parts.linger() && parts.single() && input == 0;
   coll_gpu_work_t p;
   while (parts.next(*e, &p)) COLL_GPU_CHECK(e->launch(p, parts.choice().proto, linger, why, why_len));

@@ -273,8 +273,8 @@ constexpr size_t kNetChainBytes = (size_t)256 << 10;
  * reduce and bcast each take their n - 1 hops in a row, and between 2 nodes of one rank one hop over the network
  * instead of two. On one H200 over virtual nodes (the hops between them over UCX's shared memory), the ranks sharing
  * it under MPS, forced against the chain, 4 rounds of each alternated (coll_gpu_allreduce_bench -N, 300 calls a
- * size; docs/benchmarks.md): 2 nodes of 1 rank 0.66-0.71x the chain's time from 8 B to 32 KiB (8 B: 24.0 against
- * 34.6 us), 2 + 1 ranks 0.76-0.80x from 8 B to 16 KiB, 2 x 2 0.72-0.79x from 8 B to 16 KiB (8 B: 37.6 against
+ * size; docs/benchmarks.md): 2 nodes of 1 rank 0.65-0.69x the chain's time from 8 B to 32 KiB (8 B: 24.0 against
+ * 34.6 us), 2 + 1 ranks 0.75-0.77x from 8 B to 16 KiB, 2 x 2 0.70-0.78x from 8 B to 16 KiB (8 B: 37.6 against
  * 50.3). It won at every size that fits, the largest included. */
 namespace {
 /* Rules built in, written as the user's are, where measurements overrule the model; these hold across nodes. The
