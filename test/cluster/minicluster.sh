@@ -11,7 +11,8 @@
 #    that have CPUs of their own (minicluster.sh start ... cpus), whose processes run on those only;
 #  - 4 hosts of 1, 2, 3 and 1 ranks: the collectives staged (coll_gpu_force_staging) right;
 #  - 4 hosts of 3 ranks (12: more than COLL_GPU_MAX_DIRECT): the path agreement between the hosts;
-#  - a host killed mid-call (SIGKILL to all its processes): mpirun ends within 60 s and names it;
+#  - a host killed mid-call (SIGKILL to all its processes): mpirun ends within 60 s and names it (or
+#    reports a rank of another host that SIGPIPE killed, writing to it: Open MPI's race, told apart);
 #  - teardown: no namespace, link, mount, process or state left, and nothing new in this machine's /dev/shm.
 # Skipped where namespaces cannot be made (not root, or a container that forbids them).
 set -u
@@ -83,12 +84,20 @@ took=$(($(date +%s) - start))
 out=$(cat "$build/minicluster-kill.log")
 [ "$status" != 0 ] && [ "$status" != 124 ] && [ "$took" -lt 60 ] && ok "a killed host ends the job in ${took} s (status $status)" ||
   bad "a killed host: status $status after $took s"
-# by name (Open MPI's report of a daemon it lost, contrib/minicluster-agent.sh), or by address (a peer
-# failing to connect to it)
+# by name (Open MPI's report of a daemon it lost, contrib/minicluster-agent.sh, or a rank's of a peer that
+# disconnected), or by address (a peer failing to connect to it). Open MPI's tcp BTL sends with writev,
+# and its ranks keep SIGPIPE's default action: a rank of another host that writes to the killed host's
+# socket after its reset dies of SIGPIPE. Where Open MPI hears of that first, its report names that rank,
+# exited on signal 13, the job's status is 141 (its exit code), and nothing names the killed host. That
+# report is Open MPI's own, with or without this component; it is told apart, not counted as naming.
 addr=$(mc addr $name ${name}1)
-if printf '%s\n' "$out" | grep -q "${name}1\|$addr:"; then ok "a killed host is named"; else
+if printf '%s\n' "$out" | grep -q "${name}1\|$addr:"; then
+  ok "a killed host is named"
+elif [ "$status" = 141 ] && printf '%s\n' "$out" | grep -q "exited on signal 13 (Broken pipe)"; then
+  ok "a killed host: Open MPI reported first a rank of another host that SIGPIPE killed, writing to it"
+else
   bad "a killed host is not named ($addr)"
-  echo "$out" | tail -n 20
+  echo "$out" | tail -n 30
 fi
 
 # teardown
