@@ -12,7 +12,10 @@
  *   D  the host sees that call done;
  *   S  rank RANK's proxy hands step STEP of its connection CONN to rank PEER to the network;
  *   H  that send completed;
- *   R  step STEP of connection CONN from rank PEER arrived at rank RANK's proxy, published to its kernel.
+ *   R  step STEP of connection CONN from rank PEER arrived at rank RANK's proxy, published to its kernel;
+ *   P  a host thread that plays rank RANK's kernel (test/perf/coll_gpu_proxy_bench) posted step STEP of
+ *      connection CONN to rank PEER;
+ *   K  that thread saw step STEP of connection CONN from rank PEER arrive.
  * Off, a call costs one load and a branch.
  */
 #ifndef COLL_GPU_PROXY_TRACE_H

@@ -7,6 +7,10 @@
 // connection gives the one-way time of a step, kernel side -> proxy -> UCX -> proxy -> kernel side, for
 // steps of 8 B to 128 KiB; then the same for an 8-byte step that follows 20 ms of nothing (the proxies
 // asleep, woken as at a launch), and with the receiver's proxy left asleep (a sender later than its peer).
+// Last, where the time of those 8-byte steps went, from the step timestamps (proxy/trace.h, recorded into a
+// directory of its own under $TMPDIR or /tmp, removed at the end): from the post to the sending proxy handing
+// the step to the network, from there to the receiving proxy publishing it, and from there to the receiving
+// side seeing it.
 // The proxy's transports come from COLL_GPU_UCX_TLS (as in the component), or -N sockets moves the steps over
 // the proxy's own TCP sockets (loopback) instead of UCX; -H connects the two processes as
 // peers of two hosts (watched by UCX, so its shared-memory transports are left out).
@@ -21,6 +25,7 @@
 // Each step carries its number in its first 8 bytes, checked on arrival: a wrong or lost step is an error. The
 // kernel side yields the CPU while it waits (a kernel's waits take none), so that the proxies run where the
 // machine has fewer cores than busy threads.
+#include <limits.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,7 +41,9 @@
 
 #include "common/wait.h"
 #include "proxy/proxy.h"
+#include "proxy/trace.h"
 #include "test/common/fd_io.h"
+#include "test/perf/step_trace.h"
 
 namespace {
 
@@ -55,6 +62,7 @@ struct Options {
   bool touch = false;
   bool two_hosts = false;
   uint64_t spin_us = 1000;
+  const char *trace_dir = nullptr;  // where the step timestamps go
   coll_gpu_proxy_net_t net = COLL_GPU_PROXY_NET_UCX;
 };
 
@@ -221,6 +229,7 @@ double Rank::ping(int iters, int id, size_t bytes) {
         const int s = (int)(k->sent % (uint64_t)o_.depth);
         memcpy(k->send_buf + (size_t)s * slot, &k->sent, sizeof(uint64_t));
         k->send_sizes()[s] = bytes;
+        coll_gpu_trace('P', rank_, 1 - rank_, id, k->sent);
         store_release(k->send_tail(), ++k->sent);
         coll_gpu_proxy_wake(p_, id, 1);  // as the engine does at each launch
       } else {
@@ -228,6 +237,7 @@ double Rank::ping(int iters, int id, size_t bytes) {
         const int s = (int)(k->received % (uint64_t)o_.depth);
         uint64_t n;
         memcpy(&n, k->recv_buf + (size_t)s * slot, sizeof(n));
+        coll_gpu_trace('K', rank_, 1 - rank_, id, k->received);
         if (n != k->received || k->recv_sizes()[s] != bytes) error("a ping step arrived wrong");
         store_release(k->recv_head(), ++k->received);
       }
@@ -255,6 +265,7 @@ double Rank::cold(int iters, int id, uint64_t pause_ns, bool receiver_wakes) {
     if (rank_ == 0) {
       const int s = (int)(k->sent % (uint64_t)o_.depth);
       const uint64_t t0 = coll_gpu_now_ns();
+      coll_gpu_trace('P', rank_, 1, id, k->sent);
       memcpy(k->send_buf + (size_t)s * 4096, &t0, sizeof(t0));
       k->send_sizes()[s] = sizeof(t0);
       store_release(k->send_tail(), ++k->sent);
@@ -263,6 +274,7 @@ double Rank::cold(int iters, int id, uint64_t pause_ns, bool receiver_wakes) {
       uint64_t t0;
       memcpy(&t0, k->recv_buf + (size_t)(k->received % (uint64_t)o_.depth) * 4096, sizeof(t0));
       times.push_back((double)(coll_gpu_now_ns() - t0) / 1e3);
+      coll_gpu_trace('K', rank_, 0, id, k->received);
       store_release(k->recv_head(), ++k->received);
     }
   }
@@ -270,6 +282,36 @@ double Rank::cold(int iters, int id, uint64_t pause_ns, bool receiver_wakes) {
   if (times.empty()) return 0;
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
+}
+
+// "median (10th-90th percentile)"
+std::string spread_us(const step_trace::Spread &s) {
+  char b[64];
+  snprintf(b, sizeof(b), "%.1f (%.1f-%.1f)", s.median_us, s.p10_us, s.p90_us);
+  return b;
+}
+
+// Where the 8-byte steps' time went, from both ranks' traces in dir.
+void print_parts(const char *dir, int ping_id, const int cold_ids[2]) {
+  std::vector<std::string> paths;
+  size_t bad = 0;
+  const std::vector<step_trace::Event> events = step_trace::read_dir(dir, &paths, &bad);
+  printf(
+      "# an 8-byte step's way, us, median (10th-90th percentile): posted -> to the network | -> at the "
+      "receiving proxy | -> seen | the whole way | its send completed\n");
+  const struct {
+    const char *what;
+    int id;
+  } rows[] = {{"ping-pong", ping_id},
+              {"20 ms after the last, both proxies woken", cold_ids[0]},
+              {"20 ms after the last, the receiver's asleep", cold_ids[1]}};
+  for (const auto &row : rows) {
+    const step_trace::Parts p = step_trace::parts(events, row.id);
+    printf("#   %s: %s | %s | %s | %s | %s", row.what, spread_us(p.to_network).c_str(), spread_us(p.one_way).c_str(),
+           spread_us(p.to_seen).c_str(), spread_us(p.whole).c_str(), spread_us(p.sent).c_str());
+    if (p.unmatched > 0 || bad > 0) printf(" (%zu steps without all their timestamps)", p.unmatched + bad);
+    printf("\n");
+  }
 }
 
 int run(int rank, int fd, const Options &o) {
@@ -309,6 +351,10 @@ int run(int rank, int fd, const Options &o) {
       fflush(stdout);
       if (r.errors > 0) return 1;
     }
+  // the steps' timestamps from here on: the streams' would fill the trace
+  const bool traced = o.trace_dir != nullptr && coll_gpu_trace_start(o.trace_dir) == COLL_GPU_SUCCESS;
+  const int ping_id = id;  // the 8-byte ping-pong's connection
+  int cold_ids[2] = {0, 0};
   if (rank == 0) printf("# one-way time of a step (median of 1000 round trips), bytes: us\n#");
   for (size_t bytes = 8; bytes <= (128 << 10) && r.errors == 0; bytes = bytes == 8 ? 1024 : bytes * 2) {
     const double us = r.ping(1000, id++, bytes);
@@ -317,6 +363,7 @@ int run(int rank, int fd, const Options &o) {
   }
   if (rank == 0) printf("\n");
   for (const bool both : {true, false}) {
+    cold_ids[both ? 0 : 1] = id;
     double cold = r.cold(50, id++, 20000000, both);  // 20 ms apart: the proxies have gone to sleep
     if (rank == 1 && !write_all(fd, &cold, sizeof(cold))) return 1;
     if (rank == 0 && !read_all(fd, &cold, sizeof(cold))) return 1;
@@ -324,7 +371,10 @@ int run(int rank, int fd, const Options &o) {
       printf("# the same 20 ms after the last step, %s (median of 50): %.2f us\n",
              both ? "both proxies woken as at a launch" : "the sender's proxy woken, the receiver's asleep", cold);
   }
+  // both traces written before rank 0 reads them
+  const bool written = traced && coll_gpu_trace_write() == COLL_GPU_SUCCESS;
   if (!handshake(fd)) return 1;
+  if (rank == 0 && written && r.errors == 0) print_parts(o.trace_dir, ping_id, cold_ids);
   return r.errors > 0 ? 1 : 0;
 }
 
@@ -381,6 +431,11 @@ int main(int argc, char **argv) {
     perror("socketpair");
     return 1;
   }
+  const char *tmp = getenv("TMPDIR");
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof(dir), "%s/coll_gpu_proxy_bench.XXXXXX", tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp");
+  o.trace_dir = mkdtemp(dir);  // NULL: no parts printed
+  if (o.trace_dir == nullptr) perror("coll_gpu_proxy_bench: no directory for the step timestamps (mkdtemp)");
   fflush(nullptr);
   const pid_t pid = fork();
   if (pid == 0) {
@@ -393,6 +448,13 @@ int main(int argc, char **argv) {
   int status = 0;
   waitpid(pid, &status, 0);
   const bool child_ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (o.trace_dir != nullptr) {
+    std::vector<std::string> paths;
+    size_t bad = 0;
+    (void)step_trace::read_dir(o.trace_dir, &paths, &bad);
+    for (const std::string &p : paths) unlink(p.c_str());
+    rmdir(o.trace_dir);
+  }
   if (!child_ok) fprintf(stderr, "rank 1 failed (status %d)\n", status);
   return rc != 0 || !child_ok ? 1 : 0;
 }

@@ -15,6 +15,10 @@
 //   between:     from one call done to the next launch on the same rank (the MPI call's own path).
 // Events before `skip` of the traces' time span are left out (a benchmark's first calls and warm-up). The
 // events of one communicator: ranks, connections and steps are its own.
+// And a step's parts where a host thread plays the kernel (test/perf/coll_gpu_proxy_bench: events P and K), by
+// connection: posted -> to the network (the sending proxy noticing it), to the network -> at the receiving
+// proxy (the one-way time above), at the receiving proxy -> seen (the receiving side's poll), the send's
+// completion, and the whole way, posted -> seen.
 #ifndef COLL_GPU_TEST_PERF_STEP_TRACE_H
 #define COLL_GPU_TEST_PERF_STEP_TRACE_H
 
@@ -163,6 +167,44 @@ inline Summary summarize(const std::vector<Event> &events, double skip) {
   out.last_to_done = spread(last_to_done);
   out.call = spread(call);
   out.between = spread(between);
+  return out;
+}
+
+struct Parts {
+  Spread to_network, one_way, to_seen, sent, whole;
+  size_t unmatched = 0;  // steps posted whose way through the proxies is not complete in the traces
+};
+
+// The parts of every step posted on connection `conn`, either way.
+inline Parts parts(const std::vector<Event> &events, int conn) {
+  using Key = std::tuple<int, int, uint64_t>;  // sender, receiver, step
+  std::map<Key, uint64_t> at[5];               // posted, to the network, sent, at the receiving proxy, seen
+  const char kinds[] = "PSHRK";
+  for (const Event &e : events) {
+    const char *k = e.conn == conn ? strchr(kinds, e.kind) : nullptr;
+    if (k == nullptr || *k == '\0') continue;
+    const bool receiver = *k == 'R' || *k == 'K';
+    at[k - kinds][receiver ? Key(e.peer, e.rank, e.step) : Key(e.rank, e.peer, e.step)] = e.ns;
+  }
+  std::vector<uint64_t> to_network, one_way, to_seen, sent, whole;
+  Parts out;
+  for (const auto &p : at[0]) {
+    auto s = at[1].find(p.first), h = at[2].find(p.first), r = at[3].find(p.first), k = at[4].find(p.first);
+    if (s == at[1].end() || r == at[3].end() || k == at[4].end()) {
+      ++out.unmatched;
+      continue;
+    }
+    to_network.push_back(s->second - p.second);
+    one_way.push_back(r->second - s->second);
+    to_seen.push_back(k->second - r->second);
+    if (h != at[2].end()) sent.push_back(h->second - s->second);
+    whole.push_back(k->second - p.second);
+  }
+  out.to_network = spread(to_network);
+  out.one_way = spread(one_way);
+  out.to_seen = spread(to_seen);
+  out.sent = spread(sent);
+  out.whole = spread(whole);
   return out;
 }
 

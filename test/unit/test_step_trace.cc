@@ -2,7 +2,8 @@
 /* Copyright (c) 2026 the coll/gpu authors */
 // The step timestamps (proxy/trace.h): off unless started; while started every event of every thread is written,
 // once; stopped, none. And their summary (test/perf/step_trace.h) on traces whose times the test chose: each
-// part of a call found as given, joined across the ranks by step.
+// part of a call found as given, joined across the ranks by step; each part of a step that host threads
+// posted and saw (the proxy benchmark's) too.
 #include <gtest/gtest.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,6 +148,65 @@ TEST(StepTrace, SummaryFindsEachPartAsGiven) {
   const step_trace::Summary lost = step_trace::summarize(ev, 0.0);
   EXPECT_EQ(1u, lost.unmatched);
   EXPECT_EQ(one_way.size() - 1, lost.one_way.n);
+}
+
+// The parts of steps that host threads posted and saw (the proxy benchmark's P and K), either way on one
+// connection, found as given; another connection's events are not its.
+TEST(StepTrace, PartsOfAStepFoundAsGiven) {
+  std::mt19937_64 rng(std::random_device{}());
+  auto draw = [&](uint64_t lo, uint64_t hi) { return lo + rng() % (hi - lo); };
+  std::vector<step_trace::Event> ev;
+  std::vector<uint64_t> to_network, one_way, to_seen, sent, whole;
+  uint64_t t = 5000000;
+  for (uint64_t i = 0; i < 200; ++i)
+    for (int from = 0; from < 2; ++from) {
+      const int to = 1 - from;
+      const uint64_t a = draw(500, 40000), b = draw(2000, 90000), c = draw(300, 8000), h = draw(100, 60000);
+      ev.push_back({'P', from, to, 7, i, t});
+      ev.push_back({'S', from, to, 7, i, t + a});
+      ev.push_back({'H', from, to, 7, i, t + a + h});
+      ev.push_back({'R', to, from, 7, i, t + a + b});
+      ev.push_back({'K', to, from, 7, i, t + a + b + c});
+      ev.push_back({'S', from, to, 8, i, t + 1});  // another connection, its step of the same number
+      ev.push_back({'R', to, from, 8, i, t + 2});
+      to_network.push_back(a);
+      one_way.push_back(b);
+      to_seen.push_back(c);
+      sent.push_back(h);
+      whole.push_back(a + b + c);
+      t += a + b + c + draw(1000, 5000);
+    }
+  std::shuffle(ev.begin(), ev.end(), rng);
+  auto same = [](const step_trace::Spread &got, const std::vector<uint64_t> &want, const char *what) {
+    const step_trace::Spread w = step_trace::spread(want);
+    EXPECT_EQ(w.n, got.n) << what;
+    EXPECT_DOUBLE_EQ(w.median_us, got.median_us) << what;
+    EXPECT_DOUBLE_EQ(w.p10_us, got.p10_us) << what;
+    EXPECT_DOUBLE_EQ(w.p90_us, got.p90_us) << what;
+  };
+  const step_trace::Parts p = step_trace::parts(ev, 7);
+  same(p.to_network, to_network, "posted -> to the network");
+  same(p.one_way, one_way, "to the network -> at the receiving proxy");
+  same(p.to_seen, to_seen, "at the receiving proxy -> seen");
+  same(p.sent, sent, "its send completed");
+  same(p.whole, whole, "the whole way");
+  EXPECT_EQ(0u, p.unmatched);
+  EXPECT_EQ(0u, step_trace::parts(ev, 8).whole.n) << "nothing posted there";
+  // a step never seen is counted, not matched with another; a send whose completion is missing has its
+  // other parts
+  bool dropped_k = false, dropped_h = false;
+  for (size_t k = 0; k < ev.size() && !(dropped_k && dropped_h);)
+    if ((ev[k].kind == 'K' && !dropped_k) || (ev[k].kind == 'H' && !dropped_h)) {
+      (ev[k].kind == 'K' ? dropped_k : dropped_h) = true;
+      ev.erase(ev.begin() + (long)k);
+    } else {
+      ++k;
+    }
+  const step_trace::Parts lost = step_trace::parts(ev, 7);
+  EXPECT_EQ(1u, lost.unmatched);
+  EXPECT_EQ(whole.size() - 1, lost.whole.n);
+  EXPECT_LE(lost.sent.n, whole.size() - 1);
+  EXPECT_GE(lost.sent.n, whole.size() - 2);
 }
 
 TEST(StepTrace, ParsesItsLinesOnly) {
