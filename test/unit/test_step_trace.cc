@@ -33,6 +33,15 @@ std::vector<step_trace::Event> read_all(const char *dir, int *files) {
   return out;
 }
 
+// A spread found as that of the times drawn.
+void same(const step_trace::Spread &got, const std::vector<uint64_t> &want, const char *what) {
+  const step_trace::Spread w = step_trace::spread(want);
+  EXPECT_EQ(w.n, got.n) << what;
+  EXPECT_DOUBLE_EQ(w.median_us, got.median_us) << what;
+  EXPECT_DOUBLE_EQ(w.p10_us, got.p10_us) << what;
+  EXPECT_DOUBLE_EQ(w.p90_us, got.p90_us) << what;
+}
+
 TEST(StepTrace, EveryThreadsEventsWrittenOnceWhileStarted) {
   char dir[] = "/tmp/coll_gpu_trace.XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
@@ -124,13 +133,6 @@ TEST(StepTrace, SummaryFindsEachPartAsGiven) {
   }
   std::shuffle(ev.begin(), ev.end(), rng);  // the files' order is not the times'
   const step_trace::Summary s = step_trace::summarize(ev, 0.0);
-  auto same = [](const step_trace::Spread &got, const std::vector<uint64_t> &want, const char *what) {
-    const step_trace::Spread w = step_trace::spread(want);
-    EXPECT_EQ(w.n, got.n) << what;
-    EXPECT_DOUBLE_EQ(w.median_us, got.median_us) << what;
-    EXPECT_DOUBLE_EQ(w.p10_us, got.p10_us) << what;
-    EXPECT_DOUBLE_EQ(w.p90_us, got.p90_us) << what;
-  };
   same(s.launched, launched, "launched");
   same(s.first_send, first, "first send");
   same(s.one_way, one_way, "one way");
@@ -177,13 +179,6 @@ TEST(StepTrace, PartsOfAStepFoundAsGiven) {
       t += a + b + c + draw(1000, 5000);
     }
   std::shuffle(ev.begin(), ev.end(), rng);
-  auto same = [](const step_trace::Spread &got, const std::vector<uint64_t> &want, const char *what) {
-    const step_trace::Spread w = step_trace::spread(want);
-    EXPECT_EQ(w.n, got.n) << what;
-    EXPECT_DOUBLE_EQ(w.median_us, got.median_us) << what;
-    EXPECT_DOUBLE_EQ(w.p10_us, got.p10_us) << what;
-    EXPECT_DOUBLE_EQ(w.p90_us, got.p90_us) << what;
-  };
   const step_trace::Parts p = step_trace::parts(ev, 7);
   same(p.to_network, to_network, "posted -> to the network");
   same(p.one_way, one_way, "to the network -> at the receiving proxy");
