@@ -106,6 +106,11 @@ int coll_gpu_coll_has(coll_gpu_coll_t coll, coll_gpu_algo_t algo);
 static inline int coll_gpu_info_has(const coll_gpu_coll_info_t *info, coll_gpu_algo_t algo) {
   return algo >= 0 && algo < COLL_GPU_NALGOS && ((info->algos >> algo) & 1u) != 0;
 }
+/* Whether algo is an allreduce the engine runs as ring calls of other collectives (CHAIN, ALLGATHER), not a kernel of
+ * its own: those calls choose their channels. */
+static inline int coll_gpu_algo_composed(coll_gpu_algo_t algo) {
+  return algo == COLL_GPU_ALGO_CHAIN || algo == COLL_GPU_ALGO_ALLGATHER;
+}
 const char *coll_gpu_coll_name(coll_gpu_coll_t coll);     /* "bcast"; "?" for what is not a collective */
 const char *coll_gpu_coll_mpi_name(coll_gpu_coll_t coll); /* "MPI_Bcast" */
 const char *coll_gpu_algo_name(coll_gpu_algo_t algo);     /* "oneshot" */

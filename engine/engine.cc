@@ -465,6 +465,25 @@ coll_gpu_status_t runnable(const coll_gpu_engine_t *e, const coll_gpu_args_t *ar
 
 coll_gpu_status_t start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *why, size_t why_len);  // below
 
+// The `bytes` of an allreduce's buffer moved by `coll` (a move: bytes, no op), for a ring part of it.
+coll_gpu_args_t moved_bytes(const coll_gpu_args_t &a, coll_gpu_coll_t coll, size_t bytes) {
+  coll_gpu_args_t m = a;
+  m.coll = coll;
+  m.count = bytes;
+  m.counts = nullptr;
+  m.type = COLL_GPU_UINT8;
+  m.op = COLL_GPU_SUM;
+  return m;
+}
+
+// Starts a ring part of an allreduce across nodes (`start`): its messages name the allreduce (flight.chained).
+coll_gpu_status_t start_part(coll_gpu_engine_t *e, const coll_gpu_args_t &part, char *why, size_t why_len) {
+  e->chaining = true;
+  const coll_gpu_status_t st = start(e, &part, why, why_len);
+  e->chaining = false;
+  return st;
+}
+
 // An allreduce as the chain of a reduce to rank 0 and a bcast from it (COLL_GPU_ALGO_CHAIN, tune.h), started
 // (`start`): both on the stream as a call's parts, the bcast's buffer the allreduce's result, so that no host step
 // runs between them (a blocking call then waits for the bcast, the call in flight). In place, the root reduces in
@@ -477,22 +496,15 @@ coll_gpu_status_t chain(coll_gpu_engine_t *e, const coll_gpu_args_t &a, char *wh
                "comm %s: allreduce of %zu bytes: chain (a reduce to rank 0, "
                "then a bcast from it)",
                e->cfg.name, bytes);
-  coll_gpu_args_t half[2] = {a, a};
-  half[0].coll = COLL_GPU_COLL_REDUCE;
-  half[0].root = 0;
-  half[0].recvbuf = e->rank == 0 ? a.recvbuf : nullptr;
-  half[1].coll = COLL_GPU_COLL_BCAST;
-  half[1].sendbuf = a.recvbuf;
-  half[1].count = bytes;
-  half[1].counts = nullptr;
-  half[1].type = COLL_GPU_UINT8;
-  half[1].op = COLL_GPU_SUM;
-  half[1].root = 0;
-  e->chaining = true;
-  coll_gpu_status_t st = start(e, &half[0], why, why_len);
-  if (st == COLL_GPU_SUCCESS) st = start(e, &half[1], why, why_len);
-  e->chaining = false;
-  return st;
+  coll_gpu_args_t reduce = a;
+  reduce.coll = COLL_GPU_COLL_REDUCE;
+  reduce.root = 0;
+  reduce.recvbuf = e->rank == 0 ? a.recvbuf : nullptr;
+  coll_gpu_args_t bcast = moved_bytes(a, COLL_GPU_COLL_BCAST, bytes);
+  bcast.sendbuf = a.recvbuf;
+  bcast.root = 0;
+  COLL_GPU_CHECK(start_part(e, reduce, why, why_len));
+  return start_part(e, bcast, why, why_len);
 }
 
 // An allreduce as a ring allgather of every rank's input into the engine's memory (gathered, COLL_GPU_ALGO_ALLGATHER,
@@ -507,17 +519,9 @@ coll_gpu_status_t allgathered(coll_gpu_engine_t *e, const coll_gpu_args_t &a, co
     e->cfg.log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL,
                "comm %s: allreduce of %zu bytes: allgather (every rank's input, then each rank reduces them)",
                e->cfg.name, bytes);
-  coll_gpu_args_t gather = a;
-  gather.coll = COLL_GPU_COLL_ALLGATHER;
+  coll_gpu_args_t gather = moved_bytes(a, COLL_GPU_COLL_ALLGATHER, bytes);
   gather.recvbuf = e->gathered.get();
-  gather.count = bytes;
-  gather.counts = nullptr;
-  gather.type = COLL_GPU_UINT8;
-  gather.op = COLL_GPU_SUM;
-  e->chaining = true;
-  coll_gpu_status_t st = start(e, &gather, why, why_len);
-  e->chaining = false;
-  if (st != COLL_GPU_SUCCESS) return st;
+  COLL_GPU_CHECK(start_part(e, gather, why, why_len));
   // a block per kGatheredBlockBytes of the result, at most kGatheredBlocks
   constexpr size_t kGatheredBlockBytes = 8 << 10;
   constexpr size_t kGatheredBlocks = 8;
@@ -536,10 +540,7 @@ coll_gpu_status_t allgathered(coll_gpu_engine_t *e, const coll_gpu_args_t &a, co
   return e->launch(p, reduce.proto, false, why, why_len);
 }
 
-// Whether the engine runs an allreduce of `algo` as ring calls of other collectives (the chain, the allgather).
-bool composed(coll_gpu_algo_t algo) { return algo == COLL_GPU_ALGO_CHAIN || algo == COLL_GPU_ALGO_ALLGATHER; }
-
-// Starts such an allreduce (composed) of the given choice.
+// Starts an allreduce the engine composes of ring calls (coll_gpu_algo_composed) of the given choice.
 coll_gpu_status_t start_composed(coll_gpu_engine_t *e, const coll_gpu_args_t &a, const coll_gpu_choice_t &choice,
                                  char *why, size_t why_len) {
   return choice.algo == COLL_GPU_ALGO_CHAIN ? chain(e, a, why, why_len) : allgathered(e, a, choice, why, why_len);
@@ -619,7 +620,7 @@ coll_gpu_status_t run(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char *w
   const size_t input = copied_input(*e, *args);
   if (input > 0) COLL_GPU_CHECK(from_copy(e, input, false, &args, &copied, why, why_len));
   Parts parts(*e, *args);
-  if (composed(parts.choice().algo)) {
+  if (coll_gpu_algo_composed(parts.choice().algo)) {
     COLL_GPU_CHECK(start_composed(e, *args, parts.choice(), why, why_len));
     return e->wait_flight(why, why_len);
   }
@@ -650,7 +651,7 @@ coll_gpu_status_t start(coll_gpu_engine_t *e, const coll_gpu_args_t *args, char 
   const size_t input = copied_input(*e, *args);
   if (input > 0) COLL_GPU_CHECK(from_copy(e, input, true, &args, &copied, why, why_len));
   Parts parts(*e, *args);
-  if (composed(parts.choice().algo)) return start_composed(e, *args, parts.choice(), why, why_len);
+  if (coll_gpu_algo_composed(parts.choice().algo)) return start_composed(e, *args, parts.choice(), why, why_len);
   const bool linger = parts.linger() && parts.single() && input == 0;
   coll_gpu_work_t p;
   while (parts.next(*e, &p)) COLL_GPU_CHECK(e->launch(p, parts.choice().proto, linger, why, why_len));

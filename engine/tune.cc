@@ -344,9 +344,9 @@ void pick(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, const coll_gpu_
 // An allreduce's channels and ring step for the algorithm chosen.
 coll_gpu_choice_t size_allreduce(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, coll_gpu_proto_t proto,
                                  int nranks, size_t bytes) {
-  if (algo == COLL_GPU_ALGO_CHAIN || algo == COLL_GPU_ALGO_ALLGATHER) { /* their ring calls choose their channels */
-    const coll_gpu_choice_t chain = {algo, proto, 0, 0};
-    return chain;
+  if (coll_gpu_algo_composed(algo)) { /* their ring calls choose their channels */
+    const coll_gpu_choice_t composed = {algo, proto, 0, 0};
+    return composed;
   }
   /* a ring step moves a rank's share of the buffer; each link carries 2 (n - 1) shares */
   const size_t share = bytes / (size_t)nranks;

@@ -254,7 +254,7 @@ static size_t elem_size(const call_t *k) { return is_move(k->coll) ? 1 : type_si
 static int algo_runs(coll_gpu_coll_t coll, coll_gpu_algo_t algo) {
   /* the chain: the engine's two RING calls, no kernel of its own; the allgather: a RING allgather, then a kernel with
    * no peers (test_gpu_allreduce takes it across virtual nodes) */
-  if (algo == COLL_GPU_ALGO_CHAIN || algo == COLL_GPU_ALGO_ALLGATHER) return 0;
+  if (coll_gpu_algo_composed(algo)) return 0;
   return algo != COLL_GPU_ALGO_TWOSHOT || coll == COLL_GPU_COLL_ALLREDUCE;
 }
 
