@@ -49,14 +49,17 @@ typedef enum {
 
 /* CHAIN is an allreduce across nodes run as a reduce to rank 0, then a bcast from it, each a RING call along its
  * chain: the engine runs the two (engine/engine.cc); no kernel takes CHAIN. ALLGATHER is an allreduce across nodes
- * run as a RING allgather of every rank's input into the engine's memory, then a kernel with no peers that reduces
- * the gathered blocks in rank order (kernels/reduce.cuh's reduce_gathered). */
+ * run as an allgather (RING or BRUCK) of every rank's input into the engine's memory, then a kernel with no peers that
+ * reduces the gathered blocks in rank order (kernels/reduce.cuh's reduce_gathered). BRUCK is an allgather across
+ * nodes of 3 to COLL_GPU_MAX_DIRECT ranks in ceil(log2 n) steps over the point-to-point connections (kernels/move.cu's
+ * move_bruck). */
 typedef enum {
   COLL_GPU_ALGO_ONESHOT,
   COLL_GPU_ALGO_TWOSHOT,
   COLL_GPU_ALGO_RING,
   COLL_GPU_ALGO_CHAIN,
   COLL_GPU_ALGO_ALLGATHER,
+  COLL_GPU_ALGO_BRUCK,
   COLL_GPU_NALGOS
 } coll_gpu_algo_t;
 

@@ -428,13 +428,15 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     }
   }
 
-  e->multinode =
-      coll_gpu_nodes_assign(peers.get(), b->size, cfg->virtual_nodes, e->node.get(), e->nodes_scratch.get()) > 1;
+  const int nodes =
+      coll_gpu_nodes_assign(peers.get(), b->size, cfg->virtual_nodes, e->node.get(), e->nodes_scratch.get());
+  e->multinode = nodes > 1;
   int here = 0;  // ranks on this host: they share its CPUs
   for (int r = 0; r < b->size; ++r) here += peers[r].host == peers[b->rank].host;
   if (e->multinode) {  // on a few channels (the rings' turns below tell how many)
     e->own = first;
     e->cfg.tune.net = 1;
+    e->cfg.tune.nodes = nodes;
     e->bound_channels(kNetMaxChannels);
   }
   e->cfg.tune.min_sms = peers[0].sms;  // the same on every rank, for the same choices

@@ -44,13 +44,16 @@ struct CostTable {
 };
 constexpr Cost kAbsent = {0, 0, 0, 0};
 // NVLink, measured on H200 (above). CHAIN and ALLGATHER, across nodes, are ring calls along the node's links: a reduce
-// and a bcast, or an allgather (its reduction, with no peer, is not timed).
+// and a bcast, or an allgather (its reduction, with no peer, is not timed). BRUCK, across nodes too, has the ring's
+// constants and steps (pattern): the model, which has no costs of the network, then keeps the ring, first in the
+// table; the rules built in take Bruck where it was measured faster.
 constexpr CostTable kNvlink = {{
     /* ONESHOT */ {{2.0, 0, 0, 85e3}, kAbsent},
     /* TWOSHOT */ {kAbsent, {10.5, 3.0, 0, 300e3}},
     /* RING */ {kAbsent, {0, 0, 8.0, 310e3}},
     /* CHAIN */ {kAbsent, {0, 0, 8.0, 310e3}},
     /* ALLGATHER */ {kAbsent, {0, 0, 8.0, 310e3}},
+    /* BRUCK */ {kAbsent, {0, 0, 8.0, 310e3}},
 }};
 /* Through shared host memory (the SHM transport), every line crosses PCIe twice: the writer's posted stores, then
  * the reader's loads, each a round trip. On one H200 shared by the ranks under MPS (coll_gpu_allreduce_bench -N,
@@ -72,6 +75,7 @@ constexpr CostTable kShm = {{
     /* RING */ {kAbsent, {0, 0, 10.0, 7.5e3}},
     /* CHAIN */ {kAbsent, {0, 0, 10.0, 7.5e3}},
     /* ALLGATHER */ {kAbsent, {0, 0, 10.0, 7.5e3}},
+    /* BRUCK */ {kAbsent, {0, 0, 10.0, 7.5e3}},
 }};
 // The costs of the communicator's link: a table and the factor its bandwidths take (a choice copies no table).
 struct Costs {
@@ -174,6 +178,8 @@ bool fits(const coll_gpu_tune_config_t *c, const coll_gpu_coll_info_t &info, col
       return c->net;
     case COLL_GPU_ALGO_ALLGATHER: /* every rank's input in the engine's memory for the gathered blocks */
       return c->net && bytes <= COLL_GPU_TUNE_GATHER_BYTES / (size_t)nranks;
+    case COLL_GPU_ALGO_BRUCK: /* the point-to-point connections, which 3 to COLL_GPU_MAX_DIRECT ranks have */
+      return c->net && nranks >= 3 && nranks <= COLL_GPU_MAX_DIRECT;
     default: /* the ring */
       return true;
   }
@@ -276,25 +282,49 @@ constexpr size_t kNetChainBytes = (size_t)256 << 10;
  * size; docs/benchmarks.md): 2 nodes of 1 rank 0.65-0.69x the chain's time from 8 B to 32 KiB (8 B: 24.0 against
  * 34.6 us), 2 + 1 ranks 0.75-0.77x from 8 B to 16 KiB, 2 x 2 0.70-0.78x from 8 B to 16 KiB (8 B: 37.6 against
  * 50.3). It won at every size that fits, the largest included. */
+/* Across nodes an allgather of 3 to COLL_GPU_MAX_DIRECT ranks with blocks up to kNetBruckBytes runs as Bruck's
+ * (BRUCK) where it crosses the network fewer times in a row than the ring (bruck_pays): ceil(log2 n) steps over the
+ * point-to-point connections, each to a rank 2^k places away and each waiting on a hop over the network, where the
+ * block that travels furthest round the ring crosses min(nodes, n - 1) of them (and its other hops inside nodes). So
+ * 4 nodes of 1 rank: 2 hops against 3; 8 of 1: 3 against 7; 4 of 2: 3 against 4; but 3 of 1 and 2 of 2 take 2
+ * either way. An allreduce's allgather of its inputs (ALLGATHER) takes it too. On one H200 over virtual nodes (the
+ * ranks sharing it under MPS, the proxy's sockets on loopback), forced against the ring, two rounds of each alternated
+ * (coll_gpu_allreduce_bench -C allgather; docs/benchmarks.md): 4 nodes of 1 rank 0.78-0.90x the ring's time from 8 B
+ * to 4 KiB, 0.95x at 8 KiB, 0.60-0.71x at 16 and 32 KiB, 0.87x at 64 KiB and 1.59x at 128 KiB; 4 nodes of 2 ranks
+ * 0.80-0.92x up to 4 KiB, 0.99x at 8 KiB, 0.85-0.86x at 16 and 32 KiB, 1.19x at 64 KiB; 3 nodes of 1 1.01-1.14x and 2
+ * of 2 0.90-1.08x up to 4 KiB, 1.26x and more from 8 KiB (where it does not pay). Its one block moves a step's blocks
+ * slot by slot, where the ring's channels move theirs side by side: so up to 32 KiB a block. */
+constexpr size_t kNetBruckBytes = (size_t)32 << 10;
+
 namespace {
 /* Rules built in, written as the user's are, where measurements overrule the model; these hold across nodes. The
  * model times the chain as its reduce and bcast over the node's link, so it never beats the ring there, but across
  * 2 hosts x 2 it took 0.90-1.00x the ring's time up to kNetChainBytes (above); the allgather took less than the
  * chain wherever it fits (above). */
 constexpr coll_gpu_tune_rule_t kNetRules[] = {
+    {COLL_GPU_COLL_ALLGATHER, 0, kNetBruckBytes, COLL_GPU_ALGO_BRUCK},
     {COLL_GPU_COLL_ALLREDUCE, 0, COLL_GPU_TUNE_GATHER_BYTES, COLL_GPU_ALGO_ALLGATHER},
     {COLL_GPU_COLL_ALLREDUCE, 0, kNetChainBytes, COLL_GPU_ALGO_CHAIN}};
 
 // What ruled answers where no rule takes the call.
 constexpr int kNone = -1;
 
-// The algorithm of the first of `rules` that matches a call of `coll` of `bytes` and fits it; kNone: none.
+// Whether Bruck's allgather crosses the network fewer times in a row than the ring on these nodes (above).
+bool bruck_pays(const coll_gpu_tune_config_t *c, int nranks) {
+  int steps = 0;
+  while ((1 << steps) < nranks) ++steps;
+  return steps < (c->nodes < nranks - 1 ? c->nodes : nranks - 1);
+}
+
+// The algorithm of the first of `rules` that matches a call of `coll` of `bytes` and fits it; kNone: none. The rules
+// built in (built) take Bruck's only where it pays.
 int ruled(const coll_gpu_tune_config_t *c, const coll_gpu_tune_rule_t *rules, int nrules, coll_gpu_coll_t coll,
-          const coll_gpu_coll_info_t &info, int nranks, size_t bytes) {
+          const coll_gpu_coll_info_t &info, int nranks, size_t bytes, bool built = false) {
   for (int i = 0; i < nrules; ++i) {
     const coll_gpu_tune_rule_t &r = rules[i];
     if (r.coll == (int)coll && bytes >= r.from && bytes <= r.to &&
-        fits(c, info, (coll_gpu_algo_t)r.algo, nranks, bytes))
+        fits(c, info, (coll_gpu_algo_t)r.algo, nranks, bytes) &&
+        (!built || r.algo != COLL_GPU_ALGO_BRUCK || bruck_pays(c, nranks)))
       return r.algo;
   }
   return kNone;
@@ -326,7 +356,7 @@ void pick(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, const coll_gpu_
   if (given < 0 || !fits(c, info, (coll_gpu_algo_t)given, nranks, bytes))
     given = ruled(c, c->rules, c->nrules, coll, info, nranks, bytes);
   if (given < 0 && c->net)
-    given = ruled(c, kNetRules, (int)(sizeof(kNetRules) / sizeof(kNetRules[0])), coll, info, nranks, bytes);
+    given = ruled(c, kNetRules, (int)(sizeof(kNetRules) / sizeof(kNetRules[0])), coll, info, nranks, bytes, true);
   *algo = COLL_GPU_ALGO_RING;
   *proto = COLL_GPU_PROTO_SIMPLE;
   double best_t = kNever;
@@ -401,6 +431,7 @@ size_t ring_chunk(coll_gpu_shape_t shape, int nranks, size_t bytes, int nchannel
 coll_gpu_choice_t size_move(const coll_gpu_tune_config_t *c, coll_gpu_shape_t shape, coll_gpu_algo_t algo,
                             coll_gpu_proto_t proto, int nranks, size_t bytes) {
   coll_gpu_choice_t ch = {algo, proto, 0, 0};
+  if (algo == COLL_GPU_ALGO_BRUCK) ch.nchannels = 1; /* one block, one connection to each peer (kernels/move.cu) */
   if (algo != COLL_GPU_ALGO_RING) return ch;
   /* a step: a block, or a chunk of the chain's buffer; each link carries n - 1 blocks, or the buffer (the
    * alltoall's pairs, not timed that wide, keep their channels) */

@@ -45,6 +45,7 @@ typedef struct {
   int max_blocks;        /* 0: any; else the most blocks a ring or two-shot kernel takes (ranks that share a GPU) */
   int net;               /* the ranks span nodes: ring hops between them go through the network proxy, and a ring call
                             takes channels by its size (a channel per kNetStepBytes of a ring step) */
+  int nodes;             /* with net: the nodes the ranks span (the rules built in weigh the hops between them) */
   int net_ring_channels; /* with net: the most channels allreduce, allgather and reduce-scatter take unless
                             nchannels says (one per proxy thread); 0: no bound */
   int shm;               /* the ranks of a node reach each other through shared host memory (the SHM transport):
@@ -77,14 +78,17 @@ double coll_gpu_tune_time_us(const coll_gpu_tune_config_t *c, coll_gpu_coll_t co
 /* Whether algo, an algorithm that coll has, runs a call of `bytes` on `nranks` ranks: the direct ones (one-shot,
  * two-shot, which write into every peer's scratch) on one node of at most COLL_GPU_MAX_DIRECT ranks, within their part
  * of the scratch (an allreduce's one-shot in one slot of it, the other collectives' in slots of at least 16 bytes);
- * the chain across nodes only, and the allgather there where every rank's input together takes at most
- * COLL_GPU_TUNE_GATHER_BYTES; the ring everywhere. What is forced or ruled gives way where it does not. */
+ * the chain across nodes only, the allgather there where every rank's input together takes at most
+ * COLL_GPU_TUNE_GATHER_BYTES, and Bruck's allgather there on 3 to COLL_GPU_MAX_DIRECT ranks (the point-to-point
+ * connections); the ring everywhere. What is forced or ruled gives way where it does not. */
 int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo, int nranks,
                        size_t bytes);
 /* The choice for one call of `coll` of `bytes` (counted as coll_gpu_tune_time_us counts them): the algorithm the config
  * forces for the collective where it fits, else the first of the user's rules that matches the call and fits it,
- * else the first such of the rules built in for the link (across nodes: an allreduce takes the allgather where every
- * rank's input together takes at most COLL_GPU_TUNE_GATHER_BYTES, else up to 256 KiB the chain), else the pair of
+ * else the first such of the rules built in for the link (across nodes: an allgather takes Bruck's up to 32 KiB a block
+ * where its ceil(log2 n) steps are fewer than the hops over the network the ring takes in a row, min(nodes, n - 1); an
+ * allreduce takes the allgather where every rank's input together takes at most COLL_GPU_TUNE_GATHER_BYTES, else up
+ * to 256 KiB the chain), else the pair of
  * algorithm and protocol with the least modelled time among those that fit (first among the collective's forced
  * protocol); its channels and ring step. */
 coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks, size_t bytes);

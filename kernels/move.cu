@@ -32,6 +32,17 @@
  * once (the tuning model bounds them where ranks share a GPU).
  * A bcast's root only sends: it announces its start and waits for every peer's (prims_ring.cuh).
  *
+ * Bruck, Simple (allgather across nodes of 3 to COLL_GPU_MAX_DIRECT ranks, small blocks), over connection 0 of the
+ * point-to-point ones, in one block: a rank first copies its own block into place, then at step k (distance d = 2^k,
+ * while d < n) sends the m = min(d, n - d) blocks it holds from its own on (rank .. rank + m - 1, mod n) to rank - d
+ * and receives into place the m blocks rank + d holds from its own on. After the steps every rank holds them all,
+ * each where it belongs in the receive buffer, so no rotation follows. A step moves runs of blocks: where blocks lie
+ * back to back (no gap between them), the blocks up to the last rank and those from rank 0 on, else each block alone,
+ * each run in slots; the sender and the receiver of a step cut the same blocks alike. A rank sends a slot and
+ * receives one in turn: had it sent all of a step before receiving, a step of more slots than the FIFO holds
+ * (COLL_GPU_RING_SLOTS) would leave every rank waiting for room its receiver frees only after its own sends (the
+ * kernel test found that). A step's peers differ from every other step's (the distances 2^k are distinct below n).
+ *
  * Zero-copy, Simple (one node, the engine's choice: coll_gpu_work_t's zc_parts and zc, every peer's receive
  * buffer mapped here; the alltoall of large blocks, and allgatherv and alltoallv of any counts): no FIFO; each rank
  * writes its block for peer q (zc[q]: from its send buffer, or its own block of its receive buffer for an allgatherv
@@ -173,6 +184,62 @@ __global__ void __launch_bounds__(kRingThreads) move_p2p(const __grid_constant__
   block_done(c.w.status, p.seq);
 }
 
+// Bruck's slots of one side of a step: the m blocks from block `first` on (mod n) of the receive buffer, as runs of
+// blocks back to back, each in slots of at most `slot` bytes.
+struct BruckSlots {
+  const coll_gpu_work_t &p;
+  const int n, first, m;
+  const size_t slot;
+  char *const out;
+  int j = 0;       // the blocks before the current run
+  size_t off = 0;  // bytes of the current run already handed out
+  // The next slot: its place in the receive buffer and its bytes; false when the blocks are done.
+  __device__ bool next(char **at, size_t *len) {
+    while (j < m) {
+      const int b = (first + j) % n, run = p.count == p.block ? coll_gpu_min(m - j, n - b) : 1;
+      const size_t bytes = (size_t)(run - 1) * p.block + p.count;
+      if (off < bytes) {
+        *at = out + (size_t)b * p.block + off;
+        *len = coll_gpu_min(slot, bytes - off);
+        off += *len;
+        return true;
+      }
+      j += run;
+      off = 0;
+    }
+    return false;
+  }
+};
+
+template <int Align>
+__global__ void __launch_bounds__(kRingThreads) move_bruck(const __grid_constant__ coll_gpu_dev_comm_t comm,
+                                                           const __grid_constant__ coll_gpu_work_t p, bool aligned) {
+  const int n = comm.nranks, me = comm.rank;
+  char *out = (char *)p.recvbuf;
+  const char *in = (const char *)p.sendbuf;
+  if (in != out + (size_t)me * p.block)
+    block_copy(call_aligned<Align>(aligned), in, out + (size_t)me * p.block, p.count);
+  __syncthreads();  // my block in place before a step sends it
+  bool ok = true;
+  for (int d = 1; ok && d < n; d *= 2) {
+    const int m = coll_gpu_min(d, n - d), to = (me + n - d) % n, from = (me + d) % n;
+    RingChannel<uint8_t, OpSum<uint8_t>, Align> c(comm, p, aligned, to, from, 0);
+    const size_t slot = p.chunk > 0 && p.chunk < c.slot_bytes ? p.chunk : c.slot_bytes;
+    BruckSlots tx{p, n, me, m, slot, out}, rx{p, n, from, m, slot, out};
+    // a slot sent, then one received, in turn: a step larger than the FIFO then never waits for a peer that waits
+    // for it (each side of a step has as many slots as the other side's peer cuts)
+    for (bool sends = true, receives = true; ok && (sends || receives);) {
+      char *at;
+      size_t len;
+      if (sends && (sends = tx.next(&at, &len))) ok = c.template step<kSend>(at, nullptr, len);
+      if (ok && receives && (receives = rx.next(&at, &len))) ok = c.template step<kRecv | kCopyOut>(nullptr, at, len);
+    }
+    c.save();
+    __syncthreads();  // the step's verdicts read before the next step's channel writes them
+  }
+  block_done(comm.status, p.seq);
+}
+
 // A zero-copy block's part `part` of `parts`, copied (16-byte loads and stores where both ends allow).
 __device__ void zc_copy(const coll_gpu_zc_t &z, int parts, int part) {
   const coll_gpu_range_t r = coll_gpu_part(z.bytes, parts, part, kPack);
@@ -251,6 +318,7 @@ int move_blocks(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p) {
   if (p.zc_parts > 0) return p.zc_engines ? 1 : comm.nranks * p.zc_parts;
   // alltoall: a sending and a receiving block on each channel (2 ranks) or connection (pairwise)
   if (pairwise(comm.nranks, p)) return 2 * (comm.nranks - 1) * p2p_conns(comm.nranks, p);
+  if (p.algo == COLL_GPU_ALGO_BRUCK) return 1;
   return p.coll == COLL_GPU_COLL_ALLTOALL ? 2 * p.nchannels : p.nchannels;
 }
 
@@ -277,6 +345,14 @@ int move_launch(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p, cudaS
         move_ring<kAligned><<<move_blocks(comm, p), kRingThreads, 0, stream>>>(comm, p, true);
       else
         move_ring<kUnaligned><<<move_blocks(comm, p), kRingThreads, 0, stream>>>(comm, p, false);
+      break;
+    case COLL_GPU_ALGO_BRUCK:
+      if (p.coll != COLL_GPU_COLL_ALLGATHER || comm.nranks < 3 || comm.nranks > COLL_GPU_MAX_DIRECT)
+        return (int)cudaErrorInvalidValue;
+      if (aligned)
+        move_bruck<kAligned><<<1, kRingThreads, 0, stream>>>(comm, p, true);
+      else
+        move_bruck<kUnaligned><<<1, kRingThreads, 0, stream>>>(comm, p, false);
       break;
     default:
       return (int)cudaErrorInvalidValue;

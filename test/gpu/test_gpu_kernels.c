@@ -249,12 +249,14 @@ static int is_move(coll_gpu_coll_t coll) {
 /* Bytes of one element of the call's buffers. */
 static size_t elem_size(const call_t *k) { return is_move(k->coll) ? 1 : type_size(COMBOS[k->combo].type); }
 
-/* The algorithms the kernels run for a collective: two-shot is allreduce's (alltoall's "ring" is pairwise
- * beyond 2 ranks). */
-static int algo_runs(coll_gpu_coll_t coll, coll_gpu_algo_t algo) {
+/* The algorithms the kernels run for a collective of n ranks: two-shot is allreduce's (alltoall's "ring" is pairwise
+ * beyond 2 ranks), Bruck's allgather's where the point-to-point connections are (3 to COLL_GPU_MAX_DIRECT ranks; the
+ * engine runs it across nodes only, but its kernel takes whatever the connections reach). */
+static int algo_runs(coll_gpu_coll_t coll, coll_gpu_algo_t algo, int n) {
   /* the chain: the engine's two RING calls, no kernel of its own; the allgather: a RING allgather, then a kernel with
    * no peers (test_gpu_allreduce takes it across virtual nodes) */
   if (coll_gpu_algo_composed(algo)) return 0;
+  if (algo == COLL_GPU_ALGO_BRUCK) return coll == COLL_GPU_COLL_ALLGATHER && n >= 3 && n <= COLL_GPU_MAX_DIRECT;
   return algo != COLL_GPU_ALGO_TWOSHOT || coll == COLL_GPU_COLL_ALLREDUCE;
 }
 
@@ -313,7 +315,7 @@ static call_t draw(const comm_t *c) {
   do k.coll = (coll_gpu_coll_t)rnd_below(COLL_GPU_NCOLLS);
   while (rings_only && k.coll == COLL_GPU_COLL_ALLTOALL);
   do k.algo = (coll_gpu_algo_t)rnd_below(COLL_GPU_NALGOS);
-  while (!algo_runs(k.coll, k.algo) || (rings_only && k.algo != COLL_GPU_ALGO_RING));
+  while (!algo_runs(k.coll, k.algo, n) || (rings_only && k.algo != COLL_GPU_ALGO_RING));
   k.combo = (int)rnd_below(NCOMBOS);
   k.root = (int)rnd_below((size_t)n);
   const size_t sz = elem_size(&k);
@@ -338,7 +340,7 @@ static call_t draw(const comm_t *c) {
   /* alltoall runs two blocks per channel (2 ranks) or per connection (pairwise: at most 2 x the channels) */
   const int ch_budget = k.coll == COLL_GPU_COLL_ALLTOALL && k.algo == COLL_GPU_ALGO_RING ? budget / 2 : budget;
   int max_ch = ch_budget < c->layout.nchannels ? ch_budget : c->layout.nchannels;
-  k.nchannels = 1 + (int)rnd_below((size_t)max_ch);
+  k.nchannels = k.algo == COLL_GPU_ALGO_BRUCK ? 1 : 1 + (int)rnd_below((size_t)max_ch); /* Bruck's one block */
   k.chunk = rnd_below(2) ? 0 : 16 * (1 + rnd_below(c->layout.slot_bytes / 16));
   const size_t fewest = (k.count * sz / (size_t)k.nchannels / 256 + 15) / 16 * 16; /* at most ~256 steps */
   if (k.chunk != 0 && k.chunk < fewest) k.chunk = fewest;
@@ -586,7 +588,7 @@ int main(int argc, char **argv) {
     for (int coll = 0; coll < COLL_GPU_NCOLLS; ++coll) {
       printf(" %s", coll_gpu_coll_name((coll_gpu_coll_t)coll));
       for (int a = 0; a < COLL_GPU_NALGOS; ++a)
-        if (algo_runs((coll_gpu_coll_t)coll, (coll_gpu_algo_t)a))
+        if (algo_runs((coll_gpu_coll_t)coll, (coll_gpu_algo_t)a, n))
           printf(" %s %d", coll_gpu_algo_name((coll_gpu_algo_t)a), ran[coll][a]);
       printf(coll + 1 < COLL_GPU_NCOLLS ? ";" : "\n");
     }

@@ -598,6 +598,62 @@ TEST(Tune, NetAllreduceAllgather) {
   EXPECT_EQ(1e30, coll_gpu_tune_time_us(&c, COLL_GPU_COLL_ALLREDUCE, COLL_GPU_ALGO_ALLGATHER, COLL_GPU_PROTO_LL, 4, 8));
 }
 
+// Bruck's allgather runs across nodes of 3 to 8 ranks (the point-to-point connections), in one block, where it is
+// forced or ruled; the rule built in takes it up to 32 KiB a block (docs/parameters.md) where its ceil(log2 n) steps
+// are fewer than the min(nodes, n - 1) hops over the network the ring's furthest block takes in a row; the model
+// alone keeps the ring. No other collective has it.
+TEST(Tune, NetAllgatherBruck) {
+  const size_t kib = 1024;
+  coll_gpu_tune_rule_t r[COLL_GPU_TUNE_MAX_RULES];
+  int nrules = 0;
+  char why[256];
+  ASSERT_EQ(COLL_GPU_SUCCESS, coll_gpu_tune_parse_rules("allgather:0-:bruck", r, &nrules, why, sizeof(why)));
+  EXPECT_STREQ("bruck", coll_gpu_algo_name(COLL_GPU_ALGO_BRUCK));
+  for (int given : {0, 1, 2}) {  // the rule built in, a rule of the user's, the parameter
+    coll_gpu_tune_config_t c = defaults();
+    if (given == 1) {
+      c.rules = r;
+      c.nrules = nrules;
+    } else if (given == 2) {
+      c.algorithm[COLL_GPU_COLL_ALLGATHER] = COLL_GPU_ALGO_BRUCK;
+    }
+    for (size_t bytes = 8; bytes <= 4096 * kib; bytes *= 4) {
+      c.net = 0;
+      EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLGATHER, COLL_GPU_ALGO_BRUCK, 4, bytes));
+      EXPECT_NE(COLL_GPU_ALGO_BRUCK, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, 4, bytes).algo) << bytes;
+      c.net = 1;
+      for (int n : {2, 3, 4, 5, 6, 8, 9, 16})
+        for (int per_node : {1, 2, 4}) {
+          c.nodes = (n + per_node - 1) / per_node;
+          if (c.nodes < 2) continue;
+          const bool fits = n >= 3 && n <= 8;
+          EXPECT_EQ(fits, !!coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLGATHER, COLL_GPU_ALGO_BRUCK, n, bytes)) << n;
+          // the pairs where Bruck's steps are fewer: 4-8 nodes of 1, 4 of 2
+          const bool pays = (per_node == 1 && n >= 4) || (per_node == 2 && n >= 7);
+          const bool taken = fits && (given > 0 || (bytes <= 32 * kib && pays));
+          const coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, n, bytes);
+          EXPECT_EQ(taken ? COLL_GPU_ALGO_BRUCK : COLL_GPU_ALGO_RING, ch.algo)
+              << given << " " << n << " ranks, " << c.nodes << " nodes, " << bytes;
+          EXPECT_EQ(COLL_GPU_PROTO_SIMPLE, ch.proto);
+          if (taken) {
+            EXPECT_EQ(1, ch.nchannels);
+          }
+        }
+    }
+  }
+  // the edge of the rule built in, and the model alone
+  coll_gpu_tune_config_t c = defaults();
+  c.net = 1;
+  c.nodes = 4;
+  EXPECT_EQ(COLL_GPU_ALGO_BRUCK, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, 4, 32 * kib).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, 4, 32 * kib + 1).algo);
+  c.algorithm[COLL_GPU_COLL_ALLGATHER] = COLL_GPU_ALGO_RING;
+  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, 4, 8).algo);
+  for (int k = 0; k < COLL_GPU_NCOLLS; ++k)
+    EXPECT_EQ(k == COLL_GPU_COLL_ALLGATHER, !!coll_gpu_coll_has((coll_gpu_coll_t)k, COLL_GPU_ALGO_BRUCK)) << k;
+  EXPECT_NE(COLL_GPU_SUCCESS, coll_gpu_tune_parse_rules("reduce_scatter:0-:bruck", r, &nrules, why, sizeof(why)));
+}
+
 // Over the network the chains' steps grow with each channel's part: 32 KiB up to 128 KiB a channel, 128
 // KiB up to 1 MiB, 256 KiB beyond; the other collectives keep whole slots, the parameter overrides.
 TEST(Tune, NetChainChunk) {
