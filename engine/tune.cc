@@ -297,18 +297,6 @@ constexpr size_t kNetChainBytes = (size_t)256 << 10;
 constexpr size_t kNetBruckBytes = (size_t)32 << 10;
 
 namespace {
-/* Rules built in, written as the user's are, where measurements overrule the model; these hold across nodes. The
- * model times the chain as its reduce and bcast over the node's link, so it never beats the ring there, but across
- * 2 hosts x 2 it took 0.90-1.00x the ring's time up to kNetChainBytes (above); the allgather took less than the
- * chain wherever it fits (above). */
-constexpr coll_gpu_tune_rule_t kNetRules[] = {
-    {COLL_GPU_COLL_ALLGATHER, 0, kNetBruckBytes, COLL_GPU_ALGO_BRUCK},
-    {COLL_GPU_COLL_ALLREDUCE, 0, COLL_GPU_TUNE_GATHER_BYTES, COLL_GPU_ALGO_ALLGATHER},
-    {COLL_GPU_COLL_ALLREDUCE, 0, kNetChainBytes, COLL_GPU_ALGO_CHAIN}};
-
-// What ruled answers where no rule takes the call.
-constexpr int kNone = -1;
-
 // Whether Bruck's allgather crosses the network fewer times in a row than the ring on these nodes (above).
 bool bruck_pays(const coll_gpu_tune_config_t *c, int nranks) {
   int steps = 0;
@@ -316,17 +304,43 @@ bool bruck_pays(const coll_gpu_tune_config_t *c, int nranks) {
   return steps < (c->nodes < nranks - 1 ? c->nodes : nranks - 1);
 }
 
-// The algorithm of the first of `rules` that matches a call of `coll` of `bytes` and fits it; kNone: none. The rules
-// built in (built) take Bruck's only where it pays.
+/* Rules built in, written as the user's are, where measurements overrule the model; these hold across nodes, each
+ * where it fits and, where it names one, where its test says it pays. The model times the chain as its reduce and
+ * bcast over the node's link, so it never beats the ring there, but across 2 hosts x 2 it took 0.90-1.00x the ring's
+ * time up to kNetChainBytes (above); the allgather took less than the chain wherever it fits, and Bruck's less than
+ * the ring where bruck_pays (above). */
+struct NetRule {
+  coll_gpu_tune_rule_t rule;
+  bool (*pays)(const coll_gpu_tune_config_t *c, int nranks); /* nullptr: wherever it fits */
+};
+constexpr NetRule kNetRules[] = {
+    {{COLL_GPU_COLL_ALLGATHER, 0, kNetBruckBytes, COLL_GPU_ALGO_BRUCK}, bruck_pays},
+    {{COLL_GPU_COLL_ALLREDUCE, 0, COLL_GPU_TUNE_GATHER_BYTES, COLL_GPU_ALGO_ALLGATHER}, nullptr},
+    {{COLL_GPU_COLL_ALLREDUCE, 0, kNetChainBytes, COLL_GPU_ALGO_CHAIN}, nullptr}};
+
+// What ruled answers where no rule takes the call.
+constexpr int kNone = -1;
+
+// Whether rule r matches a call of `coll` of `bytes` and fits it.
+bool matches(const coll_gpu_tune_config_t *c, const coll_gpu_tune_rule_t &r, coll_gpu_coll_t coll,
+             const coll_gpu_coll_info_t &info, int nranks, size_t bytes) {
+  return r.coll == (int)coll && bytes >= r.from && bytes <= r.to &&
+         fits(c, info, (coll_gpu_algo_t)r.algo, nranks, bytes);
+}
+
+// The algorithm of the first of the user's `rules` that matches the call; kNone: none.
 int ruled(const coll_gpu_tune_config_t *c, const coll_gpu_tune_rule_t *rules, int nrules, coll_gpu_coll_t coll,
-          const coll_gpu_coll_info_t &info, int nranks, size_t bytes, bool built = false) {
-  for (int i = 0; i < nrules; ++i) {
-    const coll_gpu_tune_rule_t &r = rules[i];
-    if (r.coll == (int)coll && bytes >= r.from && bytes <= r.to &&
-        fits(c, info, (coll_gpu_algo_t)r.algo, nranks, bytes) &&
-        (!built || r.algo != COLL_GPU_ALGO_BRUCK || bruck_pays(c, nranks)))
-      return r.algo;
-  }
+          const coll_gpu_coll_info_t &info, int nranks, size_t bytes) {
+  for (int i = 0; i < nrules; ++i)
+    if (matches(c, rules[i], coll, info, nranks, bytes)) return rules[i].algo;
+  return kNone;
+}
+
+// The algorithm of the first rule built in that matches the call and pays there; kNone: none.
+int net_ruled(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, const coll_gpu_coll_info_t &info, int nranks,
+              size_t bytes) {
+  for (const NetRule &n : kNetRules)
+    if (matches(c, n.rule, coll, info, nranks, bytes) && (n.pays == nullptr || n.pays(c, nranks))) return n.rule.algo;
   return kNone;
 }
 
@@ -355,8 +369,7 @@ void pick(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, const coll_gpu_
   int given = c->algorithm[coll];
   if (given < 0 || !fits(c, info, (coll_gpu_algo_t)given, nranks, bytes))
     given = ruled(c, c->rules, c->nrules, coll, info, nranks, bytes);
-  if (given < 0 && c->net)
-    given = ruled(c, kNetRules, (int)(sizeof(kNetRules) / sizeof(kNetRules[0])), coll, info, nranks, bytes, true);
+  if (given < 0 && c->net) given = net_ruled(c, coll, info, nranks, bytes);
   *algo = COLL_GPU_ALGO_RING;
   *proto = COLL_GPU_PROTO_SIMPLE;
   double best_t = kNever;

@@ -88,9 +88,8 @@ int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, co
  * else the first such of the rules built in for the link (across nodes: an allgather takes Bruck's up to 32 KiB a block
  * where its ceil(log2 n) steps are fewer than the hops over the network the ring takes in a row, min(nodes, n - 1); an
  * allreduce takes the allgather where every rank's input together takes at most COLL_GPU_TUNE_GATHER_BYTES, else up
- * to 256 KiB the chain), else the pair of
- * algorithm and protocol with the least modelled time among those that fit (first among the collective's forced
- * protocol); its channels and ring step. */
+ * to 256 KiB the chain), else the pair of algorithm and protocol with the least modelled time among those that fit
+ * (first among the collective's forced protocol); its channels and ring step. */
 coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks, size_t bytes);
 /* Parses coll_gpu_tuning_rules: COLL:FROM-TO:ALGO entries, comma-separated, COLL one of coll_gpu_coll_name's
  * (common/colls.h), FROM and TO byte counts (k, m or g after the digits: KiB, MiB, GiB; TO left out: no end, FROM <=
