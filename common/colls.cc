@@ -51,10 +51,14 @@ const coll_gpu_coll_info_t kColls[COLL_GPU_NCOLLS] = {
      "Algorithm of MPI_Reduce on device buffers: auto, oneshot (every rank writes its buffer as LL lines "
      "into the root, which reduces them in rank order; in pieces of coll_gpu_oneshot_max_bytes), ring "
      "(a pipelined chain ending at the root, Simple protocol), or staged"},
-    {"reduce_scatter", "MPI_Reduce_scatter", kDirectAndRing, COLL_GPU_SHAPE_BLOCKS,
+    {"reduce_scatter", "MPI_Reduce_scatter", kDirectAndRing | bit(COLL_GPU_ALGO_ALLGATHER), COLL_GPU_SHAPE_BLOCKS,
      "Algorithm of MPI_Reduce_scatter and MPI_Reduce_scatter_block on device buffers: auto, oneshot "
      "(every rank writes each peer's block as LL lines into that peer, which reduces them in rank "
-     "order; in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol), or staged. "
+     "order; in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol), allgather (over several "
+     "nodes only, where ranks x ranks blocks (the largest, with counts) take at most 64 KiB: an allgather "
+     "of every rank's whole input, then each rank reduces its block of them in rank order; auto takes "
+     "it there for inputs of at most 1 KiB where that allgather runs Bruck's, e.g. 4 to 8 nodes of one rank), or "
+     "staged. "
      "MPI_Reduce_scatter with counts that differ is always staged in place, and with more than 8 ranks"},
 };
 

@@ -48,9 +48,10 @@ typedef enum {
 } coll_gpu_redop_t;
 
 /* CHAIN is an allreduce across nodes run as a reduce to rank 0, then a bcast from it, each a RING call along its
- * chain: the engine runs the two (engine/engine.cc); no kernel takes CHAIN. ALLGATHER is an allreduce across nodes
- * run as an allgather (RING or BRUCK) of every rank's input into the engine's memory, then a kernel with no peers that
- * reduces the gathered blocks in rank order (kernels/reduce.cuh's reduce_gathered). BRUCK is an allgather across
+ * chain: the engine runs the two (engine/engine.cc); no kernel takes CHAIN. ALLGATHER is an allreduce or a
+ * reduce-scatter across nodes run as an allgather (RING or BRUCK) of every rank's whole input into the engine's
+ * memory, then a kernel with no peers that reduces the gathered blocks (a reduce-scatter: this rank's part of each)
+ * in rank order (kernels/reduce.cuh's reduce_gathered). BRUCK is an allgather across
  * nodes of 3 to COLL_GPU_MAX_DIRECT ranks in ceil(log2 n) steps over the point-to-point connections (kernels/move.cu's
  * move_bruck). */
 typedef enum {
@@ -109,7 +110,7 @@ int coll_gpu_coll_has(coll_gpu_coll_t coll, coll_gpu_algo_t algo);
 static inline int coll_gpu_info_has(const coll_gpu_coll_info_t *info, coll_gpu_algo_t algo) {
   return algo >= 0 && algo < COLL_GPU_NALGOS && ((info->algos >> algo) & 1u) != 0;
 }
-/* Whether algo is an allreduce the engine runs as ring calls of other collectives (CHAIN, ALLGATHER), not a kernel of
+/* Whether algo is a reduction the engine runs as ring calls of other collectives (CHAIN, ALLGATHER), not a kernel of
  * its own: those calls choose their channels. */
 static inline int coll_gpu_algo_composed(coll_gpu_algo_t algo) {
   return algo == COLL_GPU_ALGO_CHAIN || algo == COLL_GPU_ALGO_ALLGATHER;

@@ -512,18 +512,34 @@ coll_gpu_status_t chain(coll_gpu_engine_t *e, const coll_gpu_args_t &a, char *wh
   return start_part(e, bcast, why, why_len);
 }
 
-// An allreduce as a ring allgather of every rank's input into the engine's memory (gathered, COLL_GPU_ALGO_ALLGATHER,
-// tune.h), then a kernel with no peers that reduces the blocks in rank order into the result, both started on the
-// stream (as chain's halves: a blocking call waits for the second). The reduction runs after this rank's allgather on
-// the stream and the next call's allgather after it; only this rank's kernels write its gathered memory. In place,
-// the allgather has sent every byte of the input before the reduction writes over it.
+// An allreduce or reduce-scatter as an allgather of every rank's whole input into the engine's memory (gathered,
+// COLL_GPU_ALGO_ALLGATHER, tune.h), then a kernel with no peers that reduces the blocks in rank order into the result
+// (a reduce-scatter: this rank's block of each input), both started on the stream (as chain's halves: a blocking call
+// waits for the second). The reduction runs after this rank's allgather on the stream and the next call's allgather
+// after it; only this rank's kernels write its gathered memory. In place, the allgather has sent every byte of the
+// input before the reduction writes over it.
 coll_gpu_status_t allgathered(coll_gpu_engine_t *e, const coll_gpu_args_t &a, const coll_gpu_choice_t &choice,
                               char *why, size_t why_len) {
-  const size_t bytes = a.count * coll_gpu_dtype_size(a.type);
+  const size_t size = coll_gpu_dtype_size(a.type);
+  // elements: the input, the first of this rank's block in it, and that block's
+  size_t in = a.count, first = 0, mine = a.count;
+  if (a.coll == COLL_GPU_COLL_REDUCE_SCATTER && a.counts == nullptr) {
+    in = a.count * (size_t)e->nranks;
+    first = a.count * (size_t)e->rank;
+  } else if (a.coll == COLL_GPU_COLL_REDUCE_SCATTER) {
+    in = 0;
+    for (int q = 0; q < e->nranks; ++q) {
+      if (q == e->rank) first = in;
+      in += a.counts[q];
+    }
+    mine = a.counts[e->rank];
+  }
+  const size_t bytes = in * size, out = mine * size;
   if (e->cfg.log != nullptr)
     e->cfg.log(COLL_GPU_LVL_DEBUG, COLL_GPU_LOG_COLL,
-               "comm %s: allreduce of %zu bytes: allgather (every rank's input, then each rank reduces them)",
-               e->cfg.name, bytes);
+               "comm %s: %s of %zu bytes: allgather (every rank's input, then %s)", e->cfg.name,
+               coll_gpu_coll_name(a.coll), bytes,
+               a.coll == COLL_GPU_COLL_ALLREDUCE ? "each rank reduces them" : "each rank reduces its block of them");
   coll_gpu_args_t gather = moved_bytes(a, COLL_GPU_COLL_ALLGATHER, bytes);
   gather.recvbuf = e->gathered.get();
   COLL_GPU_CHECK(start_part(e, gather, why, why_len));
@@ -532,20 +548,20 @@ coll_gpu_status_t allgathered(coll_gpu_engine_t *e, const coll_gpu_args_t &a, co
   constexpr size_t kGatheredBlocks = 8;
   coll_gpu_choice_t reduce = choice;
   reduce.nchannels =
-      (int)std::min(kGatheredBlocks, std::max<size_t>(1, (bytes + kGatheredBlockBytes - 1) / kGatheredBlockBytes));
+      (int)std::min(kGatheredBlocks, std::max<size_t>(1, (out + kGatheredBlockBytes - 1) / kGatheredBlockBytes));
   coll_gpu_work_t p;
-  e->call_init(&p, COLL_GPU_COLL_ALLREDUCE, reduce);
+  e->call_init(&p, a.coll, reduce);
   p.type = a.type;
   p.op = a.op;
-  p.sendbuf = e->gathered.get();
+  p.sendbuf = (const char *)e->gathered.get() + first * size;
   p.recvbuf = a.recvbuf;
-  p.count = a.count;
+  p.count = mine;
   p.block = bytes;
-  e->trace(p, bytes, bytes, reduce);
+  e->trace(p, out, bytes, reduce);
   return e->launch(p, reduce.proto, false, why, why_len);
 }
 
-// Starts an allreduce the engine composes of ring calls (coll_gpu_algo_composed) of the given choice.
+// Starts a reduction the engine composes of ring calls (coll_gpu_algo_composed) of the given choice.
 coll_gpu_status_t start_composed(coll_gpu_engine_t *e, const coll_gpu_args_t &a, const coll_gpu_choice_t &choice,
                                  char *why, size_t why_len) {
   return choice.algo == COLL_GPU_ALGO_CHAIN ? chain(e, a, why, why_len) : allgathered(e, a, choice, why, why_len);

@@ -225,8 +225,8 @@ void coll_gpu_engine::choose_node_transport(const coll_gpu::TransportLinks &link
 
 // Step 4, first: the layout for the channels the communicator runs, within cfg.scratch_max_bytes, and the scratch,
 // exported for the peers that map it (device memory for IPC, a shared memory segment of pinned host memory for SHM),
-// and over several nodes the memory an allreduce gathers its inputs into (COLL_GPU_ALGO_ALLGATHER). The same layout
-// on every rank (the same parameters and rank count, the same channels).
+// and over several nodes the memory an allreduce or reduce-scatter gathers its inputs into (COLL_GPU_ALGO_ALLGATHER).
+// The same layout on every rank (the same parameters and rank count, the same channels).
 coll_gpu_status_t coll_gpu_engine::alloc_scratch(char *why, size_t len) {
   // rings only over several nodes (beyond COLL_GPU_MAX_DIRECT ranks the layout has no direct parts anyway)
   if (multinode) layout.ll_bytes = layout.twoshot_bytes = 0;

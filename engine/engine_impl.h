@@ -85,7 +85,7 @@ struct coll_gpu_engine {
   coll_gpu::DeviceMemory scratch;
   coll_gpu::DeviceMemory bounce;  // coll_gpu_engine_bounce: device memory for a rank that joins a call through it
   size_t bounce_bytes = 0;
-  coll_gpu::DeviceMemory gathered;  // over several nodes: COLL_GPU_TUNE_GATHER_BYTES for an allreduce's allgather
+  coll_gpu::DeviceMemory gathered;  // over several nodes: COLL_GPU_TUNE_GATHER_BYTES for a reduction's allgather
   coll_gpu::Stream stream;          // blocking: after the work queued on the legacy default stream, as staging is
   coll_gpu::Stream linger_stream;   // non-blocking: a lingering kernel holds up no other work
   coll_gpu::Stream copy_stream;     // non-blocking: the zero-copy calls' copy engines, between the two events

@@ -137,6 +137,7 @@ Pattern pattern(coll_gpu_shape_t shape, coll_gpu_algo_t algo, double n, size_t b
     case COLL_GPU_SHAPE_CHAIN: /* bcast, reduce: a chain of n - 1 hops; every link carries the buffer once */
       return {0, 0, n - 1, 1};
     case COLL_GPU_SHAPE_BLOCKS: /* allgather, reduce-scatter: n - 1 steps; every link carries n - 1 blocks */
+      if (algo == COLL_GPU_ALGO_ALLGATHER) return {0, 0, n - 1, (n - 1) * n}; /* the whole inputs, n blocks each */
       return {0, 0, n - 1, n - 1};
     case COLL_GPU_SHAPE_PAIRS: /* alltoall: 2 ranks: one ring step each way; more: pairwise, every peer at once */
       /* the pairwise kernel has the ring's constants until a machine with more than 2 GPUs times it: on one
@@ -176,8 +177,10 @@ bool fits(const coll_gpu_tune_config_t *c, const coll_gpu_coll_info_t &info, col
       return direct(c, nranks) && bytes <= c->twoshot_max_bytes;
     case COLL_GPU_ALGO_CHAIN:
       return c->net;
-    case COLL_GPU_ALGO_ALLGATHER: /* every rank's input in the engine's memory for the gathered blocks */
-      return c->net && bytes <= COLL_GPU_TUNE_GATHER_BYTES / (size_t)nranks;
+    case COLL_GPU_ALGO_ALLGATHER: /* every rank's input in the engine's memory for the gathered blocks: a
+                                   * reduce-scatter's of n blocks (bytes: its largest, with counts) */
+      return c->net && bytes <= COLL_GPU_TUNE_GATHER_BYTES / (size_t)nranks /
+                                    (info.shape == COLL_GPU_SHAPE_BLOCKS ? (size_t)nranks : 1);
     case COLL_GPU_ALGO_BRUCK: /* the point-to-point connections, which 3 to COLL_GPU_MAX_DIRECT ranks have */
       return c->net && nranks >= 3 && nranks <= COLL_GPU_MAX_DIRECT;
     default: /* the ring */
@@ -296,26 +299,47 @@ constexpr size_t kNetChainBytes = (size_t)256 << 10;
  * slot by slot, where the ring's channels move theirs side by side: so up to 32 KiB a block. */
 constexpr size_t kNetBruckBytes = (size_t)32 << 10;
 
+/* A reduce-scatter across nodes whose inputs take at most kNetGatherInputBytes runs as an allgather of the whole
+ * inputs and each rank's reduction of its block of them (ALLGATHER), where that allgather is Bruck's by the rule
+ * above: ceil(log2 n) hops over the network in a row, each moving 2^k inputs, where the ring's n - 1 move a block
+ * each; then a kernel more on the stream. On one H200 over virtual nodes (the ranks sharing it under MPS, the
+ * proxy's sockets on loopback), forced against the ring, two rounds of each alternated (coll_gpu_allreduce_bench -C
+ * reduce_scatter; docs/benchmarks.md): 4 nodes of 1 rank 0.90-0.99x the ring's time from 8 to 256 B a block (inputs
+ * up to 1 KiB; 8 B: 63.8 against 70.5 us), 1.04-1.05x at 512 B and 1 KiB, 1.17-1.31x at 2 and 4 KiB; 8 nodes of 1
+ * 0.65-0.73x from 8 to 128 B (8 B: 141 against 194 us), 0.93x at 256 B, 1.09-1.16x at 512 B and 1 KiB; 8 nodes of
+ * 2 ranks 0.91-0.99x from 8 to 128 B, 1.10-1.32x from 256 B to 1 KiB. (Above those sizes it does not fit, and both
+ * runs were the ring's: 1.12-1.13x at 4 x 1, the spread of the setup.) */
+constexpr size_t kNetGatherInputBytes = (size_t)1 << 10;
+
 namespace {
 // Whether Bruck's allgather crosses the network fewer times in a row than the ring on these nodes (above).
-bool bruck_pays(const coll_gpu_tune_config_t *c, int nranks) {
+bool bruck_pays(const coll_gpu_tune_config_t *c, int nranks, size_t) {
   int steps = 0;
   while ((1 << steps) < nranks) ++steps;
   return steps < (c->nodes < nranks - 1 ? c->nodes : nranks - 1);
 }
 
+// Whether a reduce-scatter of `bytes` a block as an allgather of the whole inputs (ALLGATHER) pays (above): inputs of
+// at most kNetGatherInputBytes, gathered by Bruck's where it pays.
+bool gather_bruck_pays(const coll_gpu_tune_config_t *c, int nranks, size_t bytes) {
+  return nranks >= 3 && nranks <= COLL_GPU_MAX_DIRECT && bytes <= kNetGatherInputBytes / (size_t)nranks &&
+         bruck_pays(c, nranks, bytes);
+}
+
 /* Rules built in, written as the user's are, where measurements overrule the model; these hold across nodes, each
  * where it fits and, where it names one, where its test says it pays. The model times the chain as its reduce and
  * bcast over the node's link, so it never beats the ring there, but across 2 hosts x 2 it took 0.90-1.00x the ring's
- * time up to kNetChainBytes (above); the allgather took less than the chain wherever it fits, and Bruck's less than
- * the ring where bruck_pays (above). */
+ * time up to kNetChainBytes (above); the allgather took less than the chain wherever it fits, Bruck's less than the
+ * ring where bruck_pays, and a reduce-scatter's allgather of its inputs less than its ring where gather_bruck_pays
+ * (above). */
 struct NetRule {
   coll_gpu_tune_rule_t rule;
-  bool (*pays)(const coll_gpu_tune_config_t *c, int nranks); /* nullptr: wherever it fits */
+  bool (*pays)(const coll_gpu_tune_config_t *c, int nranks, size_t bytes); /* nullptr: wherever it fits */
 };
 constexpr NetRule kNetRules[] = {
     {{COLL_GPU_COLL_ALLGATHER, 0, kNetBruckBytes, COLL_GPU_ALGO_BRUCK}, bruck_pays},
     {{COLL_GPU_COLL_ALLREDUCE, 0, COLL_GPU_TUNE_GATHER_BYTES, COLL_GPU_ALGO_ALLGATHER}, nullptr},
+    {{COLL_GPU_COLL_REDUCE_SCATTER, 0, COLL_GPU_TUNE_GATHER_BYTES, COLL_GPU_ALGO_ALLGATHER}, gather_bruck_pays},
     {{COLL_GPU_COLL_ALLREDUCE, 0, kNetChainBytes, COLL_GPU_ALGO_CHAIN}, nullptr}};
 
 // What ruled answers where no rule takes the call.
@@ -340,7 +364,8 @@ int ruled(const coll_gpu_tune_config_t *c, const coll_gpu_tune_rule_t *rules, in
 int net_ruled(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, const coll_gpu_coll_info_t &info, int nranks,
               size_t bytes) {
   for (const NetRule &n : kNetRules)
-    if (matches(c, n.rule, coll, info, nranks, bytes) && (n.pays == nullptr || n.pays(c, nranks))) return n.rule.algo;
+    if (matches(c, n.rule, coll, info, nranks, bytes) && (n.pays == nullptr || n.pays(c, nranks, bytes)))
+      return n.rule.algo;
   return kNone;
 }
 

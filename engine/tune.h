@@ -29,8 +29,9 @@ typedef struct {
 /* GB/s of the ring the topology finds over H200s (or H100s) through NVSwitch, 18 NVLinks of 20.6 GB/s: the link
  * the model's NVLink constants were measured on (engine/tune.cc) */
 #define COLL_GPU_TUNE_REF_GBPS 370.8
-/* Bytes of every rank's input together that an allreduce across nodes gathers at most (COLL_GPU_ALGO_ALLGATHER): the
- * engine's memory for the gathered blocks, allocated with a communicator over several nodes */
+/* Bytes of every rank's input together that an allreduce or reduce-scatter across nodes gathers at most
+ * (COLL_GPU_ALGO_ALLGATHER): the engine's memory for the gathered blocks, allocated with a communicator over several
+ * nodes */
 #define COLL_GPU_TUNE_GATHER_BYTES ((size_t)64 << 10)
 
 typedef struct {

@@ -15,8 +15,9 @@
  * rank of call seq waits for every other and the slot of seq is free again at seq + 2
  * (allreduce_oneshot.cu's rule). The host cuts parts above the slot into calls of their own.
  *
- * Across nodes, small allreduces (the engine's COLL_GPU_ALGO_ALLGATHER): after a ring allgather of every rank's input
- * into the engine's memory, reduce_gathered reduces the blocks in rank order, with no peer.
+ * Across nodes, small allreduces and reduce-scatters (the engine's COLL_GPU_ALGO_ALLGATHER): after an allgather of
+ * every rank's whole input into the engine's memory, reduce_gathered reduces the blocks (a reduce-scatter: this rank's
+ * block of each input) in rank order, with no peer.
  *
  * Zero-copy (one node, large blocks): reduce-scatter reads its block of every rank's send buffer straight from
  * there (reduce_scatter_zero_copy below).
@@ -228,10 +229,10 @@ __global__ void __launch_bounds__(kRingThreads)
   block_done(comm.status, p.seq);
 }
 
-// An allreduce across nodes after its ring allgather (COLL_GPU_ALGO_ALLGATHER, the engine's): every rank's input lies
-// in sendbuf, rank q's block p.block bytes after rank q - 1's; each thread reduces its packs over the blocks in rank
-// order into recvbuf, so every rank's result is the same bit for bit. No peer takes part: the allgather before it on
-// the stream has brought every block.
+// An allreduce or reduce-scatter across nodes after its allgather (COLL_GPU_ALGO_ALLGATHER, the engine's): the first
+// block to reduce lies at sendbuf, rank q's p.block bytes (a whole input) after rank q - 1's; each thread reduces its
+// packs over the blocks in rank order into recvbuf, so every rank's result (an allreduce's) is the same bit for bit.
+// No peer takes part: the allgather before it on the stream has brought every block.
 template <typename T, typename Op>
 __global__ void __launch_bounds__(kLLThreads) reduce_gathered(const __grid_constant__ coll_gpu_dev_comm_t c,
                                                               const __grid_constant__ coll_gpu_work_t p, bool aligned) {
@@ -273,7 +274,7 @@ int reduce_typed(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p, cuda
     reduce_scatter_zero_copy<T, Op><<<reduce_blocks(comm, p), kRingThreads, 0, stream>>>(comm, p, aligned);
   else if (p.algo == COLL_GPU_ALGO_ONESHOT && p.coll == COLL_GPU_COLL_REDUCE_SCATTER)  // reduce: oneshot_typed
     reduce_scatter_direct<T, Op><<<reduce_blocks(comm, p), kLLThreads, 0, stream>>>(comm, p, aligned);
-  else if (p.algo == COLL_GPU_ALGO_ALLGATHER && p.coll == COLL_GPU_COLL_ALLREDUCE)
+  else if (p.algo == COLL_GPU_ALGO_ALLGATHER)
     reduce_gathered<T, Op><<<p.nchannels, kLLThreads, 0, stream>>>(comm, p, aligned);
   else if (p.algo == COLL_GPU_ALGO_RING)
     reduce_ring<T, Op><<<p.nchannels, kRingThreads, 0, stream>>>(comm, p, aligned);

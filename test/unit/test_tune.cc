@@ -587,15 +587,73 @@ TEST(Tune, NetAllreduceAllgather) {
         }
       }
     }
-    // no other collective takes it
+    // no other collective takes it (reduce-scatter's: Tune.NetReduceScatterAllgather)
     for (int k = COLL_GPU_COLL_BCAST; k < COLL_GPU_NCOLLS; ++k)
-      EXPECT_NE(COLL_GPU_ALGO_ALLGATHER, coll_gpu_tune_choose(&c, (coll_gpu_coll_t)k, 2, 8).algo) << k;
+      if (k != COLL_GPU_COLL_REDUCE_SCATTER)
+        EXPECT_NE(COLL_GPU_ALGO_ALLGATHER, coll_gpu_tune_choose(&c, (coll_gpu_coll_t)k, 4, 8).algo) << k;
   }
   coll_gpu_tune_config_t c = defaults();
   c.net = 1;
   EXPECT_LT(coll_gpu_tune_time_us(&c, COLL_GPU_COLL_ALLREDUCE, COLL_GPU_ALGO_ALLGATHER, COLL_GPU_PROTO_SIMPLE, 4, 8),
             coll_gpu_tune_time_us(&c, COLL_GPU_COLL_ALLREDUCE, COLL_GPU_ALGO_CHAIN, COLL_GPU_PROTO_SIMPLE, 4, 8));
   EXPECT_EQ(1e30, coll_gpu_tune_time_us(&c, COLL_GPU_COLL_ALLREDUCE, COLL_GPU_ALGO_ALLGATHER, COLL_GPU_PROTO_LL, 4, 8));
+}
+
+// A reduce-scatter across nodes as an allgather of the whole inputs and each rank's reduction of its block of them
+// (ALLGATHER): it fits where n x n blocks fit COLL_GPU_TUNE_GATHER_BYTES; forced or ruled it takes every call that
+// fits, the rule built in only inputs of at most 1 KiB, where that allgather runs Bruck's where it pays
+// (Tune.NetAllgatherBruck); the model alone keeps the ring, whose steps move a block where these move n.
+TEST(Tune, NetReduceScatterAllgather) {
+  coll_gpu_tune_rule_t r[COLL_GPU_TUNE_MAX_RULES];
+  int nrules = 0;
+  char why[256];
+  ASSERT_EQ(COLL_GPU_SUCCESS, coll_gpu_tune_parse_rules("reduce_scatter:0-:allgather", r, &nrules, why, sizeof(why)));
+  for (int given : {0, 1, 2}) {  // the rule built in, a rule of the user's, the parameter
+    coll_gpu_tune_config_t c = defaults();
+    if (given == 1) {
+      c.rules = r;
+      c.nrules = nrules;
+    } else if (given == 2) {
+      c.algorithm[COLL_GPU_COLL_REDUCE_SCATTER] = COLL_GPU_ALGO_ALLGATHER;
+    }
+    for (size_t bytes = 8; bytes <= COLL_GPU_TUNE_GATHER_BYTES; bytes *= 2) {
+      c.net = 0;
+      EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_COLL_REDUCE_SCATTER, COLL_GPU_ALGO_ALLGATHER, 4, bytes));
+      EXPECT_NE(COLL_GPU_ALGO_ALLGATHER, coll_gpu_tune_choose(&c, COLL_GPU_COLL_REDUCE_SCATTER, 4, bytes).algo);
+      c.net = 1;
+      for (int n : {2, 3, 4, 5, 8, 9, 16})
+        for (int per_node : {1, 2, 4}) {
+          c.nodes = (n + per_node - 1) / per_node;
+          if (c.nodes < 2) continue;
+          const bool fits = (size_t)n * (size_t)n * bytes <= COLL_GPU_TUNE_GATHER_BYTES;
+          EXPECT_EQ(fits, !!coll_gpu_tune_fits(&c, COLL_GPU_COLL_REDUCE_SCATTER, COLL_GPU_ALGO_ALLGATHER, n, bytes));
+          const bool pays = ((per_node == 1 && n >= 4 && n <= 8) || (per_node == 2 && n >= 7 && n <= 8)) &&
+                            (size_t)n * bytes <= 1024;  // inputs of at most 1 KiB
+          const bool taken = fits && (given > 0 || pays);
+          const coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, COLL_GPU_COLL_REDUCE_SCATTER, n, bytes);
+          EXPECT_EQ(taken ? COLL_GPU_ALGO_ALLGATHER : COLL_GPU_ALGO_RING, ch.algo)
+              << given << " " << n << " ranks, " << c.nodes << " nodes, " << bytes;
+          EXPECT_EQ(COLL_GPU_PROTO_SIMPLE, ch.proto);
+          if (taken) {
+            EXPECT_EQ(0, ch.nchannels);  // its allgather chooses its own
+          }
+        }
+    }
+  }
+  coll_gpu_tune_config_t c = defaults();
+  c.net = 1;
+  c.nodes = 4;
+  EXPECT_GT(
+      coll_gpu_tune_time_us(&c, COLL_GPU_COLL_REDUCE_SCATTER, COLL_GPU_ALGO_ALLGATHER, COLL_GPU_PROTO_SIMPLE, 4, 4096),
+      coll_gpu_tune_time_us(&c, COLL_GPU_COLL_REDUCE_SCATTER, COLL_GPU_ALGO_RING, COLL_GPU_PROTO_SIMPLE, 4, 4096));
+  c.algorithm[COLL_GPU_COLL_REDUCE_SCATTER] = COLL_GPU_ALGO_RING;
+  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_REDUCE_SCATTER, 4, 8).algo);
+  c.algorithm[COLL_GPU_COLL_REDUCE_SCATTER] = -1;
+  EXPECT_EQ(COLL_GPU_ALGO_ALLGATHER, coll_gpu_tune_choose(&c, COLL_GPU_COLL_REDUCE_SCATTER, 4, 256).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_REDUCE_SCATTER, 4, 256 + 1).algo);
+  c.algorithm[COLL_GPU_COLL_REDUCE_SCATTER] = COLL_GPU_ALGO_ALLGATHER;  // forced: wherever it fits
+  EXPECT_EQ(COLL_GPU_ALGO_ALLGATHER, coll_gpu_tune_choose(&c, COLL_GPU_COLL_REDUCE_SCATTER, 4, 4096).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_REDUCE_SCATTER, 4, 4096 + 1).algo);
 }
 
 // Bruck's allgather runs across nodes of 3 to 8 ranks (the point-to-point connections), in one block, where it is
