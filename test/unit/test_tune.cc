@@ -588,9 +588,10 @@ TEST(Tune, NetAllreduceAllgather) {
       }
     }
     // no other collective takes it (reduce-scatter's: Tune.NetReduceScatterAllgather)
-    for (int k = COLL_GPU_COLL_BCAST; k < COLL_GPU_NCOLLS; ++k)
-      if (k != COLL_GPU_COLL_REDUCE_SCATTER)
-        EXPECT_NE(COLL_GPU_ALGO_ALLGATHER, coll_gpu_tune_choose(&c, (coll_gpu_coll_t)k, 4, 8).algo) << k;
+    for (int k = COLL_GPU_COLL_BCAST; k < COLL_GPU_NCOLLS; ++k) {
+      if (k == COLL_GPU_COLL_REDUCE_SCATTER) continue;
+      EXPECT_NE(COLL_GPU_ALGO_ALLGATHER, coll_gpu_tune_choose(&c, (coll_gpu_coll_t)k, 4, 8).algo) << k;
+    }
   }
   coll_gpu_tune_config_t c = defaults();
   c.net = 1;
