@@ -30,13 +30,15 @@ const coll_gpu_coll_info_t kColls[COLL_GPU_NCOLLS] = {
      "(the root writes LL lines into every rank's slot, in pieces of coll_gpu_oneshot_max_bytes), ring "
      "(a pipelined chain from the root, Simple protocol), or staged (through host memory and the next "
      "coll component)"},
-    {"allgather", "MPI_Allgather", kDirectAndRing | bit(COLL_GPU_ALGO_BRUCK), COLL_GPU_SHAPE_BLOCKS,
+    {"allgather", "MPI_Allgather", kDirectAndRing | bit(COLL_GPU_ALGO_BRUCK) | bit(COLL_GPU_ALGO_PAIRWISE),
+     COLL_GPU_SHAPE_BLOCKS,
      "Algorithm of MPI_Allgather on device buffers: auto, oneshot (every rank writes its block as LL "
      "lines into every peer, in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol), bruck "
      "(over several nodes of 3 to 8 ranks only: Bruck's allgather, ceil(log2 ranks) steps, each sending "
-     "every block a rank holds to the rank 2^k before it; auto takes it there up to 32 KiB a block where "
-     "its steps cross the network fewer times in a row than the ring's, e.g. 4 to 8 nodes of one rank), "
-     "or staged; "
+     "every block a rank holds to the rank 2^k before it), pairwise (over several nodes of 3 to 8 ranks "
+     "only: one step, every rank sending its block to every peer at once; auto takes it there up to 32 KiB "
+     "a block where the ring's furthest block crosses the network more than ceil(log2 ranks) times in a "
+     "row, e.g. 4 to 8 nodes of one rank), or staged; "
      "also of MPI_Allgatherv on one host where every block has one count and the blocks lie one after "
      "another in rank order (it stages otherwise)"},
     {"alltoall", "MPI_Alltoall", kDirectAndRing, COLL_GPU_SHAPE_PAIRS,
@@ -57,7 +59,7 @@ const coll_gpu_coll_info_t kColls[COLL_GPU_NCOLLS] = {
      "order; in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol), allgather (over several "
      "nodes only, where ranks x ranks blocks (the largest, with counts) take at most 64 KiB: an allgather "
      "of every rank's whole input, then each rank reduces its block of them in rank order; auto takes "
-     "it there for inputs of at most 1 KiB where that allgather runs Bruck's, e.g. 4 to 8 nodes of one rank), or "
+     "it there for inputs of at most 1 KiB where that allgather runs pairwise, e.g. 4 to 8 nodes of one rank), or "
      "staged. "
      "MPI_Reduce_scatter with counts that differ is always staged in place, and with more than 8 ranks"},
 };
@@ -76,7 +78,7 @@ const char *coll_gpu_coll_name(coll_gpu_coll_t coll) { return known(coll) ? kCol
 const char *coll_gpu_coll_mpi_name(coll_gpu_coll_t coll) { return known(coll) ? kColls[coll].mpi_name : "?"; }
 
 const char *coll_gpu_algo_name(coll_gpu_algo_t algo) {
-  static const char *names[] = {"oneshot", "twoshot", "ring", "chain", "allgather", "bruck"};
+  static const char *names[] = {"oneshot", "twoshot", "ring", "chain", "allgather", "bruck", "pairwise"};
   return algo >= 0 && algo < COLL_GPU_NALGOS ? names[algo] : "?";
 }
 

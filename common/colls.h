@@ -49,11 +49,12 @@ typedef enum {
 
 /* CHAIN is an allreduce across nodes run as a reduce to rank 0, then a bcast from it, each a RING call along its
  * chain: the engine runs the two (engine/engine.cc); no kernel takes CHAIN. ALLGATHER is an allreduce or a
- * reduce-scatter across nodes run as an allgather (RING or BRUCK) of every rank's whole input into the engine's
- * memory, then a kernel with no peers that reduces the gathered blocks (a reduce-scatter: this rank's part of each)
- * in rank order (kernels/reduce.cuh's reduce_gathered). BRUCK is an allgather across
- * nodes of 3 to COLL_GPU_MAX_DIRECT ranks in ceil(log2 n) steps over the point-to-point connections (kernels/move.cu's
- * move_bruck). */
+ * reduce-scatter across nodes run as an allgather (RING, BRUCK or PAIRWISE) of every rank's whole input into the
+ * engine's memory, then a kernel with no peers that reduces the gathered blocks (a reduce-scatter: this rank's part
+ * of each) in rank order (kernels/reduce.cuh's reduce_gathered). BRUCK is an allgather across nodes of 3 to
+ * COLL_GPU_MAX_DIRECT ranks in ceil(log2 n) steps over the point-to-point connections (kernels/move.cu's move_bruck);
+ * PAIRWISE the same ranks' allgather in one step, every rank sending its block to every peer at once over those
+ * connections, a sending and a receiving block per peer (move_p2p, the pairwise alltoall's kernel). */
 typedef enum {
   COLL_GPU_ALGO_ONESHOT,
   COLL_GPU_ALGO_TWOSHOT,
@@ -61,6 +62,7 @@ typedef enum {
   COLL_GPU_ALGO_CHAIN,
   COLL_GPU_ALGO_ALLGATHER,
   COLL_GPU_ALGO_BRUCK,
+  COLL_GPU_ALGO_PAIRWISE,
   COLL_GPU_NALGOS
 } coll_gpu_algo_t;
 

@@ -227,12 +227,12 @@ void coll_gpu_engine::call_init(coll_gpu_work_t *p, coll_gpu_coll_t coll, const 
 // Before call p's launch, the proxy threads of its connections that move on this rank: its ring channels (a
 // channel whose ring gives this rank no hop over the network to move in the call, a bcast's or reduce's chain
 // passing it by, wakes none: a woken thread polls for 1 ms, and 4 ranks of 16 threads polling on 64 cores
-// held every bcast up by milliseconds, docs/benchmarks.md), for alltoall every pair's, and for Bruck's allgather
-// the first point-to-point connection's of every peer, its only one. An allreduce's reduction after its allgather
+// held every bcast up by milliseconds, docs/benchmarks.md), for alltoall every pair's, and for Bruck's and the
+// pairwise allgather the first point-to-point connection's of every peer, their only one. An allreduce's reduction after its allgather
 // (COLL_GPU_ALGO_ALLGATHER) has no peer and wakes none.
 void coll_gpu_engine::wake_proxy(const coll_gpu_work_t &p) {
   if (p.algo == COLL_GPU_ALGO_ALLGATHER) return;
-  if (p.algo == COLL_GPU_ALGO_BRUCK) {
+  if (p.algo == COLL_GPU_ALGO_BRUCK || p.algo == COLL_GPU_ALGO_PAIRWISE) {
     net.wake(coll_gpu::Net::kP2pId, 1);
     return;
   }

@@ -44,9 +44,9 @@ struct CostTable {
 };
 constexpr Cost kAbsent = {0, 0, 0, 0};
 // NVLink, measured on H200 (above). CHAIN and ALLGATHER, across nodes, are ring calls along the node's links: a reduce
-// and a bcast, or an allgather (its reduction, with no peer, is not timed). BRUCK, across nodes too, has the ring's
-// constants and steps (pattern): the model, which has no costs of the network, then keeps the ring, first in the
-// table; the rules built in take Bruck where it was measured faster.
+// and a bcast, or an allgather (its reduction, with no peer, is not timed). BRUCK and PAIRWISE, across nodes too, have
+// the ring's constants and steps (pattern): the model, which has no costs of the network, then keeps the ring, first
+// in the table; the rules built in take the pairwise allgather where it was measured faster.
 constexpr CostTable kNvlink = {{
     /* ONESHOT */ {{2.0, 0, 0, 85e3}, kAbsent},
     /* TWOSHOT */ {kAbsent, {10.5, 3.0, 0, 300e3}},
@@ -54,6 +54,7 @@ constexpr CostTable kNvlink = {{
     /* CHAIN */ {kAbsent, {0, 0, 8.0, 310e3}},
     /* ALLGATHER */ {kAbsent, {0, 0, 8.0, 310e3}},
     /* BRUCK */ {kAbsent, {0, 0, 8.0, 310e3}},
+    /* PAIRWISE */ {kAbsent, {0, 0, 8.0, 310e3}},
 }};
 /* Through shared host memory (the SHM transport), every line crosses PCIe twice: the writer's posted stores, then
  * the reader's loads, each a round trip. On one H200 shared by the ranks under MPS (coll_gpu_allreduce_bench -N,
@@ -76,6 +77,7 @@ constexpr CostTable kShm = {{
     /* CHAIN */ {kAbsent, {0, 0, 10.0, 7.5e3}},
     /* ALLGATHER */ {kAbsent, {0, 0, 10.0, 7.5e3}},
     /* BRUCK */ {kAbsent, {0, 0, 10.0, 7.5e3}},
+    /* PAIRWISE */ {kAbsent, {0, 0, 10.0, 7.5e3}},
 }};
 // The costs of the communicator's link: a table and the factor its bandwidths take (a choice copies no table).
 struct Costs {
@@ -183,6 +185,9 @@ bool fits(const coll_gpu_tune_config_t *c, const coll_gpu_coll_info_t &info, col
                                     (info.shape == COLL_GPU_SHAPE_BLOCKS ? (size_t)nranks : 1);
     case COLL_GPU_ALGO_BRUCK: /* the point-to-point connections, which 3 to COLL_GPU_MAX_DIRECT ranks have */
       return c->net && nranks >= 3 && nranks <= COLL_GPU_MAX_DIRECT;
+    case COLL_GPU_ALGO_PAIRWISE: /* as Bruck's, and its 2 (n - 1) blocks on the GPU at once (kernels/move.cu) */
+      return c->net && nranks >= 3 && nranks <= COLL_GPU_MAX_DIRECT &&
+             (c->max_blocks <= 0 || 2 * (nranks - 1) <= c->max_blocks);
     default: /* the ring */
       return true;
   }
@@ -285,8 +290,8 @@ constexpr size_t kNetChainBytes = (size_t)256 << 10;
  * size; docs/benchmarks.md): 2 nodes of 1 rank 0.65-0.69x the chain's time from 8 B to 32 KiB (8 B: 24.0 against
  * 34.6 us), 2 + 1 ranks 0.75-0.77x from 8 B to 16 KiB, 2 x 2 0.70-0.78x from 8 B to 16 KiB (8 B: 37.6 against
  * 50.3). It won at every size that fits, the largest included. */
-/* Across nodes an allgather of 3 to COLL_GPU_MAX_DIRECT ranks with blocks up to kNetBruckBytes runs as Bruck's
- * (BRUCK) where it crosses the network fewer times in a row than the ring (bruck_pays): ceil(log2 n) steps over the
+/* Across nodes an allgather of 3 to COLL_GPU_MAX_DIRECT ranks with blocks up to kNetPairwiseBytes first ran as Bruck's
+ * (BRUCK) where it crosses the network fewer times in a row than the ring (pairwise_pays): ceil(log2 n) steps over the
  * point-to-point connections, each to a rank 2^k places away and each waiting on a hop over the network, where the
  * block that travels furthest round the ring crosses min(nodes, n - 1) of them (and its other hops inside nodes). So
  * 4 nodes of 1 rank: 2 hops against 3; 8 of 1: 3 against 7; 4 of 2: 3 against 4; but 3 of 1 and 2 of 2 take 2
@@ -296,50 +301,59 @@ constexpr size_t kNetChainBytes = (size_t)256 << 10;
  * to 4 KiB, 0.95x at 8 KiB, 0.60-0.71x at 16 and 32 KiB, 0.87x at 64 KiB and 1.59x at 128 KiB; 4 nodes of 2 ranks
  * 0.80-0.92x up to 4 KiB, 0.99x at 8 KiB, 0.85-0.86x at 16 and 32 KiB, 1.19x at 64 KiB; 3 nodes of 1 1.01-1.14x and 2
  * of 2 0.90-1.08x up to 4 KiB, 1.26x and more from 8 KiB (where it does not pay). Its one block moves a step's blocks
- * slot by slot, where the ring's channels move theirs side by side: so up to 32 KiB a block. */
-constexpr size_t kNetBruckBytes = (size_t)32 << 10;
+ * slot by slot, where the ring's channels move theirs side by side: so up to 32 KiB a block.
+ *
+ * Since, the rule takes the pairwise allgather (PAIRWISE) there instead: one step, every rank sending its block to
+ * every peer at once over those connections, a sending and a receiving block per peer. Forced against Bruck's in the
+ * same setup, two rounds of each alternated: 4 nodes of 1 rank 0.82-0.93x Bruck's time at every size from 8 B to 64
+ * KiB (8 B: 58.1 against 69.4 us, NCCL 59.0 in the same runs), 4 nodes of 2 0.79-0.91x from 8 to 256 B and 0.63-0.96x
+ * from 1 to 64 KiB but 1.04x at 512 B and 4 KiB, 8 nodes of 1 0.74-1.01x but 1.13x at 8 B (where the 8 ranks, their
+ * proxies and NCCL's threads share 16 cores, and one round of the pairwise took 205 us, the other 104). Where Bruck's
+ * does not pay (3 nodes of 1, 2 of 2) the pairwise was not measured: there the ring stays. */
+constexpr size_t kNetPairwiseBytes = (size_t)32 << 10;
 
 /* A reduce-scatter across nodes whose inputs take at most kNetGatherInputBytes runs as an allgather of the whole
- * inputs and each rank's reduction of its block of them (ALLGATHER), where that allgather is Bruck's by the rule
- * above: ceil(log2 n) hops over the network in a row, each moving 2^k inputs, where the ring's n - 1 move a block
- * each; then a kernel more on the stream. On one H200 over virtual nodes (the ranks sharing it under MPS, the
- * proxy's sockets on loopback), forced against the ring, two rounds of each alternated (coll_gpu_allreduce_bench -C
- * reduce_scatter; docs/benchmarks.md): 4 nodes of 1 rank 0.90-0.99x the ring's time from 8 to 256 B a block (inputs
- * up to 1 KiB; 8 B: 63.8 against 70.5 us), 1.04-1.05x at 512 B and 1 KiB, 1.17-1.31x at 2 and 4 KiB; 8 nodes of 1
- * 0.65-0.73x from 8 to 128 B (8 B: 141 against 194 us), 0.93x at 256 B, 1.09-1.16x at 512 B and 1 KiB; 8 nodes of
- * 2 ranks 0.91-0.99x from 8 to 128 B, 1.10-1.32x from 256 B to 1 KiB. (Above those sizes it does not fit, and both
- * runs were the ring's: 1.12-1.13x at 4 x 1, the spread of the setup.) */
+ * inputs and each rank's reduction of its block of them (ALLGATHER), where the rule above takes that allgather: then
+ * fewer hops over the network in a row, each moving more inputs, where the ring's n - 1 move a block each; then a
+ * kernel more on the stream. With that allgather Bruck's, on one H200 over virtual nodes (the ranks sharing it under
+ * MPS, the proxy's sockets on loopback), forced against the ring, two rounds of each alternated
+ * (coll_gpu_allreduce_bench -C reduce_scatter; docs/benchmarks.md): 4 nodes of 1 rank 0.90-0.99x the ring's time from 8
+ * to 256 B a block (inputs up to 1 KiB; 8 B: 63.8 against 70.5 us), 1.04-1.05x at 512 B and 1 KiB, 1.17-1.31x at 2 and
+ * 4 KiB; 8 nodes of 1 0.65-0.73x from 8 to 128 B (8 B: 141 against 194 us), 0.93x at 256 B, 1.09-1.16x at 512 B and 1
+ * KiB; 8 nodes of 2 ranks 0.91-0.99x from 8 to 128 B, 1.10-1.32x from 256 B to 1 KiB. (Above those sizes it does not
+ * fit, and both runs were the ring's: 1.12-1.13x at 4 x 1, the spread of the setup.) */
 constexpr size_t kNetGatherInputBytes = (size_t)1 << 10;
 
 namespace {
-// Whether Bruck's allgather crosses the network fewer times in a row than the ring on these nodes (above).
-bool bruck_pays(const coll_gpu_tune_config_t *c, int nranks, size_t) {
+// Whether the ring's furthest block crosses the network more than ceil(log2 n) times in a row on these nodes, where
+// Bruck's allgather took less time than the ring and the pairwise less than Bruck's (above).
+bool pairwise_pays(const coll_gpu_tune_config_t *c, int nranks, size_t) {
   int steps = 0;
   while ((1 << steps) < nranks) ++steps;
   return steps < (c->nodes < nranks - 1 ? c->nodes : nranks - 1);
 }
 
 // Whether a reduce-scatter of `bytes` a block as an allgather of the whole inputs (ALLGATHER) pays (above): inputs of
-// at most kNetGatherInputBytes, gathered by Bruck's where it pays.
-bool gather_bruck_pays(const coll_gpu_tune_config_t *c, int nranks, size_t bytes) {
+// at most kNetGatherInputBytes, gathered pairwise where that pays.
+bool gather_pays(const coll_gpu_tune_config_t *c, int nranks, size_t bytes) {
   return nranks >= 3 && nranks <= COLL_GPU_MAX_DIRECT && bytes <= kNetGatherInputBytes / (size_t)nranks &&
-         bruck_pays(c, nranks, bytes);
+         pairwise_pays(c, nranks, bytes);
 }
 
 /* Rules built in, written as the user's are, where measurements overrule the model; these hold across nodes, each
  * where it fits and, where it names one, where its test says it pays. The model times the chain as its reduce and
  * bcast over the node's link, so it never beats the ring there, but across 2 hosts x 2 it took 0.90-1.00x the ring's
- * time up to kNetChainBytes (above); the allgather took less than the chain wherever it fits, Bruck's less than the
- * ring where bruck_pays, and a reduce-scatter's allgather of its inputs less than its ring where gather_bruck_pays
- * (above). */
+ * time up to kNetChainBytes (above); the allgather took less than the chain wherever it fits, the pairwise allgather
+ * less than the ring where pairwise_pays, and a reduce-scatter's allgather of its inputs less than its ring where
+ * gather_pays (above). */
 struct NetRule {
   coll_gpu_tune_rule_t rule;
   bool (*pays)(const coll_gpu_tune_config_t *c, int nranks, size_t bytes); /* nullptr: wherever it fits */
 };
 constexpr NetRule kNetRules[] = {
-    {{COLL_GPU_COLL_ALLGATHER, 0, kNetBruckBytes, COLL_GPU_ALGO_BRUCK}, bruck_pays},
+    {{COLL_GPU_COLL_ALLGATHER, 0, kNetPairwiseBytes, COLL_GPU_ALGO_PAIRWISE}, pairwise_pays},
     {{COLL_GPU_COLL_ALLREDUCE, 0, COLL_GPU_TUNE_GATHER_BYTES, COLL_GPU_ALGO_ALLGATHER}, nullptr},
-    {{COLL_GPU_COLL_REDUCE_SCATTER, 0, COLL_GPU_TUNE_GATHER_BYTES, COLL_GPU_ALGO_ALLGATHER}, gather_bruck_pays},
+    {{COLL_GPU_COLL_REDUCE_SCATTER, 0, COLL_GPU_TUNE_GATHER_BYTES, COLL_GPU_ALGO_ALLGATHER}, gather_pays},
     {{COLL_GPU_COLL_ALLREDUCE, 0, kNetChainBytes, COLL_GPU_ALGO_CHAIN}, nullptr}};
 
 // What ruled answers where no rule takes the call.
@@ -470,6 +484,7 @@ coll_gpu_choice_t size_move(const coll_gpu_tune_config_t *c, coll_gpu_shape_t sh
                             coll_gpu_proto_t proto, int nranks, size_t bytes) {
   coll_gpu_choice_t ch = {algo, proto, 0, 0};
   if (algo == COLL_GPU_ALGO_BRUCK) ch.nchannels = 1; /* one block, one connection to each peer (kernels/move.cu) */
+  if (algo == COLL_GPU_ALGO_PAIRWISE) ch.nchannels = nranks - 1; /* one connection to each peer, its two blocks */
   if (algo != COLL_GPU_ALGO_RING) return ch;
   /* a step: a block, or a chunk of the chain's buffer; each link carries n - 1 blocks, or the buffer (the
    * alltoall's pairs, not timed that wide, keep their channels) */

@@ -29,7 +29,9 @@
  * sends part c of my block for rank + k, its receiving block P + b receives part c of rank - k's block for
  * me, a slot at a time, and first copies a share of my own block. Receiving block P + b of rank + k is the
  * one that receives what sending block b sends; as for 2 ranks, a GPU must hold all the call's blocks at
- * once (the tuning model bounds them where ranks share a GPU).
+ * once (the tuning model bounds them where ranks share a GPU). The pairwise allgather (across nodes of 3 to
+ * COLL_GPU_MAX_DIRECT ranks, small blocks) is the same kernel, every sending block sending my one block to its
+ * peer: one step where the ring takes n - 1.
  * A bcast's root only sends: it announces its start and waits for every peer's (prims_ring.cuh).
  *
  * Bruck, Simple (allgather across nodes of 3 to COLL_GPU_MAX_DIRECT ranks, small blocks), over connection 0 of the
@@ -164,13 +166,14 @@ __global__ void __launch_bounds__(kRingThreads) move_p2p(const __grid_constant__
   RingChannel<uint8_t, OpSum<uint8_t>, Align> c(comm, p, aligned, to, from, conn);
   const char *in = (const char *)p.sendbuf;
   char *out = (char *)p.recvbuf;
-  const size_t mine = (size_t)comm.rank * p.block;
-  if (!sender && in + mine != out + mine) {  // while the first step is on its way: my share of my own block
+  const bool gather = p.coll == COLL_GPU_COLL_ALLGATHER;
+  const size_t mine = (size_t)comm.rank * p.block, mine_in = gather ? 0 : mine;
+  if (!sender && in + mine_in != out + mine) {  // while the first step is on its way: my share of my own block
     const coll_gpu_range_t own = coll_gpu_part(p.count, pairs, b, kPack);
-    block_copy(c.aligned(), in + mine + own.begin, out + mine + own.begin, own.count);
+    block_copy(c.aligned(), in + mine_in + own.begin, out + mine + own.begin, own.count);
   }
   const coll_gpu_range_t part = coll_gpu_part(p.count, conns, conn, kPack);
-  const char *src = in + (size_t)to * p.block;
+  const char *src = in + (gather ? 0 : (size_t)to * p.block);
   char *dst = out + (size_t)from * p.block;
   bool ok = true;
   for (size_t off = part.begin; ok && off < part.begin + part.count; off += c.slot_bytes) {
@@ -310,6 +313,7 @@ static int p2p_conns(int nranks, const coll_gpu_work_t &p) {
 }
 
 static bool pairwise(int nranks, const coll_gpu_work_t &p) {
+  if (p.algo == COLL_GPU_ALGO_PAIRWISE) return p.coll == COLL_GPU_COLL_ALLGATHER;
   return p.algo == COLL_GPU_ALGO_RING && p.coll == COLL_GPU_COLL_ALLTOALL && nranks > 2;
 }
 
@@ -320,6 +324,15 @@ int move_blocks(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p) {
   if (pairwise(comm.nranks, p)) return 2 * (comm.nranks - 1) * p2p_conns(comm.nranks, p);
   if (p.algo == COLL_GPU_ALGO_BRUCK) return 1;
   return p.coll == COLL_GPU_COLL_ALLTOALL ? 2 * p.nchannels : p.nchannels;
+}
+
+// The pairwise kernel of an alltoall or allgather (pairwise).
+static int p2p_launch(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p, bool aligned, cudaStream_t stream) {
+  if (aligned)
+    move_p2p<kAligned><<<move_blocks(comm, p), kRingThreads, 0, stream>>>(comm, p, true);
+  else
+    move_p2p<kUnaligned><<<move_blocks(comm, p), kRingThreads, 0, stream>>>(comm, p, false);
+  return (int)cudaGetLastError();
 }
 
 int move_launch(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p, cudaStream_t stream) {
@@ -334,18 +347,16 @@ int move_launch(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p, cudaS
         move_zero_copy<<<move_blocks(comm, p), kRingThreads, 0, stream>>>(comm, p);
         break;
       }
-      if (pairwise(comm.nranks, p)) {
-        if (aligned)
-          move_p2p<kAligned><<<move_blocks(comm, p), kRingThreads, 0, stream>>>(comm, p, true);
-        else
-          move_p2p<kUnaligned><<<move_blocks(comm, p), kRingThreads, 0, stream>>>(comm, p, false);
-        break;
-      }
+      if (pairwise(comm.nranks, p)) return p2p_launch(comm, p, aligned, stream);
       if (aligned)
         move_ring<kAligned><<<move_blocks(comm, p), kRingThreads, 0, stream>>>(comm, p, true);
       else
         move_ring<kUnaligned><<<move_blocks(comm, p), kRingThreads, 0, stream>>>(comm, p, false);
       break;
+    case COLL_GPU_ALGO_PAIRWISE:
+      if (p.coll != COLL_GPU_COLL_ALLGATHER || comm.nranks < 3 || comm.nranks > COLL_GPU_MAX_DIRECT)
+        return (int)cudaErrorInvalidValue;
+      return p2p_launch(comm, p, aligned, stream);
     case COLL_GPU_ALGO_BRUCK:
       if (p.coll != COLL_GPU_COLL_ALLGATHER || comm.nranks < 3 || comm.nranks > COLL_GPU_MAX_DIRECT)
         return (int)cudaErrorInvalidValue;

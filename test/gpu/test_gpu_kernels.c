@@ -250,13 +250,15 @@ static int is_move(coll_gpu_coll_t coll) {
 static size_t elem_size(const call_t *k) { return is_move(k->coll) ? 1 : type_size(COMBOS[k->combo].type); }
 
 /* The algorithms the kernels run for a collective of n ranks: two-shot is allreduce's (alltoall's "ring" is pairwise
- * beyond 2 ranks), Bruck's allgather's where the point-to-point connections are (3 to COLL_GPU_MAX_DIRECT ranks; the
- * engine runs it across nodes only, but its kernel takes whatever the connections reach). */
+ * beyond 2 ranks), Bruck's and the pairwise allgather's where the point-to-point connections are (3 to
+ * COLL_GPU_MAX_DIRECT ranks; the engine runs them across nodes only, but their kernels take whatever the connections
+ * reach). */
 static int algo_runs(coll_gpu_coll_t coll, coll_gpu_algo_t algo, int n) {
   /* the chain: the engine's two RING calls, no kernel of its own; the allgather: a RING allgather, then a kernel with
    * no peers (test_gpu_allreduce takes it across virtual nodes) */
   if (coll_gpu_algo_composed(algo)) return 0;
-  if (algo == COLL_GPU_ALGO_BRUCK) return coll == COLL_GPU_COLL_ALLGATHER && n >= 3 && n <= COLL_GPU_MAX_DIRECT;
+  if (algo == COLL_GPU_ALGO_BRUCK || algo == COLL_GPU_ALGO_PAIRWISE)
+    return coll == COLL_GPU_COLL_ALLGATHER && n >= 3 && n <= COLL_GPU_MAX_DIRECT;
   return algo != COLL_GPU_ALGO_TWOSHOT || coll == COLL_GPU_COLL_ALLREDUCE;
 }
 
@@ -337,8 +339,12 @@ static call_t draw(const comm_t *c) {
   const size_t cap = (bytes_cap < max_bytes ? bytes_cap : max_bytes) / sz;
   k.count = 1 + rnd_below(cap);
   k.block = k.count + (rnd_below(2) ? 0 : rnd_below(gap_max));
-  /* alltoall runs two blocks per channel (2 ranks) or per connection (pairwise: at most 2 x the channels) */
-  const int ch_budget = k.coll == COLL_GPU_COLL_ALLTOALL && k.algo == COLL_GPU_ALGO_RING ? budget / 2 : budget;
+  /* alltoall runs two blocks per channel (2 ranks) or per connection (pairwise: at most 2 x the channels), as the
+   * pairwise allgather does */
+  const int ch_budget =
+      (k.coll == COLL_GPU_COLL_ALLTOALL && k.algo == COLL_GPU_ALGO_RING) || k.algo == COLL_GPU_ALGO_PAIRWISE
+          ? budget / 2
+          : budget;
   int max_ch = ch_budget < c->layout.nchannels ? ch_budget : c->layout.nchannels;
   k.nchannels = k.algo == COLL_GPU_ALGO_BRUCK ? 1 : 1 + (int)rnd_below((size_t)max_ch); /* Bruck's one block */
   k.chunk = rnd_below(2) ? 0 : 16 * (1 + rnd_below(c->layout.slot_bytes / 16));

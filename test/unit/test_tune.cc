@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -602,8 +603,8 @@ TEST(Tune, NetAllreduceAllgather) {
 
 // A reduce-scatter across nodes as an allgather of the whole inputs and each rank's reduction of its block of them
 // (ALLGATHER): it fits where n x n blocks fit COLL_GPU_TUNE_GATHER_BYTES; forced or ruled it takes every call that
-// fits, the rule built in only inputs of at most 1 KiB, where that allgather runs Bruck's where it pays
-// (Tune.NetAllgatherBruck); the model alone keeps the ring, whose steps move a block where these move n.
+// fits, the rule built in only inputs of at most 1 KiB, where that allgather runs pairwise where it pays
+// (Tune.NetAllgatherBruckAndPairwise); the model alone keeps the ring, whose steps move a block where these move n.
 TEST(Tune, NetReduceScatterAllgather) {
   coll_gpu_tune_rule_t r[COLL_GPU_TUNE_MAX_RULES];
   int nrules = 0;
@@ -657,60 +658,80 @@ TEST(Tune, NetReduceScatterAllgather) {
   EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_REDUCE_SCATTER, 4, 4096 + 1).algo);
 }
 
-// Bruck's allgather runs across nodes of 3 to 8 ranks (the point-to-point connections), in one block, where it is
-// forced or ruled; the rule built in takes it up to 32 KiB a block (docs/parameters.md) where its ceil(log2 n) steps
-// are fewer than the min(nodes, n - 1) hops over the network the ring's furthest block takes in a row; the model
-// alone keeps the ring. No other collective has it.
-TEST(Tune, NetAllgatherBruck) {
+// Bruck's and the pairwise allgather run across nodes of 3 to 8 ranks (the point-to-point connections), Bruck's in
+// one block, the pairwise in a sending and a receiving block per peer, where they are forced or ruled; the rule built
+// in takes the pairwise up to 32 KiB a block (docs/parameters.md) where the ring's furthest block crosses the network
+// more than ceil(log2 n) times in a row (min(nodes, n - 1)); the model alone keeps the ring. No other collective has
+// them.
+TEST(Tune, NetAllgatherBruckAndPairwise) {
   const size_t kib = 1024;
-  coll_gpu_tune_rule_t r[COLL_GPU_TUNE_MAX_RULES];
-  int nrules = 0;
-  char why[256];
-  ASSERT_EQ(COLL_GPU_SUCCESS, coll_gpu_tune_parse_rules("allgather:0-:bruck", r, &nrules, why, sizeof(why)));
   EXPECT_STREQ("bruck", coll_gpu_algo_name(COLL_GPU_ALGO_BRUCK));
-  for (int given : {0, 1, 2}) {  // the rule built in, a rule of the user's, the parameter
-    coll_gpu_tune_config_t c = defaults();
-    if (given == 1) {
-      c.rules = r;
-      c.nrules = nrules;
-    } else if (given == 2) {
-      c.algorithm[COLL_GPU_COLL_ALLGATHER] = COLL_GPU_ALGO_BRUCK;
-    }
-    for (size_t bytes = 8; bytes <= 4096 * kib; bytes *= 4) {
-      c.net = 0;
-      EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLGATHER, COLL_GPU_ALGO_BRUCK, 4, bytes));
-      EXPECT_NE(COLL_GPU_ALGO_BRUCK, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, 4, bytes).algo) << bytes;
-      c.net = 1;
-      for (int n : {2, 3, 4, 5, 6, 8, 9, 16})
-        for (int per_node : {1, 2, 4}) {
-          c.nodes = (n + per_node - 1) / per_node;
-          if (c.nodes < 2) continue;
-          const bool fits = n >= 3 && n <= 8;
-          EXPECT_EQ(fits, !!coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLGATHER, COLL_GPU_ALGO_BRUCK, n, bytes)) << n;
-          // the pairs where Bruck's steps are fewer: 4-8 nodes of 1, 4 of 2
-          const bool pays = (per_node == 1 && n >= 4) || (per_node == 2 && n >= 7);
-          const bool taken = fits && (given > 0 || (bytes <= 32 * kib && pays));
-          const coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, n, bytes);
-          EXPECT_EQ(taken ? COLL_GPU_ALGO_BRUCK : COLL_GPU_ALGO_RING, ch.algo)
-              << given << " " << n << " ranks, " << c.nodes << " nodes, " << bytes;
-          EXPECT_EQ(COLL_GPU_PROTO_SIMPLE, ch.proto);
-          if (taken) {
-            EXPECT_EQ(1, ch.nchannels);
+  EXPECT_STREQ("pairwise", coll_gpu_algo_name(COLL_GPU_ALGO_PAIRWISE));
+  for (coll_gpu_algo_t algo : {COLL_GPU_ALGO_BRUCK, COLL_GPU_ALGO_PAIRWISE}) {
+    coll_gpu_tune_rule_t r[COLL_GPU_TUNE_MAX_RULES];
+    int nrules = 0;
+    char text[64], why[256];
+    snprintf(text, sizeof(text), "allgather:0-:%s", coll_gpu_algo_name(algo));
+    ASSERT_EQ(COLL_GPU_SUCCESS, coll_gpu_tune_parse_rules(text, r, &nrules, why, sizeof(why)));
+    for (int given : {0, 1, 2}) {  // the rule built in, a rule of the user's, the parameter
+      coll_gpu_tune_config_t c = defaults();
+      if (given == 1) {
+        c.rules = r;
+        c.nrules = nrules;
+      } else if (given == 2) {
+        c.algorithm[COLL_GPU_COLL_ALLGATHER] = algo;
+      }
+      for (size_t bytes = 8; bytes <= 4096 * kib; bytes *= 4) {
+        c.net = 0;
+        EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLGATHER, algo, 4, bytes));
+        EXPECT_NE(algo, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, 4, bytes).algo) << bytes;
+        c.net = 1;
+        for (int n : {2, 3, 4, 5, 6, 8, 9, 16})
+          for (int per_node : {1, 2, 4}) {
+            c.nodes = (n + per_node - 1) / per_node;
+            if (c.nodes < 2) continue;
+            const bool fits = n >= 3 && n <= 8;
+            EXPECT_EQ(fits, !!coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLGATHER, algo, n, bytes)) << n;
+            // the pairs where the ring's furthest block crosses the network more than log2 n times: 4-8 nodes of 1,
+            // 4 of 2
+            const bool pays = (per_node == 1 && n >= 4) || (per_node == 2 && n >= 7);
+            const bool taken = fits && (given > 0 || (bytes <= 32 * kib && pays));
+            const coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, n, bytes);
+            const coll_gpu_algo_t want = !taken ? COLL_GPU_ALGO_RING : given > 0 ? algo : COLL_GPU_ALGO_PAIRWISE;
+            EXPECT_EQ(want, ch.algo) << given << " " << coll_gpu_algo_name(algo) << " " << n << " ranks, " << c.nodes
+                                     << " nodes, " << bytes;
+            EXPECT_EQ(COLL_GPU_PROTO_SIMPLE, ch.proto);
+            if (taken) {
+              EXPECT_EQ(want == COLL_GPU_ALGO_BRUCK ? 1 : n - 1, ch.nchannels);  // one block; a connection a peer
+            }
           }
-        }
+      }
     }
+    // its blocks on one GPU at once: 2 (n - 1) where ranks share it
+    coll_gpu_tune_config_t c = defaults();
+    c.net = 1;
+    c.max_blocks = 13;
+    EXPECT_EQ(algo == COLL_GPU_ALGO_BRUCK, !!coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLGATHER, algo, 8, 8));
+    c.max_blocks = 14;
+    EXPECT_TRUE(coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLGATHER, algo, 8, 8));
   }
   // the edge of the rule built in, and the model alone
   coll_gpu_tune_config_t c = defaults();
   c.net = 1;
   c.nodes = 4;
-  EXPECT_EQ(COLL_GPU_ALGO_BRUCK, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, 4, 32 * kib).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_PAIRWISE, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, 4, 32 * kib).algo);
   EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, 4, 32 * kib + 1).algo);
   c.algorithm[COLL_GPU_COLL_ALLGATHER] = COLL_GPU_ALGO_RING;
   EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, 4, 8).algo);
-  for (int k = 0; k < COLL_GPU_NCOLLS; ++k)
+  coll_gpu_tune_rule_t r[COLL_GPU_TUNE_MAX_RULES];
+  int nrules = 0;
+  char why[256];
+  for (int k = 0; k < COLL_GPU_NCOLLS; ++k) {
     EXPECT_EQ(k == COLL_GPU_COLL_ALLGATHER, !!coll_gpu_coll_has((coll_gpu_coll_t)k, COLL_GPU_ALGO_BRUCK)) << k;
+    EXPECT_EQ(k == COLL_GPU_COLL_ALLGATHER, !!coll_gpu_coll_has((coll_gpu_coll_t)k, COLL_GPU_ALGO_PAIRWISE)) << k;
+  }
   EXPECT_NE(COLL_GPU_SUCCESS, coll_gpu_tune_parse_rules("reduce_scatter:0-:bruck", r, &nrules, why, sizeof(why)));
+  EXPECT_NE(COLL_GPU_SUCCESS, coll_gpu_tune_parse_rules("alltoall:0-:pairwise", r, &nrules, why, sizeof(why)));
 }
 
 // Over the network the chains' steps grow with each channel's part: 32 KiB up to 128 KiB a channel, 128
