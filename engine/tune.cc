@@ -306,9 +306,9 @@ constexpr size_t kNetChainBytes = (size_t)256 << 10;
  * Since, the rule takes the pairwise allgather (PAIRWISE) there instead: one step, every rank sending its block to
  * every peer at once over those connections, a sending and a receiving block per peer. Forced against Bruck's in the
  * same setup, two rounds of each alternated: 4 nodes of 1 rank 0.82-0.93x Bruck's time at every size from 8 B to 64
- * KiB (8 B: 58.1 against 69.4 us, NCCL 59.0 in the same runs), 4 nodes of 2 0.79-0.91x from 8 to 256 B and 0.63-0.96x
- * from 1 to 64 KiB but 1.04x at 512 B and 4 KiB, 8 nodes of 1 0.74-1.01x but 1.13x at 8 B (where the 8 ranks, their
- * proxies and NCCL's threads share 16 cores, and one round of the pairwise took 205 us, the other 104). Where Bruck's
+ * KiB (8 B: 58.1 against 69.4 us, NCCL 59.0 in the same runs), 4 nodes of 2 0.79-0.91x from 8 to 256 B, 1.04x at 512 B,
+ * 0.63-0.96x from 1 to 64 KiB but 1.04x at 4 KiB, 8 nodes of 1 0.74-1.01x but 1.13x at 8 B (where 8 ranks and their
+ * proxies share 16 cores, and one round of the pairwise took 205 us, the other 104). Where Bruck's
  * does not pay (3 nodes of 1, 2 of 2) the pairwise was not measured: there the ring stays. */
 constexpr size_t kNetPairwiseBytes = (size_t)32 << 10;
 
