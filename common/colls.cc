@@ -36,9 +36,9 @@ const coll_gpu_coll_info_t kColls[COLL_GPU_NCOLLS] = {
      "lines into every peer, in pieces of coll_gpu_oneshot_max_bytes), ring (Simple protocol), bruck "
      "(over several nodes of 3 to 8 ranks only: Bruck's allgather, ceil(log2 ranks) steps, each sending "
      "every block a rank holds to the rank 2^k before it), pairwise (over several nodes of 3 to 8 ranks "
-     "only: one step, every rank sending its block to every peer at once; auto takes it there up to 32 KiB "
-     "a block where the ring's furthest block crosses the network more than ceil(log2 ranks) times in a "
-     "row, e.g. 4 to 8 nodes of one rank), or staged; "
+     "only: one step, every rank sending its block to every peer at once; auto takes it there up to 4 KiB "
+     "a block, and up to 32 KiB where the ring's furthest block crosses the network more than "
+     "ceil(log2 ranks) times in a row, e.g. 4 to 8 nodes of one rank), or staged; "
      "also of MPI_Allgatherv on one host where every block has one count and the blocks lie one after "
      "another in rank order (it stages otherwise)"},
     {"alltoall", "MPI_Alltoall", kDirectAndRing, COLL_GPU_SHAPE_PAIRS,

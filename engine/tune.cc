@@ -291,7 +291,7 @@ constexpr size_t kNetChainBytes = (size_t)256 << 10;
  * 34.6 us), 2 + 1 ranks 0.75-0.77x from 8 B to 16 KiB, 2 x 2 0.70-0.78x from 8 B to 16 KiB (8 B: 37.6 against
  * 50.3). It won at every size that fits, the largest included. */
 /* Across nodes an allgather of 3 to COLL_GPU_MAX_DIRECT ranks with blocks up to kNetPairwiseBytes first ran as Bruck's
- * (BRUCK) where it crosses the network fewer times in a row than the ring (pairwise_pays): ceil(log2 n) steps over the
+ * (BRUCK) where it crosses the network fewer times in a row than the ring (few_hops_pay): ceil(log2 n) steps over the
  * point-to-point connections, each to a rank 2^k places away and each waiting on a hop over the network, where the
  * block that travels furthest round the ring crosses min(nodes, n - 1) of them (and its other hops inside nodes). So
  * 4 nodes of 1 rank: 2 hops against 3; 8 of 1: 3 against 7; 4 of 2: 3 against 4; but 3 of 1 and 2 of 2 take 2
@@ -309,8 +309,13 @@ constexpr size_t kNetChainBytes = (size_t)256 << 10;
  * KiB (8 B: 58.1 against 69.4 us, NCCL 59.0 in the same runs), 4 nodes of 2 0.79-0.91x from 8 to 256 B, 1.04x at 512 B,
  * 0.63-0.96x from 1 to 64 KiB but 1.04x at 4 KiB, 8 nodes of 1 0.74-1.01x but 1.13x at 8 B (where 8 ranks and their
  * proxies share 16 cores, and one round of the pairwise took 205 us, the other 104). Where Bruck's
- * does not pay (3 nodes of 1, 2 of 2) the pairwise was not measured: there the ring stays. */
+ * did not pay, forced against the ring, two rounds of each alternated: 3 nodes of 1 rank 0.74-0.90x the ring's time at
+ * every size from 8 B to 16 KiB (8 B: 36.4 against 47.6 us, NCCL 42.2), 2 nodes of 2 0.88-0.95x up to 4 KiB but 1.00x
+ * at 1 KiB, 1.08x at 8 KiB and 1.02x at 16 KiB. So the rule takes it up to kNetPairwiseAnyBytes a block wherever it
+ * fits, and up to kNetPairwiseBytes where the ring's furthest block crosses the network more than ceil(log2 n) times
+ * in a row (few_hops_pay). */
 constexpr size_t kNetPairwiseBytes = (size_t)32 << 10;
+constexpr size_t kNetPairwiseAnyBytes = (size_t)4 << 10;
 
 /* A reduce-scatter across nodes whose inputs take at most kNetGatherInputBytes runs as an allgather of the whole
  * inputs and each rank's reduction of its block of them (ALLGATHER), where the rule above takes that allgather: then
@@ -327,17 +332,22 @@ constexpr size_t kNetGatherInputBytes = (size_t)1 << 10;
 namespace {
 // Whether the ring's furthest block crosses the network more than ceil(log2 n) times in a row on these nodes, where
 // Bruck's allgather took less time than the ring and the pairwise less than Bruck's (above).
-bool pairwise_pays(const coll_gpu_tune_config_t *c, int nranks, size_t) {
+bool few_hops_pay(const coll_gpu_tune_config_t *c, int nranks) {
   int steps = 0;
   while ((1 << steps) < nranks) ++steps;
   return steps < (c->nodes < nranks - 1 ? c->nodes : nranks - 1);
 }
 
+// Whether the pairwise allgather of `bytes` a block pays (above).
+bool pairwise_pays(const coll_gpu_tune_config_t *c, int nranks, size_t bytes) {
+  return bytes <= kNetPairwiseAnyBytes || few_hops_pay(c, nranks);
+}
+
 // Whether a reduce-scatter of `bytes` a block as an allgather of the whole inputs (ALLGATHER) pays (above): inputs of
-// at most kNetGatherInputBytes, gathered pairwise where that pays.
+// at most kNetGatherInputBytes, on the nodes where it was measured (few_hops_pay).
 bool gather_pays(const coll_gpu_tune_config_t *c, int nranks, size_t bytes) {
   return nranks >= 3 && nranks <= COLL_GPU_MAX_DIRECT && bytes <= kNetGatherInputBytes / (size_t)nranks &&
-         pairwise_pays(c, nranks, bytes);
+         few_hops_pay(c, nranks);
 }
 
 /* Rules built in, written as the user's are, where measurements overrule the model; these hold across nodes, each

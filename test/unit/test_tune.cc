@@ -660,8 +660,9 @@ TEST(Tune, NetReduceScatterAllgather) {
 
 // Bruck's and the pairwise allgather run across nodes of 3 to 8 ranks (the point-to-point connections), Bruck's in
 // one block, the pairwise in a sending and a receiving block per peer, where they are forced or ruled; the rule built
-// in takes the pairwise up to 32 KiB a block (docs/parameters.md) where the ring's furthest block crosses the network
-// more than ceil(log2 n) times in a row (min(nodes, n - 1)); the model alone keeps the ring. No other collective has
+// in takes the pairwise up to 4 KiB a block wherever it fits and up to 32 KiB (docs/parameters.md) where the ring's
+// furthest block crosses the network more than ceil(log2 n) times in a row (min(nodes, n - 1)); the model alone keeps
+// the ring. No other collective has
 // them.
 TEST(Tune, NetAllgatherBruckAndPairwise) {
   const size_t kib = 1024;
@@ -692,10 +693,10 @@ TEST(Tune, NetAllgatherBruckAndPairwise) {
             if (c.nodes < 2) continue;
             const bool fits = n >= 3 && n <= 8;
             EXPECT_EQ(fits, !!coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLGATHER, algo, n, bytes)) << n;
-            // the pairs where the ring's furthest block crosses the network more than log2 n times: 4-8 nodes of 1,
-            // 4 of 2
+            // up to 4 KiB wherever it fits, to 32 KiB where the ring's furthest block crosses the network more than
+            // log2 n times: 4-8 nodes of 1, 4 of 2
             const bool pays = (per_node == 1 && n >= 4) || (per_node == 2 && n >= 7);
-            const bool taken = fits && (given > 0 || (bytes <= 32 * kib && pays));
+            const bool taken = fits && (given > 0 || bytes <= 4 * kib || (bytes <= 32 * kib && pays));
             const coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, n, bytes);
             const coll_gpu_algo_t want = !taken ? COLL_GPU_ALGO_RING : given > 0 ? algo : COLL_GPU_ALGO_PAIRWISE;
             EXPECT_EQ(want, ch.algo) << given << " " << coll_gpu_algo_name(algo) << " " << n << " ranks, " << c.nodes
@@ -721,6 +722,9 @@ TEST(Tune, NetAllgatherBruckAndPairwise) {
   c.nodes = 4;
   EXPECT_EQ(COLL_GPU_ALGO_PAIRWISE, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, 4, 32 * kib).algo);
   EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, 4, 32 * kib + 1).algo);
+  c.nodes = 3;  // 3 nodes of 1: up to 4 KiB only
+  EXPECT_EQ(COLL_GPU_ALGO_PAIRWISE, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, 3, 4 * kib).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, 3, 4 * kib + 1).algo);
   c.algorithm[COLL_GPU_COLL_ALLGATHER] = COLL_GPU_ALGO_RING;
   EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLGATHER, 4, 8).algo);
   coll_gpu_tune_rule_t r[COLL_GPU_TUNE_MAX_RULES];
