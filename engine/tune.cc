@@ -167,6 +167,12 @@ double time_us(const Costs &k, coll_gpu_shape_t shape, size_t ll_bytes, coll_gpu
 // most COLL_GPU_MAX_DIRECT ranks.
 bool direct(const coll_gpu_tune_config_t *c, int nranks) { return !c->net && nranks <= COLL_GPU_MAX_DIRECT; }
 
+// Whether an allgather across nodes has the point-to-point connections Bruck's and the pairwise one run over: 3 to
+// COLL_GPU_MAX_DIRECT ranks have them.
+bool over_p2p(const coll_gpu_tune_config_t *c, int nranks) {
+  return c->net && nranks >= 3 && nranks <= COLL_GPU_MAX_DIRECT;
+}
+
 // coll_gpu_tune_fits for the collective of row `info`.
 bool fits(const coll_gpu_tune_config_t *c, const coll_gpu_coll_info_t &info, coll_gpu_algo_t algo, int nranks,
           size_t bytes) {
@@ -183,11 +189,10 @@ bool fits(const coll_gpu_tune_config_t *c, const coll_gpu_coll_info_t &info, col
                                    * reduce-scatter's of n blocks (bytes: its largest, with counts) */
       return c->net && bytes <= COLL_GPU_TUNE_GATHER_BYTES / (size_t)nranks /
                                     (info.shape == COLL_GPU_SHAPE_BLOCKS ? (size_t)nranks : 1);
-    case COLL_GPU_ALGO_BRUCK: /* the point-to-point connections, which 3 to COLL_GPU_MAX_DIRECT ranks have */
-      return c->net && nranks >= 3 && nranks <= COLL_GPU_MAX_DIRECT;
-    case COLL_GPU_ALGO_PAIRWISE: /* as Bruck's, and its 2 (n - 1) blocks on the GPU at once (kernels/move.cu) */
-      return c->net && nranks >= 3 && nranks <= COLL_GPU_MAX_DIRECT &&
-             (c->max_blocks <= 0 || 2 * (nranks - 1) <= c->max_blocks);
+    case COLL_GPU_ALGO_BRUCK:
+      return over_p2p(c, nranks);
+    case COLL_GPU_ALGO_PAIRWISE: /* and its 2 (n - 1) blocks on the GPU at once (kernels/move.cu) */
+      return over_p2p(c, nranks) && (c->max_blocks <= 0 || 2 * (nranks - 1) <= c->max_blocks);
     default: /* the ring */
       return true;
   }
@@ -346,8 +351,7 @@ bool pairwise_pays(const coll_gpu_tune_config_t *c, int nranks, size_t bytes) {
 // Whether a reduce-scatter of `bytes` a block as an allgather of the whole inputs (ALLGATHER) pays (above): inputs of
 // at most kNetGatherInputBytes, on the nodes where it was measured (few_hops_pay).
 bool gather_pays(const coll_gpu_tune_config_t *c, int nranks, size_t bytes) {
-  return nranks >= 3 && nranks <= COLL_GPU_MAX_DIRECT && bytes <= kNetGatherInputBytes / (size_t)nranks &&
-         few_hops_pay(c, nranks);
+  return over_p2p(c, nranks) && bytes <= kNetGatherInputBytes / (size_t)nranks && few_hops_pay(c, nranks);
 }
 
 /* Rules built in, written as the user's are, where measurements overrule the model; these hold across nodes, each

@@ -80,17 +80,19 @@ double coll_gpu_tune_time_us(const coll_gpu_tune_config_t *c, coll_gpu_coll_t co
  * two-shot, which write into every peer's scratch) on one node of at most COLL_GPU_MAX_DIRECT ranks, within their part
  * of the scratch (an allreduce's one-shot in one slot of it, the other collectives' in slots of at least 16 bytes);
  * the chain across nodes only, the allgather there where every rank's input together takes at most
- * COLL_GPU_TUNE_GATHER_BYTES, and Bruck's allgather there on 3 to COLL_GPU_MAX_DIRECT ranks (the point-to-point
- * connections); the ring everywhere. What is forced or ruled gives way where it does not. */
+ * COLL_GPU_TUNE_GATHER_BYTES (a reduce-scatter's n blocks from each), and Bruck's and the pairwise allgather there on 3
+ * to COLL_GPU_MAX_DIRECT ranks (the point-to-point connections); the ring everywhere. What is forced or ruled gives way
+ * where it does not. */
 int coll_gpu_tune_fits(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, coll_gpu_algo_t algo, int nranks,
                        size_t bytes);
 /* The choice for one call of `coll` of `bytes` (counted as coll_gpu_tune_time_us counts them): the algorithm the config
  * forces for the collective where it fits, else the first of the user's rules that matches the call and fits it,
- * else the first such of the rules built in for the link (across nodes: an allgather takes Bruck's up to 32 KiB a block
- * where its ceil(log2 n) steps are fewer than the hops over the network the ring takes in a row, min(nodes, n - 1); an
- * allreduce takes the allgather where every rank's input together takes at most COLL_GPU_TUNE_GATHER_BYTES, else up
- * to 256 KiB the chain), else the pair of algorithm and protocol with the least modelled time among those that fit
- * (first among the collective's forced protocol); its channels and ring step. */
+ * else the first such of the rules built in for the link (across nodes: an allgather takes the pairwise one up to 4 KiB
+ * a block, and up to 32 KiB where ceil(log2 n) is less than the hops over the network the ring takes in a row,
+ * min(nodes, n - 1); an allreduce takes the allgather where every rank's input together takes at most
+ * COLL_GPU_TUNE_GATHER_BYTES, else up to 256 KiB the chain; a reduce-scatter the allgather for inputs of at most 1 KiB
+ * where those hops exceed ceil(log2 n)), else the pair of algorithm and protocol with the least modelled time among
+ * those that fit (first among the collective's forced protocol); its channels and ring step. */
 coll_gpu_choice_t coll_gpu_tune_choose(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, int nranks, size_t bytes);
 /* Parses coll_gpu_tuning_rules: COLL:FROM-TO:ALGO entries, comma-separated, COLL one of coll_gpu_coll_name's
  * (common/colls.h), FROM and TO byte counts (k, m or g after the digits: KiB, MiB, GiB; TO left out: no end, FROM <=

@@ -25,11 +25,26 @@ coll_gpu_tune_config_t defaults() {
   c.min_sms = 0;
   c.max_blocks = 0;
   c.net = 0;
+  c.nodes = 0;
   c.net_ring_channels = 0;
   c.shm = 0;
   c.link_gbps = 0;
   c.rules = nullptr;
   c.nrules = 0;
+  return c;
+}
+
+// The defaults, where `given` takes algo for coll: 0 the rules built in (nothing set), 1 the user's rules `r`, 2 the
+// parameter.
+coll_gpu_tune_config_t given_config(int given, const coll_gpu_tune_rule_t *r, int nrules, coll_gpu_coll_t coll,
+                                    coll_gpu_algo_t algo) {
+  coll_gpu_tune_config_t c = defaults();
+  if (given == 1) {
+    c.rules = r;
+    c.nrules = nrules;
+  } else if (given == 2) {
+    c.algorithm[coll] = algo;
+  }
   return c;
 }
 
@@ -611,13 +626,7 @@ TEST(Tune, NetReduceScatterAllgather) {
   char why[256];
   ASSERT_EQ(COLL_GPU_SUCCESS, coll_gpu_tune_parse_rules("reduce_scatter:0-:allgather", r, &nrules, why, sizeof(why)));
   for (int given : {0, 1, 2}) {  // the rule built in, a rule of the user's, the parameter
-    coll_gpu_tune_config_t c = defaults();
-    if (given == 1) {
-      c.rules = r;
-      c.nrules = nrules;
-    } else if (given == 2) {
-      c.algorithm[COLL_GPU_COLL_REDUCE_SCATTER] = COLL_GPU_ALGO_ALLGATHER;
-    }
+    coll_gpu_tune_config_t c = given_config(given, r, nrules, COLL_GPU_COLL_REDUCE_SCATTER, COLL_GPU_ALGO_ALLGATHER);
     for (size_t bytes = 8; bytes <= COLL_GPU_TUNE_GATHER_BYTES; bytes *= 2) {
       c.net = 0;
       EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_COLL_REDUCE_SCATTER, COLL_GPU_ALGO_ALLGATHER, 4, bytes));
@@ -675,13 +684,7 @@ TEST(Tune, NetAllgatherBruckAndPairwise) {
     snprintf(text, sizeof(text), "allgather:0-:%s", coll_gpu_algo_name(algo));
     ASSERT_EQ(COLL_GPU_SUCCESS, coll_gpu_tune_parse_rules(text, r, &nrules, why, sizeof(why)));
     for (int given : {0, 1, 2}) {  // the rule built in, a rule of the user's, the parameter
-      coll_gpu_tune_config_t c = defaults();
-      if (given == 1) {
-        c.rules = r;
-        c.nrules = nrules;
-      } else if (given == 2) {
-        c.algorithm[COLL_GPU_COLL_ALLGATHER] = algo;
-      }
+      coll_gpu_tune_config_t c = given_config(given, r, nrules, COLL_GPU_COLL_ALLGATHER, algo);
       for (size_t bytes = 8; bytes <= 4096 * kib; bytes *= 4) {
         c.net = 0;
         EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLGATHER, algo, 4, bytes));
