@@ -36,6 +36,7 @@
 #include <atomic>
 #include <new>
 
+#include "common/ll.h"
 #include "common/wait.h"
 #include "proxy/net.h"
 #include "proxy/trace.h"
@@ -107,7 +108,61 @@ struct Fifo {
   uint64_t credit_word;                 // the credit in flight (UCX reads or writes it: the Fifo never moves)
   NetOp credit_op;                      // send: the credit receive posted; receive: the credit send
   void *memh;                           // the slots, registered with the thread's UCX context (or nullptr)
+  char *bounce;                         // send side with LL slots: each slot's LL step's data, as it goes (depth
+                                        // x ll_bytes; nullptr without LL)
 };
+
+// Line i (0: the header) of LL slot `slot` of f, as its two 8-byte words (common/ll.h).
+volatile uint64_t *ll_line(const coll_gpu_proxy_fifo_t &f, int slot, size_t i) {
+  return (volatile uint64_t *)(f.ll + (size_t)slot * coll_gpu_ll_stride(f.ll_bytes) + i * COLL_GPU_LL_LINE);
+}
+// The data of one 8-byte word of a line, where it carries `flag`.
+bool ll_word(uint64_t w, uint32_t flag, uint32_t *data) {
+  *data = (uint32_t)w;
+  return (uint32_t)(w >> 32) == flag;
+}
+
+// Send side: whether the kernel wrote step `step` of f as LL lines (its header line carries the step's flag),
+// and its bytes.
+bool ll_posted(const coll_gpu_proxy_fifo_t &f, int slot, uint64_t step, size_t *bytes) {
+  if (f.ll == nullptr) return false;
+  volatile uint64_t *h = ll_line(f, slot, 0);
+  const uint32_t flag = coll_gpu_ll_flag(step);
+  uint32_t lo, hi;
+  if (!ll_word(h[0], flag, &lo) || !ll_word(h[1], flag, &hi)) return false;
+  *bytes = (size_t)lo | (size_t)hi << 32;
+  return true;
+}
+
+// Send side: the data of LL step `step` into `to`; false while some line is still without its flag (the
+// step is taken again from its first line at the next try).
+bool ll_unpack(const coll_gpu_proxy_fifo_t &f, int slot, uint64_t step, size_t bytes, char *to) {
+  const uint32_t flag = coll_gpu_ll_flag(step);
+  for (size_t u = 0; u < coll_gpu_ll_packs(bytes); ++u)
+    for (int half = 0; half < 2; ++half) {
+      volatile uint64_t *l = ll_line(f, slot, 1 + coll_gpu_ll_line(u, half));
+      uint32_t d[2];
+      if (!ll_word(l[0], flag, &d[0]) || !ll_word(l[1], flag, &d[1])) return false;
+      const size_t at = u * 16 + (size_t)half * COLL_GPU_LL_LINE_DATA;
+      if (at < bytes) memcpy(to + at, d, bytes - at < sizeof(d) ? bytes - at : sizeof(d));
+    }
+  return true;
+}
+
+// Receive side: step `step` of `bytes` that arrived in slot `slot` of f, as LL lines in its LL slot too.
+void ll_pack(const coll_gpu_proxy_fifo_t &f, int slot, uint64_t step, size_t bytes) {
+  const uint64_t flag = (uint64_t)coll_gpu_ll_flag(step) << 32;
+  const char *from = f.buff + (size_t)slot * f.slot_bytes;
+  for (size_t u = 0; u < coll_gpu_ll_packs(bytes); ++u)
+    for (int half = 0; half < 2; ++half) {
+      uint32_t d[2] = {0, 0};
+      const size_t at = u * 16 + (size_t)half * COLL_GPU_LL_LINE_DATA;
+      if (at < bytes) memcpy(d, from + at, bytes - at < sizeof(d) ? bytes - at : sizeof(d));
+      volatile uint64_t *l = ll_line(f, slot, 1 + coll_gpu_ll_line(u, half));
+      l[0] = flag | d[0];  // each word whole: a reader sees its flag with its data or neither
+      l[1] = flag | d[1];
+    }
+}
 
 enum Command { kNone, kConnect, kAdd };
 
@@ -141,6 +196,9 @@ struct Worker {
 
   Fifo **fifos = nullptr;  // each its own allocation: UCX holds pointers into it
   int nfifos = 0, cap = 0;
+  // steps handed to the network (those of them the kernel wrote as LL lines), steps arrived (those of them
+  // written as LL lines too): told at teardown
+  uint64_t sent = 0, sent_ll = 0, arrived = 0, arrived_ll = 0;
 
   Worker();
   ~Worker();
@@ -256,7 +314,10 @@ Worker::~Worker() {
   pthread_cond_destroy(&done_cv);
   pthread_mutex_destroy(&mu);
   if (wake_fd >= 0) ::close(wake_fd);
-  for (int i = 0; i < nfifos; ++i) free(fifos[i]);
+  for (int i = 0; i < nfifos; ++i) {
+    free(fifos[i]->bounce);
+    free(fifos[i]);
+  }
   free((void *)fifos);
 }
 
@@ -326,6 +387,11 @@ coll_gpu_status_t Worker::add(const coll_gpu_proxy_fifo_t *f, char *why, size_t 
     return COLL_GPU_SYSTEM_ERROR;
   }
   Fifo *q = new (m) Fifo();
+  if (send && f->ll != nullptr && (q->bounce = (char *)malloc((size_t)f->depth * f->ll_bytes)) == nullptr) {
+    free(m);
+    coll_gpu_say(why, len, "out of host memory for a proxy FIFO's LL steps");
+    return COLL_GPU_SYSTEM_ERROR;
+  }
   fifos[nfifos++] = q;
   q->f = *f;
   // steps already counted (none on a new connection) stay counted: the proxy starts where the kernel is
@@ -362,6 +428,11 @@ bool Worker::complete(Fifo *q, volatile uint64_t *counter) {
     }
     op->state = kOpIdle;
     coll_gpu_trace(q->f.dir == COLL_GPU_PROXY_RECV ? 'R' : 'H', proxy->cfg.rank, q->f.peer, q->f.id, q->done);
+    if (q->f.dir == COLL_GPU_PROXY_RECV) ++arrived;
+    if (q->f.dir == COLL_GPU_PROXY_RECV && q->f.ll != nullptr && op->bytes <= q->f.ll_bytes) {
+      ll_pack(q->f, slot, q->done, op->bytes);
+      ++arrived_ll;
+    }
     if (q->f.dir == COLL_GPU_PROXY_RECV && q->f.sizes != nullptr) q->f.sizes[slot] = op->bytes;
     store_release(counter, ++q->done);
     moved = true;
@@ -386,30 +457,44 @@ bool Worker::take_credit(Fifo *q) {
 }
 
 // Send side: hand every posted step within the credit to UCX, then publish the sent ones, in order, as head.
+// A step is posted either as LL lines (its header line has its flag) or in its slot (the tail covers it).
 bool Worker::move_send(Fifo *q) {
   const coll_gpu_proxy_fifo_t &f = q->f;
   const int rank = proxy->cfg.rank;
   bool moved = take_credit(q);
   if (proxy->has_failed()) return moved;
   const uint64_t tail = load_acquire(f.tail);
-  while (q->posted < tail) {
+  for (;;) {
     const int slot = (int)(q->posted % (uint64_t)f.depth);
-    const size_t bytes = f.sizes != nullptr ? (size_t)f.sizes[slot] : f.slot_bytes;
+    size_t bytes;
+    const char *from = f.buff + (size_t)slot * f.slot_bytes;
+    void *memh = q->memh;
+    const bool ll = ll_posted(f, slot, q->posted, &bytes);
+    if (!ll && q->posted >= tail) break;
+    if (!ll) bytes = f.sizes != nullptr ? (size_t)f.sizes[slot] : f.slot_bytes;
     if (!net.synchronous(bytes) && q->posted >= q->credit) break;  // no free slot known at the other end yet
-    if (bytes > f.slot_bytes || tail - q->done > (uint64_t)f.depth) {
+    if (ll ? bytes > f.ll_bytes : bytes > f.slot_bytes || tail - q->done > (uint64_t)f.depth) {
       char why[200];
-      snprintf(why, sizeof(why), "connection %d to rank %d: step %llu of %zu bytes (slots of %zu), %llu steps ahead",
-               f.id, f.peer, (unsigned long long)q->posted, bytes, f.slot_bytes, (unsigned long long)(tail - q->done));
+      snprintf(why, sizeof(why), "connection %d to rank %d: %sstep %llu of %zu bytes (slots of %zu), %llu steps ahead",
+               f.id, f.peer, ll ? "LL " : "", (unsigned long long)q->posted, bytes, ll ? f.ll_bytes : f.slot_bytes,
+               (unsigned long long)(tail - q->done));
       proxy->fail(COLL_GPU_INTERNAL_ERROR, f.peer, why);
       return moved;
     }
+    if (ll) {
+      from = q->bounce + (size_t)slot * f.ll_bytes;
+      memh = nullptr;
+      if (!ll_unpack(f, slot, q->posted, bytes, (char *)from)) break;  // its last lines are still on their way
+    }
     NetOp *op = &q->ops[slot];
     coll_gpu_trace('S', rank, f.peer, f.id, q->posted);
-    net.send(f.peer, step_tag(rank, f.id, q->posted), f.buff + (size_t)slot * f.slot_bytes, bytes, q->memh, op);
+    net.send(f.peer, step_tag(rank, f.id, q->posted), from, bytes, memh, op);
     if (op->state == kOpFailed) {
       failed_op(q, "sending step", q->posted);
       return moved;
     }
+    ++sent;
+    sent_ll += ll ? 1 : 0;
     ++q->posted;
     moved = true;
   }
@@ -552,6 +637,12 @@ void Worker::run() {
 }
 
 void Worker::teardown() {
+  if (nfifos > 0)
+    proxy->log(COLL_GPU_LVL_TRACE,
+               "proxy of rank %d, thread %d: %llu steps sent (%llu of them from LL lines), %llu arrived (%llu of "
+               "them written as LL lines too)",
+               proxy->cfg.rank, index, (unsigned long long)sent, (unsigned long long)sent_ll,
+               (unsigned long long)arrived, (unsigned long long)arrived_ll);
   // receives first (a cancelled receive completes at once); the sends in flight end with their endpoints
   for (int i = 0; i < nfifos; ++i) {
     Fifo *q = fifos[i];
@@ -708,9 +799,11 @@ coll_gpu_status_t coll_gpu_proxy_add(coll_gpu_proxy_t *p, const coll_gpu_proxy_f
   if ((f->dir != COLL_GPU_PROXY_SEND && f->dir != COLL_GPU_PROXY_RECV) || f->peer < 0 || f->peer >= p->cfg.nranks ||
       f->peer == p->cfg.rank || f->id < 0 || f->id >= COLL_GPU_PROXY_MAX_CONNS || f->depth < 1 ||
       f->depth > COLL_GPU_PROXY_MAX_DEPTH || f->slot_bytes == 0 || f->buff == nullptr || f->tail == nullptr ||
-      f->head == nullptr) {
-    coll_gpu_say(why, len, "bad proxy FIFO (%s rank %d, connection %d, %d slots of %zu bytes)", send ? "to" : "from",
-                 f->peer, f->id, f->depth, f->slot_bytes);
+      f->head == nullptr ||
+      (f->ll != nullptr && (f->ll_bytes == 0 || f->ll_bytes > f->slot_bytes || f->ll_bytes > COLL_GPU_LL_MAX_BYTES ||
+                            (uintptr_t)f->ll % COLL_GPU_LL_LINE != 0))) {
+    coll_gpu_say(why, len, "bad proxy FIFO (%s rank %d, connection %d, %d slots of %zu bytes, LL steps of %zu)",
+                 send ? "to" : "from", f->peer, f->id, f->depth, f->slot_bytes, f->ll != nullptr ? f->ll_bytes : 0);
     return COLL_GPU_INTERNAL_ERROR;
   }
   if (p->peer_threads[f->peer] == 0) {

@@ -18,6 +18,11 @@
  *     depth), and when step s has arrived writes its size into sizes and raises tail to s + 1 (release);
  *     the kernel waits for tail, consumes the slot and raises head. The receiving proxy sets the tail,
  *     never the sender.
+ * A FIFO with LL slots (ll, common/ll.h) also moves steps of at most ll_bytes as LL lines: on the send side
+ * the kernel may write step s as lines into LL slot s mod depth instead of the slot, with no tail (the proxy
+ * sends its data once every line has its flag); on the receive side the proxy writes each such step that
+ * arrived as lines too, before the tail, and the kernel may poll those instead of the tail. Either end
+ * chooses per step and alone: on the wire a step is its data either way.
  * Steps travel as tagged messages (UCX's, or the proxy's own over TCP sockets: proxy/net.h), the tag naming
  * the sender, the connection and the step, so that each receive matches exactly its step.
  *
@@ -94,6 +99,8 @@ typedef struct {
   volatile uint64_t *head;  /* steps done with: by the proxy (send), by the kernel (recv) */
   volatile uint64_t *sizes; /* [depth] bytes of each step in flight: written by the kernel (send; NULL:
                                every step is a whole slot), by the proxy (recv; may be NULL) */
+  char *ll;                 /* depth LL slots of coll_gpu_ll_stride(ll_bytes) (common/ll.h), or NULL: no LL */
+  size_t ll_bytes;          /* the most data of an LL step, at most slot_bytes and COLL_GPU_LL_MAX_BYTES */
 } coll_gpu_proxy_fifo_t;
 
 /* Starts the threads and sets up UCX on each; on failure says why and leaves *out NULL. When the threads'

@@ -153,10 +153,12 @@ Conn *Rank::add(int id, size_t slot) {
   }
   memset(k->send_buf, 0, bytes);
   memset(k->recv_buf, 0, bytes);
-  const coll_gpu_proxy_fifo_t s{COLL_GPU_PROXY_SEND, 1 - rank_,      id, k->send_buf, slot, o_.depth, k->send_tail(),
-                                k->send_head(),      k->send_sizes()};
-  const coll_gpu_proxy_fifo_t r{COLL_GPU_PROXY_RECV, 1 - rank_,      id, k->recv_buf, slot, o_.depth, k->recv_tail(),
-                                k->recv_head(),      k->recv_sizes()};
+  const coll_gpu_proxy_fifo_t s{
+      COLL_GPU_PROXY_SEND, 1 - rank_, id, k->send_buf, slot, o_.depth, k->send_tail(), k->send_head(),
+      k->send_sizes(),     nullptr,   0};
+  const coll_gpu_proxy_fifo_t r{
+      COLL_GPU_PROXY_RECV, 1 - rank_, id, k->recv_buf, slot, o_.depth, k->recv_tail(), k->recv_head(),
+      k->recv_sizes(),     nullptr,   0};
   if (coll_gpu_proxy_add(p_, &s, why, sizeof(why)) != COLL_GPU_SUCCESS ||
       coll_gpu_proxy_add(p_, &r, why, sizeof(why)) != COLL_GPU_SUCCESS) {
     error(why);

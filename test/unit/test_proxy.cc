@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/ll.h"
 #include "common/wait.h"
 #include "proxy/proxy.h"
 #include "proxy/trace.h"
@@ -63,6 +64,8 @@ struct Options {
   bool trace = false;       // each rank writes its step timestamps at the end (proxy/trace.h, started before)
   int threads[2] = {1, 1};  // each rank's proxy threads
   coll_gpu_proxy_net_t net = COLL_GPU_PROXY_NET_UCX;
+  size_t ll_bytes = 0;  // > 0: the FIFOs have LL slots, and steps of at most this many bytes go as LL lines or not,
+                        // at random, each end choosing alone (common/ll.h)
 };
 
 // The size of step `step` of a connection: random, at most a slot; the last step partial, some empty.
@@ -93,9 +96,18 @@ struct Report {
   }
 };
 
+// Whether the kernel's end `end` (0: sender, 1: receiver) of step `step` of connection `ch` from rank `sender`
+// takes LL lines: half the steps that may (0 < bytes <= ll_bytes), at random.
+bool ll_end(const Options &o, int sender, int ch, uint64_t step, size_t bytes, int end) {
+  if (o.ll_bytes == 0 || bytes == 0 || bytes > o.ll_bytes) return false;
+  std::mt19937_64 r(~o.seed ^ ((uint64_t)sender << 48) ^ ((uint64_t)ch << 32) ^ step);
+  return (r() >> (8 + end)) & 1;
+}
+
 // One connection's two FIFOs at one rank, as the kernel and the proxy share them.
 struct Conn {
   std::vector<char> send_buf, recv_buf;
+  std::vector<uint64_t> send_ll, recv_ll;  // the LL slots (o.ll_bytes > 0)
   uint64_t words[6 + 2 * COLL_GPU_PROXY_MAX_DEPTH] = {};
   volatile uint64_t *send_tail() { return &words[0]; }
   volatile uint64_t *send_head() { return &words[1]; }
@@ -105,6 +117,65 @@ struct Conn {
   volatile uint64_t *recv_sizes() { return &words[6 + COLL_GPU_PROXY_MAX_DEPTH]; }
   uint64_t sent = 0, received = 0;
 };
+
+char *ll_slots(const Options &o, std::vector<uint64_t> &words) {
+  return o.ll_bytes > 0 ? (char *)words.data() : nullptr;
+}
+volatile uint64_t *ll_line(const Options &o, std::vector<uint64_t> &words, int slot, size_t i) {
+  return (volatile uint64_t *)((char *)words.data() + (size_t)slot * coll_gpu_ll_stride(o.ll_bytes) +
+                               i * COLL_GPU_LL_LINE);
+}
+
+// The kernel's LL post of step `step` (n bytes): the header line first, then the lines, so that the proxy
+// may see a step whose lines are not all there yet; neither tail nor sizes.
+void ll_post(const Options &o, Conn &k, int slot, int sender, int ch, uint64_t step, size_t n) {
+  const uint64_t flag = (uint64_t)coll_gpu_ll_flag(step) << 32;
+  volatile uint64_t *h = ll_line(o, k.send_ll, slot, 0);
+  h[0] = flag | (uint32_t)n;
+  h[1] = flag | (uint32_t)((uint64_t)n >> 32);
+  for (size_t i = 0; i < 2 * coll_gpu_ll_packs(n); ++i) {  // i: the 8 data bytes from 8 i
+    uint32_t d[2];
+    for (int w = 0; w < 2; ++w) {
+      d[w] = 0;
+      for (int b = 0; b < 4; ++b) {
+        const size_t at = i * COLL_GPU_LL_LINE_DATA + 4 * w + b;
+        if (at < n) d[w] |= (uint32_t)pattern(o.seed, sender, ch, step, at) << (8 * b);
+      }
+    }
+    volatile uint64_t *l = ll_line(o, k.send_ll, slot, 1 + coll_gpu_ll_line(i / 2, (int)(i % 2)));
+    l[0] = flag | d[0];
+    l[1] = flag | d[1];
+    if (i == 0) sched_yield();
+  }
+}
+
+// The kernel's LL receive of step `step` (n bytes from `sender`): false while some line lacks the step's flag;
+// else checks the data, poisons the lines (an even flag is no step's) and the slot, true.
+bool ll_consume(const Options &o, Conn &k, int sender, int ch, uint64_t step, size_t n, Report *rep) {
+  const int slot = (int)(step % (uint64_t)o.depth);
+  const uint32_t flag = coll_gpu_ll_flag(step);
+  const size_t halves = 2 * coll_gpu_ll_packs(n);  // i below: the 8 data bytes from 8 i
+  for (size_t i = 0; i < halves; ++i) {
+    volatile uint64_t *l = ll_line(o, k.recv_ll, slot, 1 + coll_gpu_ll_line(i / 2, (int)(i % 2)));
+    if ((uint32_t)(l[0] >> 32) != flag || (uint32_t)(l[1] >> 32) != flag) return false;
+  }
+  for (size_t i = 0; i < halves; ++i) {
+    volatile uint64_t *l = ll_line(o, k.recv_ll, slot, 1 + coll_gpu_ll_line(i / 2, (int)(i % 2)));
+    for (size_t at = i * COLL_GPU_LL_LINE_DATA; at < (i + 1) * COLL_GPU_LL_LINE_DATA && at < n; ++at) {
+      const size_t b = at % COLL_GPU_LL_LINE_DATA;
+      const uint8_t got = (uint8_t)(l[b / 4] >> (8 * (b % 4)));
+      if (got != pattern(o.seed, sender, ch, step, at)) {
+        rep->error("conn %d LL step %llu: byte %zu of %zu is %u, not %u", ch, (unsigned long long)step, at, n, got,
+                   pattern(o.seed, sender, ch, step, at));
+        return true;
+      }
+    }
+    l[0] = 0xA5A5A5A4A5A5A5A5ull;
+    l[1] = 0xA5A5A5A4A5A5A5A5ull;
+  }
+  memset(k.recv_buf.data() + (size_t)slot * o.slot, 0xA5, o.slot);
+  return true;
+}
 
 // Rank `rank` of 2: a proxy, its address traded over `fd`, every connection both ways, and the kernel's
 // part played here until every step has gone both ways (or the deadline, or a failure).
@@ -144,8 +215,13 @@ Report run_rank(int rank, int fd, const Options &o) {
     Conn &k = conns[c];
     k.send_buf.assign((size_t)o.depth * o.slot, 0);
     k.recv_buf.assign((size_t)o.depth * o.slot, 0);
-    coll_gpu_proxy_fifo_t s{COLL_GPU_PROXY_SEND, peer,          c, k.send_buf.data(), o.slot, o.depth, k.send_tail(),
-                            k.send_head(),       k.send_sizes()};
+    const size_t ll_words = o.ll_bytes > 0 ? (size_t)o.depth * coll_gpu_ll_stride(o.ll_bytes) / 8 : 0;
+    k.send_ll.assign(ll_words, 0);
+    k.recv_ll.assign(ll_words, 0);
+    coll_gpu_proxy_fifo_t s{COLL_GPU_PROXY_SEND,    peer,          c,
+                            k.send_buf.data(),      o.slot,        o.depth,
+                            k.send_tail(),          k.send_head(), k.send_sizes(),
+                            ll_slots(o, k.send_ll), o.ll_bytes};
     if (coll_gpu_proxy_add(p, &s, why, sizeof(why)) != COLL_GPU_SUCCESS)
       rep.error("rank %d: add connection %d: %s", rank, c, why);
   }
@@ -155,8 +231,10 @@ Report run_rank(int rank, int fd, const Options &o) {
   }
   for (int c = 0; c < o.channels && rep.errors == 0; ++c) {
     Conn &k = conns[c];
-    coll_gpu_proxy_fifo_t r{COLL_GPU_PROXY_RECV, peer,          c, k.recv_buf.data(), o.slot, o.depth, k.recv_tail(),
-                            k.recv_head(),       k.recv_sizes()};
+    coll_gpu_proxy_fifo_t r{COLL_GPU_PROXY_RECV,    peer,          c,
+                            k.recv_buf.data(),      o.slot,        o.depth,
+                            k.recv_tail(),          k.recv_head(), k.recv_sizes(),
+                            ll_slots(o, k.recv_ll), o.ll_bytes};
     if (coll_gpu_proxy_add(p, &r, why, sizeof(why)) != COLL_GPU_SUCCESS)
       rep.error("rank %d: add connection %d: %s", rank, c, why);
   }
@@ -177,10 +255,15 @@ Report run_rank(int rank, int fd, const Options &o) {
         if (rank == 1 && o.die_after > 0 && c == 0 && k.sent == o.die_after) raise(SIGKILL);
         const int slot = (int)(k.sent % (uint64_t)o.depth);
         const size_t n = step_bytes(o, rank, c, k.sent);
-        char *dst = k.send_buf.data() + (size_t)slot * o.slot;
-        for (size_t i = 0; i < n; ++i) dst[i] = (char)pattern(o.seed, rank, c, k.sent, i);
-        k.send_sizes()[slot] = n;
-        store_release(k.send_tail(), ++k.sent);
+        if (ll_end(o, rank, c, k.sent, n, 0)) {
+          ll_post(o, k, slot, rank, c, k.sent, n);
+          ++k.sent;
+        } else {
+          char *dst = k.send_buf.data() + (size_t)slot * o.slot;
+          for (size_t i = 0; i < n; ++i) dst[i] = (char)pattern(o.seed, rank, c, k.sent, i);
+          k.send_sizes()[slot] = n;
+          store_release(k.send_tail(), ++k.sent);
+        }
         if (rank == 0 && o.consumed != nullptr) {
           const uint64_t behind = k.sent - load_acquire(&o.consumed[c]);
           if (behind > rep.max_in_flight) rep.max_in_flight = behind;
@@ -190,7 +273,13 @@ Report run_rank(int rank, int fd, const Options &o) {
       if (tail > k.received + (uint64_t)o.depth || tail > o.steps)
         rep.error("rank %d conn %d: tail %llu with %llu consumed, depth %d", rank, c, (unsigned long long)tail,
                   (unsigned long long)k.received, o.depth);
-      if (k.received < tail) {
+      const size_t next = k.received < o.steps ? step_bytes(o, peer, c, k.received) : 0;
+      if (k.received < o.steps && ll_end(o, peer, c, k.received, next, 1)) {  // the lines, never the tail
+        if (ll_consume(o, k, peer, c, k.received, next, &rep)) {
+          store_release(k.recv_head(), ++k.received);
+          if (rank == 1 && o.consumed != nullptr) store_release(&o.consumed[c], k.received);
+        }
+      } else if (k.received < tail) {
         if (rank == 1 && o.slow_recv_ns > 0) {
           const struct timespec t = {0, (long)o.slow_recv_ns};
           nanosleep(&t, nullptr);
@@ -368,6 +457,21 @@ TEST_P(ProxyOver, StepTimestampsCoverEveryStep) {
   EXPECT_EQ((size_t)(3 * 2 * o.channels * o.steps), seen.size());  // nothing else
 }
 
+// LL steps (common/ll.h) among plain ones, each end choosing per step and alone: every step arrives whole and
+// unchanged either way, in its lines or its slot, on connections whose slots are larger than an LL step and on
+// ones whose every step may be one.
+TEST_P(ProxyOver, LLStepsAmongPlainOnes) {
+  Options o = options();
+  o.seed = fresh_seed();
+  o.channels = 3;
+  o.slot = 8 << 10;
+  o.ll_bytes = 4 << 10;
+  o.steps = 200;
+  expect_clean(run_pair(o));
+  o.slot = o.ll_bytes = 1 << 10;
+  expect_clean(run_pair(o));
+}
+
 TEST_P(ProxyOver, LargeSlotsWholeAndPartial) {
   Options o = options();
   o.channels = 2;
@@ -535,10 +639,10 @@ TEST_P(ASleepingThread, SeesAPeersLateStep) {
   Conn k;  // rank 0's send FIFO and rank 1's receive FIFO
   k.send_buf.assign(depth * slot, 0);
   k.recv_buf.assign(depth * slot, 0);
-  coll_gpu_proxy_fifo_t s{COLL_GPU_PROXY_SEND, 1, 0, k.send_buf.data(), slot, depth, k.send_tail(), k.send_head(),
-                          k.send_sizes()};
-  coll_gpu_proxy_fifo_t r{COLL_GPU_PROXY_RECV, 0, 0, k.recv_buf.data(), slot, depth, k.recv_tail(), k.recv_head(),
-                          k.recv_sizes()};
+  coll_gpu_proxy_fifo_t s{COLL_GPU_PROXY_SEND, 1,       0, k.send_buf.data(), slot, depth, k.send_tail(), k.send_head(),
+                          k.send_sizes(),      nullptr, 0};
+  coll_gpu_proxy_fifo_t r{COLL_GPU_PROXY_RECV, 0,       0, k.recv_buf.data(), slot, depth, k.recv_tail(), k.recv_head(),
+                          k.recv_sizes(),      nullptr, 0};
   ASSERT_EQ(coll_gpu_proxy_add(p[0], &s, why[0], sizeof(why[0])), COLL_GPU_SUCCESS) << why[0];
   ASSERT_EQ(coll_gpu_proxy_add(p[1], &r, why[1], sizeof(why[1])), COLL_GPU_SUCCESS) << why[1];
   sleep(3);
@@ -626,11 +730,22 @@ TEST(Proxy, RefusesWhatIsNotAnAddressOrAFifo) {
 
   std::vector<char> buf(4096);
   uint64_t w[4 + COLL_GPU_PROXY_MAX_DEPTH] = {};
-  coll_gpu_proxy_fifo_t f{COLL_GPU_PROXY_SEND, 1, 0, buf.data(), 512, 8, &w[0], &w[1], &w[4]};
+  coll_gpu_proxy_fifo_t f{COLL_GPU_PROXY_SEND, 1, 0, buf.data(), 512, 8, &w[0], &w[1], &w[4], nullptr, 0};
   EXPECT_EQ(coll_gpu_proxy_add(p, &f, why, sizeof(why)), COLL_GPU_INTERNAL_ERROR) << "peer not connected";
   EXPECT_NE(strstr(why, "before connecting"), nullptr) << why;
   f.depth = COLL_GPU_PROXY_MAX_DEPTH + 1;
   EXPECT_EQ(coll_gpu_proxy_add(p, &f, why, sizeof(why)), COLL_GPU_INTERNAL_ERROR) << "too deep";
+  f.depth = 8;
+  std::vector<uint64_t> ll(8 * coll_gpu_ll_stride(1024) / 8);
+  f.ll = (char *)ll.data();
+  f.ll_bytes = 1024;  // LL steps larger than a slot
+  EXPECT_EQ(coll_gpu_proxy_add(p, &f, why, sizeof(why)), COLL_GPU_INTERNAL_ERROR) << "LL steps above the slot";
+  EXPECT_NE(strstr(why, "LL steps of 1024"), nullptr) << why;
+  f.ll_bytes = 0;
+  EXPECT_EQ(coll_gpu_proxy_add(p, &f, why, sizeof(why)), COLL_GPU_INTERNAL_ERROR) << "LL slots for no bytes";
+  f.ll_bytes = 256;
+  f.ll += 8;
+  EXPECT_EQ(coll_gpu_proxy_add(p, &f, why, sizeof(why)), COLL_GPU_INTERNAL_ERROR) << "LL lines not on 16 bytes";
   int peer = -1;
   EXPECT_EQ(coll_gpu_proxy_failed(p, &peer, why, sizeof(why)), COLL_GPU_SUCCESS) << why;
   coll_gpu_proxy_destroy(p);
