@@ -110,6 +110,7 @@ struct Fifo {
   void *memh;                           // the slots, registered with the thread's UCX context (or nullptr)
   char *bounce;                         // send side with LL slots: each slot's LL step's data, as it goes (depth
                                         // x ll_bytes; nullptr without LL)
+  size_t ll_taken;                      // send side: the lines of the LL step `posted` already in its bounce
 };
 
 // Line i (0: the header) of LL slot `slot` of f, as its two 8-byte words (common/ll.h).
@@ -134,18 +135,23 @@ bool ll_posted(const coll_gpu_proxy_fifo_t &f, int slot, uint64_t step, size_t *
   return true;
 }
 
-// Send side: the data of LL step `step` into `to`; false while some line is still without its flag (the
-// step is taken again from its first line at the next try).
-bool ll_unpack(const coll_gpu_proxy_fifo_t &f, int slot, uint64_t step, size_t bytes, char *to) {
+// Send side: the data of LL step `step` into `to`, its lines in the order they lie, from line *taken on (the
+// lines before it are there already: a step's lines do not change until its slot is free again); false while
+// some line is still without its flag, *taken then the first of those.
+bool ll_unpack(const coll_gpu_proxy_fifo_t &f, int slot, uint64_t step, size_t bytes, char *to, size_t *taken) {
   const uint32_t flag = coll_gpu_ll_flag(step);
-  for (size_t u = 0; u < coll_gpu_ll_packs(bytes); ++u)
-    for (int half = 0; half < 2; ++half) {
-      volatile uint64_t *l = ll_line(f, slot, 1 + coll_gpu_ll_line(u, half));
-      uint32_t d[2];
-      if (!ll_word(l[0], flag, &d[0]) || !ll_word(l[1], flag, &d[1])) return false;
-      const size_t at = u * 16 + (size_t)half * COLL_GPU_LL_LINE_DATA;
-      if (at < bytes) memcpy(to + at, d, bytes - at < sizeof(d) ? bytes - at : sizeof(d));
-    }
+  const size_t packs = coll_gpu_ll_packs(bytes), lines = packs > 0 ? coll_gpu_ll_line(packs - 1, 1) + 1 : 0;
+  for (; *taken < lines; ++*taken) {
+    const size_t i = *taken, group = i / (2 * COLL_GPU_LL_GROUP),
+                 half = i % (2 * COLL_GPU_LL_GROUP) / COLL_GPU_LL_GROUP;
+    const size_t u = group * COLL_GPU_LL_GROUP + i % COLL_GPU_LL_GROUP;  // line i is pack u's half
+    if (u >= packs) continue;                                            // past the last pack of a partial group
+    volatile uint64_t *l = ll_line(f, slot, 1 + i);
+    uint32_t d[2];
+    if (!ll_word(l[0], flag, &d[0]) || !ll_word(l[1], flag, &d[1])) return false;
+    const size_t at = u * 16 + half * COLL_GPU_LL_LINE_DATA;
+    if (at < bytes) memcpy(to + at, d, bytes - at < sizeof(d) ? bytes - at : sizeof(d));
+  }
   return true;
 }
 
@@ -484,7 +490,8 @@ bool Worker::move_send(Fifo *q) {
     if (ll) {
       from = q->bounce + (size_t)slot * f.ll_bytes;
       memh = nullptr;
-      if (!ll_unpack(f, slot, q->posted, bytes, (char *)from)) break;  // its last lines are still on their way
+      if (!ll_unpack(f, slot, q->posted, bytes, (char *)from, &q->ll_taken)) break;  // lines still on their way
+      q->ll_taken = 0;                                                               // for the next step
     }
     NetOp *op = &q->ops[slot];
     coll_gpu_trace('S', rank, f.peer, f.id, q->posted);
