@@ -78,6 +78,8 @@ typedef struct {
   int proxy_threads;           /* the network proxy's threads; 0: the rank's share of the CPUs near its GPU */
   int proxy_net;               /* what the network proxy moves steps over: a COLL_GPU_ENGINE_PROXY_NET_* */
   const char *socket_ifname;   /* the proxy's sockets: the interfaces peers reach it on (NULL: its default) */
+  size_t net_ll_bytes;         /* steps over the network of 1 to this many bytes travel as LL lines (common/ll.h;
+                                  at most COLL_GPU_LL_MAX_BYTES); 0: none */
   size_t zero_copy_min_bytes;  /* inside a node, alltoall of blocks this large or larger on exportable memory goes
                                   straight from the send buffer into the peers' receive buffers; 0: never */
   size_t zero_copy_map_bytes;  /* the bound of the peers' allocations mapped here for it (engine/ipc_cache.h) */

@@ -498,7 +498,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     for (int r = 0; r < b->size; ++r) rdma |= peers[r].rdma != 0;
     const int kind = coll_gpu_net_choose(cfg->proxy_net, rdma, cfg->virtual_nodes);
     e->net.configure(cfg->proxy_threads > 0 ? most : 0, most, here, (coll_gpu_proxy_net_t)kind, cfg->socket_ifname,
-                     cfg->log);
+                     cfg->net_ll_bytes, cfg->log);
     e->transports[e->ntransports++] = coll_gpu::transport_of(&e->net);
   }
   e->transports[e->ntransports++] = e->shm_node ? coll_gpu::transport_of(&e->shm) : coll_gpu::transport_of(&e->ipc);

@@ -19,7 +19,7 @@ namespace coll_gpu {
 namespace {
 
 // A FIFO's host memory: the proxy's and the kernel's words first, each on its own 128-byte line (tail,
-// head, then the step sizes), the slots after them.
+// head, then the step sizes), the slots after them, then its LL slots (common/ll.h), where it has them.
 constexpr size_t kLine = 128;
 constexpr size_t kTail = 0, kHead = kLine, kSizes = 2 * kLine, kSlots = 4 * kLine;
 // The proxy polls without pause 1 ms after the last step it moved or the last launch, then sleeps in
@@ -132,8 +132,10 @@ coll_gpu_status_t Net::fifo(coll_gpu_proxy_dir_t dir, int peer, int id, size_t s
     return COLL_GPU_INTERNAL_ERROR;
   }
   void *dev = nullptr;
-  const coll_gpu_status_t rc =
-      coll_gpu_host_mapped_alloc(mem_[nmem_].out(), &dev, kSlots + COLL_GPU_RING_SLOTS * slot_bytes);
+  const size_t ll_bytes = (ll_bytes_ < slot_bytes ? ll_bytes_ : slot_bytes) & ~(size_t)(COLL_GPU_LL_LINE - 1);
+  const size_t ll_at = (kSlots + COLL_GPU_RING_SLOTS * slot_bytes + kLine - 1) & ~(kLine - 1);
+  const size_t bytes = ll_at + (ll_bytes > 0 ? COLL_GPU_RING_SLOTS * coll_gpu_ll_stride(ll_bytes) : 0);
+  const coll_gpu_status_t rc = coll_gpu_host_mapped_alloc(mem_[nmem_].out(), &dev, bytes);
   if (rc != COLL_GPU_SUCCESS) {
     coll_gpu_say(why, len, "cannot allocate a NET FIFO of %d x %zu bytes in mapped host memory: %s",
                  COLL_GPU_RING_SLOTS, slot_bytes, coll_gpu_kernels_error());
@@ -148,10 +150,17 @@ coll_gpu_status_t Net::fifo(coll_gpu_proxy_dir_t dir, int peer, int id, size_t s
                                 COLL_GPU_RING_SLOTS,
                                 (volatile uint64_t *)(host + kTail),
                                 (volatile uint64_t *)(host + kHead),
-                                (volatile uint64_t *)(host + kSizes)};
+                                (volatile uint64_t *)(host + kSizes),
+                                ll_bytes > 0 ? host + ll_at : nullptr,
+                                ll_bytes};
   COLL_GPU_CHECK(coll_gpu_proxy_add(proxy_, &f, why, len));
   char *d = (char *)dev;
-  *conn = coll_gpu_conn_t{d + kSlots, (uint64_t *)(d + kTail), (uint64_t *)(d + kHead), (uint64_t *)(d + kSizes)};
+  *conn = coll_gpu_conn_t{d + kSlots,
+                          (uint64_t *)(d + kTail),
+                          (uint64_t *)(d + kHead),
+                          (uint64_t *)(d + kSizes),
+                          ll_bytes > 0 ? d + ll_at : nullptr,
+                          ll_bytes};
   return COLL_GPU_SUCCESS;
 }
 

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/ll.h"
 #include "common/status.h"
 #include "engine/bootstrap.h"
 #include "engine/owning.h"
@@ -52,8 +53,10 @@ class Net {
   // The transport's steps: connect is setup over the links with the threads configure gave (threads 0:
   // as many as the rank's share of the CPUs allows, at most `most`; `here` ranks on this machine); fill
   // puts a FIFO on every ring hop to or from another node and, with 3 to COLL_GPU_MAX_DIRECT ranks, every
-  // point-to-point connection with a rank of another node.
-  void configure(int threads, int most, int here, coll_gpu_proxy_net_t kind, const char *ifname, coll_gpu_log_fn log);
+  // point-to-point connection with a rank of another node. Steps of 1 to ll_bytes bytes (at most a slot) may
+  // travel as LL lines (common/ll.h; 0: none).
+  void configure(int threads, int most, int here, coll_gpu_proxy_net_t kind, const char *ifname, size_t ll_bytes,
+                 coll_gpu_log_fn log);
   coll_gpu_status_t connect(const TransportLinks &links, char *why, size_t len);
   coll_gpu_status_t fill(const coll_gpu_dev_comm_t &comm, coll_gpu_dev_conns_t *conns, char *why, size_t len);
   // The proxy (nullptr before setup): for tests that move steps of their own over its connections.
@@ -82,6 +85,7 @@ class Net {
   int threads_ = 0, most_ = 1, here_ = 1;  // configure
   coll_gpu_proxy_net_t kind_ = COLL_GPU_PROXY_NET_UCX;
   const char *ifname_ = nullptr;
+  size_t ll_bytes_ = 0;
   coll_gpu_log_fn log_ = nullptr;
   const uint16_t *node_ = nullptr;  // connect's links
 };

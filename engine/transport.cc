@@ -196,13 +196,14 @@ void Shm::unlink_own() {
   own_name_[0] = '\0';
 }
 
-void Net::configure(int threads, int most, int here, coll_gpu_proxy_net_t kind, const char *ifname,
+void Net::configure(int threads, int most, int here, coll_gpu_proxy_net_t kind, const char *ifname, size_t ll_bytes,
                     coll_gpu_log_fn log) {
   threads_ = threads;
   most_ = most;
   here_ = here;
   kind_ = kind;
   ifname_ = ifname;
+  ll_bytes_ = ll_bytes < COLL_GPU_LL_MAX_BYTES ? ll_bytes : COLL_GPU_LL_MAX_BYTES;
   log_ = log;
 }
 

@@ -116,6 +116,9 @@ typedef struct {
   uint64_t *head;
   uint64_t *sizes; /* NET: [COLL_GPU_RING_SLOTS] bytes of each step, written by the sender before its tail (the
                       proxy sends that many); NULL between GPUs, where a step's size needs no telling */
+  char *ll;        /* NET: the FIFO's LL slots (common/ll.h), in which steps of 1 to ll_bytes bytes travel as LL
+                      lines instead of in the slot behind a tail; NULL: none (between GPUs, or LL off) */
+  size_t ll_bytes;
 } coll_gpu_conn_t;
 
 /* One ring channel as a rank's kernels see it. */

@@ -89,25 +89,24 @@ extern "C" void coll_gpu_dev_ipc_conns(const coll_gpu_dev_comm_t *comm, coll_gpu
   const coll_gpu::Layout L(comm->layout);
   const int rank = comm->rank;
   auto at = [&](int r, size_t off) { return (char *)peer_scratch[r] + off; };
+  // a FIFO in rank fr's scratch at `fifo`, its tail there at `tail`, its head in rank hr's at `head`; steps of any
+  // size need no telling and no LL lines between GPUs
+  auto conn = [&](int fr, size_t fifo, size_t tail, int hr, size_t head) {
+    return coll_gpu_conn_t{at(fr, fifo), (uint64_t *)at(fr, tail), (uint64_t *)at(hr, head), nullptr, nullptr, 0};
+  };
   for (int ch = 0; ch < comm->layout.nchannels; ++ch) {
     coll_gpu_dev_channel_t &c = conns->channels[ch];
     // to the next rank: its FIFO and tail, my head; from the previous one: my FIFO and tail, its head
-    if (peer_scratch[c.next] != nullptr)
-      c.send = coll_gpu_conn_t{at(c.next, L.fifo(ch, 0)), (uint64_t *)at(c.next, L.tail(ch)),
-                               (uint64_t *)at(rank, L.head(ch)), nullptr};
-    if (peer_scratch[c.prev] != nullptr)
-      c.recv = coll_gpu_conn_t{at(rank, L.fifo(ch, 0)), (uint64_t *)at(rank, L.tail(ch)),
-                               (uint64_t *)at(c.prev, L.head(ch)), nullptr};
+    if (peer_scratch[c.next] != nullptr) c.send = conn(c.next, L.fifo(ch, 0), L.tail(ch), rank, L.head(ch));
+    if (peer_scratch[c.prev] != nullptr) c.recv = conn(rank, L.fifo(ch, 0), L.tail(ch), c.prev, L.head(ch));
   }
   for (int q = 0; L.p2p() && q < comm->nranks; ++q) {
     coll_gpu_dev_peer_t &e = conns->peers[q];
     if (q == rank || peer_scratch[q] == nullptr) continue;
     for (int c = 0; c < COLL_GPU_P2P_CONNS; ++c) {
       // to q: its FIFO and tail for me, my head for q; from q: my FIFO and tail for q, its head for me
-      e.send[c] = coll_gpu_conn_t{at(q, L.p2p_fifo(rank, c, 0)), (uint64_t *)at(q, L.p2p_tail(rank, c)),
-                                  (uint64_t *)at(rank, L.p2p_head(q, c)), nullptr};
-      e.recv[c] = coll_gpu_conn_t{at(rank, L.p2p_fifo(q, c, 0)), (uint64_t *)at(rank, L.p2p_tail(q, c)),
-                                  (uint64_t *)at(q, L.p2p_head(rank, c)), nullptr};
+      e.send[c] = conn(q, L.p2p_fifo(rank, c, 0), L.p2p_tail(rank, c), rank, L.p2p_head(q, c));
+      e.recv[c] = conn(rank, L.p2p_fifo(q, c, 0), L.p2p_tail(q, c), q, L.p2p_head(rank, c));
     }
   }
 }

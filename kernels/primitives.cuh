@@ -288,21 +288,27 @@ __device__ __forceinline__ bool ll_load(const void *line, uint32_t flag, uint32_
                : "memory");
   return f0 == flag && f1 == flag;
 }
-// One 16-byte unit of data as its two LL lines.
-__device__ __forceinline__ void ll_put(uint4 *lines, uint4 v, uint32_t flag) {
-  ll_store(lines, v.x, v.y, flag);
-  ll_store(lines + 1, v.z, v.w, flag);
+// One 16-byte unit of data as two LL lines, its low 8 bytes in lo and its high 8 in hi; side by side (lines,
+// lines + 1) in the direct kernels' slots, a warp's lows then its highs in a NET FIFO's (common/ll.h).
+__device__ __forceinline__ void ll_put(uint4 *lo, uint4 *hi, uint4 v, uint32_t flag) {
+  ll_store(lo, v.x, v.y, flag);
+  ll_store(hi, v.z, v.w, flag);
 }
+__device__ __forceinline__ void ll_put(uint4 *lines, uint4 v, uint32_t flag) { ll_put(lines, lines + 1, v, flag); }
 // Waits for both lines of a unit that `peer` writes; false when the host aborted the call. Both loads are
 // in flight at once: the peer writes the two lines together, so one round trip usually finds both.
-__device__ __forceinline__ bool ll_get(const uint4 *lines, uint32_t flag, const Waiter &w, int peer, uint4 *v) {
-  bool lo = ll_load(lines, flag, &v->x, &v->y), hi = ll_load(lines + 1, flag, &v->z, &v->w);
+__device__ __forceinline__ bool ll_get(const uint4 *lo_line, const uint4 *hi_line, uint32_t flag, const Waiter &w,
+                                       int peer, uint4 *v) {
+  bool lo = ll_load(lo_line, flag, &v->x, &v->y), hi = ll_load(hi_line, flag, &v->z, &v->w);
   for (int spins = 1; !(lo && hi); ++spins) {
     if (w.expired(spins, peer)) return false;
-    if (!lo) lo = ll_load(lines, flag, &v->x, &v->y);
-    if (!hi) hi = ll_load(lines + 1, flag, &v->z, &v->w);
+    if (!lo) lo = ll_load(lo_line, flag, &v->x, &v->y);
+    if (!hi) hi = ll_load(hi_line, flag, &v->z, &v->w);
   }
   return true;
+}
+__device__ __forceinline__ bool ll_get(const uint4 *lines, uint32_t flag, const Waiter &w, int peer, uint4 *v) {
+  return ll_get(lines, lines + 1, flag, w, peer, v);
 }
 
 // Blocks of a direct LL kernel for `bytes` per part: a thread per 16-byte unit up to the block limit;

@@ -12,12 +12,18 @@
  * channel's step counters (steps sent, steps received) live in this rank's scratch: a kernel reads them
  * when it starts and saves them when it ends, so the host never replays the kernels' arithmetic, and
  * calls whose ranks send and receive different numbers of steps (a broadcast's root) keep them right.
+ *
+ * On a NET connection (host memory that the network proxy moves) a step of 1 to ll_bytes bytes travels as LL
+ * lines instead (common/ll.h): the sender writes its lines and no tail, so it needs no system fence behind
+ * them; the receiver polls its lines, every thread its own, instead of the tail and then the slot, so one
+ * read of host memory instead of two. Each end of a connection chooses by the step's size alone.
  */
 #ifndef COLL_GPU_KERNELS_PRIMS_RING_CUH
 #define COLL_GPU_KERNELS_PRIMS_RING_CUH
 
 #include <cuda_runtime.h>
 
+#include "common/ll.h"
 #include "kernels/primitives.cuh"
 
 namespace coll_gpu {
@@ -85,6 +91,11 @@ struct RingChannel {
     slot_bytes = COLL_GPU_P2P_SLOT_BYTES;
   }
 
+  // Whether a step of `bytes` travels on connection k as LL lines.
+  __device__ static bool ll(const coll_gpu_conn_t &k, size_t bytes) {
+    return k.ll != nullptr && bytes > 0 && bytes <= k.ll_bytes;
+  }
+
   // Whether the call's buffers start on a pack boundary (load_pack): a constant unless told.
   __device__ bool aligned() const { return call_aligned<Align>(told); }
 
@@ -114,33 +125,45 @@ struct RingChannel {
   // has the same split). Thread 0 waits for the step's flags, a barrier of the workers only starts the
   // data, and a barrier of the whole block ends it; then the posting thread's system-scope fence, which
   // waits until every store of the step has reached the peer, runs while the workers already wait for
-  // and move the next step, instead of holding the whole block.
+  // and move the next step, instead of holding the whole block. With LL lines on both connections (or the
+  // one the step uses) there is no fence at all.
   template <int Mode>
   __device__ bool step(const char *in, char *out, size_t bytes) {
     // the step's verdict, by parity of the step: the posting warp reads a step's after the block's
-    // barrier, when thread 0 may already be writing the next one's
+    // barrier, when thread 0 may already be writing the next one's (a worker whose LL wait the host aborted
+    // clears it too)
     __shared__ int ok[2];
     const int parity = (int)(steps_run & 1);
     ++steps_run;
+    const bool ll_recv = (Mode & kRecv) && ll(recv, bytes), ll_send = (Mode & kSend) && ll(send, bytes);
     if (threadIdx.x < kRingWorkers) {
       if (threadIdx.x == 0) {
         int good = 1;
-        if ((Mode & kRecv) && tail_seen < recv_step + 1) good = w.wait_geq(recv.tail, recv_step + 1, prev, &tail_seen);
+        if ((Mode & kRecv) && !ll_recv && tail_seen < recv_step + 1)
+          good = w.wait_geq(recv.tail, recv_step + 1, prev, &tail_seen);
         if (good && (Mode & kSend) && send_step + 1 > COLL_GPU_RING_SLOTS &&
             head_seen < send_step + 1 - COLL_GPU_RING_SLOTS)
           good = w.wait_geq(send.head, send_step + 1 - COLL_GPU_RING_SLOTS, next, &head_seen);
         ok[parity] = good;
       }
       workers_barrier();
-      if (ok[parity]) step_data<Mode>(in, out, bytes);
+      if (ok[parity]) {
+        if (!ll_recv && !ll_send)
+          step_data<Mode>(in, out, bytes);
+        else if (!step_data_ll<Mode>(in, out, bytes, ll_recv, ll_send))
+          ok[parity] = 0;
+      }
     }
     __syncthreads();
     if (!ok[parity]) return false;
     if (threadIdx.x == kRingWorkers) {
+      const bool tail = (Mode & kSend) && !ll_send;
       // a NET connection's proxy sends the step's bytes, not the slot
-      if ((Mode & kSend) && send.sizes != nullptr) send.sizes[send_step % COLL_GPU_RING_SLOTS] = bytes;
-      fence_release_sys();  // this step's stores and loads, then both flags
-      if (Mode & kSend) st_relaxed_sys(send.tail, send_step + 1);
+      if (tail && send.sizes != nullptr) send.sizes[send_step % COLL_GPU_RING_SLOTS] = bytes;
+      // this step's stores and loads, then both flags; a head behind LL lines needs none: the lines' loads
+      // are done, their data stored
+      if (tail || ((Mode & kRecv) && !ll_recv)) fence_release_sys();
+      if (tail) st_relaxed_sys(send.tail, send_step + 1);
       if (Mode & kRecv) st_relaxed_sys(recv.head, recv_step + 1);
     }
     if (Mode & kSend) ++send_step;
@@ -176,6 +199,38 @@ struct RingChannel {
         if (Mode & kSend) *(uint4 *)(dst + i) = v[k];  // a whole pack: the slot has room, the receiver masks
       }
     }
+  }
+
+  // The workers' part of a step with LL lines on either connection: a pack a thread at a time (so a warp's
+  // 32 packs at a time, common/ll.h's group), its two lines polled in the receive connection's LL slot (ll_recv) or its
+  // pack read from the slot, its result written as two lines into the send connection's LL slot (ll_send, thread 0
+  // adding the header) or into the slot. False when the host aborted a wait.
+  template <int Mode>
+  __device__ bool step_data_ll(const char *in, char *out, size_t bytes, bool ll_recv, bool ll_send) {
+    constexpr bool kMine = (Mode & kReduce) || !(Mode & kRecv);
+    const int rslot = (int)(recv_step % COLL_GPU_RING_SLOTS), sslot = (int)(send_step % COLL_GPU_RING_SLOTS);
+    const char *src = recv.buff + rslot * slot_bytes;
+    char *dst = send.buff + sslot * slot_bytes;
+    const uint4 *rlines = ll_recv ? (const uint4 *)(recv.ll + rslot * coll_gpu_ll_stride(recv.ll_bytes)) + 1 : nullptr;
+    uint4 *slines = ll_send ? (uint4 *)(send.ll + sslot * coll_gpu_ll_stride(send.ll_bytes)) + 1 : nullptr;
+    const uint32_t rflag = coll_gpu_ll_flag(recv_step), sflag = coll_gpu_ll_flag(send_step);
+    if (ll_send && threadIdx.x == 0) ll_store(slines - 1, (uint32_t)bytes, 0, sflag);
+    for (size_t i = (size_t)threadIdx.x * kPack; i < bytes; i += (size_t)kRingWorkers * kPack) {
+      const int n = (int)coll_gpu_min(kPack, bytes - i);
+      const size_t u = i / kPack;
+      uint4 v = make_uint4(0, 0, 0, 0), mine = v;
+      if ((Mode & kRecv) && ll_recv &&
+          !ll_get(rlines + coll_gpu_ll_line(u, 0), rlines + coll_gpu_ll_line(u, 1), rflag, w, prev, &v))
+        return false;
+      if ((Mode & kRecv) && !ll_recv) v = load_slot_pack(src + i, n);
+      if (kMine) mine = load_pack(aligned(), in + i, n);
+      if (!(Mode & kRecv)) v = mine;
+      if (Mode & kReduce) v = reduce_pack<T, Op>(v, mine);
+      if (Mode & kCopyOut) store_out<T>(aligned(), out + i, v, n);
+      if ((Mode & kSend) && ll_send) ll_put(slines + coll_gpu_ll_line(u, 0), slines + coll_gpu_ll_line(u, 1), v, sflag);
+      if ((Mode & kSend) && !ll_send) *(uint4 *)(dst + i) = v;
+    }
+    return true;
   }
 
   // A step on elements [begin, begin + count) of the call's buffers, at the same place in both.

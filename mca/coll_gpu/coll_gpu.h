@@ -71,6 +71,7 @@ typedef struct {
   int proxy_threads;   /* network proxy threads per rank; 0: the rank's share of the CPUs near its GPU */
   int proxy_net;       /* COLL_GPU_ENGINE_PROXY_NET_*: what the network proxy moves steps over */
   char *socket_ifname; /* the proxy's sockets: interface name prefixes; NULL or "": its default */
+  size_t net_ll_bytes; /* NET steps of at most this many bytes travel as LL lines; 0: none */
   int node_transport;  /* COLL_GPU_ENGINE_NODE_*: how a node's ranks reach each other's GPU memory */
   int timeout;         /* seconds: the watchdog reports a wait this long */
   int spin_us;         /* a wait spins this long before it yields */

@@ -224,6 +224,7 @@ int mca_coll_gpu_create_engine(mca_coll_gpu_module_t *m, struct ompi_communicato
   cfg.proxy_threads = c->proxy_threads;
   cfg.proxy_net = c->proxy_net;
   cfg.socket_ifname = c->socket_ifname;
+  cfg.net_ll_bytes = c->net_ll_bytes;
   cfg.node_transport = c->node_transport;
   cfg.zero_copy_min_bytes = c->zero_copy_min_bytes;
   cfg.zero_copy_map_bytes = c->zero_copy_map_bytes;

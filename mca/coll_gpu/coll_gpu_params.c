@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "coll_gpu.h"
+#include "common/ll.h"
 #include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_vari.h" /* a parameter file's value as read */
@@ -452,6 +453,14 @@ static void register_transports(mca_coll_gpu_component_t *c) {
                   "name prefixes, comma-separated (eth,ib), a leading ^ to exclude them instead. Empty: every "
                   "interface that is up but loopback, docker* and virbr* (none: loopback, one host only)",
                   "", OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &c->socket_ifname);
+  register_size("net_ll_bytes",
+                "Steps between nodes of 1 to this many bytes travel between a kernel and its network proxy as LL "
+                "lines (NCCL's LL protocol: each 8 bytes of data in a 16-byte line with the step's flag, in the "
+                "FIFO's host memory) instead of in the FIFO slot behind a flag: the sending kernel needs no "
+                "system-wide fence, the receiving one reads host memory once instead of twice. Each FIFO holds 16 "
+                "times this many bytes of pinned host memory more. 0: never, the default until the lines' present "
+                "layout is measured (docs/benchmarks.md). A multiple of 16, at most 32768; each rank may set its own",
+                0, 0, COLL_GPU_LL_MAX_BYTES, 16, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL, &c->net_ll_bytes);
 }
 
 /* The ring's steps and the one-shot kernel's lingering. */

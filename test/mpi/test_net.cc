@@ -60,7 +60,7 @@ struct Fifo {
   volatile uint64_t *head() { return &words[1]; }
   volatile uint64_t *sizes() { return &words[2]; }
   coll_gpu_proxy_fifo_t fifo(coll_gpu_proxy_dir_t dir, int peer, int id) {
-    return coll_gpu_proxy_fifo_t{dir, peer, id, buf.data(), kSlot, kDepth, tail(), head(), sizes()};
+    return coll_gpu_proxy_fifo_t{dir, peer, id, buf.data(), kSlot, kDepth, tail(), head(), sizes(), nullptr, 0};
   }
 };
 
@@ -78,7 +78,7 @@ void ring_over_net(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *peers, 
   linked[next] = linked[prev] = 1;
   std::vector<Fifo> out(kConns), in(kConns);  // declared before the proxy: it reads them until it stops
   coll_gpu::Net net;
-  if (sockets) net.configure(kThreads, kThreads, n, COLL_GPU_PROXY_NET_SOCKET, nullptr, nullptr);
+  if (sockets) net.configure(kThreads, kThreads, n, COLL_GPU_PROXY_NET_SOCKET, nullptr, 0, nullptr);
   char why[512] = "";
   const coll_gpu_status_t s =
       net.setup(b, node.data(), linked.data(), peers, kThreads, kThreads, n, nullptr, why, sizeof(why));
