@@ -458,9 +458,9 @@ static void register_transports(mca_coll_gpu_component_t *c) {
                 "lines (NCCL's LL protocol: each 8 bytes of data in a 16-byte line with the step's flag, in the "
                 "FIFO's host memory) instead of in the FIFO slot behind a flag: the sending kernel needs no "
                 "system-wide fence, the receiving one reads host memory once instead of twice. Each FIFO holds 16 "
-                "times this many bytes of pinned host memory more. 0: never, the default until the lines' present "
-                "layout is measured (docs/benchmarks.md). A multiple of 16, at most 32768; each rank may set its own",
-                0, 0, COLL_GPU_LL_MAX_BYTES, 16, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL, &c->net_ll_bytes);
+                "times this many bytes of pinned host memory more. 0: never. Larger steps as lines lost to the "
+                "slot where measured (docs/benchmarks.md). A multiple of 16, at most 32768; each rank may set its own",
+                256, 0, COLL_GPU_LL_MAX_BYTES, 16, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL, &c->net_ll_bytes);
 }
 
 /* The ring's steps and the one-shot kernel's lingering. */
