@@ -559,6 +559,34 @@ INSTANTIATE_TEST_SUITE_P(Sockets, ProxyOver,
                          over_name);
 
 // The proxy's threads, found by their name among the process's, run where the configuration says.
+// common/ll.h's layout, for every size an LL slot may have (fresh random ones and the edges): each half of each
+// pack has a line of its own, behind the header and inside the slot's stride (a multiple of 128 bytes); a warp's
+// 32 packs have their low halves in 32 lines side by side, and their high halves in the 32 after them.
+TEST(LL, EveryHalfHasItsOwnLineInsideTheSlot) {
+  std::mt19937_64 r(fresh_seed());
+  std::vector<size_t> sizes{16, 32, 496, 512, 528, 1008, 1024, COLL_GPU_LL_MAX_BYTES - 16, COLL_GPU_LL_MAX_BYTES};
+  for (int i = 0; i < 64; ++i) sizes.push_back(16 * (1 + r() % (COLL_GPU_LL_MAX_BYTES / 16)));
+  for (size_t bytes : sizes) {
+    const size_t stride = coll_gpu_ll_stride(bytes), packs = coll_gpu_ll_packs(bytes);
+    ASSERT_EQ(packs, bytes / 16) << bytes;
+    ASSERT_EQ(stride % 128, 0u) << bytes;
+    const size_t lines = stride / COLL_GPU_LL_LINE - 1;  // behind the header
+    ASSERT_GE(lines, 2 * packs) << bytes;
+    ASSERT_LT(lines, 2 * packs + COLL_GPU_LL_GROUP + 128 / COLL_GPU_LL_LINE) << bytes << ": too much slack";
+    std::vector<int> taken(lines, 0);
+    for (size_t u = 0; u < packs; ++u)
+      for (int half = 0; half < 2; ++half) {
+        const size_t l = coll_gpu_ll_line(u, half);
+        ASSERT_LT(l, lines) << bytes << " bytes, pack " << u << " half " << half;
+        EXPECT_EQ(taken[l]++, 0) << bytes << " bytes: line " << l << " twice";
+        const size_t first = u - u % COLL_GPU_LL_GROUP;  // the warp's first pack
+        EXPECT_EQ(l, coll_gpu_ll_line(first, half) + u % COLL_GPU_LL_GROUP) << bytes << " bytes, pack " << u;
+      }
+    for (size_t u = 0; u + COLL_GPU_LL_GROUP <= packs; u += COLL_GPU_LL_GROUP)
+      EXPECT_EQ(coll_gpu_ll_line(u, 1), coll_gpu_ll_line(u, 0) + COLL_GPU_LL_GROUP) << bytes << " bytes, pack " << u;
+  }
+}
+
 TEST(Proxy, ThreadsRunOnTheGivenCpus) {
   cpu_set_t allowed;
   ASSERT_EQ(0, sched_getaffinity(0, sizeof(allowed), &allowed));
