@@ -171,6 +171,16 @@ struct RingChannel {
     return true;
   }
 
+  // A pack's result from what arrived (v) and this rank's own (mine), stored at `out` where the step copies out;
+  // what the step sends on.
+  template <int Mode>
+  __device__ uint4 result(uint4 v, uint4 mine, char *out, int n) const {
+    if (!(Mode & kRecv)) v = mine;
+    if (Mode & kReduce) v = reduce_pack<T, Op>(v, mine);
+    if (Mode & kCopyOut) store_out<T>(aligned(), out, v, n);
+    return v;
+  }
+
   // The workers' part of a step: the data.
   template <int Mode>
   __device__ void step_data(const char *in, char *out, size_t bytes) {
@@ -193,9 +203,7 @@ struct RingChannel {
       for (int k = 0; k < kUnroll; ++k) {
         if (n[k] == 0) continue;
         const size_t i = tile + k * stride;
-        if (!(Mode & kRecv)) v[k] = mine[k];
-        if (Mode & kReduce) v[k] = reduce_pack<T, Op>(v[k], mine[k]);
-        if (Mode & kCopyOut) store_out<T>(aligned(), out + i, v[k], n[k]);
+        v[k] = result<Mode>(v[k], mine[k], out + i, n[k]);
         if (Mode & kSend) *(uint4 *)(dst + i) = v[k];  // a whole pack: the slot has room, the receiver masks
       }
     }
@@ -224,9 +232,7 @@ struct RingChannel {
         return false;
       if ((Mode & kRecv) && !ll_recv) v = load_slot_pack(src + i, n);
       if (kMine) mine = load_pack(aligned(), in + i, n);
-      if (!(Mode & kRecv)) v = mine;
-      if (Mode & kReduce) v = reduce_pack<T, Op>(v, mine);
-      if (Mode & kCopyOut) store_out<T>(aligned(), out + i, v, n);
+      v = result<Mode>(v, mine, out + i, n);
       if ((Mode & kSend) && ll_send) ll_put(slines + coll_gpu_ll_line(u, 0), slines + coll_gpu_ll_line(u, 1), v, sflag);
       if ((Mode & kSend) && !ll_send) *(uint4 *)(dst + i) = v;
     }

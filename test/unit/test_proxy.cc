@@ -558,7 +558,6 @@ INSTANTIATE_TEST_SUITE_P(Sockets, ProxyOver,
                                            Over{"sockets", false, 3, 2}),
                          over_name);
 
-// The proxy's threads, found by their name among the process's, run where the configuration says.
 // common/ll.h's layout, for every size an LL slot may have (fresh random ones and the edges): each half of each
 // pack has a line of its own, behind the header and inside the slot's stride (a multiple of 128 bytes); a warp's
 // 32 packs have their low halves in 32 lines side by side, and their high halves in the 32 after them.
@@ -587,6 +586,7 @@ TEST(LL, EveryHalfHasItsOwnLineInsideTheSlot) {
   }
 }
 
+// The proxy's threads, found by their name among the process's, run where the configuration says.
 TEST(Proxy, ThreadsRunOnTheGivenCpus) {
   cpu_set_t allowed;
   ASSERT_EQ(0, sched_getaffinity(0, sizeof(allowed), &allowed));
