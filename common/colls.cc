@@ -13,7 +13,8 @@ constexpr unsigned kDirectAndRing = bit(COLL_GPU_ALGO_ONESHOT) | bit(COLL_GPU_AL
 
 const coll_gpu_coll_info_t kColls[COLL_GPU_NCOLLS] = {
     {"allreduce", "MPI_Allreduce",
-     kDirectAndRing | bit(COLL_GPU_ALGO_TWOSHOT) | bit(COLL_GPU_ALGO_CHAIN) | bit(COLL_GPU_ALGO_ALLGATHER),
+     kDirectAndRing | bit(COLL_GPU_ALGO_TWOSHOT) | bit(COLL_GPU_ALGO_CHAIN) | bit(COLL_GPU_ALGO_ALLGATHER) |
+         bit(COLL_GPU_ALGO_TREE),
      COLL_GPU_SHAPE_ALLREDUCE,
      "Algorithm of MPI_Allreduce on device buffers: auto (the tuning model picks by size and ranks), "
      "oneshot (every rank reads all data, up to coll_gpu_oneshot_max_bytes), twoshot (reduce-scatter "
@@ -21,10 +22,12 @@ const coll_gpu_coll_info_t kColls[COLL_GPU_NCOLLS] = {
      "nodes only: a reduce to rank 0, then a bcast from it, each along its chain of the ranks; auto takes "
      "it there up to 256 KiB, above the allgather's calls), allgather (over several nodes only, where every "
      "rank's input together takes at most 64 KiB: a ring allgather of the inputs, then each rank reduces "
-     "them in rank order; auto takes it there wherever it fits), or staged (through host memory and the "
+     "them in rank order; auto takes it there wherever it fits), tree (over several nodes of 3 to 8 ranks "
+     "only: NCCL's double binary tree, a chain inside each node and a binary tree between the nodes, each "
+     "half of the buffer reduced up one tree and sent back down it), or staged (through host memory and the "
      "next coll component). A forced algorithm that does not fit the message falls back to auto; "
-     "communicators of more than 8 ranks run the ring, and over several nodes the ring, the chain or the "
-     "allgather, whatever is forced"},
+     "communicators of more than 8 ranks run the ring, and over several nodes the ring, the chain, the "
+     "allgather or the tree, whatever is forced"},
     {"bcast", "MPI_Bcast", kDirectAndRing, COLL_GPU_SHAPE_CHAIN,
      "Algorithm of MPI_Bcast on device buffers: auto (the tuning model picks by size and ranks), oneshot "
      "(the root writes LL lines into every rank's slot, in pieces of coll_gpu_oneshot_max_bytes), ring "
@@ -78,7 +81,7 @@ const char *coll_gpu_coll_name(coll_gpu_coll_t coll) { return known(coll) ? kCol
 const char *coll_gpu_coll_mpi_name(coll_gpu_coll_t coll) { return known(coll) ? kColls[coll].mpi_name : "?"; }
 
 const char *coll_gpu_algo_name(coll_gpu_algo_t algo) {
-  static const char *names[] = {"oneshot", "twoshot", "ring", "chain", "allgather", "bruck", "pairwise"};
+  static const char *names[] = {"oneshot", "twoshot", "ring", "chain", "allgather", "bruck", "pairwise", "tree"};
   return algo >= 0 && algo < COLL_GPU_NALGOS ? names[algo] : "?";
 }
 

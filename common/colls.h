@@ -54,7 +54,10 @@ typedef enum {
  * of each) in rank order (kernels/reduce.cuh's reduce_gathered). BRUCK is an allgather across nodes of 3 to
  * COLL_GPU_MAX_DIRECT ranks in ceil(log2 n) steps over the point-to-point connections (kernels/move.cu's move_bruck);
  * PAIRWISE the same ranks' allgather in one step, every rank sending its block to every peer at once over those
- * connections, a sending and a receiving block per peer (move_p2p, the pairwise alltoall's kernel). */
+ * connections, a sending and a receiving block per peer (move_p2p, the pairwise alltoall's kernel). TREE is an
+ * allreduce across nodes of 3 to COLL_GPU_MAX_DIRECT ranks over the double binary tree (a chain inside each node, a
+ * binary tree between the nodes), its halves reduced up and sent down the two trees over the point-to-point
+ * connections (kernels/allreduce_tree.cuh). */
 typedef enum {
   COLL_GPU_ALGO_ONESHOT,
   COLL_GPU_ALGO_TWOSHOT,
@@ -63,6 +66,7 @@ typedef enum {
   COLL_GPU_ALGO_ALLGATHER,
   COLL_GPU_ALGO_BRUCK,
   COLL_GPU_ALGO_PAIRWISE,
+  COLL_GPU_ALGO_TREE,
   COLL_GPU_NALGOS
 } coll_gpu_algo_t;
 

@@ -228,12 +228,17 @@ void coll_gpu_engine::call_init(coll_gpu_work_t *p, coll_gpu_coll_t coll, const 
 // channel whose ring gives this rank no hop over the network to move in the call, a bcast's or reduce's chain
 // passing it by, wakes none: a woken thread polls for 1 ms, and 4 ranks of 16 threads polling on 64 cores
 // held every bcast up by milliseconds, docs/benchmarks.md), for alltoall every pair's, and for Bruck's and the
-// pairwise allgather the first point-to-point connection's of every peer, their only one. The reduction after an
+// pairwise allgather the first point-to-point connection's of every peer, their only one, for the tree allreduce the
+// first two (a tree's each). The reduction after an
 // allreduce's or reduce-scatter's allgather (COLL_GPU_ALGO_ALLGATHER) has no peer and wakes none.
 void coll_gpu_engine::wake_proxy(const coll_gpu_work_t &p) {
   if (p.algo == COLL_GPU_ALGO_ALLGATHER) return;
   if (p.algo == COLL_GPU_ALGO_BRUCK || p.algo == COLL_GPU_ALGO_PAIRWISE) {
     net.wake(coll_gpu::Net::kP2pId, 1);
+    return;
+  }
+  if (p.algo == COLL_GPU_ALGO_TREE) {
+    net.wake(coll_gpu::Net::kP2pId, COLL_GPU_TREES);
     return;
   }
   int moves[COLL_GPU_MAX_RINGS];  // by ring: a ring's answer costs its length
@@ -398,6 +403,10 @@ class Parts {
     }
     if (moves_ || a_.coll == COLL_GPU_COLL_REDUCE) p->root = a_.root;
     if (choice_.algo == COLL_GPU_ALGO_RING) p->rings = rings_;
+    if (choice_.algo == COLL_GPU_ALGO_TREE) {
+      memcpy(p->tree_up, e.tree_up, sizeof(p->tree_up));
+      memcpy(p->tree_down, e.tree_down, sizeof(p->tree_down));
+    }
     p->run = run_;
     size_t part = n * size_;
     if (a_.coll == COLL_GPU_COLL_REDUCE_SCATTER && a_.counts == nullptr) {

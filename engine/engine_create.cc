@@ -472,6 +472,7 @@ coll_gpu_status_t coll_gpu_engine_create(const coll_gpu_bootstrap_t *b, const co
     e->bound_channels(kNetChannels * turns);
     e->run_turns = coll_gpu_rings_run_turns(&e->rings, e->node.get(), e->nodes_scratch.get());
   }
+  coll_gpu_rings_trees(&e->rings, e->node.get(), e->rank, e->tree_up, e->tree_down);
   e->link_neighbours();
   const coll_gpu::TransportLinks links = {b, peers.get(), e->node.get(), e->linked.get()};
   e->choose_node_transport(links);

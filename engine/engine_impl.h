@@ -112,11 +112,14 @@ struct coll_gpu_engine {
   bool multinode = false;                   // the ranks span nodes: NET connections between them
   int run_turns = 0;                        // coll_gpu_rings_run_turns: the ring calls' run, or 0
   int run_blocks = 0;                       // with run_turns: the fewest first blocks of a call on every ring
-  coll_gpu::Ipc ipc;                        // the transports (engine/transport.h): this node's peers
-  coll_gpu::Shm shm;                        // or, where their GPUs lack peer access, through shared host memory
-  bool shm_node = false;                    // alike on every rank: SHM serves the node's peers, not IPC
-  coll_gpu::Net net;                        // and other nodes' ranks
-  coll_gpu::Transport transports[2];        // those of this communicator: NET with several nodes, IPC or SHM
+  // the tree allreduce's, across nodes (coll_gpu_rings_trees): this rank's parent and children in each tree
+  int tree_up[COLL_GPU_TREES];
+  int tree_down[COLL_GPU_TREES][COLL_GPU_TREE_ARITY];
+  coll_gpu::Ipc ipc;                  // the transports (engine/transport.h): this node's peers
+  coll_gpu::Shm shm;                  // or, where their GPUs lack peer access, through shared host memory
+  bool shm_node = false;              // alike on every rank: SHM serves the node's peers, not IPC
+  coll_gpu::Net net;                  // and other nodes' ranks
+  coll_gpu::Transport transports[2];  // those of this communicator: NET with several nodes, IPC or SHM
   int ntransports = 0;
   // sharing (engine.h): under registry_lock, the communicators that hold it; in one word, the one whose calls
   // count on it now and how many (owner << 32 | count; a count of 0: free, whatever owner says)

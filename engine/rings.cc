@@ -403,3 +403,26 @@ int coll_gpu_ring_moves_net(const uint16_t *ring, int n, const uint16_t *node, i
   }
   return (sends && node[next] != node[rank]) || (receives && node[prev] != node[rank]);
 }
+
+int coll_gpu_rings_trees(const coll_gpu_rings_t *rings, const uint16_t *node, int rank, int up[COLL_GPU_TREES],
+                         int down[COLL_GPU_TREES][COLL_GPU_TREE_ARITY]) {
+  static_assert(COLL_GPU_TREE_ARITY == TOPO_TREE_ARITY, "a tree's children as topo/ gives them");
+  for (int t = 0; t < COLL_GPU_TREES; ++t) {
+    up[t] = -1;
+    for (int c = 0; c < COLL_GPU_TREE_ARITY; ++c) down[t][c] = -1;
+  }
+  const int n = rings->n;
+  if (n < 3 || n > COLL_GPU_MAX_DIRECT || rank < 0 || rank >= n) return 0;
+  int order[COLL_GPU_MAX_DIRECT], nodes[COLL_GPU_MAX_DIRECT], scratch[3 * COLL_GPU_MAX_DIRECT];
+  int ups[COLL_GPU_MAX_DIRECT], downs[COLL_GPU_MAX_DIRECT * COLL_GPU_TREE_ARITY];
+  for (int k = 0; k < n; ++k) {
+    order[k] = coll_gpu_ring(rings, 0)[k];
+    nodes[k] = node[k];
+  }
+  for (int t = 0; t < COLL_GPU_TREES; ++t) {
+    topo_ring_tree(n, order, nodes, t, scratch, ups, downs);
+    up[t] = ups[rank];
+    for (int c = 0; c < COLL_GPU_TREE_ARITY; ++c) down[t][c] = downs[rank * COLL_GPU_TREE_ARITY + c];
+  }
+  return 1;
+}

@@ -104,6 +104,13 @@ unsigned coll_gpu_rings_chain(const coll_gpu_rings_t *rings, const uint16_t *nod
  * the next, and each rank moves `nodes` blocks a ring, not n.
  * scratch: COLL_GPU_NODES_SCRATCH. Time: n times the rings. */
 int coll_gpu_rings_run_turns(const coll_gpu_rings_t *rings, const uint16_t *node, void *scratch);
+/* The double binary tree across nodes as `rank` of n (rings->n) takes part in it, where the tree allreduce runs (3 to
+ * COLL_GPU_MAX_DIRECT ranks, the point-to-point connections'): topo_ring_tree over ring 0 (each node's chain in its
+ * order, the nodes in the order of their lowest ranks), trees 0 and 1. Into up[t] the rank's parent in tree t (-1 at
+ * the root) and into down[t] its children (-1 for none, after the others); returns 1, or 0 for another rank count
+ * (up and down then -1 throughout). Time: n. */
+int coll_gpu_rings_trees(const coll_gpu_rings_t *rings, const uint16_t *node, int rank, int up[COLL_GPU_TREES],
+                         int down[COLL_GPU_TREES][COLL_GPU_TREE_ARITY]);
 /* Whether a call of `coll` (bcast and reduce: from or to `root`) moves data over `rank`'s hops to other
  * nodes on `ring` (n ranks in ring order; node[r] each rank's node, as coll_gpu_nodes_assign gives). The
  * chains of bcast and reduce leave one hop of the ring idle (the one into a bcast's root, the one out of a

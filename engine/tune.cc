@@ -44,9 +44,10 @@ struct CostTable {
 };
 constexpr Cost kAbsent = {0, 0, 0, 0};
 // NVLink, measured on H200 (above). CHAIN and ALLGATHER, across nodes, are ring calls along the node's links: a reduce
-// and a bcast, or an allgather (its reduction, with no peer, is not timed). BRUCK and PAIRWISE, across nodes too, have
-// the ring's constants and steps (pattern): the model, which has no costs of the network, then keeps the ring, first
-// in the table; the rules built in take the pairwise allgather where it was measured faster.
+// and a bcast, or an allgather (its reduction, with no peer, is not timed). BRUCK, PAIRWISE and TREE, across nodes too,
+// have the ring's constants, and the ring's steps or the chain's (pattern): the model, which has no costs of the
+// network, then keeps the ring, first in the table; the rules built in take the pairwise allgather where it was
+// measured faster.
 constexpr CostTable kNvlink = {{
     /* ONESHOT */ {{2.0, 0, 0, 85e3}, kAbsent},
     /* TWOSHOT */ {kAbsent, {10.5, 3.0, 0, 300e3}},
@@ -55,6 +56,7 @@ constexpr CostTable kNvlink = {{
     /* ALLGATHER */ {kAbsent, {0, 0, 8.0, 310e3}},
     /* BRUCK */ {kAbsent, {0, 0, 8.0, 310e3}},
     /* PAIRWISE */ {kAbsent, {0, 0, 8.0, 310e3}},
+    /* TREE */ {kAbsent, {0, 0, 8.0, 310e3}},
 }};
 /* Through shared host memory (the SHM transport), every line crosses PCIe twice: the writer's posted stores, then
  * the reader's loads, each a round trip. On one H200 shared by the ranks under MPS (coll_gpu_allreduce_bench -N,
@@ -78,6 +80,7 @@ constexpr CostTable kShm = {{
     /* ALLGATHER */ {kAbsent, {0, 0, 10.0, 7.5e3}},
     /* BRUCK */ {kAbsent, {0, 0, 10.0, 7.5e3}},
     /* PAIRWISE */ {kAbsent, {0, 0, 10.0, 7.5e3}},
+    /* TREE */ {kAbsent, {0, 0, 10.0, 7.5e3}},
 }};
 // The costs of the communicator's link: a table and the factor its bandwidths take (a choice copies no table).
 struct Costs {
@@ -135,8 +138,8 @@ Pattern pattern(coll_gpu_shape_t shape, coll_gpu_algo_t algo, double n, size_t b
        * bcast, each n - 1 hops and the buffer over every link */
       if (algo == COLL_GPU_ALGO_RING) return {0, 0, 2 * (n - 1), 2 * (n - 1) / n};
       if (algo == COLL_GPU_ALGO_ALLGATHER) return {0, 0, n - 1, n - 1}; /* a ring allgather of the whole inputs */
-      return {0, 0, 2 * (n - 1), 2};
-    case COLL_GPU_SHAPE_CHAIN: /* bcast, reduce: a chain of n - 1 hops; every link carries the buffer once */
+      return {0, 0, 2 * (n - 1), 2}; /* the chain, and the tree until the network is timed */
+    case COLL_GPU_SHAPE_CHAIN:       /* bcast, reduce: a chain of n - 1 hops; every link carries the buffer once */
       return {0, 0, n - 1, 1};
     case COLL_GPU_SHAPE_BLOCKS: /* allgather, reduce-scatter: n - 1 steps; every link carries n - 1 blocks */
       if (algo == COLL_GPU_ALGO_ALLGATHER) return {0, 0, n - 1, (n - 1) * n}; /* the whole inputs, n blocks each */
@@ -193,6 +196,8 @@ bool fits(const coll_gpu_tune_config_t *c, const coll_gpu_coll_info_t &info, col
       return over_p2p(c, nranks);
     case COLL_GPU_ALGO_PAIRWISE: /* and its 2 (n - 1) blocks on the GPU at once (kernels/move.cu) */
       return over_p2p(c, nranks) && (c->max_blocks <= 0 || 2 * (nranks - 1) <= c->max_blocks);
+    case COLL_GPU_ALGO_TREE: /* and its four blocks at once (kernels/allreduce_tree.cuh) */
+      return over_p2p(c, nranks) && (c->max_blocks <= 0 || 2 * COLL_GPU_TREES <= c->max_blocks);
     default: /* the ring */
       return true;
   }
@@ -437,6 +442,8 @@ void pick(const coll_gpu_tune_config_t *c, coll_gpu_coll_t coll, const coll_gpu_
     }
 }
 
+size_t net_chain_chunk(size_t part);  // below
+
 // An allreduce's channels and ring step for the algorithm chosen.
 coll_gpu_choice_t size_allreduce(const coll_gpu_tune_config_t *c, coll_gpu_algo_t algo, coll_gpu_proto_t proto,
                                  int nranks, size_t bytes) {
@@ -450,6 +457,10 @@ coll_gpu_choice_t size_allreduce(const coll_gpu_tune_config_t *c, coll_gpu_algo_
   if (algo == COLL_GPU_ALGO_RING) {
     ch.nchannels = net_ring_bound(c, ch.nchannels, share);
     ch.chunk = c->ring_chunk_bytes;
+  }
+  if (algo == COLL_GPU_ALGO_TREE) { /* an up and a down block a tree; its half in the chains' steps */
+    ch.nchannels = 2 * COLL_GPU_TREES;
+    ch.chunk = c->ring_chunk_bytes > 0 ? c->ring_chunk_bytes : net_chain_chunk(bytes / COLL_GPU_TREES);
   }
   return ch;
 }

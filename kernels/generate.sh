@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Copyright (c) 2026 the coll/gpu authors
 # Writes one generated kernel file: kernels/inst/<algo>_<unit>.cu instantiates the typed launcher of
-# <algo> (kernels/allreduce_<algo>.cuh for oneshot, twoshot and ring; kernels/reduce.cuh) for the type/op
+# <algo> (kernels/allreduce_<algo>.cuh for oneshot, twoshot, ring and tree; kernels/reduce.cuh) for the type/op
 # pairs of <unit>. The units split the 57 pairs that COLL_GPU_DISPATCH_BYTEWISE (kernels/reduce_ops.cuh)
 # reaches into files of at most 9 pairs, so that make runs them in parallel; a pair missing here is an
 # undefined symbol when the tests link.
@@ -13,7 +13,7 @@ name=$(basename "$out" .cu)
 algo=${name%_*}
 unit=${name##*_}
 case $algo in
-  oneshot | twoshot | ring) header=kernels/allreduce_$algo.cuh ;;
+  oneshot | twoshot | ring | tree) header=kernels/allreduce_$algo.cuh ;;
   reduce) header=kernels/reduce.cuh ;;
   *) echo "generate.sh: unknown algorithm '$algo' in $out" >&2; exit 1 ;;
 esac

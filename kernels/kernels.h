@@ -204,6 +204,11 @@ typedef struct {
   size_t bytes;
 } coll_gpu_zc_t;
 
+/* The tree allreduce across nodes (kernels/allreduce_tree.cuh): two trees, each node's rank with a parent and at most
+ * COLL_GPU_TREE_ARITY children in each (the next rank of its node's chain and two other nodes' heads, as NCCL's). */
+#define COLL_GPU_TREES 2
+#define COLL_GPU_TREE_ARITY 3
+
 /* One call (NCCL's work descriptor): what the host hands the kernels per call, next to the communicator. */
 typedef struct {
   coll_gpu_coll_t coll;
@@ -238,6 +243,10 @@ typedef struct {
   int zc_engines; /* 1: the peers' blocks go by copy engines (coll_gpu_zc_engines_launch), the kernels only order
                      them and copy this rank's own block; the same on every rank */
   coll_gpu_zc_t zc[COLL_GPU_MAX_DIRECT];
+  /* the tree allreduce: this rank's parent (-1 at the root) and children (-1 for none, after the others) in each
+     tree, whose half of the buffer (coll_gpu_part of count in 2, by packs) goes over point-to-point connection t */
+  int tree_up[COLL_GPU_TREES];
+  int tree_down[COLL_GPU_TREES][COLL_GPU_TREE_ARITY];
 } coll_gpu_work_t;
 
 /* Launches call w of w->coll on communicator comm (its connections uploaded) on stream (a cudaStream_t). The blocks

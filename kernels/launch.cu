@@ -170,6 +170,8 @@ int work_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *call, vo
       COLL_GPU_DISPATCH_BYTEWISE(coll_gpu::twoshot_typed, (int)cudaErrorInvalidValue, w.type, w.op, c, w, s);
     case COLL_GPU_ALGO_RING:
       COLL_GPU_DISPATCH_BYTEWISE(coll_gpu::ring_typed, (int)cudaErrorInvalidValue, w.type, w.op, c, w, s);
+    case COLL_GPU_ALGO_TREE:
+      COLL_GPU_DISPATCH_BYTEWISE(coll_gpu::tree_typed, (int)cudaErrorInvalidValue, w.type, w.op, c, w, s);
     case COLL_GPU_ALGO_ALLGATHER:  // the reduction after the engine's allgather: reduce.cuh's
       COLL_GPU_DISPATCH_BYTEWISE(coll_gpu::reduce_typed, (int)cudaErrorInvalidValue, w.type, w.op, c, w, s);
     default:

@@ -431,6 +431,8 @@ template <typename T, typename Op>
 int twoshot_typed(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w, cudaStream_t stream);
 template <typename T, typename Op>
 int ring_typed(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w, cudaStream_t stream);
+template <typename T, typename Op>
+int tree_typed(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w, cudaStream_t stream);
 // The moves (kernels/move.cu): bcast, allgather and alltoall.
 int move_launch(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w, cudaStream_t stream);
 int move_blocks(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &w);

@@ -103,6 +103,12 @@ void topo_search_trees(const topo_system_t *s, const topo_rings_t *rings, topo_t
  * each sends and receives for two children in one tree at most. Into *parent (-1 at the root) and child[0..1] (-1
  * for none) the neighbours of `node` in tree t (0 or 1). Each tree is ceil(log2(nnodes + 1)) levels deep. */
 void topo_dtree(int nnodes, int node, int t, int *parent, int child[2]);
+/* Tree `flip` (0 or 1) of one ring over any n members (a system's GPUs, a communicator's ranks), as
+ * topo_search_trees builds each: members in ring order order[0..n), node[m] the node of member m (ids below n;
+ * the nodes take their places in topo_dtree in the order of their ids). Each node's chain runs in ring order
+ * from where the ring first enters it (from order[0] on one node). Into up[m] member m's parent (-1 at the root)
+ * and down[m * TOPO_TREE_ARITY + c] its children (-1 for none, the chain's child first); scratch: 3n ints. */
+void topo_ring_tree(int n, const int *order, const int *node, int flip, int *scratch, int *up, int *down);
 
 #ifdef __cplusplus
 }

@@ -5,52 +5,62 @@
  */
 #include "topo/topo.h"
 
-#define MAX_NODES TOPO_MAX_GPUS /* every node has a GPU */
-
-static void add_child(topo_trees_t *trees, int t, int parent, int child) {
-  for (int c = 0; c < TOPO_TREE_ARITY; ++c)
-    if (trees->down[t][parent][c] < 0) {
-      trees->down[t][parent][c] = child;
-      return;
-    }
-}
-
 /* Tree t from ring `order`: each node's chain in ring order, the heads linked heap-wise over the nodes,
  * in reverse when `flip`. */
 static void build(const topo_system_t *s, const int *order, int flip, topo_trees_t *trees, int t) {
   const int n = topo_ngpus(s);
-  int nnodes = 0;
+  int node[TOPO_MAX_GPUS], scratch[3 * TOPO_MAX_GPUS], down[TOPO_MAX_GPUS * TOPO_TREE_ARITY];
+  for (int g = 0; g < n; ++g) node[g] = topo_gpu_node(s, g);
+  topo_ring_tree(n, order, node, flip, scratch, trees->up[t], down);
   for (int g = 0; g < n; ++g)
-    if (topo_gpu_node(s, g) + 1 > nnodes) nnodes = topo_gpu_node(s, g) + 1;
+    for (int c = 0; c < TOPO_TREE_ARITY; ++c) trees->down[t][g][c] = down[g * TOPO_TREE_ARITY + c];
+}
+
+static void add_child(int *down, int parent, int child) {
+  for (int c = 0; c < TOPO_TREE_ARITY; ++c)
+    if (down[parent * TOPO_TREE_ARITY + c] < 0) {
+      down[parent * TOPO_TREE_ARITY + c] = child;
+      return;
+    }
+}
+
+void topo_ring_tree(int n, const int *order, const int *node, int flip, int *scratch, int *up, int *down) {
+  int *dense = scratch, *head = scratch + n, *last = scratch + 2 * n;
+  /* the nodes numbered in the order of their ids */
+  for (int id = 0; id < n; ++id) dense[id] = 0;
+  for (int m = 0; m < n; ++m) dense[node[m]] = 1;
+  int nnodes = 0;
+  for (int id = 0; id < n; ++id) dense[id] = dense[id] ? nnodes++ : -1;
+  for (int k = 0; k < nnodes; ++k) head[k] = -1;
+  for (int m = 0; m < n; ++m) {
+    up[m] = -1;
+    for (int c = 0; c < TOPO_TREE_ARITY; ++c) down[m * TOPO_TREE_ARITY + c] = -1;
+  }
   /* start where the ring enters a node: after its hop from another node (at order[0] on one node) */
   int start = 0;
   for (int k = 0; k < n && nnodes > 1; ++k)
-    if (topo_gpu_node(s, order[k]) != topo_gpu_node(s, order[(k + n - 1) % n])) {
+    if (node[order[k]] != node[order[(k + n - 1) % n]]) {
       start = k;
       break;
     }
-  int chain[MAX_NODES][TOPO_MAX_GPUS], len[MAX_NODES] = {0};
+  /* inside each node: the chain, in ring order from where the ring first enters it */
   for (int k = 0; k < n; ++k) {
-    const int g = order[(start + k) % n], node = topo_gpu_node(s, g);
-    chain[node][len[node]++] = g;
-  }
-  for (int g = 0; g < n; ++g) {
-    trees->up[t][g] = -1;
-    for (int c = 0; c < TOPO_TREE_ARITY; ++c) trees->down[t][g][c] = -1;
-  }
-  /* inside each node: the chain */
-  for (int node = 0; node < nnodes; ++node)
-    for (int i = 1; i < len[node]; ++i) {
-      trees->up[t][chain[node][i]] = chain[node][i - 1];
-      add_child(trees, t, chain[node][i - 1], chain[node][i]);
+    const int m = order[(start + k) % n], d = dense[node[m]];
+    if (head[d] < 0) {
+      head[d] = m;
+    } else {
+      up[m] = last[d];
+      add_child(down, last[d], m);
     }
+    last[d] = m;
+  }
   /* between nodes: the chains' heads in the double binary tree over the nodes, children in place order */
-  for (int node = 0; node < nnodes; ++node) {
+  for (int d = 0; d < nnodes; ++d) {
     int parent, child[2];
-    topo_dtree(nnodes, node, flip, &parent, child);
-    if (parent >= 0) trees->up[t][chain[node][0]] = chain[parent][0];
+    topo_dtree(nnodes, d, flip, &parent, child);
+    if (parent >= 0) up[head[d]] = head[parent];
     for (int c = 0; c < 2; ++c)
-      if (child[c] >= 0) add_child(trees, t, chain[node][0], chain[child[c]][0]);
+      if (child[c] >= 0) add_child(down, head[d], head[child[c]]);
   }
 }
 

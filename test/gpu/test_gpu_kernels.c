@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/rings.h"
 #include "engine/tune.h"
 #include "kernels/kernels.h"
 #include "test/common/kernels_check.h"
@@ -241,6 +242,7 @@ typedef struct {
   int root, nchannels, inplace;
   size_t chunk; /* ring bytes per step: 0 (a whole slot) or a multiple of 16 below it */
   size_t send_off, recv_off;
+  uint16_t node[MAX_SIM]; /* the tree: each rank's node, its lowest rank (the engine's nodes) */
 } call_t;
 
 static int is_move(coll_gpu_coll_t coll) {
@@ -250,15 +252,16 @@ static int is_move(coll_gpu_coll_t coll) {
 static size_t elem_size(const call_t *k) { return is_move(k->coll) ? 1 : type_size(COMBOS[k->combo].type); }
 
 /* The algorithms the kernels run for a collective of n ranks: two-shot is allreduce's (alltoall's "ring" is pairwise
- * beyond 2 ranks), Bruck's and the pairwise allgather's where the point-to-point connections are (3 to
- * COLL_GPU_MAX_DIRECT ranks; the engine runs them across nodes only, but their kernels take whatever the connections
- * reach). */
+ * beyond 2 ranks), Bruck's and the pairwise allgather's and the tree allreduce where the point-to-point connections
+ * are (3 to COLL_GPU_MAX_DIRECT ranks; the engine runs them across nodes only, but their kernels take whatever the
+ * connections reach). */
 static int algo_runs(coll_gpu_coll_t coll, coll_gpu_algo_t algo, int n) {
   /* the chain: the engine's two RING calls, no kernel of its own; the allgather: a RING allgather, then a kernel with
    * no peers (test_gpu_allreduce takes it across virtual nodes) */
   if (coll_gpu_algo_composed(algo)) return 0;
   if (algo == COLL_GPU_ALGO_BRUCK || algo == COLL_GPU_ALGO_PAIRWISE)
     return coll == COLL_GPU_COLL_ALLGATHER && n >= 3 && n <= COLL_GPU_MAX_DIRECT;
+  if (algo == COLL_GPU_ALGO_TREE) return coll == COLL_GPU_COLL_ALLREDUCE && n >= 3 && n <= COLL_GPU_MAX_DIRECT;
   return algo != COLL_GPU_ALGO_TWOSHOT || coll == COLL_GPU_COLL_ALLREDUCE;
 }
 
@@ -293,6 +296,10 @@ static void describe(const comm_t *c, const call_t *k, char *s, size_t len) {
     at += snprintf(s + at, len - at, ", block %zu", k->block);
   if (k->coll == COLL_GPU_COLL_BCAST || k->coll == COLL_GPU_COLL_REDUCE)
     at += snprintf(s + at, len - at, ", root %d", k->root);
+  if (k->algo == COLL_GPU_ALGO_TREE) {
+    at += snprintf(s + at, len - at, ", nodes");
+    for (int q = 0; q < c->n && at < (int)len; ++q) at += snprintf(s + at, len - at, " %d", k->node[q]);
+  }
   at += snprintf(s + at, len - at, ", %d channels, chunk %zu, offsets %zu/%zu%s, rings", k->nchannels, k->chunk,
                  k->send_off, k->recv_off, k->inplace ? ", in place" : "");
   for (int g = 0; g < c->nrings && at < (int)len; ++g) {
@@ -317,7 +324,8 @@ static call_t draw(const comm_t *c) {
   do k.coll = (coll_gpu_coll_t)rnd_below(COLL_GPU_NCOLLS);
   while (rings_only && k.coll == COLL_GPU_COLL_ALLTOALL);
   do k.algo = (coll_gpu_algo_t)rnd_below(COLL_GPU_NALGOS);
-  while (!algo_runs(k.coll, k.algo, n) || (rings_only && k.algo != COLL_GPU_ALGO_RING));
+  while (!algo_runs(k.coll, k.algo, n) || (rings_only && k.algo != COLL_GPU_ALGO_RING) ||
+         (k.algo == COLL_GPU_ALGO_TREE && block_budget(c) < 2 * COLL_GPU_TREES));
   k.combo = (int)rnd_below(NCOMBOS);
   k.root = (int)rnd_below((size_t)n);
   const size_t sz = elem_size(&k);
@@ -347,6 +355,22 @@ static call_t draw(const comm_t *c) {
           : budget;
   int max_ch = ch_budget < c->layout.nchannels ? ch_budget : c->layout.nchannels;
   k.nchannels = k.algo == COLL_GPU_ALGO_BRUCK ? 1 : 1 + (int)rnd_below((size_t)max_ch); /* Bruck's one block */
+  if (k.algo == COLL_GPU_ALGO_TREE) { /* an up and a down block a tree; ranks in random nodes of 1 to n */
+    k.nchannels = 2 * COLL_GPU_TREES;
+    int group[MAX_SIM];
+    const int groups = 1 + (int)rnd_below((size_t)n);
+    for (int q = 0; q < n; ++q) group[q] = q < groups ? q : (int)rnd_below((size_t)groups);
+    for (int q = n - 1; q > 0; --q) { /* shuffled: a node's ranks need not be neighbours */
+      const int j = (int)rnd_below((size_t)q + 1), g = group[q];
+      group[q] = group[j];
+      group[j] = g;
+    }
+    for (int q = 0; q < n; ++q) { /* a node's id: its lowest rank */
+      int low = 0;
+      while (group[low] != group[q]) ++low;
+      k.node[q] = (uint16_t)low;
+    }
+  }
   k.chunk = rnd_below(2) ? 0 : 16 * (1 + rnd_below(c->layout.slot_bytes / 16));
   const size_t fewest = (k.count * sz / (size_t)k.nchannels / 256 + 15) / 16 * 16; /* at most ~256 steps */
   if (k.chunk != 0 && k.chunk < fewest) k.chunk = fewest;
@@ -503,6 +527,13 @@ static int run_call(comm_t *c, const call_t *k, images_t *im) {
     q->nchannels = k->nchannels;
     q->chunk = k->chunk;
     q->seq = c->seq;
+    if (k->algo == COLL_GPU_ALGO_TREE) { /* the engine's trees over the first ring and the call's nodes */
+      coll_gpu_rings_t rings = {.nrings = 1, .n = n, .span = 1, .order = (uint16_t *)c->rings};
+      if (!coll_gpu_rings_trees(&rings, k->node, r, q->tree_up, q->tree_down)) {
+        fprintf(stderr, "FAIL %s: no trees\n", what);
+        return 1;
+      }
+    }
     CHECK(cudaSetDevice(c->dev[r]));
     KCHECK(coll_gpu_work_launch(&c->comm[r], q, c->stream[r]));
   }

@@ -76,14 +76,14 @@ TEST(Colls, RulesTakeWhatTheRowHas) {
 }
 
 // What a collective's parameter forces, among the algorithms its row has, its calls take where it fits: on one node
-// of 2 ranks every algorithm but those across nodes (the chain, the allgather, Bruck's, the pairwise allgather) fits a
-// call of 8 bytes.
+// of 2 ranks every algorithm but those across nodes (the chain, the allgather, Bruck's, the pairwise allgather, the
+// tree) fits a call of 8 bytes.
 TEST(Colls, ForcedAlgorithmsOfEveryRow) {
   for (int k = 0; k < COLL_GPU_NCOLLS; ++k)
     for (int a = 0; a < COLL_GPU_NALGOS; ++a) {
       const coll_gpu_coll_t coll = (coll_gpu_coll_t)k;
       if (!coll_gpu_coll_has(coll, (coll_gpu_algo_t)a) || a == COLL_GPU_ALGO_CHAIN || a == COLL_GPU_ALGO_ALLGATHER ||
-          a == COLL_GPU_ALGO_BRUCK || a == COLL_GPU_ALGO_PAIRWISE)
+          a == COLL_GPU_ALGO_BRUCK || a == COLL_GPU_ALGO_PAIRWISE || a == COLL_GPU_ALGO_TREE)
         continue;
       coll_gpu_tune_config_t c = one_node();
       c.algorithm[k] = a;

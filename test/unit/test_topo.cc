@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -528,5 +529,93 @@ TEST(Topo, DoubleBinaryTreesOverManyNodes) {
       EXPECT_NE(roots[0], roots[1]) << n;
     }
     for (int k = 0; k < n; ++k) EXPECT_LE(inside[k], 1) << n << ": node " << k << " inside both trees";
+  }
+}
+
+// The trees of one ring over any members (a communicator's ranks): random rings over 2 to 128 members in 1 to 16
+// nodes, each node's members in one run of the ring or scattered over it, node ids any members' numbers. Each tree
+// reaches every member once from one root; a parent lists each child once, at most TOPO_TREE_ARITY, packed first;
+// inside a node each member's parent is the member before it in ring order from where the ring enters the node (from
+// order[0] on one node), and the heads (each node's first member there) hang in topo_dtree's tree over the nodes in
+// the order of their ids.
+TEST(Topo, RingTreesOverAnyMembers) {
+  std::mt19937 rng(20261204);
+  for (int iter = 0; iter < 400; ++iter) {
+    const int n = 2 + (int)(rng() % 127), nnodes = 1 + (int)(rng() % std::min(n, 16));
+    std::vector<int> order(n), node(n), ids(nnodes);
+    for (int m = 0; m < n; ++m) order[m] = m;
+    std::shuffle(order.begin(), order.end(), rng);
+    for (int k = 0; k < nnodes; ++k) ids[k] = (int)(rng() % n);  // ids need not be dense, or distinct
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    const int nn = (int)ids.size();
+    const bool runs = rng() % 2;  // each node's members one run of the ring
+    for (int k = 0; k < n; ++k) node[order[k]] = ids[runs ? k * nn / n : (k < nn ? k : (int)(rng() % nn))];
+    const int start = (int)(rng() % n);  // the ring may start inside a run
+    std::rotate(order.begin(), order.begin() + start, order.end());
+    int from = 0;  // where the ring enters a node
+    for (int k = 0; k < n && nn > 1; ++k)
+      if (node[order[k]] != node[order[(k + n - 1) % n]]) {
+        from = k;
+        break;
+      }
+    std::vector<int> head(n, -1), before(n, -1);  // by member: its predecessor in its node, from `from`
+    std::vector<int> last_of(n, -1);              // by node id
+    for (int k = 0; k < n; ++k) {
+      const int m = order[(from + k) % n], id = node[m];
+      if (last_of[id] < 0) head[id] = m;
+      before[m] = last_of[id];
+      last_of[id] = m;
+    }
+    std::vector<int> scratch(3 * n), up(n), down(n * TOPO_TREE_ARITY);
+    for (int t = 0; t < 2; ++t) {
+      topo_ring_tree(n, order.data(), node.data(), t, scratch.data(), up.data(), down.data());
+      const std::string what = "n " + std::to_string(n) + " nodes " + std::to_string(nn) + " tree " +
+                               std::to_string(t) + (runs ? " runs" : " scattered");
+      for (int m = 0; m < n; ++m) {
+        const int id = node[m];
+        if (before[m] >= 0) {
+          EXPECT_EQ(before[m], up[m]) << what << ": member " << m;
+          continue;
+        }
+        const int place = (int)(std::lower_bound(ids.begin(), ids.end(), id) - ids.begin());
+        int parent, child[2];
+        topo_dtree(nn, place, t, &parent, child);
+        EXPECT_EQ(parent < 0 ? -1 : head[ids[parent]], up[m]) << what << ": head " << m;
+        std::set<int> kids;
+        for (int c = 0; c < TOPO_TREE_ARITY; ++c)
+          if (down[m * TOPO_TREE_ARITY + c] >= 0) kids.insert(down[m * TOPO_TREE_ARITY + c]);
+        for (int c = 0; c < 2; ++c)
+          if (child[c] >= 0) EXPECT_EQ(1u, kids.count(head[ids[child[c]]])) << what << ": head " << m;
+      }
+      int root = -1, seen = 0;
+      for (int m = 0; m < n; ++m) {
+        if (up[m] < 0) {
+          ASSERT_EQ(-1, root) << what << ": a second root " << m;
+          root = m;
+        }
+        bool gap = false;
+        for (int c = 0; c < TOPO_TREE_ARITY; ++c) {
+          const int k = down[m * TOPO_TREE_ARITY + c];
+          if (k < 0) {
+            gap = true;
+            continue;
+          }
+          EXPECT_FALSE(gap) << what << ": member " << m << " has a child after none";
+          EXPECT_EQ(m, up[k]) << what << ": child " << k << " of " << m;
+        }
+      }
+      ASSERT_GE(root, 0) << what;
+      std::vector<int> reached(n, 0), todo{root};
+      while (!todo.empty() && seen <= n) {
+        const int m = todo.back();
+        todo.pop_back();
+        ++seen;
+        ++reached[m];
+        for (int c = 0; c < TOPO_TREE_ARITY; ++c)
+          if (down[m * TOPO_TREE_ARITY + c] >= 0) todo.push_back(down[m * TOPO_TREE_ARITY + c]);
+      }
+      for (int m = 0; m < n; ++m) EXPECT_EQ(1, reached[m]) << what << ": member " << m;
+    }
   }
 }

@@ -280,7 +280,7 @@ TEST(Tune, RulesParse) {
              {"allreduce:2k-1k:ring", "FROM is above TO"},
              {"bcast:0-:twoshot", "bcast has no algorithm twoshot (oneshot, ring)"},
              {"alltoall:0-:chain", "alltoall has no algorithm chain"},
-             {"allreduce:0-:Ring", "allreduce has no algorithm Ring (oneshot, twoshot, ring, chain, allgather)"},
+             {"allreduce:0-:Ring", "allreduce has no algorithm Ring (oneshot, twoshot, ring, chain, allgather, tree)"},
              {"allreduce:0-:ring,", "a comma at the end"},
              {"allreduce:0-:ring,,bcast:0-:ring", "\"\" is not COLL:FROM-TO:ALGO"}};
   for (const auto &b : bad) {
@@ -673,6 +673,49 @@ TEST(Tune, NetReduceScatterAllgather) {
 // furthest block crosses the network more than ceil(log2 n) times in a row (min(nodes, n - 1)); the model alone keeps
 // the ring. No other collective has
 // them.
+// The tree allreduce: across nodes of 3 to 8 ranks only (the point-to-point connections), its four blocks on one GPU
+// at once where ranks share it; taken where forced or ruled (no rule built in: the model keeps the ring), with an up
+// and a down block a tree and the chains' steps.
+TEST(Tune, NetAllreduceTree) {
+  const size_t kib = 1024;
+  EXPECT_STREQ("tree", coll_gpu_algo_name(COLL_GPU_ALGO_TREE));
+  EXPECT_TRUE(coll_gpu_coll_has(COLL_GPU_COLL_ALLREDUCE, COLL_GPU_ALGO_TREE));
+  for (int k = 1; k < COLL_GPU_NCOLLS; ++k) EXPECT_FALSE(coll_gpu_coll_has((coll_gpu_coll_t)k, COLL_GPU_ALGO_TREE));
+  coll_gpu_tune_rule_t r[COLL_GPU_TUNE_MAX_RULES];
+  int nrules = 0;
+  char why[256];
+  ASSERT_EQ(COLL_GPU_SUCCESS, coll_gpu_tune_parse_rules("allreduce:0-:tree", r, &nrules, why, sizeof(why)));
+  for (int given : {0, 1, 2}) {  // none, a rule of the user's, the parameter
+    coll_gpu_tune_config_t c = given_config(given, r, nrules, COLL_GPU_COLL_ALLREDUCE, COLL_GPU_ALGO_TREE);
+    for (size_t bytes = 8; bytes <= 16384 * kib; bytes *= 8) {
+      c.net = 0;
+      EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLREDUCE, COLL_GPU_ALGO_TREE, 4, bytes));
+      EXPECT_NE(COLL_GPU_ALGO_TREE, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, bytes).algo);
+      c.net = 1;
+      for (int n : {2, 3, 4, 5, 8, 9, 16}) {
+        c.nodes = n;
+        const bool fits = n >= 3 && n <= 8;
+        EXPECT_EQ(fits, !!coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLREDUCE, COLL_GPU_ALGO_TREE, n, bytes)) << n;
+        const coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, n, bytes);
+        EXPECT_EQ(fits && given > 0, ch.algo == COLL_GPU_ALGO_TREE) << given << " " << n << " " << bytes;
+        if (ch.algo != COLL_GPU_ALGO_TREE) continue;
+        EXPECT_EQ(COLL_GPU_PROTO_SIMPLE, ch.proto);
+        EXPECT_EQ(2 * COLL_GPU_TREES, ch.nchannels);
+        EXPECT_EQ(bytes / 2 <= 128 * kib ? 32 * kib : bytes / 2 <= 1024 * kib ? 128 * kib : 256 * kib, ch.chunk);
+      }
+    }
+  }
+  coll_gpu_tune_config_t c = defaults();
+  c.net = 1;
+  c.max_blocks = 3;
+  EXPECT_FALSE(coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLREDUCE, COLL_GPU_ALGO_TREE, 4, 8));
+  c.max_blocks = 4;
+  EXPECT_TRUE(coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLREDUCE, COLL_GPU_ALGO_TREE, 4, 8));
+  c.algorithm[COLL_GPU_COLL_ALLREDUCE] = COLL_GPU_ALGO_TREE;
+  c.ring_chunk_bytes = 16 * kib;  // the user's step
+  EXPECT_EQ(16 * kib, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 1024 * kib).chunk);
+}
+
 TEST(Tune, NetAllgatherBruckAndPairwise) {
   const size_t kib = 1024;
   EXPECT_STREQ("bruck", coll_gpu_algo_name(COLL_GPU_ALGO_BRUCK));
