@@ -229,8 +229,8 @@ void coll_gpu_engine::call_init(coll_gpu_work_t *p, coll_gpu_coll_t coll, const 
 // passing it by, wakes none: a woken thread polls for 1 ms, and 4 ranks of 16 threads polling on 64 cores
 // held every bcast up by milliseconds, docs/benchmarks.md), for alltoall every pair's, and for Bruck's and the
 // pairwise allgather the first point-to-point connection's of every peer, their only one, for the tree allreduce the
-// first two (a tree's each). The reduction after an
-// allreduce's or reduce-scatter's allgather (COLL_GPU_ALGO_ALLGATHER) has no peer and wakes none.
+// first two (a tree's each). The reduction after an allreduce's or reduce-scatter's allgather
+// (COLL_GPU_ALGO_ALLGATHER) has no peer and wakes none.
 void coll_gpu_engine::wake_proxy(const coll_gpu_work_t &p) {
   if (p.algo == COLL_GPU_ALGO_ALLGATHER) return;
   if (p.algo == COLL_GPU_ALGO_BRUCK || p.algo == COLL_GPU_ALGO_PAIRWISE) {

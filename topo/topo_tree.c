@@ -9,11 +9,9 @@
  * in reverse when `flip`. */
 static void build(const topo_system_t *s, const int *order, int flip, topo_trees_t *trees, int t) {
   const int n = topo_ngpus(s);
-  int node[TOPO_MAX_GPUS], scratch[3 * TOPO_MAX_GPUS], down[TOPO_MAX_GPUS * TOPO_TREE_ARITY];
+  int node[TOPO_MAX_GPUS], scratch[3 * TOPO_MAX_GPUS];
   for (int g = 0; g < n; ++g) node[g] = topo_gpu_node(s, g);
-  topo_ring_tree(n, order, node, flip, scratch, trees->up[t], down);
-  for (int g = 0; g < n; ++g)
-    for (int c = 0; c < TOPO_TREE_ARITY; ++c) trees->down[t][g][c] = down[g * TOPO_TREE_ARITY + c];
+  topo_ring_tree(n, order, node, flip, scratch, trees->up[t], &trees->down[t][0][0]);
 }
 
 static void add_child(int *down, int parent, int child) {
