@@ -292,6 +292,17 @@ int net_ring_bound(const coll_gpu_tune_config_t *c, int nchannels, size_t step) 
  * below a chain's latency.) */
 constexpr size_t kNetChainBytes = (size_t)256 << 10;
 
+/* Across nodes of 3 to COLL_GPU_MAX_DIRECT ranks an allreduce up to kNetTreeBytes that the allgather of the inputs
+ * does not take runs as NCCL's double binary tree over the nodes, a chain inside each (TREE): each half of the buffer
+ * reduced up one tree and sent down it, so about 2 (chain + log2 nodes) hops in a row where the chain's reduce and
+ * bcast take 2 (n - 1), the halves side by side. On one H200 over virtual nodes (the ranks sharing it under MPS, the
+ * proxy's sockets on loopback), forced against the chain, four rounds of each alternated (coll_gpu_allreduce_bench,
+ * 200 calls a size; docs/benchmarks.md): 3 nodes of 1 rank 0.85, 0.63, 0.88 and 0.92x the chain's time at 16, 32, 64
+ * and 128 KiB, 1.15x at 256 KiB; 4 of 1 0.84, 0.67, 0.83, 0.86 and 0.93x; 2 of 2 0.79, 0.72, 0.81, 0.88 and 1.04x.
+ * Below, the allgather takes most of those calls: forced against it over 3 nodes of 1 rank, two rounds, the tree took
+ * 1.06-1.43x its time from 8 B to 16 KiB, over 4 of 1 0.94-2.05x. */
+constexpr size_t kNetTreeBytes = (size_t)128 << 10;
+
 /* Smaller allreduces across nodes, where every rank's input together takes at most COLL_GPU_TUNE_GATHER_BYTES, run
  * as a ring allgather of the inputs and a reduction on each rank (ALLGATHER): n - 1 ring steps, where the chain's
  * reduce and bcast each take their n - 1 hops in a row, and between 2 nodes of one rank one hop over the network
@@ -362,9 +373,9 @@ bool gather_pays(const coll_gpu_tune_config_t *c, int nranks, size_t bytes) {
 /* Rules built in, written as the user's are, where measurements overrule the model; these hold across nodes, each
  * where it fits and, where it names one, where its test says it pays. The model times the chain as its reduce and
  * bcast over the node's link, so it never beats the ring there, but across 2 hosts x 2 it took 0.90-1.00x the ring's
- * time up to kNetChainBytes (above); the allgather took less than the chain wherever it fits, the pairwise allgather
- * less than the ring where pairwise_pays, and a reduce-scatter's allgather of its inputs less than its ring where
- * gather_pays (above). */
+ * time up to kNetChainBytes (above); the allgather took less than the chain wherever it fits, the tree less than the
+ * chain up to kNetTreeBytes where it fits and the allgather does not, the pairwise allgather less than the ring where
+ * pairwise_pays, and a reduce-scatter's allgather of its inputs less than its ring where gather_pays (above). */
 struct NetRule {
   coll_gpu_tune_rule_t rule;
   bool (*pays)(const coll_gpu_tune_config_t *c, int nranks, size_t bytes); /* nullptr: wherever it fits */
@@ -373,6 +384,7 @@ constexpr NetRule kNetRules[] = {
     {{COLL_GPU_COLL_ALLGATHER, 0, kNetPairwiseBytes, COLL_GPU_ALGO_PAIRWISE}, pairwise_pays},
     {{COLL_GPU_COLL_ALLREDUCE, 0, COLL_GPU_TUNE_GATHER_BYTES, COLL_GPU_ALGO_ALLGATHER}, nullptr},
     {{COLL_GPU_COLL_REDUCE_SCATTER, 0, COLL_GPU_TUNE_GATHER_BYTES, COLL_GPU_ALGO_ALLGATHER}, gather_pays},
+    {{COLL_GPU_COLL_ALLREDUCE, 0, kNetTreeBytes, COLL_GPU_ALGO_TREE}, nullptr},
     {{COLL_GPU_COLL_ALLREDUCE, 0, kNetChainBytes, COLL_GPU_ALGO_CHAIN}, nullptr}};
 
 // What ruled answers where no rule takes the call.

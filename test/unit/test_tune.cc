@@ -342,7 +342,8 @@ TEST(Tune, RulesChoose) {
   EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 8).algo);
   // two-shot does not fit there: the rules built in take the call, the allgather where the inputs fit
   EXPECT_EQ(COLL_GPU_ALGO_ALLGATHER, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 2048).algo);
-  EXPECT_EQ(COLL_GPU_ALGO_CHAIN, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 32 << 10).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_TREE, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 32 << 10).algo);
+  EXPECT_EQ(COLL_GPU_ALGO_CHAIN, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 192 << 10).algo);
 }
 
 // Where only the rings run (across nodes, beyond 8 ranks), every collective takes the ring whatever is forced or
@@ -534,8 +535,9 @@ TEST(Tune, RingChunk) {
 }
 
 // Across nodes an allreduce up to 256 KiB runs as the chain of a reduce and a bcast (CHAIN), the ring above, but
-// where every rank's input together takes at most COLL_GPU_TUNE_GATHER_BYTES as the allgather; a forced ring or
-// chain holds there, and no direct algorithm fits; inside a node CHAIN never fits.
+// where every rank's input together takes at most COLL_GPU_TUNE_GATHER_BYTES as the allgather, and up to 128 KiB of
+// 3 to 8 ranks as the tree; a forced ring or chain holds there, and no direct algorithm fits; inside a node CHAIN
+// never fits.
 TEST(Tune, NetAllreduceChain) {
   coll_gpu_tune_config_t c = defaults();
   const size_t kib = 1024, mib = kib * kib;
@@ -551,7 +553,9 @@ TEST(Tune, NetAllreduceChain) {
         const coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, n, bytes);
         const bool chain = algorithm == COLL_GPU_ALGO_CHAIN || bytes <= 256 * kib;
         const bool gathers = algorithm != COLL_GPU_ALGO_CHAIN && (size_t)n * bytes <= COLL_GPU_TUNE_GATHER_BYTES;
+        const bool tree = algorithm != COLL_GPU_ALGO_CHAIN && n >= 3 && n <= 8 && bytes <= 128 * kib;
         EXPECT_EQ(gathers ? COLL_GPU_ALGO_ALLGATHER
+                  : tree  ? COLL_GPU_ALGO_TREE
                   : chain ? COLL_GPU_ALGO_CHAIN
                           : COLL_GPU_ALGO_RING,
                   ch.algo)
@@ -595,7 +599,9 @@ TEST(Tune, NetAllreduceAllgather) {
         const bool fits = (size_t)n * bytes <= COLL_GPU_TUNE_GATHER_BYTES;
         EXPECT_EQ(fits, !!coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLREDUCE, COLL_GPU_ALGO_ALLGATHER, n, bytes));
         const coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, n, bytes);
-        const coll_gpu_algo_t otherwise = bytes <= 256 * kib ? COLL_GPU_ALGO_CHAIN : COLL_GPU_ALGO_RING;
+        const coll_gpu_algo_t otherwise = bytes <= 128 * kib && n >= 3 && n <= 8 ? COLL_GPU_ALGO_TREE
+                                          : bytes <= 256 * kib                   ? COLL_GPU_ALGO_CHAIN
+                                                                                 : COLL_GPU_ALGO_RING;
         EXPECT_EQ(fits ? COLL_GPU_ALGO_ALLGATHER : otherwise, ch.algo) << ruled << " " << n << " " << bytes;
         EXPECT_EQ(COLL_GPU_PROTO_SIMPLE, ch.proto);
         if (fits) {
@@ -667,15 +673,10 @@ TEST(Tune, NetReduceScatterAllgather) {
   EXPECT_EQ(COLL_GPU_ALGO_RING, coll_gpu_tune_choose(&c, COLL_GPU_COLL_REDUCE_SCATTER, 4, 4096 + 1).algo);
 }
 
-// Bruck's and the pairwise allgather run across nodes of 3 to 8 ranks (the point-to-point connections), Bruck's in
-// one block, the pairwise in a sending and a receiving block per peer, where they are forced or ruled; the rule built
-// in takes the pairwise up to 4 KiB a block wherever it fits and up to 32 KiB (docs/parameters.md) where the ring's
-// furthest block crosses the network more than ceil(log2 n) times in a row (min(nodes, n - 1)); the model alone keeps
-// the ring. No other collective has
-// them.
 // The tree allreduce: across nodes of 3 to 8 ranks only (the point-to-point connections), its four blocks on one GPU
-// at once where ranks share it; taken where forced or ruled (no rule built in: the model keeps the ring), with an up
-// and a down block a tree and the chains' steps.
+// at once where ranks share it; taken where forced or ruled, and by the rule built in up to 128 KiB where the
+// allgather of the inputs does not fit (the model alone keeps the ring), with an up and a down block a tree and the
+// chains' steps.
 TEST(Tune, NetAllreduceTree) {
   const size_t kib = 1024;
   EXPECT_STREQ("tree", coll_gpu_algo_name(COLL_GPU_ALGO_TREE));
@@ -697,7 +698,9 @@ TEST(Tune, NetAllreduceTree) {
         const bool fits = n >= 3 && n <= 8;
         EXPECT_EQ(fits, !!coll_gpu_tune_fits(&c, COLL_GPU_COLL_ALLREDUCE, COLL_GPU_ALGO_TREE, n, bytes)) << n;
         const coll_gpu_choice_t ch = coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, n, bytes);
-        EXPECT_EQ(fits && given > 0, ch.algo == COLL_GPU_ALGO_TREE) << given << " " << n << " " << bytes;
+        // the rule built in: up to 128 KiB, where the allgather of the inputs does not fit
+        const bool ruled = bytes <= 128 * kib && (size_t)n * bytes > COLL_GPU_TUNE_GATHER_BYTES;
+        EXPECT_EQ(fits && (given > 0 || ruled), ch.algo == COLL_GPU_ALGO_TREE) << given << " " << n << " " << bytes;
         if (ch.algo != COLL_GPU_ALGO_TREE) continue;
         EXPECT_EQ(COLL_GPU_PROTO_SIMPLE, ch.proto);
         EXPECT_EQ(2 * COLL_GPU_TREES, ch.nchannels);
@@ -716,6 +719,11 @@ TEST(Tune, NetAllreduceTree) {
   EXPECT_EQ(16 * kib, coll_gpu_tune_choose(&c, COLL_GPU_COLL_ALLREDUCE, 4, 1024 * kib).chunk);
 }
 
+// Bruck's and the pairwise allgather run across nodes of 3 to 8 ranks (the point-to-point connections), Bruck's in
+// one block, the pairwise in a sending and a receiving block per peer, where they are forced or ruled; the rule built
+// in takes the pairwise up to 4 KiB a block wherever it fits and up to 32 KiB (docs/parameters.md) where the ring's
+// furthest block crosses the network more than ceil(log2 n) times in a row (min(nodes, n - 1)); the model alone keeps
+// the ring. No other collective has them.
 TEST(Tune, NetAllgatherBruckAndPairwise) {
   const size_t kib = 1024;
   EXPECT_STREQ("bruck", coll_gpu_algo_name(COLL_GPU_ALGO_BRUCK));
