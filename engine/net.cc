@@ -44,13 +44,31 @@ void cpu_ranges(const int *cpus, int n, char *buf, size_t len) {
   }
 }
 
+// Whether this proxy's traffic may take the NIC port `name` (a topology <net name>): over its sockets one of the
+// interfaces coll_gpu_socket_ifname takes; over UCX one UCX_NET_DEVICES names (its devices, "mlx5_0:1", without
+// their ports), any where that is unset or "all".
+struct PortFilter {
+  coll_gpu_proxy_net_t kind;
+  const char *ifname;
+};
+int takes_port(const char *name, void *ctx) {
+  const PortFilter *f = (const PortFilter *)ctx;
+  if (f->kind == COLL_GPU_PROXY_NET_SOCKET) return coll_gpu_proxy_takes_ifname(name, f->ifname);
+  return coll_gpu_ucx_devices_take(getenv("UCX_NET_DEVICES"), name);
+}
+
 }  // namespace
 
-coll_gpu_status_t Net::start(int rank, int nranks, int threads, int most, int here, const char *busid,
+coll_gpu_status_t Net::start(int rank, int nranks, int threads, int most, int here, const char *busid, bool remote,
                              coll_gpu_log_fn log, char *why, size_t len) {
-  // where the threads run: near the GPU, off the rank's own CPUs
-  int near[CPU_SETSIZE], mine[CPU_SETSIZE], cpus[CPU_SETSIZE];
-  int nnear = coll_gpu_near_cpus(busid, near, CPU_SETSIZE);
+  // where the threads run: near the GPU and the NIC its traffic takes, off the rank's own CPUs
+  int gpu[CPU_SETSIZE], nic[CPU_SETSIZE], near[CPU_SETSIZE], mine[CPU_SETSIZE], cpus[CPU_SETSIZE];
+  char port[64] = "";
+  const int ngpu = coll_gpu_near_cpus(busid, gpu, CPU_SETSIZE);
+  PortFilter filter{kind_, ifname_};
+  const int nnic = remote ? coll_gpu_near_net(busid, takes_port, &filter, port, sizeof(port), nic, CPU_SETSIZE) : 0;
+  int by_gpu = 0, by_nic = 0;
+  int nnear = coll_gpu_proxy_near(gpu, ngpu, nic, nnic, near, &by_gpu, &by_nic);
   const bool placed = nnear > 0;
   if (!placed) {
     const long online = sysconf(_SC_NPROCESSORS_CONF);
@@ -69,9 +87,18 @@ coll_gpu_status_t Net::start(int rank, int nranks, int threads, int most, int he
     char where[256], own[128];
     cpu_ranges(cpus, ncpus, where, sizeof(where));
     cpu_ranges(mine, nmine, own, sizeof(own));
-    log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_PROXY, "proxy of rank %d: %d thread%s on CPUs %s (%s GPU %s; the rank: %s)",
-        rank, threads, threads > 1 ? "s" : "", where, placed ? "near" : "the machine's: the topology does not place",
-        busid, own);
+    char at[192];
+    if (!placed)
+      snprintf(at, sizeof(at), "the machine's: the topology does not place GPU %s", busid);
+    else if (!by_nic)
+      snprintf(at, sizeof(at), "near GPU %s", busid);
+    else if (by_gpu)
+      snprintf(at, sizeof(at), "near GPU %s and NIC port %s", busid, port);
+    else
+      snprintf(at, sizeof(at), "near NIC port %s; %s GPU %s", port,
+               ngpu > 0 ? "other CPUs are near" : "the topology does not place", busid);
+    log(COLL_GPU_LVL_INFO, COLL_GPU_LOG_PROXY, "proxy of rank %d: %d thread%s on CPUs %s (%s; the rank: %s)", rank,
+        threads, threads > 1 ? "s" : "", where, at, own);
   }
   coll_gpu_proxy_config_t cfg{};
   cfg.rank = rank;
@@ -98,7 +125,10 @@ coll_gpu_status_t Net::setup(const coll_gpu_bootstrap_t *b, const uint16_t *node
     return COLL_GPU_SYSTEM_ERROR;
   }
   const int me = b->rank;
-  const bool started = start(me, b->size, threads, most, here, peers[me].busid, log, why, len) == COLL_GPU_SUCCESS;
+  bool remote = false;  // whether some connection leaves this machine (through a NIC)
+  for (int r = 0; r < b->size; ++r) remote |= node[r] != node[me] && linked[r] && peers[r].host != peers[me].host;
+  const bool started =
+      start(me, b->size, threads, most, here, peers[me].busid, remote, log, why, len) == COLL_GPU_SUCCESS;
   char *mine = addresses.get() + (size_t)me * abytes;
   if (started) coll_gpu_proxy_address(proxy_, mine);  // zeros otherwise: refused by every peer
   if (b->allgather(b->ctx, mine, addresses.get(), abytes) != 0) {

@@ -76,8 +76,8 @@ class Net {
   void reset();
 
  private:
-  coll_gpu_status_t start(int rank, int nranks, int threads, int most, int here, const char *busid, coll_gpu_log_fn log,
-                          char *why, size_t len);
+  coll_gpu_status_t start(int rank, int nranks, int threads, int most, int here, const char *busid, bool remote,
+                          coll_gpu_log_fn log, char *why, size_t len);
 
   coll_gpu_proxy_t *proxy_ = nullptr;
   HostMappedMemory mem_[kMaxFifos];

@@ -10,6 +10,16 @@
 extern "C" {
 #endif
 
+/* The CPUs the network proxy's threads belong near, from those near its GPU (gpu[0..ngpu)) and those near the NIC
+ * port its traffic takes (nic[0..nnic); none between nodes of one machine): the CPUs near both; where they have none
+ * in common (the NIC hangs from another CPU), the NIC's: the threads' work is the network's (every system call, every
+ * poll of its completions), while between the GPU, the FIFOs' host memory and the NIC one crossing of the CPUs' link
+ * stays wherever they run; without a NIC the GPU's. Lists in increasing order; out[] holds the more of ngpu and nnic.
+ * Returns how many (0: neither is known); *by_gpu and *by_nic get whether they are near the GPU and the NIC. */
+int coll_gpu_proxy_near(const int *gpu, int ngpu, const int *nic, int nnic, int *out, int *by_gpu, int *by_nic);
+/* Whether UCX_NET_DEVICES's value `devices` ("mlx5_0:1,eth0": devices, a port after a colon or none; NULL, "" or
+ * "all": every one) names the NIC port `name` (a topology <net name>, a device without its port). */
+int coll_gpu_ucx_devices_take(const char *devices, const char *name);
 /* Where the network proxy's threads run, from the CPUs near the GPU (near[0..nnear)) and the rank's
  * affinity (mine[0..nmine)). A rank bound to a core (at most 2 CPUs: a core and its second hardware
  * thread) keeps it: the near CPUs but its own (all of near if that leaves none). A rank that may run on

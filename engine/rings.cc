@@ -188,16 +188,36 @@ void coll_gpu_rings_free(coll_gpu_rings_t *rings) {
   memset(rings, 0, sizeof(*rings));
 }
 
-int coll_gpu_near_cpus(const char *busid, int *cpus, int max) {
+namespace {
+// What f makes of this process's view of its node (f gets nullptr where there is none), under the view's lock.
+template <typename F>
+int over_view(F f) {
   pthread_mutex_lock(&view_lock);
   topo_xml_node_t *root = nullptr;
   char err[256];
-  int n = 0;
-  if (view_text != nullptr && topo_xml_parse(view_text, view_len, "<view>", &root, err, sizeof(err)) == 0)
-    n = topo_xml_gpu_cpus(root, busid, cpus, max);
+  if (view_text != nullptr && topo_xml_parse(view_text, view_len, "<view>", &root, err, sizeof(err)) != 0)
+    root = nullptr;
+  const int n = f(root);
   pthread_mutex_unlock(&view_lock);
   topo_xml_free(root);
   return n;
+}
+}  // namespace
+
+int coll_gpu_near_cpus(const char *busid, int *cpus, int max) {
+  return over_view(
+      [&](const topo_xml_node_t *root) { return root != nullptr ? topo_xml_gpu_cpus(root, busid, cpus, max) : 0; });
+}
+
+int coll_gpu_near_net(const char *busid, int (*take)(const char *name, void *ctx), void *ctx, char *name,
+                      size_t name_len, int *cpus, int max) {
+  name[0] = '\0';
+  return over_view([&](const topo_xml_node_t *root) {
+    const topo_xml_node_t *net = root != nullptr ? topo_xml_gpu_net(root, busid, take, ctx) : nullptr;
+    if (net == nullptr) return 0;
+    snprintf(name, name_len, "%s", topo_xml_attr(net, "name"));
+    return topo_xml_cpus_near(net, cpus, max);
+  });
 }
 
 coll_gpu_status_t coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const coll_gpu_peer_t *peers,

@@ -72,6 +72,11 @@ coll_gpu_status_t coll_gpu_rings_compute(const coll_gpu_bootstrap_t *b, const co
  * coll_gpu_rings_compute described), into cpus[], at most max of them, in increasing order. Returns how
  * many: none where the view does not place the GPU or says nothing of its CPUs. */
 int coll_gpu_near_cpus(const char *busid, int *cpus, int max);
+/* The NIC port nearest GPU `busid` in that view among those take(name, ctx) accepts (topo_xml_gpu_net), its name
+ * into name[0..name_len) ("" where there is none) and the CPUs near it into cpus[], at most max of them. Returns
+ * how many CPUs: none where the view has no such port or says nothing of its CPUs. */
+int coll_gpu_near_net(const char *busid, int (*take)(const char *name, void *ctx), void *ctx, char *name,
+                      size_t name_len, int *cpus, int max);
 /* With several nodes: reorders each ring to visit the nodes one after another, in the order it first reaches
  * them, keeping its order inside each node, so that it crosses between nodes once per node. Time: n times
  * the nodes. */

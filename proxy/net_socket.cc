@@ -25,6 +25,7 @@
 #include <type_traits>
 
 #include "common/wait.h"
+#include "proxy/proxy.h"
 
 namespace coll_gpu {
 namespace {
@@ -713,3 +714,5 @@ void SockNet::close() {
 }
 
 }  // namespace coll_gpu
+
+int coll_gpu_proxy_takes_ifname(const char *name, const char *ifname) { return coll_gpu::taken(name, ifname) ? 1 : 0; }

@@ -69,6 +69,8 @@ typedef struct coll_gpu_proxy coll_gpu_proxy_t;
 typedef enum { COLL_GPU_PROXY_NET_UCX = 0, COLL_GPU_PROXY_NET_SOCKET = 1 } coll_gpu_proxy_net_t;
 /* "UCX", "sockets" */
 const char *coll_gpu_proxy_net_name(coll_gpu_proxy_net_t net);
+/* Whether the proxy's sockets take the interface `name` under `ifname` (coll_gpu_proxy_config_t.ifname's form). */
+int coll_gpu_proxy_takes_ifname(const char *name, const char *ifname);
 
 typedef struct {
   int rank, nranks;

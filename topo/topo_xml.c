@@ -397,7 +397,34 @@ static const topo_xml_node_t *find_gpu(const topo_xml_node_t *n, const char *bus
 }
 
 int topo_xml_gpu_cpus(const topo_xml_node_t *root, const char *busid, int *cpus, int max) {
-  const topo_xml_node_t *n = find_gpu(root, busid);
+  return topo_xml_cpus_near(find_gpu(root, busid), cpus, max);
+}
+
+/* The first <net> below n that take accepts, depth first in file order, not looking below `skip` (a child of n
+ * already searched). */
+static const topo_xml_node_t *find_net(const topo_xml_node_t *n, const topo_xml_node_t *skip,
+                                       int (*take)(const char *name, void *ctx), void *ctx) {
+  const char *name = topo_xml_attr(n, "name");
+  if (strcmp(n->name, "net") == 0 && name != NULL && (take == NULL || take(name, ctx))) return n;
+  for (int i = 0; i < n->nchildren; ++i) {
+    if (n->children[i] == skip) continue;
+    const topo_xml_node_t *net = find_net(n->children[i], NULL, take, ctx);
+    if (net != NULL) return net;
+  }
+  return NULL;
+}
+
+const topo_xml_node_t *topo_xml_gpu_net(const topo_xml_node_t *root, const char *busid,
+                                        int (*take)(const char *name, void *ctx), void *ctx) {
+  const topo_xml_node_t *below = NULL;
+  for (const topo_xml_node_t *n = find_gpu(root, busid); n != NULL; below = n, n = n->parent) {
+    const topo_xml_node_t *net = find_net(n, below, take, ctx);
+    if (net != NULL) return net;
+  }
+  return NULL;
+}
+
+int topo_xml_cpus_near(const topo_xml_node_t *n, int *cpus, int max) {
   while (n != NULL && strcmp(n->name, "cpu") != 0) n = n->parent;
   const char *c = n != NULL ? topo_xml_attr(n, "affinity") : NULL;
   if (c == NULL) return 0;

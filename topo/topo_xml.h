@@ -66,6 +66,14 @@ int topo_xml_is_gpu(const topo_xml_node_t *n);
  * format: 32-bit hex words joined by commas, the last one CPUs 0-31), into cpus[] in increasing order, at
  * most max of them. Returns how many: none where the GPU, its <cpu> or a readable affinity is missing. */
 int topo_xml_gpu_cpus(const topo_xml_node_t *root, const char *busid, int *cpus, int max);
+/* The NIC port nearest the GPU with bus id `busid` among those (<net name>) that take(name, ctx) accepts (take NULL:
+ * every one): the first in file order below the GPU's closest ancestor that has one (its PCI switch, then its <cpu>,
+ * then the whole system), as NCCL gives each GPU the NIC with the best path. Returns its <net>, NULL: no GPU or no
+ * port. */
+const topo_xml_node_t *topo_xml_gpu_net(const topo_xml_node_t *root, const char *busid,
+                                        int (*take)(const char *name, void *ctx), void *ctx);
+/* The CPUs near node n (a GPU's or a NIC port's): those of the <cpu> it hangs from, as topo_xml_gpu_cpus. */
+int topo_xml_cpus_near(const topo_xml_node_t *n, int *cpus, int max);
 
 /* Building trees (the probe, the merge of the ranks' views). NULL or a failure: out of memory, or past the
  * name and value bounds. */

@@ -304,6 +304,64 @@ TEST(Nodes, ProxyThreadsRunNearTheGpuOffTheRanksCore) {
   }
 }
 
+// Where the proxy's threads belong: the CPUs near both the GPU and its NIC port, the NIC's where none is near both,
+// the GPU's without a NIC; against a reference made of sets.
+TEST(Nodes, ProxyThreadsRunNearTheNicAndTheGpu) {
+  int by_gpu = -1, by_nic = -1;
+  auto near = [&](const std::vector<int> &gpu, const std::vector<int> &nic) {
+    const size_t room = std::max(gpu.size(), nic.size());
+    std::vector<int> out(room + 1, -1);
+    const int n =
+        coll_gpu_proxy_near(gpu.data(), (int)gpu.size(), nic.data(), (int)nic.size(), out.data(), &by_gpu, &by_nic);
+    EXPECT_EQ(out[room], -1) << "wrote past its room";
+    return std::vector<int>(out.begin(), out.begin() + n);
+  };
+  const std::vector<int> socket0 = {0, 1, 2, 3, 16, 17, 18, 19}, socket1 = {4, 5, 6, 7, 20, 21, 22, 23};
+  EXPECT_EQ(near(socket0, socket0), socket0) << "one CPU above both";
+  EXPECT_EQ(1, by_gpu);
+  EXPECT_EQ(1, by_nic);
+  EXPECT_EQ(near(socket0, {2, 3, 4, 5, 18}), (std::vector<int>{2, 3, 18})) << "the CPUs near both";
+  EXPECT_EQ(near(socket0, socket1), socket1) << "the NIC under the other CPU: its CPUs";
+  EXPECT_EQ(0, by_gpu);
+  EXPECT_EQ(1, by_nic);
+  EXPECT_EQ(near(socket0, {}), socket0) << "no NIC (one machine): the GPU's";
+  EXPECT_EQ(1, by_gpu);
+  EXPECT_EQ(0, by_nic);
+  EXPECT_EQ(near({}, socket1), socket1) << "the GPU not placed: the NIC's";
+  EXPECT_EQ(0, by_gpu);
+  EXPECT_EQ(near({}, {}), std::vector<int>{}) << "neither placed";
+  EXPECT_EQ(0, by_gpu);
+  EXPECT_EQ(0, by_nic);
+  std::mt19937 gen((unsigned)time(nullptr));
+  for (int trial = 0; trial < 1000; ++trial) {
+    std::set<int> g, c;
+    for (int cpu = 0; cpu < 128; ++cpu) {
+      if (gen() % (trial % 2 ? 3 : 50) == 0) g.insert(cpu);  // odd trials: overlapping sets; even: sparse ones
+      if (gen() % (trial % 3 ? 3 : 50) == 0) c.insert(cpu);
+    }
+    std::vector<int> both;
+    std::set_intersection(g.begin(), g.end(), c.begin(), c.end(), std::back_inserter(both));
+    const std::vector<int> pick = !both.empty() ? both
+                                  : !c.empty()  ? std::vector<int>(c.begin(), c.end())
+                                                : std::vector<int>(g.begin(), g.end());
+    ASSERT_EQ(near(std::vector<int>(g.begin(), g.end()), std::vector<int>(c.begin(), c.end())), pick) << trial;
+    ASSERT_EQ(by_gpu, !g.empty() && (!both.empty() || c.empty()) ? 1 : 0);
+    ASSERT_EQ(by_nic, c.empty() ? 0 : 1);
+  }
+}
+
+// UCX_NET_DEVICES's devices, with or without their ports, name a NIC port; unset, empty or "all" every one.
+TEST(Nodes, UcxNetDevicesNameThePorts) {
+  for (const char *all : {(const char *)nullptr, "", "all"}) EXPECT_EQ(1, coll_gpu_ucx_devices_take(all, "mlx5_0"));
+  EXPECT_EQ(1, coll_gpu_ucx_devices_take("mlx5_0:1", "mlx5_0"));
+  EXPECT_EQ(1, coll_gpu_ucx_devices_take("eth0,mlx5_1:1", "mlx5_1"));
+  EXPECT_EQ(1, coll_gpu_ucx_devices_take("eth0,mlx5_1:1", "eth0"));
+  EXPECT_EQ(0, coll_gpu_ucx_devices_take("eth0,mlx5_1:1", "mlx5_0"));
+  EXPECT_EQ(0, coll_gpu_ucx_devices_take("mlx5_10:1", "mlx5_1")) << "a prefix is another device";
+  EXPECT_EQ(0, coll_gpu_ucx_devices_take("mlx5", "mlx5_0"));
+  EXPECT_EQ(0, coll_gpu_ucx_devices_take("eth0,", "eth1"));
+}
+
 // Any communicator size: 1 to 1024 ranks over 1 to 128 hosts (random_nodes).
 TEST(Nodes, RingsVisitTheNodesOneAfterAnother) {
   std::mt19937 gen((unsigned)time(nullptr));

@@ -287,6 +287,58 @@ TEST(Topo, GpuCpusComeFromItsCpuAffinity) {
   topo_xml_free(root);
 }
 
+// A GPU's NIC port is the nearest one the filter takes: below its PCI switch, then its <cpu>, then anywhere, the
+// first in file order at each; a port's CPUs are those of the <cpu> it hangs from. Agrees with the topology's
+// choice (topo_gpu_nic) on a fixture.
+TEST(Topo, GpuNetIsTheNearestPortTaken) {
+  const std::string text =
+      "<system version=\"1\">"
+      "<cpu numaid=\"0\" affinity=\"0000000f\">"
+      "<pci busid=\"0000:17:00.0\" class=\"0x060400\"><nic><net name=\"eth9\" dev=\"0\"/></nic></pci>"
+      "<pci busid=\"0000:18:00.0\" class=\"0x060400\">"
+      "<pci busid=\"0000:1a:00.0\" class=\"0x030200\"/><pci busid=\"0000:1b:00.0\" class=\"0x020000\">"
+      "<nic><net name=\"mlx5_0\" dev=\"1\" port=\"1\"/><net name=\"mlx5_0\" dev=\"2\" port=\"2\"/></nic></pci></pci>"
+      "<pci busid=\"0000:1c:00.0\" class=\"0x030200\"/></cpu>"
+      "<cpu numaid=\"1\" affinity=\"000000f0\"><pci busid=\"0000:3d:00.0\" class=\"0x030200\"/>"
+      "<nic><net name=\"mlx5_1\" dev=\"3\"/></nic></cpu>"
+      "<cpu numaid=\"2\" affinity=\"00000f00\"><pci busid=\"0000:5d:00.0\" class=\"0x030200\"/></cpu></system>";
+  topo_xml_node_t *root = nullptr;
+  char e[256];
+  ASSERT_EQ(0, topo_xml_parse(text.data(), text.size(), "t", &root, e, sizeof(e))) << e;
+  auto port = [root](const char *busid, const char *skip) -> std::string {
+    auto take = [](const char *name, void *ctx) { return strcmp(name, (const char *)ctx) != 0 ? 1 : 0; };
+    const topo_xml_node_t *net = topo_xml_gpu_net(root, busid, skip != nullptr ? +take : nullptr, (void *)skip);
+    return net != nullptr ? std::string(topo_xml_attr(net, "name")) + "/" + topo_xml_attr(net, "dev") : "none";
+  };
+  EXPECT_EQ("mlx5_0/1", port("0000:1a:00.0", nullptr)) << "its switch's, the first port";
+  EXPECT_EQ("eth9/0", port("0000:1A:00.0", "mlx5_0")) << "the filter: then its CPU's";
+  EXPECT_EQ("eth9/0", port("0000:1c:00.0", nullptr)) << "no switch: its CPU's, the first in file order";
+  EXPECT_EQ("mlx5_0/1", port("0000:1c:00.0", "eth9"));
+  EXPECT_EQ("mlx5_1/3", port("0000:3d:00.0", nullptr)) << "a NIC straight under the CPU";
+  EXPECT_EQ("eth9/0", port("0000:3d:00.0", "mlx5_1")) << "only another CPU's";
+  EXPECT_EQ("eth9/0", port("0000:5d:00.0", nullptr)) << "none near: the system's first";
+  EXPECT_EQ("none", port("0000:99:00.0", nullptr)) << "no such GPU";
+  EXPECT_EQ("none", port("0000:1b:00.0", nullptr)) << "a NIC is not a GPU";
+  int cpus[64];
+  ASSERT_EQ(4, topo_xml_cpus_near(topo_xml_gpu_net(root, "0000:3d:00.0", nullptr, nullptr), cpus, 64));
+  EXPECT_EQ(std::vector<int>(cpus, cpus + 4), (std::vector<int>{4, 5, 6, 7}));
+  ASSERT_EQ(4, topo_xml_cpus_near(topo_xml_gpu_net(root, "0000:5d:00.0", nullptr, nullptr), cpus, 64));
+  EXPECT_EQ(std::vector<int>(cpus, cpus + 4), (std::vector<int>{0, 1, 2, 3})) << "the port's CPUs, not the GPU's";
+  EXPECT_EQ(0, topo_xml_cpus_near(nullptr, cpus, 64));
+  topo_xml_free(root);
+
+  Topo t("pcie8_2socket.xml");
+  ASSERT_EQ("", t.err);
+  for (int g = 0; g < t.n(); ++g) {
+    topo_path_type_t type;
+    const char *nic = topo_gpu_nic(t.sys, g, &type);
+    ASSERT_NE(nullptr, nic);
+    const topo_xml_node_t *net = topo_xml_gpu_net(t.xml, topo_gpu_busid(t.sys, g), nullptr, nullptr);
+    ASSERT_NE(nullptr, net) << g;
+    EXPECT_STREQ(nic, topo_xml_attr(net, "name")) << "GPU " << g;
+  }
+}
+
 // Each malformed input is refused with its line and what is wrong.
 TEST(Topo, MalformedFilesNameTheLine) {
   const std::string g = kGpu;
@@ -585,8 +637,11 @@ TEST(Topo, RingTreesOverAnyMembers) {
         std::set<int> kids;
         for (int c = 0; c < TOPO_TREE_ARITY; ++c)
           if (down[m * TOPO_TREE_ARITY + c] >= 0) kids.insert(down[m * TOPO_TREE_ARITY + c]);
-        for (int c = 0; c < 2; ++c)
-          if (child[c] >= 0) EXPECT_EQ(1u, kids.count(head[ids[child[c]]])) << what << ": head " << m;
+        for (int c = 0; c < 2; ++c) {
+          if (child[c] >= 0) {
+            EXPECT_EQ(1u, kids.count(head[ids[child[c]]])) << what << ": head " << m;
+          }
+        }
       }
       int root = -1, seen = 0;
       for (int m = 0; m < n; ++m) {
