@@ -298,7 +298,8 @@ constexpr size_t kNetChainBytes = (size_t)256 << 10;
  * bcast take 2 (n - 1), the halves side by side. On one H200 over virtual nodes (the ranks sharing it under MPS, the
  * proxy's sockets on loopback), forced against the chain, four rounds of each alternated (coll_gpu_allreduce_bench,
  * 200 calls a size; docs/benchmarks.md): 3 nodes of 1 rank 0.85, 0.63, 0.88 and 0.92x the chain's time at 16, 32, 64
- * and 128 KiB, 1.15x at 256 KiB; 4 of 1 0.84, 0.67, 0.83, 0.86 and 0.93x; 2 of 2 0.79, 0.72, 0.81, 0.88 and 1.04x.
+ * and 128 KiB, 1.15x at 256 KiB; 4 of 1 0.84, 0.67, 0.83, 0.86 and 0.93x; 2 of 2 0.79, 0.72, 0.81, 0.88 and 1.04x;
+ * two rounds at 8 ranks, 8 of 1, 4 of 2 and 2 of 4, 0.41-0.85x from 8 to 256 KiB.
  * Below, the allgather takes most of those calls: forced against it over 3 nodes of 1 rank, two rounds, the tree took
  * 1.06-1.43x its time from 8 B to 16 KiB, over 4 of 1 0.94-2.05x. */
 constexpr size_t kNetTreeBytes = (size_t)128 << 10;
