@@ -195,8 +195,7 @@ int over_view(F f) {
   pthread_mutex_lock(&view_lock);
   topo_xml_node_t *root = nullptr;
   char err[256];
-  if (view_text != nullptr && topo_xml_parse(view_text, view_len, "<view>", &root, err, sizeof(err)) != 0)
-    root = nullptr;
+  if (view_text != nullptr) topo_xml_parse(view_text, view_len, "<view>", &root, err, sizeof(err));  // or nullptr
   const int n = f(root);
   pthread_mutex_unlock(&view_lock);
   topo_xml_free(root);
