@@ -68,7 +68,7 @@ typedef struct {
   size_t ring_chunk_bytes; /* 0 auto */
   int oneshot_linger_us;
   int virtual_nodes;   /* > 0: ranks per virtual node (a testing feature: NET connections on one host) */
-  int proxy_threads;   /* network proxy threads per rank; 0: the rank's share of the CPUs near its GPU */
+  int proxy_threads;   /* network proxy threads per rank; 0: the rank's share of the CPUs near its GPU (and NIC) */
   int proxy_net;       /* COLL_GPU_ENGINE_PROXY_NET_*: what the network proxy moves steps over */
   char *socket_ifname; /* the proxy's sockets: interface name prefixes; NULL or "": its default */
   size_t net_ll_bytes; /* NET steps of at most this many bytes travel as LL lines; 0: none */

@@ -412,10 +412,11 @@ static void register_transports(mca_coll_gpu_component_t *c) {
                0, 0, COLL_GPU_MAX_DIRECT, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->virtual_nodes);
   register_int("proxy_threads",
                "Progress threads of each rank's network proxy, on communicators that span nodes (0: the rank's "
-               "share of the CPUs near its GPU, less one for the rank, between 1 and 8; at most 16, one per "
-               "channel of a call). Each thread has its own UCX worker or sockets (coll_gpu_proxy_net), moves about "
-               "one core's worth of data and polls while its channels move; a call's channels (at most 16) spread "
-               "over the threads. More threads on a machine than CPUs cost each step a CPU time slice",
+               "share of the CPUs its threads are placed on, near its GPU and, across machines, its NIC, less one "
+               "for the rank, between 1 and 8; at most 16, one per channel of a call). Each thread has its own "
+               "UCX worker or sockets (coll_gpu_proxy_net), moves about one core's worth of data and polls while "
+               "its channels move; a call's channels (at most 16) spread over the threads. More threads on a "
+               "machine than CPUs cost each step a CPU time slice",
                0, 0, COLL_GPU_ENGINE_MAX_PROXY_THREADS, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, &c->proxy_threads);
   static const mca_base_var_enum_value_t nets[] = {{COLL_GPU_ENGINE_PROXY_NET_AUTO, "auto"},
                                                    {COLL_GPU_ENGINE_PROXY_NET_UCX, "ucx"},
