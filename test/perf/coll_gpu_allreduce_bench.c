@@ -6,7 +6,7 @@
  *
  * usage: coll_gpu_allreduce_bench [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter|allgatherv|
  *                                 alltoallv] [-d host|cuda] [-m MIN] [-M MAX] [-i ITERS] [-c] [-N] [-E]
- *                                 [-I | -P] [-O ROUNDS] [-D COMMS]
+ *                                 [-B | -I | -P] [-O ROUNDS] [-D COMMS]
  *        coll_gpu_allreduce_bench --help | --version   (without MPI)
  *   -C  the collective (default allreduce; the reductions take MPI_FLOAT MPI_SUM, the moves MPI_BYTE).
  *       Sizes are per rank for allgather, alltoall, reduce_scatter, allgatherv and alltoallv (each rank's
@@ -19,6 +19,10 @@
  *   -c  validate every size (the reductions: float sums of small integers, exact; the moves: a byte
  *       pattern per sender and receiver), with the calls of the mode (-I, -P: each started on new contents)
  *   -N  no NCCL beside it (NCCL takes one rank per GPU)
+ *   -B  each call timed alone, a barrier after it (not timed), as OSU's osu_bcast and osu_reduce time theirs: a
+ *       call's own latency on each rank, not calls back to back (where a bcast's root and a reduce's senders run
+ *       ahead into the next call); the latency printed is then the mean over the ranks (OSU's average), NCCL's
+ *       alike (each call and its stream synchronize between barriers)
  *   -E  first one MPI_Allreduce of 1 MiB on the buffers' memory, before anything is timed, as an application's
  *       first large call: across hosts, at the defaults, it makes the communicator's GPU resources (its own),
  *       whose blocking calls below coll_gpu_net_min_bytes may then take the GPU path
@@ -60,6 +64,16 @@
 #include <unistd.h>
 
 #include "test/common/tbuf.h"
+
+/* -B: each blocking call timed alone between barriers, the latency the mean over the ranks. */
+static bool barriers;
+
+/* A size's latency from each rank's `us`: the slowest rank's, or with -B the mean over the n ranks. */
+static double over_ranks(double us, int n) {
+  double all;
+  MPI_Allreduce(&us, &all, 1, MPI_DOUBLE, barriers ? MPI_SUM : MPI_MAX, MPI_COMM_WORLD);
+  return barriers ? all / n : all;
+}
 
 /* The collective whose data a call moves: allgatherv's are allgather's, alltoallv's alltoall's. */
 static int moves_as(int coll) { return coll == 6 ? 2 : coll == 7 ? 3 : coll; }
@@ -155,21 +169,26 @@ static void nccl_call(int coll, void *s, void *r, size_t bytes, int n) {
   }
 }
 
-/* Mean microseconds per NCCL call + stream synchronize, the slowest rank's. */
+/* Mean microseconds per NCCL call + stream synchronize, the slowest rank's (with -B each between barriers, the mean
+ * over the ranks). */
 static double nccl_time(int coll, void *s, void *r, size_t bytes, int n, int iters) {
   for (int i = 0; i < iters / 10 + 1; ++i) {
     nccl_call(coll, s, r, bytes, n);
     cudaStreamSynchronize(nccl_stream);
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  double t0 = MPI_Wtime();
+  double t0 = MPI_Wtime(), alone = 0;
   for (int i = 0; i < iters; ++i) {
+    const double t = MPI_Wtime();
     nccl_call(coll, s, r, bytes, n);
     cudaStreamSynchronize(nccl_stream);
+    if (barriers) {
+      alone += MPI_Wtime() - t;
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
   }
-  double us = (MPI_Wtime() - t0) * 1e6 / iters, worst;
-  MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return worst;
+  double us = (barriers ? alone : MPI_Wtime() - t0) * 1e6 / iters;
+  return over_ranks(us, n);
 }
 #else
 #define WITH_NCCL 0
@@ -257,13 +276,23 @@ static void call(int mode, int coll, void *s, void *r, size_t bytes, MPI_Request
   if (mode != BLOCKING) MPI_Wait(req, MPI_STATUS_IGNORE);
 }
 
-/* Mean microseconds per call in the mode over `iters` calls, after a tenth of them to warm up. */
+/* Mean microseconds per call in the mode over `iters` calls, after a tenth of them to warm up (blocking calls with
+ * -B: each timed alone, a barrier after it). */
 static double timed(int mode, int coll, void *s, void *r, size_t bytes, MPI_Request *req, int iters) {
   for (int i = 0; i < iters / 10 + 1; ++i) call(mode, coll, s, r, bytes, req);
   MPI_Barrier(MPI_COMM_WORLD);
+  const bool alone = barriers && mode == BLOCKING;
   const double t0 = MPI_Wtime();
-  for (int i = 0; i < iters; ++i) call(mode, coll, s, r, bytes, req);
-  return (MPI_Wtime() - t0) * 1e6 / iters;
+  double sum = 0;
+  for (int i = 0; i < iters; ++i) {
+    const double t = MPI_Wtime();
+    call(mode, coll, s, r, bytes, req);
+    if (alone) {
+      sum += MPI_Wtime() - t;
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+  }
+  return (alone ? sum : MPI_Wtime() - t0) * 1e6 / iters;
 }
 
 /* Calls for about `seconds` (as many on every rank: rank 0's count), before the first size is timed, so
@@ -488,7 +517,7 @@ static int finish(tbuf_kind_t kind, void *s, void *r, float *hs, float *hr, int 
 static void usage(FILE *to, const char *argv0) {
   fprintf(to,
           "usage: %s [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter|allgatherv|alltoallv] "
-          "[-d host|cuda] [-m MIN] [-M MAX] [-i ITERS] [-c] [-N] [-E] [-I | -P] [-O ROUNDS] [-D COMMS]\n",
+          "[-d host|cuda] [-m MIN] [-M MAX] [-i ITERS] [-c] [-N] [-E] [-B | -I | -P] [-O ROUNDS] [-D COMMS]\n",
           argv0);
 }
 
@@ -522,7 +551,7 @@ int main(int argc, char **argv) {
   int coll = 0;
   bool with_nccl = true, engine_first = false;
   int mode = BLOCKING, opt;
-  while ((opt = getopt(argc, argv, "C:d:m:M:i:cNEIPO:D:")) != -1) {
+  while ((opt = getopt(argc, argv, "C:d:m:M:i:cNBEIPO:D:")) != -1) {
     switch (opt) {
       case 'C':
         for (coll = 0; coll < NCOLLS && strcmp(optarg, coll_names[coll]) != 0; ++coll) continue;
@@ -552,6 +581,9 @@ int main(int argc, char **argv) {
         break;
       case 'N':
         with_nccl = false;
+        break;
+      case 'B':
+        barriers = true;
         break;
       case 'E':
         engine_first = true;
@@ -619,6 +651,7 @@ int main(int argc, char **argv) {
            : coll >= 6 ? "MPI_BYTE, sizes per rank, equal blocks in rank order"
                        : "MPI_BYTE, sizes per rank",
            check ? ", validated" : "", nccl ? "; NCCL on the same buffers" : "");
+    if (barriers && mode == BLOCKING) printf("# each call alone between barriers; the mean over the ranks\n");
     if (mode == NONBLOCKING)
       printf("%-12s %14s %14s %14s %14s %11s %8s %13s\n", "# Size(B)", "Blocking(us)", "Pure comm(us)", "Overall(us)",
              "Compute(us)", "Overlap(%)", "check", "pure/blocking");
@@ -647,8 +680,8 @@ int main(int argc, char **argv) {
     set_layout(bytes, n);
     int iters = iters_arg > 0 ? iters_arg : bytes <= (1 << 20) ? 1000 : 100;
     MPI_Request req = MPI_REQUEST_NULL;
-    double worst, us = timed(BLOCKING, coll, s, r, bytes, &req, iters), mode_worst = 0, sums[3] = {0, 0, 0};
-    MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    double mode_worst = 0, sums[3] = {0, 0, 0};
+    const double worst = over_ranks(timed(BLOCKING, coll, s, r, bytes, &req, iters), n);
     if (mode == PERSISTENT) post(PERSISTENT, coll, s, r, bytes, &req);
     if (mode != BLOCKING) {
       const double mine = timed(mode, coll, s, r, bytes, &req, iters);
