@@ -23,7 +23,7 @@
  * every call keeps the blocks of all ranks on a GPU within its multiprocessor count: each can then
  * hold them all at once.
  *
- * usage: test_gpu_kernels [-s SEED] [-n CALLS-PER-RANK-COUNT]
+ * usage: test_gpu_kernels [-s SEED] [-n CALLS-PER-RANK-COUNT] [-v]   (-v: each call described before it runs)
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -563,14 +563,16 @@ static int run_call(comm_t *c, const call_t *k, images_t *im) {
 
 int main(int argc, char **argv) {
   uint64_t seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
-  int calls = 60;
-  for (int o; (o = getopt(argc, argv, "s:n:")) != -1;) {
+  int calls = 60, verbose = 0;
+  for (int o; (o = getopt(argc, argv, "s:n:v")) != -1;) {
     if (o == 's')
       seed = strtoull(optarg, NULL, 0);
     else if (o == 'n')
       calls = atoi(optarg);
+    else if (o == 'v')
+      verbose = 1;
     else {
-      fprintf(stderr, "usage: %s [-s SEED] [-n CALLS-PER-RANK-COUNT]\n", argv[0]);
+      fprintf(stderr, "usage: %s [-s SEED] [-n CALLS-PER-RANK-COUNT] [-v]\n", argv[0]);
       return 2;
     }
   }
@@ -615,6 +617,12 @@ int main(int argc, char **argv) {
     int ran[COLL_GPU_NCOLLS][COLL_GPU_NALGOS] = {{0}};
     for (int i = 0; i < calls; ++i) {
       call_t k = draw(&c);
+      if (verbose) { /* each call before it runs: a failure's history, replayed with its seed */
+        char what[768];
+        describe(&c, &k, what, sizeof(what));
+        printf("call %d: %s\n", i, what);
+        fflush(stdout);
+      }
       const int f = run_call(&c, &k, &im);
       failed += f != 0;
       ++checked;
