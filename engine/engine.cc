@@ -365,6 +365,17 @@ class Parts {
     if (e.multinode) tune.max_channels = std::min(tune.max_channels, kNetChannels);
     choice_ = coll_gpu_tune_choose(&tune, c, e.nranks, end_ * size_);
     piece_ = c != COLL_GPU_COLL_ALLREDUCE && choice_.algo == COLL_GPU_ALGO_ONESHOT ? e.layout.ll_bytes / size_ : end_;
+    // a reduce-scatter of equal blocks (beyond COLL_GPU_MAX_DIRECT ranks), or one-shot of equal counts (the
+    // glue's MPI_Reduce_scatter_block), runs as blocks one count apart (coll_gpu_work_t's each), which the
+    // lingering kernel takes
+    if (c == COLL_GPU_COLL_REDUCE_SCATTER && a.counts == nullptr) {
+      equal_ = true;
+      each_ = a.count;
+    } else if (c == COLL_GPU_COLL_REDUCE_SCATTER && choice_.algo == COLL_GPU_ALGO_ONESHOT) {
+      equal_ = true;
+      for (int q = 1; q < e.nranks; ++q) equal_ = equal_ && a.counts[q] == a.counts[0];
+      each_ = a.counts[0];
+    }
     // an allgather across nodes sends each rank's block into every other node once, on the ring where the rank
     // starts its node's run, and a reduce-scatter reduces it there where the rank ends it, where the call's
     // blocks reach every ring; not a reduce-scatter in place, whose result one ring's blocks would write over
@@ -381,8 +392,9 @@ class Parts {
     const uintptr_t s = (uintptr_t)a.sendbuf, r = (uintptr_t)a.recvbuf;
     return r < s + in && s < r + out;
   }
-  // Whether a lingering kernel may take the parts: reduce-scatter's per-rank blocks do not fit its call record.
-  bool linger() const { return a_.coll != COLL_GPU_COLL_REDUCE_SCATTER; }
+  // Whether a lingering kernel may take the parts: a reduce-scatter's blocks of their own counts do not fit its call
+  // record (equal blocks do: their distance, coll_gpu_work_t's each).
+  bool linger() const { return a_.coll != COLL_GPU_COLL_REDUCE_SCATTER || equal_; }
   // Whether the call is one part.
   bool single() const { return piece_ >= end_; }
   // The next part's work, with the next seq; false when none is left.
@@ -409,9 +421,9 @@ class Parts {
     }
     p->run = run_;
     size_t part = n * size_;
-    if (a_.coll == COLL_GPU_COLL_REDUCE_SCATTER && a_.counts == nullptr) {
+    if (a_.coll == COLL_GPU_COLL_REDUCE_SCATTER && equal_) {
       // equal blocks: part `off` of each, one block's length apart
-      p->each = a_.count;
+      p->each = each_;
       p->recvbuf = (char *)a_.recvbuf + off * size_;
     } else if (a_.coll == COLL_GPU_COLL_REDUCE_SCATTER) {
       size_t begin = 0;
@@ -441,6 +453,9 @@ class Parts {
   size_t total_;    // elements of the whole call, for messages
   size_t piece_;    // elements per part
   size_t off_ = 0;  // the next part's first element
+  // a reduce-scatter run as equal blocks, each_ elements apart (coll_gpu_work_t's each)
+  bool equal_ = false;
+  size_t each_ = 0;
 };
 
 }  // namespace

@@ -5,12 +5,14 @@
  * launched with, then block 0 polls host memory for the next and hands each call it takes (or the order
  * to exit) to the other blocks as an LL record in this rank's scratch. Only block 0 decides, so every
  * block serves the same calls. One kernel serves the direct calls of allreduce and reduce (the one-shot
- * body of kernels/allreduce_oneshot.cuh) for every type and op, and of bcast, allgather and alltoall
- * (kernels/move_ll.cuh); reduce-scatter's per-rank blocks do not fit a record, so its calls launch.
+ * body of kernels/allreduce_oneshot.cuh) and of reduce-scatter of equal blocks (kernels/reduce_scatter_ll.cuh) for
+ * every type and op, and of bcast, allgather and alltoall (kernels/move_ll.cuh); a reduce-scatter's blocks of other
+ * counts do not fit a record, so those calls launch.
  */
 #include "kernels/allreduce_oneshot.cuh"
 #include "kernels/cuda_status.h"
 #include "kernels/move_ll.cuh"
+#include "kernels/reduce_scatter_ll.cuh"
 
 namespace coll_gpu {
 namespace {
@@ -91,6 +93,14 @@ __device__ __noinline__ void linger_typed(const coll_gpu_dev_comm_t &p, const Ca
     oneshot_call<T, Op>(p, c, false);
 }
 
+// A reduce-scatter of equal blocks: rank q's block c.block elements after rank q - 1's.
+template <typename T, typename Op>
+__device__ __noinline__ void linger_rs(const coll_gpu_dev_comm_t &p, const Call &c) {
+  const auto block = [&](int q) { return coll_gpu_range_t{(size_t)q * c.block, c.count}; };
+  const bool aligned = packs_aligned(c.sendbuf, c.recvbuf) && c.block * sizeof(T) % kPack == 0;
+  reduce_scatter_call<T, Op>(p, c.sendbuf, c.recvbuf, c.seq, block, aligned);
+}
+
 __device__ __noinline__ void linger_move(const coll_gpu_dev_comm_t &p, const Call &c) {
   if (move_aligned(c.sendbuf, c.recvbuf, c.coll, c.block))
     move_call(p, c, true);
@@ -99,6 +109,8 @@ __device__ __noinline__ void linger_move(const coll_gpu_dev_comm_t &p, const Cal
 }
 
 __device__ void linger_serve(const coll_gpu_dev_comm_t &p, const Call &c) {
+  if (c.coll == COLL_GPU_COLL_REDUCE_SCATTER)
+    COLL_GPU_DISPATCH_BYTEWISE(linger_rs, , (coll_gpu_dtype_t)c.type, (coll_gpu_redop_t)c.op, p, c);
   if (c.coll != COLL_GPU_COLL_ALLREDUCE && c.coll != COLL_GPU_COLL_REDUCE) return linger_move(p, c);
   COLL_GPU_DISPATCH_BYTEWISE(linger_typed, , (coll_gpu_dtype_t)c.type, (coll_gpu_redop_t)c.op, p, c);
 }
@@ -156,6 +168,8 @@ extern "C" void coll_gpu_linger_post(coll_gpu_dev_status_t *status, uint32_t tic
   const size_t width = coll_gpu::bytewise_width(p->type, p->op);  // as coll_gpu::bytewise
   const uint32_t type = width == 1 ? (uint32_t)p->type : (uint32_t)COLL_GPU_UINT8;
   const uint64_t send = (uint64_t)(uintptr_t)p->sendbuf, recv = (uint64_t)(uintptr_t)p->recvbuf;
+  // a reduce-scatter's distance between blocks, in elements as its count (Call's block)
+  const uint64_t block = p->coll == COLL_GPU_COLL_REDUCE_SCATTER ? p->each * width : p->block;
   const uint32_t how = type | (uint32_t)p->op << 8 | (uint32_t)p->coll << 20 | (uint32_t)p->root << 24;
   const uint32_t d[COLL_GPU_LINGER_WORDS] = {(uint32_t)send,
                                              (uint32_t)(send >> 32),
@@ -165,8 +179,8 @@ extern "C" void coll_gpu_linger_post(coll_gpu_dev_status_t *status, uint32_t tic
                                              (uint32_t)p->seq,
                                              (uint32_t)(p->seq >> 32),
                                              how,
-                                             (uint32_t)p->block,
-                                             (uint32_t)(p->block >> 32)};
+                                             (uint32_t)block,
+                                             (uint32_t)(block >> 32)};
   for (int k = 0; k < COLL_GPU_LINGER_WORDS; ++k) status->call[k] = (uint64_t)ticket << 32 | d[k];
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }

@@ -263,7 +263,7 @@ coll_gpu_status_t coll_gpu_zc_engines_launch(const coll_gpu_dev_comm_t *comm, co
 
 /* One-shot calls up to this many blocks can go to a lingering kernel (64 KiB). */
 #define COLL_GPU_LINGER_MAX_BLOCKS 16
-/* Launches one-shot call w (w->algo ONESHOT; not a reduce-scatter) as a lingering kernel of
+/* Launches one-shot call w (w->algo ONESHOT; a reduce-scatter of equal blocks only: each) as a lingering kernel of
  * coll_gpu_work_blocks blocks; it serves later calls of at most as many blocks that coll_gpu_linger_post
  * hands it. */
 coll_gpu_status_t coll_gpu_linger_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream);

@@ -389,12 +389,14 @@ struct Call {
   const char *sendbuf;
   char *recvbuf;
   size_t count;  // elements (the moves: bytes)
-  size_t block;  // allgather and alltoall: bytes from one rank's block to the next in the buffers
+  size_t block;  // allgather and alltoall: bytes from one rank's block to the next in the buffers; reduce-scatter
+                 // of equal blocks: elements from one rank's block to the next in sendbuf (coll_gpu_work_t's each)
   uint64_t seq;
   int coll, type, op, root;
 };
 __device__ __forceinline__ Call call_of(const coll_gpu_work_t &p) {
-  return Call{(const char *)p.sendbuf, (char *)p.recvbuf, p.count, p.block, p.seq, p.coll, p.type, p.op, p.root};
+  const size_t block = p.coll == COLL_GPU_COLL_REDUCE_SCATTER ? p.each : p.block;
+  return Call{(const char *)p.sendbuf, (char *)p.recvbuf, p.count, block, p.seq, p.coll, p.type, p.op, p.root};
 }
 
 // Tells the host this block is done. The block's results are device memory that the host only reads

@@ -376,8 +376,9 @@ static call_t draw(const comm_t *c) {
   if (k.chunk != 0 && k.chunk < fewest) k.chunk = fewest;
   /* in place where MPI has it: not for alltoall here (the engine stages it); a bcast always is */
   k.inplace = k.coll != COLL_GPU_COLL_ALLTOALL && k.coll != COLL_GPU_COLL_BCAST && rnd_below(4) == 0;
-  if (k.coll == COLL_GPU_COLL_REDUCE_SCATTER && rings_only) {
-    /* equal blocks, back to back in place, else now and then with gaps (a piece of a longer call) */
+  if (k.coll == COLL_GPU_COLL_REDUCE_SCATTER && (rings_only || (k.algo == COLL_GPU_ALGO_ONESHOT && rnd_below(2)))) {
+    /* equal blocks (beyond COLL_GPU_MAX_DIRECT ranks, and the one-shot calls of equal counts), back to back in place,
+     * else now and then with gaps (a piece of a longer call) */
     k.each = k.count + (k.inplace || rnd_below(2) ? 0 : rnd_below(gap_max));
     for (int q = 0; q < n; ++q) k.blocks[q] = (coll_gpu_range_t){(size_t)q * k.each, k.count};
   } else if (k.coll == COLL_GPU_COLL_REDUCE_SCATTER) {
