@@ -177,18 +177,24 @@ static double nccl_time(int coll, void *s, void *r, size_t bytes, int n, int ite
     cudaStreamSynchronize(nccl_stream);
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  double t0 = MPI_Wtime(), alone = 0;
-  for (int i = 0; i < iters; ++i) {
-    const double t = MPI_Wtime();
-    nccl_call(coll, s, r, bytes, n);
-    cudaStreamSynchronize(nccl_stream);
-    if (barriers) {
-      alone += MPI_Wtime() - t;
+  double sum = 0;
+  if (barriers) {
+    for (int i = 0; i < iters; ++i) {
+      const double t = MPI_Wtime();
+      nccl_call(coll, s, r, bytes, n);
+      cudaStreamSynchronize(nccl_stream);
+      sum += MPI_Wtime() - t;
       MPI_Barrier(MPI_COMM_WORLD);
     }
+  } else {
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < iters; ++i) {
+      nccl_call(coll, s, r, bytes, n);
+      cudaStreamSynchronize(nccl_stream);
+    }
+    sum = MPI_Wtime() - t0;
   }
-  double us = (barriers ? alone : MPI_Wtime() - t0) * 1e6 / iters;
-  return over_ranks(us, n);
+  return over_ranks(sum * 1e6 / iters, n);
 }
 #else
 #define WITH_NCCL 0
@@ -281,18 +287,19 @@ static void call(int mode, int coll, void *s, void *r, size_t bytes, MPI_Request
 static double timed(int mode, int coll, void *s, void *r, size_t bytes, MPI_Request *req, int iters) {
   for (int i = 0; i < iters / 10 + 1; ++i) call(mode, coll, s, r, bytes, req);
   MPI_Barrier(MPI_COMM_WORLD);
-  const bool alone = barriers && mode == BLOCKING;
-  const double t0 = MPI_Wtime();
+  if (!barriers || mode != BLOCKING) {
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < iters; ++i) call(mode, coll, s, r, bytes, req);
+    return (MPI_Wtime() - t0) * 1e6 / iters;
+  }
   double sum = 0;
   for (int i = 0; i < iters; ++i) {
     const double t = MPI_Wtime();
     call(mode, coll, s, r, bytes, req);
-    if (alone) {
-      sum += MPI_Wtime() - t;
-      MPI_Barrier(MPI_COMM_WORLD);
-    }
+    sum += MPI_Wtime() - t;
+    MPI_Barrier(MPI_COMM_WORLD);
   }
-  return (alone ? sum : MPI_Wtime() - t0) * 1e6 / iters;
+  return sum * 1e6 / iters;
 }
 
 /* Calls for about `seconds` (as many on every rank: rank 0's count), before the first size is timed, so
