@@ -2,16 +2,20 @@
 /* Copyright (c) 2026 the coll/gpu authors */
 /*
  * Collective latency and bandwidth, OSU style, on host or CUDA device buffers: MPI_Allreduce, and with -C
- * MPI_Bcast (root 0), MPI_Allgather, MPI_Alltoall, MPI_Reduce (root 0) or MPI_Reduce_scatter_block.
+ * MPI_Bcast (root 0), MPI_Allgather, MPI_Alltoall, MPI_Reduce (root 0), MPI_Reduce_scatter_block or
+ * MPI_Reduce_scatter.
  *
  * usage: coll_gpu_allreduce_bench [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter|allgatherv|
- *                                 alltoallv] [-d host|cuda] [-m MIN] [-M MAX] [-i ITERS] [-c] [-N] [-E]
+ *                                 alltoallv|reduce_scatterv] [-d host|cuda] [-m MIN] [-M MAX] [-i ITERS] [-c] [-N] [-E]
  *                                 [-B | -I | -P] [-O ROUNDS] [-D COMMS]
  *        coll_gpu_allreduce_bench --help | --version   (without MPI)
  *   -C  the collective (default allreduce; the reductions take MPI_FLOAT MPI_SUM, the moves MPI_BYTE).
- *       Sizes are per rank for allgather, alltoall, reduce_scatter, allgatherv and alltoallv (each rank's
- *       block), the whole buffer otherwise. allgatherv and alltoallv lay their blocks out as OSU's
- *       osu_allgatherv and osu_alltoallv do: each of one count, one after another in rank order
+ *       Sizes are per rank for allgather, alltoall, reduce_scatter, allgatherv, alltoallv and reduce_scatterv
+ *       (each rank's block), the whole buffer otherwise. allgatherv and alltoallv lay their blocks out as OSU's
+ *       osu_allgatherv and osu_alltoallv do: each of one count, one after another in rank order.
+ *       reduce_scatterv is MPI_Reduce_scatter whose counts differ: the odd ranks' blocks one element short of
+ *       the size's (as osu_reduce_scatter gives some ranks one element more where the message does not
+ *       divide); NCCL's ncclReduceScatter beside it takes blocks of the size
  *   -d  buffer memory (default cuda when built with CUDA, else host)
  *   -m, -M  smallest and largest message in bytes (default 8 and 64 MiB), doubling
  *   -i  iterations per size (default 1000 up to 1 MiB, 100 above); a tenth of them warm up first, and before
@@ -76,7 +80,7 @@ static double over_ranks(double us, int n) {
 }
 
 /* The collective whose data a call moves: allgatherv's are allgather's, alltoallv's alltoall's. */
-static int moves_as(int coll) { return coll == 6 ? 2 : coll == 7 ? 3 : coll; }
+static int moves_as(int coll) { return coll == 6 ? 2 : coll == 7 ? 3 : coll == 8 ? 5 : coll; }
 
 #if defined(TEST_WITH_CUDA) && defined(COLL_GPU_HAVE_NCCL)
 #include <dlfcn.h>
@@ -141,7 +145,7 @@ static int nccl_init(int rank, int n) {
 }
 
 /* One NCCL call of collective `coll` (as in main) moving `bytes` (per block): allgatherv's and alltoallv's
- * are allgather's and alltoall's, the same moves. */
+ * are allgather's and alltoall's, the same moves, and reduce_scatterv's reduce_scatter's. */
 static void nccl_call(int coll, void *s, void *r, size_t bytes, int n) {
   switch (moves_as(coll)) {
     case 0:
@@ -200,24 +204,24 @@ static double nccl_time(int coll, void *s, void *r, size_t bytes, int n, int ite
 #define WITH_NCCL 0
 #endif
 
-static const char *coll_names[] = {"allreduce", "bcast",          "allgather",  "alltoall",
-                                   "reduce",    "reduce_scatter", "allgatherv", "alltoallv"};
-#define NCOLLS 8
+static const char *coll_names[] = {"allreduce",      "bcast",      "allgather", "alltoall",       "reduce",
+                                   "reduce_scatter", "allgatherv", "alltoallv", "reduce_scatterv"};
+#define NCOLLS 9
 /* Whether a call's buffers hold a block per rank (its size is per rank). */
 static bool blocked(int coll) { return coll == 2 || coll == 3 || coll >= 5; }
 
 /* allgatherv's and alltoallv's counts and displacements (a rank each, allocated in main): every block of
- * `bytes`, one after another in rank order; set once per size, before its calls (persistent requests keep
- * them). */
+ * `bytes`, one after another in rank order; reduce_scatterv's counts: `bytes` of floats, an odd rank's one
+ * float fewer. Set once per size, before its calls (persistent requests keep them). */
 static int *vcounts, *vdispls;
-static void set_layout(size_t bytes, int n) {
+static void set_layout(int coll, size_t bytes, int n) {
   for (int q = 0; q < n; ++q) {
-    vcounts[q] = (int)bytes;
+    vcounts[q] = coll == 8 ? (int)(bytes / sizeof(float)) - q % 2 : (int)bytes;
     vdispls[q] = q * (int)bytes;
   }
 }
 /* Whether it reduces floats. */
-static bool reduces(int coll) { return coll == 0 || coll == 4 || coll == 5; }
+static bool reduces(int coll) { return coll == 0 || coll == 4 || coll == 5 || coll == 8; }
 
 /* How the calls run: blocking, nonblocking (post, then MPI_Wait) or persistent (MPI_Start, then MPI_Wait). */
 enum { BLOCKING, NONBLOCKING, PERSISTENT };
@@ -259,6 +263,11 @@ static void post(int mode, int coll, void *s, void *r, size_t bytes, MPI_Request
              : mode == NONBLOCKING
                  ? MPI_Iallgatherv(s, nb, MPI_BYTE, r, vcounts, vdispls, MPI_BYTE, w, req)
                  : MPIX_Allgatherv_init(s, nb, MPI_BYTE, r, vcounts, vdispls, MPI_BYTE, w, info, req));
+      break;
+    case 8:
+      (void)(mode == BLOCKING      ? MPI_Reduce_scatter(s, r, vcounts, MPI_FLOAT, MPI_SUM, w)
+             : mode == NONBLOCKING ? MPI_Ireduce_scatter(s, r, vcounts, MPI_FLOAT, MPI_SUM, w, req)
+                                   : MPIX_Reduce_scatter_init(s, r, vcounts, MPI_FLOAT, MPI_SUM, w, info, req));
       break;
     case 7:
       (void)(mode == BLOCKING ? MPI_Alltoallv(s, vcounts, vdispls, MPI_BYTE, r, vcounts, vdispls, MPI_BYTE, w)
@@ -368,8 +377,12 @@ static int validate(int mode, MPI_Request *req, tbuf_kind_t kind, int coll, void
     call(mode, coll, s, r, bytes, req);
     if (coll == 4 && rank != 0) return 0; /* the result is the root's */
     tbuf_get(kind, hr, r, count * sizeof(float));
-    const size_t first = coll == 5 ? (size_t)rank * count : 0; /* reduce_scatter: my block */
-    for (size_t i = 0; i < count; ++i) bad += hr[i] != (float)(n * (n + 1) / 2 + n * ((first + i) % 7));
+    /* reduce_scatter: my block, reduce_scatterv's after the counts before it; the rest of hr still poison */
+    size_t first = coll == 5 ? (size_t)rank * count : 0, mine = count;
+    for (int q = 0; coll == 8 && q < rank; ++q) first += (size_t)vcounts[q];
+    if (coll == 8) mine = (size_t)vcounts[rank];
+    for (size_t i = 0; i < count; ++i)
+      bad += hr[i] != (i < mine ? (float)(n * (n + 1) / 2 + n * ((first + i) % 7)) : -1.0f);
     return bad;
   }
   const bool a2a = moves_as(coll) == 3;
@@ -523,7 +536,8 @@ static int finish(tbuf_kind_t kind, void *s, void *r, float *hs, float *hr, int 
 
 static void usage(FILE *to, const char *argv0) {
   fprintf(to,
-          "usage: %s [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter|allgatherv|alltoallv] "
+          "usage: %s [-C allreduce|bcast|allgather|alltoall|reduce|reduce_scatter|allgatherv|alltoallv|"
+          "reduce_scatterv] "
           "[-d host|cuda] [-m MIN] [-M MAX] [-i ITERS] [-c] [-N] [-E] [-B | -I | -P] [-O ROUNDS] [-D COMMS]\n",
           argv0);
 }
@@ -655,6 +669,7 @@ int main(int argc, char **argv) {
            : coll == 1 ? "MPI_BYTE from root 0"
            : coll == 4 ? "MPI_FLOAT MPI_SUM to root 0"
            : coll == 5 ? "MPI_FLOAT MPI_SUM, sizes per rank"
+           : coll == 8 ? "MPI_FLOAT MPI_SUM, sizes per rank, the odd ranks' blocks one float short"
            : coll >= 6 ? "MPI_BYTE, sizes per rank, equal blocks in rank order"
                        : "MPI_BYTE, sizes per rank",
            check ? ", validated" : "", nccl ? "; NCCL on the same buffers" : "");
@@ -680,11 +695,11 @@ int main(int argc, char **argv) {
       tbuf_free(kind, bs);
       tbuf_free(kind, br);
     }
-    set_layout(min, n);
+    set_layout(coll, min, n);
     warm_up(coll, s, r, min, n, &req, 0.5, nccl);
   }
   for (size_t bytes = min; bytes <= max; bytes *= 2) {
-    set_layout(bytes, n);
+    set_layout(coll, bytes, n);
     int iters = iters_arg > 0 ? iters_arg : bytes <= (1 << 20) ? 1000 : 100;
     MPI_Request req = MPI_REQUEST_NULL;
     double mode_worst = 0, sums[3] = {0, 0, 0};
