@@ -180,8 +180,8 @@ bool coll_gpu_engine::linger_takes(int blocks) {
 coll_gpu_status_t coll_gpu_engine::linger_start(coll_gpu_work_t *p, int *blocks, char *why, size_t why_len) {
   CUDA_CHECK(coll_gpu_legacy_stream_wait(), why, why_len);
   if (lingering) {
+    CUDA_CHECK(coll_gpu_linger_post(status, next_ticket(ticket), p), why, why_len);
     ticket = next_ticket(ticket);
-    coll_gpu_linger_post(status, ticket, p);
     *blocks = linger_blocks;
     if (status->leaving != instance) return COLL_GPU_SUCCESS;  // it will see the call
     // it stopped polling: once it says it exits, done[0] tells whether it took the call
@@ -392,9 +392,10 @@ class Parts {
     const uintptr_t s = (uintptr_t)a.sendbuf, r = (uintptr_t)a.recvbuf;
     return r < s + in && s < r + out;
   }
-  // Whether a lingering kernel may take the parts: a reduce-scatter's blocks of their own counts do not fit its call
-  // record (equal blocks do: their distance, coll_gpu_work_t's each).
-  bool linger() const { return a_.coll != COLL_GPU_COLL_REDUCE_SCATTER || equal_; }
+  // Whether a lingering kernel may take the parts: a reduce-scatter's of equal blocks (their distance in its call
+  // record, coll_gpu_work_t's each), or of one part (every rank's count there, the blocks one after another), not the
+  // later parts of blocks of their own counts.
+  bool linger() const { return a_.coll != COLL_GPU_COLL_REDUCE_SCATTER || equal_ || single(); }
   // Whether the call is one part.
   bool single() const { return piece_ >= end_; }
   // The next part's work, with the next seq; false when none is left.

@@ -5,9 +5,8 @@
  * launched with, then block 0 polls host memory for the next and hands each call it takes (or the order
  * to exit) to the other blocks as an LL record in this rank's scratch. Only block 0 decides, so every
  * block serves the same calls. One kernel serves the direct calls of allreduce and reduce (the one-shot
- * body of kernels/allreduce_oneshot.cuh) and of reduce-scatter of equal blocks (kernels/reduce_scatter_ll.cuh) for
- * every type and op, and of bcast, allgather and alltoall (kernels/move_ll.cuh); a reduce-scatter's blocks of other
- * counts do not fit a record, so those calls launch.
+ * body of kernels/allreduce_oneshot.cuh) and of reduce-scatter (kernels/reduce_scatter_ll.cuh) for every type and
+ * op, and of bcast, allgather and alltoall (kernels/move_ll.cuh).
  */
 #include "kernels/allreduce_oneshot.cuh"
 #include "kernels/cuda_status.h"
@@ -18,21 +17,23 @@ namespace coll_gpu {
 namespace {
 
 // A call record: COLL_GPU_LINGER_WORDS words, each 32 bits of the call (low half) next to its ticket
-// (high half), so its 16-byte parts are LL lines flagged with the ticket. Lanes 0-4 of a warp each hold
+// (high half), so its 16-byte parts are LL lines flagged with the ticket. Lanes 0-7 of a warp each hold
 // one part (words 2l and 2l + 1), so one memory round trip reads it all. Word 7 holds the type (bits
 // 0-7), the op (8-15), the collective (20-23) and the root (24-31); bits 16 and 17 say what to do (the
-// host sets kRecExit alone to make the kernel leave at once).
-enum : uint32_t { kRecServe = 0, kRecLast = 1u << 16, kRecExit = 1u << 17 };
+// host sets kRecExit alone to make the kernel leave at once). Words 8-9 hold Call's block; a
+// reduce-scatter's there are its blocks' distance (equal blocks), or with kRecCounts words 8 to 15 hold
+// each rank's count, the blocks one after another from sendbuf.
+enum : uint32_t { kRecServe = 0, kRecLast = 1u << 16, kRecExit = 1u << 17, kRecCounts = 1u << 18 };
 constexpr int kRecParts = COLL_GPU_LINGER_WORDS / 2;
 constexpr unsigned kRecLanes = (1u << kRecParts) - 1;
 static_assert(kRecParts * kPack <= kLine, "a record fits the scratch line before the LL slots");
 
-// Lanes 0-4: true on each when every part of the record carries ticket.
+// Lanes 0-7: true on each when every part of the record carries ticket.
 __device__ bool read_record(const void *rec, uint32_t ticket, uint32_t &d0, uint32_t &d1) {
   return __all_sync(kRecLanes, ll_load((const char *)rec + threadIdx.x * kPack, ticket, &d0, &d1));
 }
 
-// Lanes 0-4 of block 0: the host's call `ticket`, or the decision to exit; word 7 (lane 3's d1) says
+// Lanes 0-7 of block 0: the host's call `ticket`, or the decision to exit; word 7 (lane 3's d1) says
 // which (kRec*).
 __device__ void leader_next(const coll_gpu_dev_comm_t &comm, const coll_gpu_work_t &p, uint32_t ticket, uint32_t &d0,
                             uint32_t &d1) {
@@ -56,7 +57,7 @@ __device__ void leader_next(const coll_gpu_dev_comm_t &comm, const coll_gpu_work
   __threadfence_system();  // acquire: the buffers as the host left them when it posted
 }
 
-// Lanes 0-4 of the other blocks: block 0's record for `ticket`. Block 0 writes one for every ticket
+// Lanes 0-7 of the other blocks: block 0's record for `ticket`. Block 0 writes one for every ticket
 // within linger_ns plus a call, and a call's waits end only when they are served or the host aborts them:
 // so does this wait.
 __device__ void follower_next(const coll_gpu_dev_comm_t &comm, const void *rec, uint32_t ticket, uint32_t &d0,
@@ -93,11 +94,42 @@ __device__ __noinline__ void linger_typed(const coll_gpu_dev_comm_t &p, const Ca
     oneshot_call<T, Op>(p, c, false);
 }
 
-// A reduce-scatter of equal blocks: rank q's block c.block elements after rank q - 1's.
+// A reduce-scatter's blocks: rank q's elements of sendbuf are [begin[q], begin[q] + count[q]).
+struct RsBlocks {
+  size_t begin[COLL_GPU_MAX_DIRECT];
+  uint32_t count[COLL_GPU_MAX_DIRECT];
+};
+
+// The blocks of the call the kernel was launched with.
+__device__ RsBlocks rs_of(const coll_gpu_work_t &p) {
+  RsBlocks b;
+  for (int q = 0; q < COLL_GPU_MAX_DIRECT; ++q) {
+    const coll_gpu_range_t r = rs_block(p, q);
+    b.begin[q] = r.begin;
+    b.count[q] = (uint32_t)r.count;
+  }
+  return b;
+}
+
+// The blocks of record d (call c): equal ones c.block elements apart, or with kRecCounts each rank's count, one
+// block after another.
+__device__ RsBlocks rs_decode(const uint32_t (&d)[COLL_GPU_LINGER_WORDS], const Call &c) {
+  RsBlocks b;
+  size_t at = 0;
+  for (int q = 0; q < COLL_GPU_MAX_DIRECT; ++q) {
+    const bool counted = (d[7] & kRecCounts) != 0;
+    b.begin[q] = counted ? at : (size_t)q * c.block;
+    b.count[q] = counted ? d[8 + q] : (uint32_t)c.count;
+    at += b.count[q];
+  }
+  return b;
+}
+
 template <typename T, typename Op>
-__device__ __noinline__ void linger_rs(const coll_gpu_dev_comm_t &p, const Call &c) {
-  const auto block = [&](int q) { return coll_gpu_range_t{(size_t)q * c.block, c.count}; };
-  const bool aligned = packs_aligned(c.sendbuf, c.recvbuf) && c.block * sizeof(T) % kPack == 0;
+__device__ __noinline__ void linger_rs(const coll_gpu_dev_comm_t &p, const Call &c, const RsBlocks &rs) {
+  bool aligned = packs_aligned(c.sendbuf, c.recvbuf);
+  for (int q = 0; q < p.nranks; ++q) aligned = aligned && rs.begin[q] * sizeof(T) % kPack == 0;
+  const auto block = [&](int q) { return coll_gpu_range_t{rs.begin[q], rs.count[q]}; };
   reduce_scatter_call<T, Op>(p, c.sendbuf, c.recvbuf, c.seq, block, aligned);
 }
 
@@ -108,9 +140,9 @@ __device__ __noinline__ void linger_move(const coll_gpu_dev_comm_t &p, const Cal
     move_call(p, c, false);
 }
 
-__device__ void linger_serve(const coll_gpu_dev_comm_t &p, const Call &c) {
+__device__ void linger_serve(const coll_gpu_dev_comm_t &p, const Call &c, const RsBlocks &rs) {
   if (c.coll == COLL_GPU_COLL_REDUCE_SCATTER)
-    COLL_GPU_DISPATCH_BYTEWISE(linger_rs, , (coll_gpu_dtype_t)c.type, (coll_gpu_redop_t)c.op, p, c);
+    COLL_GPU_DISPATCH_BYTEWISE(linger_rs, , (coll_gpu_dtype_t)c.type, (coll_gpu_redop_t)c.op, p, c, rs);
   if (c.coll != COLL_GPU_COLL_ALLREDUCE && c.coll != COLL_GPU_COLL_REDUCE) return linger_move(p, c);
   COLL_GPU_DISPATCH_BYTEWISE(linger_typed, , (coll_gpu_dtype_t)c.type, (coll_gpu_redop_t)c.op, p, c);
 }
@@ -120,9 +152,11 @@ __global__ void __launch_bounds__(kLLThreads)
   __shared__ uint32_t next[COLL_GPU_LINGER_WORDS];
   char *rec = (char *)comm.peer_scratch[comm.rank] + Layout(comm.layout).linger_call();
   Call c = call_of(p);
+  RsBlocks rs;  // a reduce-scatter's
+  if (c.coll == COLL_GPU_COLL_REDUCE_SCATTER) rs = rs_of(p);
   uint32_t what = kRecServe;
   for (uint32_t ticket = p.ticket;; ticket = ticket + 1 == 0 ? 1 : ticket + 1) {
-    linger_serve(comm, c);
+    linger_serve(comm, c, rs);
     block_done(comm.status, c.seq);
     if (what & kRecLast) break;
     if (threadIdx.x < kRecParts) {
@@ -143,6 +177,7 @@ __global__ void __launch_bounds__(kLLThreads)
     what = d[7] & (kRecLast | kRecExit);
     if (what & kRecExit) break;
     c = decode(d);
+    if (c.coll == COLL_GPU_COLL_REDUCE_SCATTER) rs = rs_decode(d, c);
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) st_release_sys((uint64_t *)&comm.status->exited, p.instance);
 }
@@ -159,30 +194,42 @@ extern "C" coll_gpu_status_t coll_gpu_linger_launch(const coll_gpu_dev_comm_t *c
                                                     void *stream) {
   if (w->instance == 0) return coll_gpu_kernels_fail(COLL_GPU_INTERNAL_ERROR, "a lingering kernel without an instance");
   const coll_gpu_work_t b = coll_gpu::bytewise(*w);
-  coll_gpu::oneshot_linger<<<coll_gpu::oneshot_blocks(*comm, b), coll_gpu::kLLThreads, 0, (cudaStream_t)stream>>>(*comm,
-                                                                                                                  b);
+  coll_gpu::oneshot_linger<<<coll_gpu_work_blocks(comm, w), coll_gpu::kLLThreads, 0, (cudaStream_t)stream>>>(*comm, b);
   return coll_gpu_cuda_status(cudaGetLastError());
 }
 
-extern "C" void coll_gpu_linger_post(coll_gpu_dev_status_t *status, uint32_t ticket, const coll_gpu_work_t *p) {
+extern "C" coll_gpu_status_t coll_gpu_linger_post(coll_gpu_dev_status_t *status, uint32_t ticket,
+                                                  const coll_gpu_work_t *p) {
   const size_t width = coll_gpu::bytewise_width(p->type, p->op);  // as coll_gpu::bytewise
   const uint32_t type = width == 1 ? (uint32_t)p->type : (uint32_t)COLL_GPU_UINT8;
   const uint64_t send = (uint64_t)(uintptr_t)p->sendbuf, recv = (uint64_t)(uintptr_t)p->recvbuf;
+  const bool rs = p->coll == COLL_GPU_COLL_REDUCE_SCATTER, counted = rs && p->each == 0;
+  size_t at = 0;  // a reduce-scatter's blocks of their own counts: each that has elements after the ones before
+  for (int q = 0; counted && q < COLL_GPU_MAX_DIRECT; ++q) {
+    const coll_gpu_range_t b = p->blocks[q];
+    if ((b.count != 0 && b.begin != at) || b.count * width > UINT32_MAX)
+      return coll_gpu_kernels_fail(COLL_GPU_INTERNAL_ERROR,
+                                   "a reduce-scatter for the lingering kernel whose blocks do not follow each other");
+    at += b.count;
+  }
   // a reduce-scatter's distance between blocks, in elements as its count (Call's block)
-  const uint64_t block = p->coll == COLL_GPU_COLL_REDUCE_SCATTER ? p->each * width : p->block;
-  const uint32_t how = type | (uint32_t)p->op << 8 | (uint32_t)p->coll << 20 | (uint32_t)p->root << 24;
-  const uint32_t d[COLL_GPU_LINGER_WORDS] = {(uint32_t)send,
-                                             (uint32_t)(send >> 32),
-                                             (uint32_t)recv,
-                                             (uint32_t)(recv >> 32),
-                                             (uint32_t)(p->count * width),
-                                             (uint32_t)p->seq,
-                                             (uint32_t)(p->seq >> 32),
-                                             how,
-                                             (uint32_t)block,
-                                             (uint32_t)(block >> 32)};
+  const uint64_t block = rs ? p->each * width : p->block;
+  const uint32_t how = type | (uint32_t)p->op << 8 | (uint32_t)p->coll << 20 | (uint32_t)p->root << 24 |
+                       (counted ? (uint32_t)coll_gpu::kRecCounts : 0u);
+  uint32_t d[COLL_GPU_LINGER_WORDS] = {(uint32_t)send,
+                                       (uint32_t)(send >> 32),
+                                       (uint32_t)recv,
+                                       (uint32_t)(recv >> 32),
+                                       (uint32_t)(p->count * width),
+                                       (uint32_t)p->seq,
+                                       (uint32_t)(p->seq >> 32),
+                                       how,
+                                       (uint32_t)block,
+                                       (uint32_t)(block >> 32)};
+  for (int q = 0; counted && q < COLL_GPU_MAX_DIRECT; ++q) d[8 + q] = (uint32_t)(p->blocks[q].count * width);
   for (int k = 0; k < COLL_GPU_LINGER_WORDS; ++k) status->call[k] = (uint64_t)ticket << 32 | d[k];
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  return COLL_GPU_SUCCESS;
 }
 
 extern "C" void coll_gpu_linger_stop(coll_gpu_dev_status_t *status, uint32_t ticket) {

@@ -76,19 +76,18 @@ size_t coll_gpu_scratch_bytes(const coll_gpu_scratch_layout_t *l);
 /* Host-mapped words between the host and the kernels.
  *
  * A lingering one-shot kernel (coll_gpu_linger_launch) stays on the GPU after its call and takes the
- * next ones from `call`, so they need no launch (the direct calls of every collective but reduce-scatter,
- * whose per-rank blocks do not fit). The host writes a call as COLL_GPU_LINGER_WORDS words in one cache
- * line, each holding 32 bits of the call next to the call's ticket (1, 2, ... skipping 0), so one read of
- * the line tells whether all of it is there (LL, as in the kernels' own lines). Block 0 of the kernel
- * polls it; when it has waited linger_ns it writes its instance into `leaving`, fences, and reads `call`
- * once more: a call it finds then is served, and the kernel exits after it. The host, after writing a
+ * next ones from `call`, so they need no launch (the direct calls of every collective). The host writes a
+ * call as COLL_GPU_LINGER_WORDS words in one cache line, each holding 32 bits of the call next to the call's
+ * ticket (1, 2, ... skipping 0), so one read of the line tells whether all of it is there (LL, as in the kernels' own
+ * lines). Block 0 of the kernel polls it; when it has waited linger_ns it writes its instance into `leaving`, fences,
+ * and reads `call` once more: a call it finds then is served, and the kernel exits after it. The host, after writing a
  * call, fences and reads `leaving`: if it does not name the kernel, the kernel will see the call. If it
  * does, the host waits for `exited` to name the kernel; done[0] then tells whether the call was served.
  * Both sides store, fence, then load, so at least one of them sees the other's store: no call is lost. A
  * kernel takes tickets above those of every kernel before it on this engine, the ticket an exited kernel
  * waited for included. Before it launches a ring or two-shot kernel, the host writes the order to exit
  * under the next ticket instead (coll_gpu_linger_stop), so that the multiprocessors are free. */
-#define COLL_GPU_LINGER_WORDS 10
+#define COLL_GPU_LINGER_WORDS 16
 typedef struct {
   volatile uint64_t done[COLL_GPU_MAX_CHANNELS * 2]; /* block b writes the call's seq when it finishes */
   volatile uint32_t error;                           /* COLL_GPU_KERR_*: set when the host aborted a wait */
@@ -263,12 +262,14 @@ coll_gpu_status_t coll_gpu_zc_engines_launch(const coll_gpu_dev_comm_t *comm, co
 
 /* One-shot calls up to this many blocks can go to a lingering kernel (64 KiB). */
 #define COLL_GPU_LINGER_MAX_BLOCKS 16
-/* Launches one-shot call w (w->algo ONESHOT; a reduce-scatter of equal blocks only: each) as a lingering kernel of
- * coll_gpu_work_blocks blocks; it serves later calls of at most as many blocks that coll_gpu_linger_post
- * hands it. */
+/* Launches one-shot call w (w->algo ONESHOT) as a lingering kernel of coll_gpu_work_blocks blocks; it serves later
+ * calls of at most as many blocks that coll_gpu_linger_post hands it. */
 coll_gpu_status_t coll_gpu_linger_launch(const coll_gpu_dev_comm_t *comm, const coll_gpu_work_t *w, void *stream);
-/* Writes call w into status->call under ticket, then fences (the caller reads status->leaving next). */
-void coll_gpu_linger_post(coll_gpu_dev_status_t *status, uint32_t ticket, const coll_gpu_work_t *w);
+/* Writes call w into status->call under ticket, then fences (the caller reads status->leaving next). A reduce-scatter
+ * whose blocks are not equal (each) must have blocks that follow each other from sendbuf (blocks[q].begin the counts
+ * before q where blocks[q].count is not 0), each of fewer than 2^32 elements: the record holds every rank's count.
+ * Otherwise it writes nothing and fails (COLL_GPU_INTERNAL_ERROR). */
+coll_gpu_status_t coll_gpu_linger_post(coll_gpu_dev_status_t *status, uint32_t ticket, const coll_gpu_work_t *w);
 /* Writes the order to exit into status->call under ticket, then fences. */
 void coll_gpu_linger_stop(coll_gpu_dev_status_t *status, uint32_t ticket);
 

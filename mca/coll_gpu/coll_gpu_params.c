@@ -474,7 +474,7 @@ static void register_steps(mca_coll_gpu_component_t *c) {
                 0, 0, 4 << 20, 16, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->ring_chunk_bytes);
   register_int("oneshot_linger_us",
                "Microseconds the one-shot kernel (MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Allgather and "
-               "MPI_Alltoall calls, and MPI_Reduce_scatter(_block) calls of equal counts, up to 64 KiB of "
+               "MPI_Alltoall, MPI_Reduce_scatter and MPI_Reduce_scatter_block calls, up to 64 KiB of "
                "one-shot data) stays on the GPU after a call, polling host "
                "memory for the next such call, which then needs no kernel launch. While it "
                "lingers it holds one thread block per 4 KiB of its first message, and device-wide "
