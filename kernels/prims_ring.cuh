@@ -57,7 +57,6 @@ struct RingChannel {
   // it again (NCCL's connTailCache and connHeadCache): the acquire that saw the value orders the step's
   // loads, through the barrier that follows the waits.
   uint64_t tail_seen = 0, head_seen = 0;
-  unsigned steps_run = 0;  // steps this kernel has run on the channel
   coll_gpu_conn_t send, recv;
   size_t slot_bytes;
 
@@ -129,13 +128,13 @@ struct RingChannel {
   // one the step uses) there is no fence at all.
   template <int Mode>
   __device__ bool step(const char *in, char *out, size_t bytes) {
-    // the step's verdict, by parity of the step: the posting warp reads a step's after the block's
-    // barrier, when thread 0 may already be writing the next one's (a worker whose LL wait the host aborted
-    // clears it too)
-    __shared__ int ok[2];
-    const int parity = (int)(steps_run & 1);
-    ++steps_run;
+    // thread 0's wait, told the workers: they read it before the block's barrier below, and thread 0 writes it again
+    // (in this channel's next step or another's of the same Mode) only after that barrier. The step's verdict is
+    // the barrier's AND of every thread's (a worker whose LL wait the host aborted says no), so that every thread
+    // of the block takes the same way on
+    __shared__ int go;
     const bool ll_recv = (Mode & kRecv) && ll(recv, bytes), ll_send = (Mode & kSend) && ll(send, bytes);
+    int fine = 1;
     if (threadIdx.x < kRingWorkers) {
       if (threadIdx.x == 0) {
         int good = 1;
@@ -144,18 +143,18 @@ struct RingChannel {
         if (good && (Mode & kSend) && send_step + 1 > COLL_GPU_RING_SLOTS &&
             head_seen < send_step + 1 - COLL_GPU_RING_SLOTS)
           good = w.wait_geq(send.head, send_step + 1 - COLL_GPU_RING_SLOTS, next, &head_seen);
-        ok[parity] = good;
+        go = good;
       }
       workers_barrier();
-      if (ok[parity]) {
+      fine = go;
+      if (fine) {
         if (!ll_recv && !ll_send)
           step_data<Mode>(in, out, bytes);
-        else if (!step_data_ll<Mode>(in, out, bytes, ll_recv, ll_send))
-          ok[parity] = 0;
+        else
+          fine = step_data_ll<Mode>(in, out, bytes, ll_recv, ll_send);
       }
     }
-    __syncthreads();
-    if (!ok[parity]) return false;
+    if (!__syncthreads_and(fine)) return false;
     if (threadIdx.x == kRingWorkers) {
       const bool tail = (Mode & kSend) && !ll_send;
       // a NET connection's proxy sends the step's bytes, not the slot
