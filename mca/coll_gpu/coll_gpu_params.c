@@ -473,7 +473,7 @@ static void register_steps(mca_coll_gpu_component_t *c) {
                 "channel's part of the call)",
                 0, 0, 4 << 20, 16, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ, &c->ring_chunk_bytes);
   register_int("oneshot_linger_us",
-               "Microseconds the one-shot kernel (MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Allgather and "
+               "Microseconds the one-shot kernel (MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Allgather, "
                "MPI_Alltoall, MPI_Reduce_scatter and MPI_Reduce_scatter_block calls, up to 64 KiB of "
                "one-shot data) stays on the GPU after a call, polling host "
                "memory for the next such call, which then needs no kernel launch. While it "
