@@ -180,8 +180,9 @@ bool coll_gpu_engine::linger_takes(int blocks) {
 coll_gpu_status_t coll_gpu_engine::linger_start(coll_gpu_work_t *p, int *blocks, char *why, size_t why_len) {
   CUDA_CHECK(coll_gpu_legacy_stream_wait(), why, why_len);
   if (lingering) {
-    CUDA_CHECK(coll_gpu_linger_post(status, next_ticket(ticket), p), why, why_len);
-    ticket = next_ticket(ticket);
+    const uint32_t next = next_ticket(ticket);
+    CUDA_CHECK(coll_gpu_linger_post(status, next, p), why, why_len);
+    ticket = next;
     *blocks = linger_blocks;
     if (status->leaving != instance) return COLL_GPU_SUCCESS;  // it will see the call
     // it stopped polling: once it says it exits, done[0] tells whether it took the call

@@ -94,20 +94,15 @@ __device__ __noinline__ void linger_typed(const coll_gpu_dev_comm_t &p, const Ca
     oneshot_call<T, Op>(p, c, false);
 }
 
-// A reduce-scatter's blocks: rank q's elements of sendbuf are [begin[q], begin[q] + count[q]).
+// A reduce-scatter's blocks: rank q's elements of sendbuf.
 struct RsBlocks {
-  size_t begin[COLL_GPU_MAX_DIRECT];
-  uint32_t count[COLL_GPU_MAX_DIRECT];
+  coll_gpu_range_t block[COLL_GPU_MAX_DIRECT];
 };
 
 // The blocks of the call the kernel was launched with.
 __device__ RsBlocks rs_of(const coll_gpu_work_t &p) {
   RsBlocks b;
-  for (int q = 0; q < COLL_GPU_MAX_DIRECT; ++q) {
-    const coll_gpu_range_t r = rs_block(p, q);
-    b.begin[q] = r.begin;
-    b.count[q] = (uint32_t)r.count;
-  }
+  for (int q = 0; q < COLL_GPU_MAX_DIRECT; ++q) b.block[q] = rs_block(p, q);
   return b;
 }
 
@@ -115,12 +110,11 @@ __device__ RsBlocks rs_of(const coll_gpu_work_t &p) {
 // block after another.
 __device__ RsBlocks rs_decode(const uint32_t (&d)[COLL_GPU_LINGER_WORDS], const Call &c) {
   RsBlocks b;
+  const bool counted = (d[7] & kRecCounts) != 0;
   size_t at = 0;
   for (int q = 0; q < COLL_GPU_MAX_DIRECT; ++q) {
-    const bool counted = (d[7] & kRecCounts) != 0;
-    b.begin[q] = counted ? at : (size_t)q * c.block;
-    b.count[q] = counted ? d[8 + q] : (uint32_t)c.count;
-    at += b.count[q];
+    b.block[q] = counted ? coll_gpu_range_t{at, d[8 + q]} : coll_gpu_range_t{(size_t)q * c.block, c.count};
+    at += b.block[q].count;
   }
   return b;
 }
@@ -128,8 +122,8 @@ __device__ RsBlocks rs_decode(const uint32_t (&d)[COLL_GPU_LINGER_WORDS], const 
 template <typename T, typename Op>
 __device__ __noinline__ void linger_rs(const coll_gpu_dev_comm_t &p, const Call &c, const RsBlocks &rs) {
   bool aligned = packs_aligned(c.sendbuf, c.recvbuf);
-  for (int q = 0; q < p.nranks; ++q) aligned = aligned && rs.begin[q] * sizeof(T) % kPack == 0;
-  const auto block = [&](int q) { return coll_gpu_range_t{rs.begin[q], rs.count[q]}; };
+  for (int q = 0; q < p.nranks; ++q) aligned = aligned && rs.block[q].begin * sizeof(T) % kPack == 0;
+  const auto block = [&](int q) { return rs.block[q]; };
   reduce_scatter_call<T, Op>(p, c.sendbuf, c.recvbuf, c.seq, block, aligned);
 }
 

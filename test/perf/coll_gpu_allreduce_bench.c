@@ -79,7 +79,8 @@ static double over_ranks(double us, int n) {
   return barriers ? all / n : all;
 }
 
-/* The collective whose data a call moves: allgatherv's are allgather's, alltoallv's alltoall's. */
+/* The collective whose data a call moves: allgatherv's are allgather's, alltoallv's alltoall's, reduce_scatterv's
+ * reduce_scatter's. */
 static int moves_as(int coll) { return coll == 6 ? 2 : coll == 7 ? 3 : coll == 8 ? 5 : coll; }
 
 #if defined(TEST_WITH_CUDA) && defined(COLL_GPU_HAVE_NCCL)
