@@ -542,22 +542,45 @@ void SockNet::payload_arrived(Peer &p) {
   p.hgot = 0;
 }
 
-// Reads what the peer sent, up to kReadBudget bytes; whether anything came.
+// Takes n bytes read from p's stream through its frames: the rest of a header, then the rest of its payload
+// (into its receive, or dropped where that was taken back), frame after frame. False when the stream is not ours
+// to read any more.
+bool SockNet::consume(Peer &p, const char *b, size_t n) {
+  while (n > 0) {
+    if (p.hgot < sizeof(Header)) {
+      const size_t k = n < sizeof(Header) - p.hgot ? n : sizeof(Header) - p.hgot;
+      memcpy((char *)&p.h + p.hgot, b, k);
+      p.hgot += k;
+      b += k;
+      n -= k;
+      if (p.hgot < sizeof(Header)) return true;
+      if (!header_arrived(p)) return false;
+      if (p.want == 0) p.hgot = 0;  // no payload: the next header
+      continue;
+    }
+    const size_t k = n < p.want - p.got ? n : p.want - p.got;
+    if (p.target != nullptr) memcpy(p.target + p.got, b, k);
+    p.got += k;
+    b += k;
+    n -= k;
+    if (p.got == p.want) payload_arrived(p);
+  }
+  return true;
+}
+
+// Reads what the peer sent, up to kReadBudget bytes; whether anything came. Headers and small payloads come in
+// reads of up to kReadChunk bytes into in_, taken from there (consume): an 8-byte step's frame is one system
+// call, not one for its header, one for its payload and one that finds nothing more. A payload with at least
+// kReadChunk bytes still to come is read straight into its receive, until the socket has no more. A read into in_
+// that returns less than it asked for emptied the socket, so none follows it (the epoll set, level-triggered, tells
+// of what comes next).
 bool SockNet::read_in(Peer &p) {
   bool moved = false;
   size_t budget = kReadBudget;
-  char sink[4096];
   while (!p.failed && budget > 0) {
-    ssize_t r;
-    if (p.hgot < sizeof(Header)) {
-      r = ::recv(p.fd, (char *)&p.h + p.hgot, sizeof(Header) - p.hgot, MSG_DONTWAIT);
-    } else {
-      size_t n = p.want - p.got;
-      if (n > budget) n = budget;
-      char *to = p.target != nullptr ? p.target + p.got : sink;
-      if (p.target == nullptr && n > sizeof(sink)) n = sizeof(sink);
-      r = ::recv(p.fd, to, n, MSG_DONTWAIT);
-    }
+    const bool direct = p.hgot == sizeof(Header) && p.target != nullptr && p.want - p.got >= kReadChunk;
+    const size_t ask = !direct ? kReadChunk : p.want - p.got < budget ? p.want - p.got : budget;
+    const ssize_t r = ::recv(p.fd, direct ? p.target + p.got : in_, ask, MSG_DONTWAIT);
     if (r == 0) {  // the end of the stream: after BYE the peer closed on purpose
       if (!p.bye) broken(p, "receiving from", 0);
       ::close(p.fd);
@@ -571,14 +594,13 @@ bool SockNet::read_in(Peer &p) {
     }
     moved = true;
     budget -= (size_t)r < budget ? (size_t)r : budget;
-    if (p.hgot < sizeof(Header)) {
-      p.hgot += (size_t)r;
-      if (p.hgot == sizeof(Header) && !header_arrived(p)) return true;
-      if (p.hgot == sizeof(Header) && p.want == 0) p.hgot = 0;  // no payload: the next header
-    } else {
+    if (direct) {
       p.got += (size_t)r;
       if (p.got == p.want) payload_arrived(p);
+    } else if (!consume(p, in_, (size_t)r)) {
+      return true;
     }
+    if (!direct && (size_t)r < ask) break;
   }
   return moved;
 }

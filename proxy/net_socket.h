@@ -3,8 +3,9 @@
 /*
  * The proxy's network over plain TCP sockets (NCCL's socket transport; C++ only, every call on the proxy's
  * thread): the same tagged messages as proxy/net_ucx.h, written straight from the FIFO slots into the
- * socket and read straight from the socket into the slot of the receive that matches, with no copy of
- * its own and no buffering of its own where a receive is posted.
+ * socket and read from the socket into the slot of the receive that matches: straight where a payload has
+ * a few KiB or more still to come, else through a buffer of a few KiB that one read fills with as many
+ * frames as have arrived, so that a small step costs the receiver one system call.
  *
  * Each thread listens on a port of its own (its address: the port, the IPv4 addresses of the interfaces
  * it takes and a random nonce). Two ranks' threads share one socket, both ways, which the lower rank
@@ -90,6 +91,7 @@ class SockNet {
   void settle(int fd, int rank);
   bool write_out(Peer &p);
   bool read_in(Peer &p);
+  bool consume(Peer &p, const char *b, size_t n);
   bool header_arrived(Peer &p);
   void payload_arrived(Peer &p);
   bool push(Peer &p, const Header &h, const char *payload, size_t bytes, NetOp *op);
@@ -123,6 +125,9 @@ class SockNet {
   FailFn fail_ = nullptr;
   void *fail_ctx_ = nullptr;
   char last_error_[160] = "";
+  // what read_in reads headers and small payloads into, before they go where they belong
+  static constexpr size_t kReadChunk = 4096;
+  char in_[kReadChunk];
 };
 
 }  // namespace coll_gpu
