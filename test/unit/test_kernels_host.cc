@@ -478,4 +478,144 @@ TEST(DevComm, RefusesBadRings) {
   EXPECT_EQ(COLL_GPU_INTERNAL_ERROR, v.setup(0));
 }
 
+// The lingering kernel's call record as coll_gpu_linger_post writes it, against the layout its kernel reads
+// (kernels/allreduce_oneshot.cu): every word the call's ticket in its high half, and in its low half the buffers,
+// the count and the sequence number, word 7 the type, op, collective and root and bit 18 (counts follow) for a
+// reduce-scatter of counts, words 8-9 the block distance, or words 8-15 every rank's count. A call that bitwise
+// reduces integers goes as bytes. Random calls of every collective, on a record poisoned before each.
+namespace linger {
+
+constexpr uint32_t kCounts = 1u << 18, kExit = 1u << 17;
+
+size_t width(coll_gpu_dtype_t t, coll_gpu_redop_t op) {
+  const bool bits = op == COLL_GPU_BAND || op == COLL_GPU_BOR || op == COLL_GPU_BXOR;
+  return bits && t <= COLL_GPU_UINT64 ? coll_gpu_dtype_size(t) : 1;
+}
+
+void poison(coll_gpu_dev_status_t &st) {
+  for (int k = 0; k < COLL_GPU_LINGER_WORDS; ++k) st.call[k] = 0x5a5a5a5a5a5a5a5aull + k;
+}
+
+bool poisoned(const coll_gpu_dev_status_t &st) {
+  for (int k = 0; k < COLL_GPU_LINGER_WORDS; ++k)
+    if (st.call[k] != 0x5a5a5a5a5a5a5a5aull + k) return false;
+  return true;
+}
+
+}  // namespace linger
+
+TEST(Linger, RecordCarriesTheCallAndEachRanksCount) {
+  auto &r = rng();
+  coll_gpu_dev_status_t *st = new coll_gpu_dev_status_t();
+  for (int it = 0; it < 2000; ++it) {
+    coll_gpu_work_t w = {};
+    w.coll = (coll_gpu_coll_t)(r() % COLL_GPU_NCOLLS);
+    w.type = (coll_gpu_dtype_t)(r() % COLL_GPU_NTYPES);
+    w.op = (coll_gpu_redop_t)(r() % (COLL_GPU_BXOR + 1));
+    w.root = (int)(r() % COLL_GPU_MAX_DIRECT);
+    w.sendbuf = (const void *)(uintptr_t)(r() & ~15ull);
+    w.recvbuf = (void *)(uintptr_t)(r() & ~15ull);
+    w.count = r() % (1u << 20);
+    w.block = r() % (1ull << 40);
+    w.seq = r();
+    const int nranks = 2 + (int)(r() % (COLL_GPU_MAX_DIRECT - 1));
+    const bool rs = w.coll == COLL_GPU_COLL_REDUCE_SCATTER, counted = rs && r() % 2 == 0;
+    size_t at = 0, longest = 0;
+    for (int q = 0; rs && q < nranks; ++q) {
+      const size_t n = counted ? (r() % 4 == 0 ? 0 : r() % 5000) : w.count;
+      w.blocks[q] = coll_gpu_range_t{counted ? at : q * w.count, n};
+      at += n;
+      longest = std::max(longest, n);
+    }
+    if (rs) w.block = 0;
+    if (rs && counted) w.count = longest;
+    if (rs && !counted) w.each = w.count;
+    const uint32_t ticket = (uint32_t)r() | 1;
+    linger::poison(*st);
+    ASSERT_EQ(COLL_GPU_SUCCESS, coll_gpu_linger_post(st, ticket, &w));
+    const size_t wd = linger::width(w.type, w.op);
+    uint32_t d[COLL_GPU_LINGER_WORDS];
+    for (int k = 0; k < COLL_GPU_LINGER_WORDS; ++k) {
+      ASSERT_EQ(ticket, (uint32_t)(st->call[k] >> 32)) << "word " << k;
+      d[k] = (uint32_t)st->call[k];
+    }
+    EXPECT_EQ((uint64_t)(uintptr_t)w.sendbuf, (uint64_t)d[1] << 32 | d[0]);
+    EXPECT_EQ((uint64_t)(uintptr_t)w.recvbuf, (uint64_t)d[3] << 32 | d[2]);
+    EXPECT_EQ(w.count * wd, d[4]);
+    EXPECT_EQ(w.seq, (uint64_t)d[6] << 32 | d[5]);
+    EXPECT_EQ(wd == 1 ? (uint32_t)w.type : (uint32_t)COLL_GPU_UINT8, d[7] & 0xff);
+    EXPECT_EQ((uint32_t)w.op, (d[7] >> 8) & 0xff);
+    EXPECT_EQ((uint32_t)w.coll, (d[7] >> 20) & 0xf);
+    EXPECT_EQ((uint32_t)w.root, d[7] >> 24);
+    EXPECT_EQ(counted ? linger::kCounts : 0u, d[7] & (0xfu << 16)) << "what to do, and whether counts follow";
+    if (counted) {
+      for (int q = 0; q < COLL_GPU_MAX_DIRECT; ++q)
+        EXPECT_EQ(q < nranks ? w.blocks[q].count * wd : 0, d[8 + q]) << "rank " << q << "'s count";
+    } else {
+      EXPECT_EQ(rs ? w.each * wd : w.block, (uint64_t)d[9] << 32 | d[8]);
+      for (int k = 10; k < COLL_GPU_LINGER_WORDS; ++k) EXPECT_EQ(0u, d[k]) << "word " << k;
+    }
+  }
+  delete st;
+}
+
+// A reduce-scatter of counts whose non-empty blocks do not follow each other from sendbuf, or whose count does not
+// fit 32 bits, is refused, and the record keeps what it held: the kernel would take other blocks.
+TEST(Linger, RefusesBlocksTheRecordCannotCarry) {
+  auto &r = rng();
+  coll_gpu_dev_status_t *st = new coll_gpu_dev_status_t();
+  for (int it = 0; it < 200; ++it) {
+    coll_gpu_work_t w = {};
+    w.coll = COLL_GPU_COLL_REDUCE_SCATTER;
+    w.type = COLL_GPU_FLOAT;
+    w.op = COLL_GPU_SUM;
+    const int nranks = 2 + (int)(r() % (COLL_GPU_MAX_DIRECT - 1));
+    size_t at = 0;
+    for (int q = 0; q < nranks; ++q) {
+      w.blocks[q] = coll_gpu_range_t{at, 1 + r() % 1000};
+      at += w.blocks[q].count;
+      w.count = std::max(w.count, w.blocks[q].count);
+    }
+    linger::poison(*st);
+    ASSERT_EQ(COLL_GPU_SUCCESS, coll_gpu_linger_post(st, 7, &w));  // as drawn: taken
+    const int q = 1 + (int)(r() % (nranks - 1));
+    coll_gpu_work_t bad = w;
+    switch (it % 3) {
+      case 0:  // a gap before block q
+        bad.blocks[q].begin += 1 + r() % 16;
+        break;
+      case 1:  // block q where the one before it is
+        bad.blocks[q].begin = w.blocks[q - 1].begin;
+        break;
+      default:  // more elements than 32 bits count
+        bad.blocks[q].count = (1ull << 32) + r() % 1000;
+        for (int k = q + 1; k < nranks; ++k) bad.blocks[k].begin = bad.blocks[k - 1].begin + bad.blocks[k - 1].count;
+        break;
+    }
+    linger::poison(*st);
+    EXPECT_EQ(COLL_GPU_INTERNAL_ERROR, coll_gpu_linger_post(st, 7, &bad)) << "case " << it % 3;
+    EXPECT_TRUE(linger::poisoned(*st)) << "case " << it % 3 << ": the refused call wrote the record";
+    // an empty block may start anywhere: it moves nothing
+    coll_gpu_work_t empty = w;
+    empty.blocks[q].count = 0;
+    empty.blocks[q].begin = r() % 100000;
+    for (int k = q + 1; k < nranks; ++k) empty.blocks[k].begin -= w.blocks[q].count;
+    linger::poison(*st);
+    EXPECT_EQ(COLL_GPU_SUCCESS, coll_gpu_linger_post(st, 7, &empty));
+    EXPECT_EQ(0u, (uint32_t)st->call[8 + q]);
+  }
+  delete st;
+}
+
+// The order to leave: every word the ticket, word 7 the exit bit alone.
+TEST(Linger, StopIsTheExitBitAlone) {
+  coll_gpu_dev_status_t *st = new coll_gpu_dev_status_t();
+  const uint32_t ticket = (uint32_t)rng()() | 1;
+  linger::poison(*st);
+  coll_gpu_linger_stop(st, ticket);
+  for (int k = 0; k < COLL_GPU_LINGER_WORDS; ++k)
+    EXPECT_EQ((uint64_t)ticket << 32 | (k == 7 ? linger::kExit : 0u), st->call[k]) << "word " << k;
+  delete st;
+}
+
 }  // namespace
